@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Configures and builds sft. Usage: scripts/build.sh BUILD_DIR [extra cmake args...]
+# SFT_BUILD_TARGET=name builds one target instead of everything.
+# Uses clang (so the libFuzzer target is real) unless CC/CXX are set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir=${1:?usage: scripts/build.sh BUILD_DIR [cmake args...]}
+shift
+export CC=${CC:-clang}
+export CXX=${CXX:-clang++}
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" > "$build_dir.configure.log" 2>&1 || {
+  cat "$build_dir.configure.log"
+  exit 1
+}
+cmake --build "$build_dir" -j "$(nproc)" ${SFT_BUILD_TARGET:+--target "$SFT_BUILD_TARGET"}

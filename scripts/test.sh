@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command: installs what is needed, builds in Release with tests, runs the whole
+# suite through ctest; then the same suite built with AddressSanitizer + UBSan.
+# Exits non-zero on any failure. Set SFT_SKIP_SANITIZE=1 to run the Release pass only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell}
+
+status=0
+
+echo "== Release build and tests"
+scripts/build.sh build -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=ON
+ctest --test-dir build --output-on-failure -j "$(nproc)" || status=1
+
+if [ "${SFT_SKIP_SANITIZE:-0}" != "1" ]; then
+  echo "== ASan + UBSan build and tests"
+  # The fuzz test already runs with ASan/UBSan in the Release pass; here it only replays briefly.
+  scripts/build.sh build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSFT_SANITIZE=ON -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=OFF -DFUZZ_TIME=5
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)" || status=1
+fi
+
+exit $status

@@ -1,0 +1,67 @@
+// sft: supervised fine-tuning of Hugging Face decoder LLMs.
+//
+// Dispatches `sft <command> ...` to cli/cmd_*.cpp and is the one place where errors
+// are caught: the message goes to stderr and the exit code is 1 (2 for usage errors).
+#include <cstdio>
+#include <exception>
+#include <string_view>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "ops/backend.h"
+
+namespace {
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(const sft::cli::Args&);
+};
+
+constexpr Command kCommands[] = {
+    {"inspect", "describe a model: architecture, parameter counts, dtypes, memory for a full fine-tune",
+     sft::cli::run_inspect},
+};
+
+void print_help() {
+  std::printf(
+      "sft %s: supervised fine-tuning of Hugging Face decoder LLMs (Llama, Mistral, Qwen2, Qwen3)\n\n"
+      "usage: sft <command> [options]\n\ncommands:\n",
+      SFT_VERSION);
+  for (const Command& c : kCommands) std::printf("  %-10.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()), c.summary.data());
+  std::printf("\nRun `sft <command> --help` for a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_help();
+    return 2;
+  }
+  const std::string_view first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
+    print_help();
+    return 0;
+  }
+  if (first == "--version" || first == "-V") {
+    std::printf("sft %s (backends: %s)\n", SFT_VERSION, sft::compiled_backends().c_str());
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (c.name != first) continue;
+    sft::cli::Args args(argv + 2, argv + argc);
+    try {
+      return c.run(args);
+    } catch (const sft::Error& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 1;
+    } catch (const std::exception& e) {
+      // Anything not ours is a bug in sft, not in the user's input: say so.
+      std::fprintf(stderr, "error: [internal] %s (please report this)\n", e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "error: unknown command '%s'; run `sft --help` for the list\n", argv[1]);
+  return 2;
+}

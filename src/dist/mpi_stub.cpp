@@ -1,0 +1,11 @@
+// Built when SFT_MPI is OFF: the MPI communicator says how to get it.
+#include "core/error.h"
+#include "dist/comm.h"
+
+namespace sft {
+
+std::unique_ptr<Comm> make_mpi_comm() {
+  fail("dist", "sft was built without MPI; rebuild with -DSFT_MPI=ON to run under mpirun");
+}
+
+}  // namespace sft

@@ -1,0 +1,157 @@
+// safetensors: reading (zero-copy from an mmap) and writing (atomic) HF weight files.
+//
+// Format: 8-byte little-endian header length N, N bytes of UTF-8 JSON
+// {"__metadata__": {str: str}, "<name>": {"dtype", "shape", "data_offsets": [begin, end]}},
+// then the data region; offsets are relative to it. Validation is as strict as the
+// reference implementation (huggingface/safetensors): every rule has its own
+// SafetensorsErrc, and every message names the file and, where there is one, the tensor.
+// Sharded checkpoints (model.safetensors.index.json) are in safetensors_index.cpp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace sft {
+
+class MappedFile;
+
+inline constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
+
+enum class SafetensorsErrc {
+  kFileTooSmall,        // fewer than 8 bytes: no header length
+  kHeaderTooLarge,      // header length > 100 MB
+  kHeaderOutOfBounds,   // header length runs past the end of the file
+  kInvalidUtf8,         // header is not UTF-8
+  kInvalidJson,         // header is not JSON
+  kHeaderNotObject,     // header JSON is not an object
+  kDuplicateName,       // a tensor name (or __metadata__) appears twice
+  kInvalidMetadata,     // __metadata__ is not a string → string object
+  kInvalidTensorEntry,  // entry is not {"dtype": str, "shape": [uint...], "data_offsets": [uint, uint]}
+  kUnknownDtype,        // dtype string we do not know
+  kShapeOverflow,       // element count or byte size overflows 64 bits
+  kInvalidOffsets,      // data_offsets end < begin
+  kSizeMismatch,        // end - begin != elements × dtype size
+  kHoleInData,          // bytes between tensors (or before the first) that no tensor owns
+  kOverlappingData,     // two tensors share bytes
+  kDataPastEnd,         // a tensor extends past the end of the file
+  kTrailingData,        // bytes after the last tensor
+  // Sharded checkpoints:
+  kInvalidIndex,        // index JSON is not {"weight_map": {name: file}}
+  kMissingShard,        // the index names a file that does not exist
+  kTensorNotInShard,    // the index maps a tensor to a shard that lacks it
+  kTensorNotInIndex,    // a shard holds a tensor the index does not list
+  kTensorInTwoShards,   // the same name in two shards
+  kNoWeights,           // a folder with neither model.safetensors nor an index
+  kUnknownTensor,       // a lookup of a name the checkpoint does not have
+};
+
+// Stable identifier, e.g. "header_too_large", used in messages and the negative corpus.
+std::string_view safetensors_errc_name(SafetensorsErrc code);
+
+class SafetensorsError : public Error {
+ public:
+  SafetensorsError(SafetensorsErrc code, std::string_view message);
+  SafetensorsErrc code() const { return code_; }
+
+ private:
+  SafetensorsErrc code_;
+};
+
+struct TensorEntry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin;  // offsets relative to the data region
+  uint64_t end;
+};
+
+struct SafetensorsHeader {
+  std::map<std::string, std::string> metadata;
+  std::vector<TensorEntry> tensors;  // ordered by data offset
+  uint64_t data_start = 0;           // 8 + header length: where the data region starts in the file
+};
+
+// Parses and validates a whole file's bytes (header and layout; tensor bytes are not read).
+// `file_label` names the file in errors. Throws SafetensorsError. This is the fuzzing surface.
+SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file,
+                                           const std::string& file_label);
+
+// One .safetensors file, memory-mapped; tensors borrow from the mapping (zero-copy).
+class SafetensorsFile {
+ public:
+  static SafetensorsFile open(const std::string& path);
+
+  const std::string& path() const;
+  const SafetensorsHeader& header() const { return header_; }
+  const std::vector<TensorEntry>& entries() const { return header_.tensors; }
+  const std::map<std::string, std::string>& metadata() const { return header_.metadata; }
+  const TensorEntry* find(const std::string& name) const;
+  // Borrowed view of a tensor's bytes; throws kUnknownTensor for a name not in the file.
+  Tensor tensor(const std::string& name) const;
+  Tensor tensor(const TensorEntry& entry) const;
+
+ private:
+  std::shared_ptr<const MappedFile> file_;
+  SafetensorsHeader header_;
+  std::map<std::string, size_t> by_name_;
+};
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+// The header exactly as the Python library writes it (compact JSON, __metadata__ first with
+// sorted keys, tensors in data order: by dtype width descending then name; padded with spaces
+// to 8 bytes). `data_order` receives the order of `tensors` in the data region.
+// Throws on duplicate or empty names.
+std::string serialize_safetensors_header(const std::vector<NamedTensor>& tensors,
+                                         const std::map<std::string, std::string>& metadata,
+                                         std::vector<size_t>* data_order);
+
+// Writes one file atomically (temp + fsync + rename).
+void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+// Writes `tensors` into `dir` as transformers' save_pretrained does: "<base>.safetensors" when
+// they fit in max_shard_bytes, else "<base>-0000K-of-0000N.safetensors" plus
+// "<base>.safetensors.index.json". Every file is written atomically, the index last.
+// Returns the file names written.
+std::vector<std::string> write_safetensors_sharded(const std::string& dir,
+                                                   const std::vector<NamedTensor>& tensors,
+                                                   uint64_t max_shard_bytes,
+                                                   const std::map<std::string, std::string>& metadata = {},
+                                                   const std::string& base = "model");
+
+// All the weights of a model folder: one model.safetensors or the shards of an index.
+class SafetensorsCheckpoint {
+ public:
+  // `dir` holds model.safetensors.index.json or model.safetensors.
+  static SafetensorsCheckpoint open_dir(const std::string& dir);
+  static SafetensorsCheckpoint open_index(const std::string& index_path);
+  static SafetensorsCheckpoint open_file(const std::string& path);
+
+  const std::vector<SafetensorsFile>& files() const { return files_; }
+  // Names in sorted order.
+  std::vector<std::string> names() const;
+  bool contains(const std::string& name) const { return where_.count(name) != 0; }
+  const TensorEntry& entry(const std::string& name) const;
+  const SafetensorsFile& file_of(const std::string& name) const;
+  Tensor tensor(const std::string& name) const;
+  // Where the checkpoint came from (index or file path), for messages.
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+  std::vector<SafetensorsFile> files_;
+  std::map<std::string, size_t> where_;  // name → index into files_
+};
+
+}  // namespace sft

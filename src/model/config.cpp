@@ -1,0 +1,299 @@
+#include "model/config.h"
+
+#include <array>
+
+namespace sft {
+
+std::string_view model_type_name(ModelType type) {
+  switch (type) {
+    case ModelType::kLlama: return "llama";
+    case ModelType::kMistral: return "mistral";
+    case ModelType::kQwen2: return "qwen2";
+    case ModelType::kQwen3: return "qwen3";
+  }
+  return "?";
+}
+
+std::string_view rope_type_name(RopeType type) {
+  switch (type) {
+    case RopeType::kDefault: return "default";
+    case RopeType::kLinear: return "linear";
+    case RopeType::kDynamic: return "dynamic";
+    case RopeType::kLlama3: return "llama3";
+    case RopeType::kYarn: return "yarn";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::string_view kComponent = "config";
+
+// Defaults of the transformers config classes for keys a config.json may omit.
+struct TypeDefaults {
+  ModelType type;
+  std::string_view name;
+  int64_t vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads;
+  int64_t num_key_value_heads;  // 0 = same as num_attention_heads
+  int64_t head_dim;             // 0 = hidden_size / num_attention_heads
+  int64_t max_position_embeddings;
+  int64_t sliding_window;       // 0 = none by default
+};
+
+constexpr std::array<TypeDefaults, 4> kDefaults = {{
+    {ModelType::kLlama, "llama", 32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
+    {ModelType::kMistral, "mistral", 32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, 4096},
+    {ModelType::kQwen2, "qwen2", 151936, 4096, 22016, 32, 32, 32, 0, 32768, 4096},
+    {ModelType::kQwen3, "qwen3", 151936, 4096, 22016, 32, 32, 32, 128, 32768, 4096},
+}};
+
+// Typed access to config.json keys with errors that name the file and key.
+class Reader {
+ public:
+  Reader(const Json& json, const std::string& source) : json_(json), source_(source) {}
+
+  [[noreturn]] void bad(const std::string& key, const std::string& problem, std::string_view hint = {}) const {
+    fail_in_file(kComponent, {source_, "key '" + key + "'"}, problem,
+                 hint.empty() ? std::string_view("fix the value in config.json, or re-save it with save_pretrained")
+                              : hint);
+  }
+
+  // Null counts as absent: HF writes `"head_dim": null` for "derive it".
+  const Json* get(const Json& obj, const std::string& key) const {
+    auto it = obj.find(key);
+    return (it == obj.end() || it->is_null()) ? nullptr : &*it;
+  }
+  const Json* get(const std::string& key) const { return get(json_, key); }
+
+  int64_t integer(const Json& v, const std::string& key) const {
+    if (!v.is_number_integer()) bad(key, "expected an integer, got " + json_type_name(v) + " " + v.dump());
+    return v.get<int64_t>();
+  }
+  int64_t positive(const std::string& key, int64_t fallback) const {
+    const Json* v = get(key);
+    int64_t out = v ? integer(*v, key) : fallback;
+    if (out <= 0) bad(key, "expected a positive integer, got " + std::to_string(out));
+    return out;
+  }
+  double number(const Json& v, const std::string& key) const {
+    if (!v.is_number()) bad(key, "expected a number, got " + json_type_name(v) + " " + v.dump());
+    return v.get<double>();
+  }
+  double number_or(const Json& obj, const std::string& key, double fallback) const {
+    const Json* v = get(obj, key);
+    return v ? number(*v, key) : fallback;
+  }
+  bool boolean(const std::string& key, bool fallback) const {
+    const Json* v = get(key);
+    if (!v) return fallback;
+    if (!v->is_boolean()) bad(key, "expected true or false, got " + json_type_name(*v) + " " + v->dump());
+    return v->get<bool>();
+  }
+  std::string string(const std::string& key, const std::string& fallback) const {
+    const Json* v = get(key);
+    if (!v) return fallback;
+    if (!v->is_string()) bad(key, "expected a string, got " + json_type_name(*v));
+    return v->get<std::string>();
+  }
+  std::optional<int64_t> optional_integer(const std::string& key) const {
+    const Json* v = get(key);
+    if (!v) return std::nullopt;
+    return integer(*v, key);
+  }
+
+ private:
+  const Json& json_;
+  const std::string& source_;
+};
+
+RopeType parse_rope_type(const Reader& r, const std::string& key, const std::string& name) {
+  if (name == "default") return RopeType::kDefault;
+  if (name == "linear") return RopeType::kLinear;
+  if (name == "dynamic") return RopeType::kDynamic;
+  if (name == "llama3") return RopeType::kLlama3;
+  if (name == "yarn") return RopeType::kYarn;
+  r.bad(key, "rope type '" + name + "' is not supported",
+        "supported rope types: default, linear, dynamic, llama3, yarn");
+}
+
+// Reads rope settings from either `rope_parameters` (5.x) or `rope_theta` + `rope_scaling` (4.x).
+RopeConfig parse_rope(const Reader& r) {
+  RopeConfig rope;
+  const Json* params = r.get("rope_parameters");
+  std::string key = "rope_parameters";
+  if (params && params->is_object() && params->contains("full_attention")) {
+    // Per-layer-type rope parameters: this family uses one set for every layer.
+    params = &(*params)["full_attention"];
+    key += ".full_attention";
+  }
+  if (!params) {
+    params = r.get("rope_scaling");
+    key = "rope_scaling";
+  }
+  if (params && !params->is_object()) r.bad(key, "expected an object, got " + json_type_name(*params));
+  if (const Json* theta = r.get("rope_theta")) rope.theta = r.number(*theta, "rope_theta");
+  if (!params) return rope;
+
+  rope.theta = r.number_or(*params, "rope_theta", rope.theta);
+  const Json* type = r.get(*params, "rope_type");
+  if (!type) type = r.get(*params, "type");
+  if (type) {
+    if (!type->is_string()) r.bad(key + ".rope_type", "expected a string, got " + json_type_name(*type));
+    rope.type = parse_rope_type(r, key + ".rope_type", type->get<std::string>());
+  }
+  rope.factor = r.number_or(*params, "factor", 1.0);
+  rope.low_freq_factor = r.number_or(*params, "low_freq_factor", rope.low_freq_factor);
+  rope.high_freq_factor = r.number_or(*params, "high_freq_factor", rope.high_freq_factor);
+  if (const Json* v = r.get(*params, "original_max_position_embeddings")) {
+    rope.original_max_position_embeddings = r.integer(*v, key + ".original_max_position_embeddings");
+  }
+  if (const Json* v = r.get(*params, "attention_factor")) rope.attention_factor = r.number(*v, key + ".attention_factor");
+  rope.beta_fast = r.number_or(*params, "beta_fast", rope.beta_fast);
+  rope.beta_slow = r.number_or(*params, "beta_slow", rope.beta_slow);
+  if (const Json* v = r.get(*params, "mscale")) rope.mscale = r.number(*v, key + ".mscale");
+  if (const Json* v = r.get(*params, "mscale_all_dim")) rope.mscale_all_dim = r.number(*v, key + ".mscale_all_dim");
+  if (const Json* v = r.get(*params, "truncate")) rope.truncate = v->is_boolean() ? v->get<bool>() : true;
+  rope.partial_rotary_factor = r.number_or(*params, "partial_rotary_factor", 1.0);
+
+  const bool scaled = rope.type != RopeType::kDefault;
+  if (scaled && rope.factor < 1.0) {
+    r.bad(key + ".factor", "rope scaling factor must be >= 1, got " + std::to_string(rope.factor));
+  }
+  if (rope.type == RopeType::kLlama3 && rope.original_max_position_embeddings <= 0) {
+    r.bad(key + ".original_max_position_embeddings", "llama3 rope scaling needs a positive value");
+  }
+  return rope;
+}
+
+std::optional<DType> parse_torch_dtype(const Reader& r) {
+  std::string key = r.get("dtype") ? "dtype" : "torch_dtype";
+  std::string name = r.string(key, "");
+  if (name.empty() || name == "auto") return std::nullopt;
+  if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+  if (name == "float32") return DType::kF32;
+  if (name == "bfloat16") return DType::kBF16;
+  if (name == "float16") return DType::kF16;
+  if (name == "float64") return DType::kF64;
+  r.bad(key, "unknown dtype '" + name + "'", "expected float32, bfloat16 or float16");
+}
+
+std::vector<int64_t> parse_token_ids(const Reader& r, const std::string& key) {
+  const Json* v = r.get(key);
+  if (!v) return {};
+  if (v->is_array()) {
+    std::vector<int64_t> ids;
+    for (const Json& id : *v) ids.push_back(r.integer(id, key));
+    return ids;
+  }
+  return {r.integer(*v, key)};
+}
+
+}  // namespace
+
+ModelConfig parse_model_config(const Json& json, const std::string& source) {
+  if (!json.is_object()) {
+    fail_in_file(kComponent, {source, ""}, "expected a JSON object, got " + json_type_name(json),
+                 "config.json is the file save_pretrained writes next to the weights");
+  }
+  Reader r(json, source);
+  const std::string type_name = r.string("model_type", "");
+  const TypeDefaults* defaults = nullptr;
+  for (const TypeDefaults& d : kDefaults) {
+    if (d.name == type_name) defaults = &d;
+  }
+  if (defaults == nullptr) {
+    r.bad("model_type",
+          type_name.empty() ? "missing" : "model_type '" + type_name + "' is not supported",
+          "supported model types: llama, mistral, qwen2, qwen3");
+  }
+
+  ModelConfig c;
+  c.model_type = defaults->type;
+  if (const Json* arch = r.get("architectures"); arch && arch->is_array()) {
+    for (const Json& a : *arch) {
+      if (a.is_string()) c.architectures.push_back(a.get<std::string>());
+    }
+  }
+  c.vocab_size = r.positive("vocab_size", defaults->vocab_size);
+  c.hidden_size = r.positive("hidden_size", defaults->hidden_size);
+  c.intermediate_size = r.positive("intermediate_size", defaults->intermediate_size);
+  c.num_hidden_layers = r.positive("num_hidden_layers", defaults->num_hidden_layers);
+  c.num_attention_heads = r.positive("num_attention_heads", defaults->num_attention_heads);
+  c.num_key_value_heads = r.positive(
+      "num_key_value_heads", defaults->num_key_value_heads ? defaults->num_key_value_heads : c.num_attention_heads);
+  if (c.num_attention_heads % c.num_key_value_heads != 0) {
+    r.bad("num_key_value_heads", "num_attention_heads (" + std::to_string(c.num_attention_heads) +
+                                     ") is not a multiple of num_key_value_heads (" +
+                                     std::to_string(c.num_key_value_heads) + ")");
+  }
+  const bool head_dim_given = r.get("head_dim") != nullptr;
+  if (!head_dim_given && !defaults->head_dim && c.hidden_size % c.num_attention_heads != 0) {
+    r.bad("hidden_size", "not divisible by num_attention_heads and no head_dim is given");
+  }
+  c.head_dim = r.positive("head_dim", defaults->head_dim ? defaults->head_dim : c.hidden_size / c.num_attention_heads);
+  c.hidden_act = r.string("hidden_act", "silu");
+  c.rms_norm_eps = r.get("rms_norm_eps") ? r.number(*r.get("rms_norm_eps"), "rms_norm_eps") : 1e-6;
+  c.rope = parse_rope(r);
+  c.max_position_embeddings = r.positive("max_position_embeddings", defaults->max_position_embeddings);
+  c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
+
+  const bool attention_bias = r.boolean("attention_bias", false);
+  switch (c.model_type) {
+    case ModelType::kLlama:
+      c.qkv_bias = c.o_bias = attention_bias;
+      c.mlp_bias = r.boolean("mlp_bias", false);
+      break;
+    case ModelType::kMistral:
+      break;
+    case ModelType::kQwen2:
+      c.qkv_bias = true;  // Qwen2Attention hard-codes bias on q/k/v and none on o_proj
+      break;
+    case ModelType::kQwen3:
+      c.qkv_bias = c.o_bias = attention_bias;
+      c.qk_norm = true;
+      break;
+  }
+
+  // Sliding window: Mistral applies `sliding_window` to every layer; Qwen2/3 only when
+  // use_sliding_window, to layers from max_window_layers on — unless layer_types says otherwise.
+  std::optional<int64_t> window = r.optional_integer("sliding_window");
+  if (c.model_type != ModelType::kMistral && !r.boolean("use_sliding_window", false)) window.reset();
+  if (window && *window <= 0) r.bad("sliding_window", "expected a positive integer or null");
+  c.sliding_window = window;
+  c.layer_sliding_window.assign(static_cast<size_t>(c.num_hidden_layers), false);
+  if (const Json* types = r.get("layer_types")) {
+    if (!types->is_array() || types->size() != static_cast<size_t>(c.num_hidden_layers)) {
+      r.bad("layer_types", "expected a list with one entry per layer (" + std::to_string(c.num_hidden_layers) + ")");
+    }
+    for (size_t i = 0; i < types->size(); ++i) {
+      const Json& t = (*types)[i];
+      if (t != "full_attention" && t != "sliding_attention") {
+        r.bad("layer_types", "entry " + std::to_string(i) + " is " + t.dump(),
+              "expected \"full_attention\" or \"sliding_attention\"");
+      }
+      c.layer_sliding_window[i] = window.has_value() && t == "sliding_attention";
+    }
+  } else if (window) {
+    int64_t first = 0;
+    if (c.model_type != ModelType::kMistral) {
+      const Json* v = r.get("max_window_layers");
+      first = v ? r.integer(*v, "max_window_layers") : 28;
+    }
+    for (int64_t i = first; i < c.num_hidden_layers; ++i) c.layer_sliding_window[static_cast<size_t>(i)] = true;
+  }
+  if (window && std::none_of(c.layer_sliding_window.begin(), c.layer_sliding_window.end(), [](bool b) { return b; })) {
+    c.sliding_window.reset();  // enabled but no layer uses it: the model is full attention
+  }
+
+  c.bos_token_id = r.optional_integer("bos_token_id");
+  c.eos_token_ids = parse_token_ids(r, "eos_token_id");
+  c.pad_token_id = r.optional_integer("pad_token_id");
+  c.dtype = parse_torch_dtype(r);
+  return c;
+}
+
+ModelConfig load_model_config(const std::string& config_json_path) {
+  return parse_model_config(read_json_file(config_json_path, kComponent), config_json_path);
+}
+
+}  // namespace sft

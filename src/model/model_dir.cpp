@@ -1,0 +1,61 @@
+#include "model/model_dir.h"
+
+#include <filesystem>
+#include <set>
+
+#include "io/hf_hub.h"
+
+namespace sft {
+
+namespace fs = std::filesystem;
+
+ModelDir open_model_dir(const std::string& name_or_path, const std::string& revision) {
+  ModelDir dir;
+  dir.name_or_path = name_or_path;
+  dir.path = resolve_hub_folder(name_or_path, HubRepoType::kModel, revision);
+  const fs::path config = fs::path(dir.path) / "config.json";
+  if (!fs::is_regular_file(config)) {
+    fail_in_file("model", {dir.path, ""}, "no config.json in this folder",
+                 "a model folder is what save_pretrained writes: config.json plus *.safetensors");
+  }
+  dir.config = load_model_config(config.string());
+  return dir;
+}
+
+std::vector<std::string> present_tokenizer_files(const std::string& dir) {
+  static const char* const kNames[] = {"tokenizer.json",       "tokenizer_config.json", "special_tokens_map.json",
+                                       "chat_template.jinja",  "chat_template.json",
+                                       "tokenizer.model",      "vocab.json",            "merges.txt"};
+  std::vector<std::string> out;
+  for (const char* name : kNames) {
+    if (fs::is_regular_file(fs::path(dir) / name)) out.emplace_back(name);
+  }
+  return out;
+}
+
+LayoutMismatch compare_with_layout(const SafetensorsCheckpoint& checkpoint, const std::vector<ParamSpec>& layout) {
+  LayoutMismatch result;
+  std::set<std::string> expected;
+  for (const ParamSpec& p : layout) {
+    expected.insert(p.name);
+    if (!checkpoint.contains(p.name)) {
+      result.missing.push_back(p.name);
+      continue;
+    }
+    const Shape& actual = checkpoint.entry(p.name).shape;
+    if (actual != p.shape) {
+      result.wrong_shape.push_back(p.name + ": checkpoint " + shape_to_string(actual) + ", config implies " +
+                                   shape_to_string(p.shape));
+    }
+  }
+  for (const std::string& name : checkpoint.names()) {
+    if (!expected.count(name) && name != "lm_head.weight") result.unexpected.push_back(name);
+    if (name == "lm_head.weight" && !expected.count(name) && checkpoint.entry(name).shape != layout.front().shape) {
+      result.wrong_shape.push_back(name + ": tied to the embeddings but stored with shape " +
+                                   shape_to_string(checkpoint.entry(name).shape));
+    }
+  }
+  return result;
+}
+
+}  // namespace sft

@@ -1,0 +1,31 @@
+# Runs `sft inspect` on every fixture model and checks that the parameter count it prints
+# equals transformers' num_parameters from tests/fixtures/models/expected.json.
+# Usage: cmake -DSFT=path/to/sft -DROOT=repo -P inspect_fixtures.cmake
+file(READ "${ROOT}/tests/fixtures/models/expected.json" expected)
+foreach(name llama mistral qwen2 qwen3 qwen3_sharded)
+  string(JSON want GET "${expected}" ${name} num_parameters)
+  execute_process(COMMAND "${SFT}" inspect "${ROOT}/tests/fixtures/models/${name}"
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "sft inspect ${name} failed (${rc}): ${err}")
+  endif()
+  # The text report groups digits: 106816 → 106,816.
+  string(REGEX REPLACE "([0-9])([0-9][0-9][0-9])$" "\\1,\\2" grouped "${want}")
+  string(REGEX REPLACE "([0-9])([0-9][0-9][0-9]),"  "\\1,\\2," grouped "${grouped}")
+  if(NOT out MATCHES "parameters    ${grouped} \\(as transformers")
+    message(FATAL_ERROR "sft inspect ${name}: expected ${grouped} parameters, got:\n${out}")
+  endif()
+  execute_process(COMMAND "${SFT}" inspect "${ROOT}/tests/fixtures/models/${name}" --json
+                  OUTPUT_VARIABLE json RESULT_VARIABLE rc)
+  string(JSON got GET "${json}" num_parameters)
+  if(NOT got EQUAL want)
+    message(FATAL_ERROR "sft inspect --json ${name}: num_parameters ${got}, transformers says ${want}")
+  endif()
+  message(STATUS "${name}: ${grouped} parameters, as transformers")
+endforeach()
+# A broken model folder fails with a non-zero exit and a message naming the problem.
+execute_process(COMMAND "${SFT}" inspect "${ROOT}/tests/fixtures/safetensors_bad/dir_missing_shard"
+                ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(rc EQUAL 0 OR NOT err MATCHES "config.json")
+  message(FATAL_ERROR "sft inspect on a folder without config.json: rc ${rc}, stderr: ${err}")
+endif()
