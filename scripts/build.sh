@@ -9,8 +9,9 @@ build_dir=${1:?usage: scripts/build.sh BUILD_DIR [cmake args...]}
 shift
 export CC=${CC:-clang}
 export CXX=${CXX:-clang++}
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" > "$build_dir.configure.log" 2>&1 || {
-  cat "$build_dir.configure.log"
+mkdir -p "$build_dir"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" > "$build_dir/configure.log" 2>&1 || {
+  cat "$build_dir/configure.log"
   exit 1
 }
 cmake --build "$build_dir" -j "$(nproc)" ${SFT_BUILD_TARGET:+--target "$SFT_BUILD_TARGET"}
