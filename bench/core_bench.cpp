@@ -59,7 +59,8 @@ void BM_OpenCheckpoint(benchmark::State& state) {
   std::filesystem::create_directories(dir);
   std::vector<sft::NamedTensor> tensors;
   for (int i = 0; i < state.range(0); ++i) {
-    tensors.push_back({"model.layers." + std::to_string(i) + ".weight", sft::Tensor::zeros(sft::DType::kBF16, {64, 64})});
+    tensors.push_back({"model.layers." + std::to_string(i) + ".weight",
+                       sft::Tensor::zeros(sft::DType::kBF16, {64, 64})});
   }
   sft::write_safetensors(dir + "/model.safetensors", tensors);
   for (auto _ : state) benchmark::DoNotOptimize(sft::SafetensorsCheckpoint::open_dir(dir));

@@ -16,14 +16,24 @@ constexpr long kIterations = 1 << 17;
 #if defined(__AVX512F__)
 using Vec = __m512;
 constexpr int kLanes = 16;
-inline Vec splat(float x) { return _mm512_set1_ps(x); }
-inline Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
-inline float reduce(Vec v) { return _mm512_reduce_add_ps(v); }
+inline Vec splat(float x) {
+  return _mm512_set1_ps(x);
+}
+inline Vec fma(Vec a, Vec b, Vec c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+inline float reduce(Vec v) {
+  return _mm512_reduce_add_ps(v);
+}
 #else
 using Vec = __m256;
 constexpr int kLanes = 8;
-inline Vec splat(float x) { return _mm256_set1_ps(x); }
-inline Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+inline Vec splat(float x) {
+  return _mm256_set1_ps(x);
+}
+inline Vec fma(Vec a, Vec b, Vec c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
 inline float reduce(Vec v) {
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, v);
@@ -50,8 +60,8 @@ float fma_kernel(float seed) {
 void BM_PeakFmaOneThread(benchmark::State& state) {
   float seed = 1.0f;
   for (auto _ : state) benchmark::DoNotOptimize(seed = fma_kernel(seed) * 1e-9f + 1.0f);
-  state.counters["FLOP/s"] =
-      benchmark::Counter(kFlopsPerCall * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["FLOP/s"] = benchmark::Counter(
+      kFlopsPerCall * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_PeakFmaOneThread)->UseRealTime();
 
@@ -60,12 +70,14 @@ void BM_PeakFmaAllThreads(benchmark::State& state) {
   for (auto _ : state) {
     std::vector<std::thread> pool;
     std::vector<float> out(threads);
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back([&, t] { out[t] = fma_kernel(1.0f + static_cast<float>(t)); });
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] { out[t] = fma_kernel(1.0f + static_cast<float>(t)); });
     for (auto& th : pool) th.join();
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["FLOP/s"] = benchmark::Counter(kFlopsPerCall * threads * static_cast<double>(state.iterations()),
-                                                benchmark::Counter::kIsRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(kFlopsPerCall * threads * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_PeakFmaAllThreads)->UseRealTime();
 

@@ -6,7 +6,9 @@ namespace sft::test {
 
 namespace fs = std::filesystem;
 
-std::string source_path(const std::string& relative) { return (fs::path(SFT_SOURCE_DIR) / relative).string(); }
+std::string source_path(const std::string& relative) {
+  return (fs::path(SFT_SOURCE_DIR) / relative).string();
+}
 
 std::string fresh_output_dir(const std::string& name) {
   fs::path dir = fs::path(SFT_TEST_OUTPUT_DIR) / name;

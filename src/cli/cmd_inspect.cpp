@@ -50,8 +50,11 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
 }
 
 Json memory_json(const FullFinetuneMemory& m) {
-  return {{"compute_weights_bytes", m.compute_weights}, {"master_weights_bytes", m.master_weights},
-          {"gradient_bytes", m.gradients}, {"adam_moment_bytes", m.adam_moments}, {"total_bytes", m.total()}};
+  return {{"compute_weights_bytes", m.compute_weights},
+          {"master_weights_bytes", m.master_weights},
+          {"gradient_bytes", m.gradients},
+          {"adam_moment_bytes", m.adam_moments},
+          {"total_bytes", m.total()}};
 }
 
 Json to_json(const ModelSummary& s) {
@@ -88,8 +91,9 @@ Json to_json(const ModelSummary& s) {
       {"unexpected_tensors", s.mismatch.unexpected},
       {"wrong_shape_tensors", s.mismatch.wrong_shape},
       {"tokenizer_files", s.tokenizer_files},
-      {"full_finetune_memory", {{"bf16", memory_json(full_finetune_memory(s.counts.total, true))},
-                                {"fp32", memory_json(full_finetune_memory(s.counts.total, false))}}},
+      {"full_finetune_memory",
+       {{"bf16", memory_json(full_finetune_memory(s.counts.total, true))},
+        {"fp32", memory_json(full_finetune_memory(s.counts.total, false))}}},
   };
 }
 
@@ -99,50 +103,62 @@ std::string to_text(const ModelSummary& s) {
   std::ostringstream o;
   auto pct = [&](int64_t part) {
     char buf[16];
-    std::snprintf(buf, sizeof buf, "%.1f%%", n.total ? 100.0 * static_cast<double>(part) / static_cast<double>(n.total) : 0.0);
+    std::snprintf(buf, sizeof buf, "%.1f%%",
+                  n.total ? 100.0 * static_cast<double>(part) / static_cast<double>(n.total) : 0.0);
     return std::string(buf);
   };
   o << "model         " << s.dir.name_or_path;
   if (s.dir.path != s.dir.name_or_path) o << " → " << s.dir.path;
   o << "\narchitecture  " << model_type_name(c.model_type);
   if (!c.architectures.empty()) o << " (" << join(c.architectures, ", ") << ")";
-  o << "\n              " << c.num_hidden_layers << " layers · hidden " << c.hidden_size << " · intermediate "
-    << c.intermediate_size << " · heads " << c.num_attention_heads << " (kv " << c.num_key_value_heads
-    << ", head_dim " << c.head_dim << ") · vocab " << grouped(c.vocab_size) << "\n              rope "
-    << rope_type_name(c.rope.type) << " θ=" << c.rope.theta;
+  o << "\n              " << c.num_hidden_layers << " layers · hidden " << c.hidden_size
+    << " · intermediate " << c.intermediate_size << " · heads " << c.num_attention_heads << " (kv "
+    << c.num_key_value_heads << ", head_dim " << c.head_dim << ") · vocab " << grouped(c.vocab_size)
+    << "\n              rope " << rope_type_name(c.rope.type) << " θ=" << c.rope.theta;
   if (c.rope.type != RopeType::kDefault) o << " factor " << c.rope.factor;
-  o << " · max positions " << grouped(c.max_position_embeddings) << " · rms_norm_eps " << c.rms_norm_eps
-    << " · " << c.hidden_act << "\n              tied embeddings " << (c.tie_word_embeddings ? "yes" : "no")
-    << " · q/k/v bias " << (c.qkv_bias ? "yes" : "no") << " · q/k norm " << (c.qk_norm ? "yes" : "no")
-    << " · sliding window " << (c.sliding_window ? std::to_string(*c.sliding_window) : std::string("none")) << "\n";
+  o << " · max positions " << grouped(c.max_position_embeddings) << " · rms_norm_eps "
+    << c.rms_norm_eps << " · " << c.hidden_act << "\n              tied embeddings "
+    << (c.tie_word_embeddings ? "yes" : "no") << " · q/k/v bias " << (c.qkv_bias ? "yes" : "no")
+    << " · q/k norm " << (c.qk_norm ? "yes" : "no") << " · sliding window "
+    << (c.sliding_window ? std::to_string(*c.sliding_window) : std::string("none")) << "\n";
   o << "parameters    " << grouped(n.total) << " (as transformers' num_parameters)\n"
     << "              embeddings " << grouped(n.embeddings) << " (" << pct(n.embeddings) << ") · "
-    << c.num_hidden_layers << " layers × " << grouped(n.per_layer) << " (" << pct(n.per_layer * c.num_hidden_layers)
-    << ") · final norm " << grouped(n.final_norm) << " · lm_head "
-    << (c.tie_word_embeddings ? std::string("tied") : grouped(n.lm_head) + " (" + pct(n.lm_head) + ")") << "\n"
+    << c.num_hidden_layers << " layers × " << grouped(n.per_layer) << " ("
+    << pct(n.per_layer * c.num_hidden_layers) << ") · final norm " << grouped(n.final_norm)
+    << " · lm_head "
+    << (c.tie_word_embeddings ? std::string("tied")
+                              : grouped(n.lm_head) + " (" + pct(n.lm_head) + ")")
+    << "\n"
     << "              without embeddings " << grouped(n.total - n.embeddings) << "\n";
-  o << "weights       " << s.weight_files.size() << (s.weight_files.size() == 1 ? " file" : " files") << ": "
-    << join(s.weight_files, ", ") << "\n";
+  o << "weights       " << s.weight_files.size()
+    << (s.weight_files.size() == 1 ? " file" : " files") << ": " << join(s.weight_files, ", ")
+    << "\n";
   for (const auto& [dtype, st] : s.on_disk) {
-    o << "              " << dtype << ": " << st.tensors << " tensors, " << grouped(st.elements) << " elements, "
-      << human_bytes(st.bytes) << "\n";
+    o << "              " << dtype << ": " << st.tensors << " tensors, " << grouped(st.elements)
+      << " elements, " << human_bytes(st.bytes) << "\n";
   }
   if (s.mismatch.ok()) {
     o << "              every tensor matches the config\n";
   } else {
     for (const std::string& m : s.mismatch.missing) o << "              MISSING " << m << "\n";
-    for (const std::string& m : s.mismatch.unexpected) o << "              UNEXPECTED " << m << "\n";
-    for (const std::string& m : s.mismatch.wrong_shape) o << "              WRONG SHAPE " << m << "\n";
+    for (const std::string& m : s.mismatch.unexpected)
+      o << "              UNEXPECTED " << m << "\n";
+    for (const std::string& m : s.mismatch.wrong_shape)
+      o << "              WRONG SHAPE " << m << "\n";
   }
-  o << "tokenizer     " << (s.tokenizer_files.empty() ? std::string("no tokenizer files") : join(s.tokenizer_files, ", "))
+  o << "tokenizer     "
+    << (s.tokenizer_files.empty() ? std::string("no tokenizer files")
+                                  : join(s.tokenizer_files, ", "))
     << "\n";
-  o << "memory        full fine-tune with AdamW, P = " << grouped(n.total) << " parameters, activations not included:\n";
+  o << "memory        full fine-tune with AdamW, P = " << grouped(n.total)
+    << " parameters, activations not included:\n";
   const FullFinetuneMemory bf16 = full_finetune_memory(n.total, true);
   const FullFinetuneMemory fp32 = full_finetune_memory(n.total, false);
-  o << "              --bf16: bf16 weights 2P + fp32 master 4P + fp32 grads 4P + AdamW m,v 8P = 18 B × P = "
+  o << "              --bf16: bf16 weights 2P + fp32 master 4P + fp32 grads 4P + AdamW m,v 8P = 18 "
+       "B × P = "
     << human_bytes(bf16.total()) << "\n"
-    << "              fp32:   fp32 weights 4P + fp32 grads 4P + AdamW m,v 8P = 16 B × P = " << human_bytes(fp32.total())
-    << "\n";
+    << "              fp32:   fp32 weights 4P + fp32 grads 4P + AdamW m,v 8P = 16 B × P = "
+    << human_bytes(fp32.total()) << "\n";
   return o.str();
 }
 

@@ -19,16 +19,20 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"inspect", "describe a model: architecture, parameter counts, dtypes, memory for a full fine-tune",
+    {"inspect",
+     "describe a model: architecture, parameter counts, dtypes, memory for a full fine-tune",
      sft::cli::run_inspect},
 };
 
 void print_help() {
   std::printf(
-      "sft %s: supervised fine-tuning of Hugging Face decoder LLMs (Llama, Mistral, Qwen2, Qwen3)\n\n"
+      "sft %s: supervised fine-tuning of Hugging Face decoder LLMs (Llama, Mistral, Qwen2, "
+      "Qwen3)\n\n"
       "usage: sft <command> [options]\n\ncommands:\n",
       SFT_VERSION);
-  for (const Command& c : kCommands) std::printf("  %-10.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()), c.summary.data());
+  for (const Command& c : kCommands)
+    std::printf("  %-10.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()),
+                c.summary.data());
   std::printf("\nRun `sft <command> --help` for a command's options.\n");
 }
 

@@ -28,13 +28,21 @@ constexpr std::array<DTypeInfo, 12> kDTypes = {{
     {DType::kBool, "BOOL", 1, false},
 }};
 
-const DTypeInfo& info(DType dtype) { return kDTypes[static_cast<size_t>(dtype)]; }
+const DTypeInfo& info(DType dtype) {
+  return kDTypes[static_cast<size_t>(dtype)];
+}
 
 }  // namespace
 
-size_t dtype_size(DType dtype) { return info(dtype).size; }
-std::string_view dtype_name(DType dtype) { return info(dtype).name; }
-bool dtype_is_float(DType dtype) { return info(dtype).is_float; }
+size_t dtype_size(DType dtype) {
+  return info(dtype).size;
+}
+std::string_view dtype_name(DType dtype) {
+  return info(dtype).name;
+}
+bool dtype_is_float(DType dtype) {
+  return info(dtype).is_float;
+}
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const DTypeInfo& entry : kDTypes) {

@@ -13,12 +13,15 @@ namespace sft {
 using bf16_bits = uint16_t;
 using f16_bits = uint16_t;
 
-inline float bf16_to_f32(bf16_bits h) { return std::bit_cast<float>(uint32_t{h} << 16); }
+inline float bf16_to_f32(bf16_bits h) {
+  return std::bit_cast<float>(uint32_t{h} << 16);
+}
 
 inline bf16_bits f32_to_bf16(float f) {
   uint32_t bits = std::bit_cast<uint32_t>(f);
   if ((bits & 0x7fffffffu) > 0x7f800000u) {
-    return static_cast<bf16_bits>((bits >> 16) | 0x0040u);  // NaN: keep sign and payload top, force quiet
+    return static_cast<bf16_bits>((bits >> 16) |
+                                  0x0040u);  // NaN: keep sign and payload top, force quiet
   }
   // Adding 0x7fff plus the lowest kept bit rounds to nearest with ties to even;
   // a carry into the exponent correctly produces the next binade or infinity.
@@ -70,6 +73,8 @@ inline float f8e4m3_to_f32(uint8_t v) {
 }
 
 // float8_e5m2: the top byte of an f16.
-inline float f8e5m2_to_f32(uint8_t v) { return f16_to_f32(static_cast<f16_bits>(v << 8)); }
+inline float f8e5m2_to_f32(uint8_t v) {
+  return f16_to_f32(static_cast<f16_bits>(v << 8));
+}
 
 }  // namespace sft

@@ -28,26 +28,35 @@ std::atomic<LogLevel>& level_slot() {
 
 const char* level_tag(LogLevel level) {
   switch (level) {
-    case LogLevel::kError: return "error";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kDebug: return "debug";
+    case LogLevel::kError:
+      return "error";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kDebug:
+      return "debug";
   }
   return "?";
 }
 
 }  // namespace
 
-LogLevel log_level() { return level_slot().load(std::memory_order_relaxed); }
+LogLevel log_level() {
+  return level_slot().load(std::memory_order_relaxed);
+}
 
-void set_log_level(LogLevel level) { level_slot().store(level, std::memory_order_relaxed); }
+void set_log_level(LogLevel level) {
+  level_slot().store(level, std::memory_order_relaxed);
+}
 
 LogLevel parse_log_level(std::string_view name) {
   if (name == "error") return LogLevel::kError;
   if (name == "warn" || name == "warning") return LogLevel::kWarn;
   if (name == "info") return LogLevel::kInfo;
   if (name == "debug") return LogLevel::kDebug;
-  fail("log", "unknown log level '" + std::string(name) + "' (expected error, warn, info or debug)");
+  fail("log",
+       "unknown log level '" + std::string(name) + "' (expected error, warn, info or debug)");
 }
 
 void log_line(LogLevel level, std::string_view message) {

@@ -30,12 +30,20 @@ void log_at(LogLevel level, const Args&... args) {
 }
 
 template <typename... Args>
-void log_error(const Args&... args) { log_at(LogLevel::kError, args...); }
+void log_error(const Args&... args) {
+  log_at(LogLevel::kError, args...);
+}
 template <typename... Args>
-void log_warn(const Args&... args) { log_at(LogLevel::kWarn, args...); }
+void log_warn(const Args&... args) {
+  log_at(LogLevel::kWarn, args...);
+}
 template <typename... Args>
-void log_info(const Args&... args) { log_at(LogLevel::kInfo, args...); }
+void log_info(const Args&... args) {
+  log_at(LogLevel::kInfo, args...);
+}
 template <typename... Args>
-void log_debug(const Args&... args) { log_at(LogLevel::kDebug, args...); }
+void log_debug(const Args&... args) {
+  log_at(LogLevel::kDebug, args...);
+}
 
 }  // namespace sft

@@ -37,9 +37,10 @@ Rng::Rng(uint64_t seed, uint64_t stream)
 uint32_t Rng::next_u32() {
   // Counter = (block index, stream); each block yields four words.
   uint64_t block = position_ >> 2;
-  PhiloxBlock out = philox4x32_10({static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
-                                   static_cast<uint32_t>(stream_), static_cast<uint32_t>(stream_ >> 32)},
-                                  key_);
+  PhiloxBlock out =
+      philox4x32_10({static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
+                     static_cast<uint32_t>(stream_), static_cast<uint32_t>(stream_ >> 32)},
+                    key_);
   return out[position_++ & 3];
 }
 
@@ -48,7 +49,9 @@ uint64_t Rng::next_u64() {
   return (hi << 32) | next_u32();
 }
 
-float Rng::uniform() { return static_cast<float>(next_u32() >> 8) * 0x1p-24f; }
+float Rng::uniform() {
+  return static_cast<float>(next_u32() >> 8) * 0x1p-24f;
+}
 
 uint64_t Rng::below(uint64_t bound) {
   // Lemire's rejection: unbiased, and rarely loops.

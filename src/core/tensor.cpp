@@ -49,7 +49,8 @@ Tensor Tensor::zeros(DType dtype, Shape shape) {
   }
   std::memset(memory, 0, padded);
   t.data_ = static_cast<std::byte*>(memory);
-  t.storage_ = std::shared_ptr<const void>(memory, [](const void* p) { std::free(const_cast<void*>(p)); });
+  t.storage_ =
+      std::shared_ptr<const void>(memory, [](const void* p) { std::free(const_cast<void*>(p)); });
   return t;
 }
 
@@ -66,7 +67,8 @@ Tensor Tensor::borrow(DType dtype, Shape shape, const void* data,
 }
 
 std::byte* Tensor::mutable_bytes() {
-  if (borrowed_) fail("tensor", "cannot write into a borrowed (read-only) tensor; clone() it first");
+  if (borrowed_)
+    fail("tensor", "cannot write into a borrowed (read-only) tensor; clone() it first");
   return data_;
 }
 
@@ -94,18 +96,30 @@ T load(const std::byte* p) {
 
 float element_to_f32(DType dtype, const std::byte* p) {
   switch (dtype) {
-    case DType::kF64: return static_cast<float>(load<double>(p));
-    case DType::kF32: return load<float>(p);
-    case DType::kF16: return f16_to_f32(load<uint16_t>(p));
-    case DType::kBF16: return bf16_to_f32(load<uint16_t>(p));
-    case DType::kF8E4M3: return f8e4m3_to_f32(load<uint8_t>(p));
-    case DType::kF8E5M2: return f8e5m2_to_f32(load<uint8_t>(p));
-    case DType::kI64: return static_cast<float>(load<int64_t>(p));
-    case DType::kI32: return static_cast<float>(load<int32_t>(p));
-    case DType::kI16: return static_cast<float>(load<int16_t>(p));
-    case DType::kI8: return static_cast<float>(load<int8_t>(p));
-    case DType::kU8: return static_cast<float>(load<uint8_t>(p));
-    case DType::kBool: return load<uint8_t>(p) != 0 ? 1.0f : 0.0f;
+    case DType::kF64:
+      return static_cast<float>(load<double>(p));
+    case DType::kF32:
+      return load<float>(p);
+    case DType::kF16:
+      return f16_to_f32(load<uint16_t>(p));
+    case DType::kBF16:
+      return bf16_to_f32(load<uint16_t>(p));
+    case DType::kF8E4M3:
+      return f8e4m3_to_f32(load<uint8_t>(p));
+    case DType::kF8E5M2:
+      return f8e5m2_to_f32(load<uint8_t>(p));
+    case DType::kI64:
+      return static_cast<float>(load<int64_t>(p));
+    case DType::kI32:
+      return static_cast<float>(load<int32_t>(p));
+    case DType::kI16:
+      return static_cast<float>(load<int16_t>(p));
+    case DType::kI8:
+      return static_cast<float>(load<int8_t>(p));
+    case DType::kU8:
+      return static_cast<float>(load<uint8_t>(p));
+    case DType::kBool:
+      return load<uint8_t>(p) != 0 ? 1.0f : 0.0f;
   }
   return 0.0f;
 }
@@ -136,16 +150,23 @@ Tensor Tensor::to(DType dtype) const {
     // f64 → f32 first would double-round; keep f64 sources exact when the target is f64.
     if (dtype == DType::kF64) {
       double v = dtype_ == DType::kI64 ? static_cast<double>(load<int64_t>(src))
-                                        : static_cast<double>(element_to_f32(dtype_, src));
+                                       : static_cast<double>(element_to_f32(dtype_, src));
       reinterpret_cast<double*>(out.data_)[i] = v;
       continue;
     }
     float v = element_to_f32(dtype_, src);
     switch (dtype) {
-      case DType::kF32: reinterpret_cast<float*>(out.data_)[i] = v; break;
-      case DType::kF16: reinterpret_cast<uint16_t*>(out.data_)[i] = f32_to_f16(v); break;
-      case DType::kBF16: reinterpret_cast<uint16_t*>(out.data_)[i] = f32_to_bf16(v); break;
-      default: break;
+      case DType::kF32:
+        reinterpret_cast<float*>(out.data_)[i] = v;
+        break;
+      case DType::kF16:
+        reinterpret_cast<uint16_t*>(out.data_)[i] = f32_to_f16(v);
+        break;
+      case DType::kBF16:
+        reinterpret_cast<uint16_t*>(out.data_)[i] = f32_to_bf16(v);
+        break;
+      default:
+        break;
     }
   }
   return out;

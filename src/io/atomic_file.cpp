@@ -16,7 +16,8 @@ std::atomic<uint64_t> g_temp_counter{0};
 }
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
-  temp_path_ = path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(g_temp_counter++);
+  temp_path_ =
+      path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(g_temp_counter++);
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail("io", "cannot create " + temp_path_ + ": " + errno_text(errno));
 }

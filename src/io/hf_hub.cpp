@@ -21,7 +21,8 @@ std::string env_or_empty(const char* name) {
 
 bool looks_like_repo_id(const std::string& s) {
   // "ORG/NAME" or "NAME": no leading "/" or ".", at most one "/", no "..", not empty.
-  if (s.empty() || s.front() == '/' || s.front() == '.' || s.find("..") != std::string::npos) return false;
+  if (s.empty() || s.front() == '/' || s.front() == '.' || s.find("..") != std::string::npos)
+    return false;
   return std::count(s.begin(), s.end(), '/') <= 1 && s.back() != '/';
 }
 
@@ -50,12 +51,14 @@ std::string hf_hub_cache_dir() {
   return (fs::path(env_or_empty("HOME")) / ".cache" / "huggingface" / "hub").string();
 }
 
-std::string resolve_hub_folder(const std::string& name_or_path, HubRepoType type, const std::string& revision) {
+std::string resolve_hub_folder(const std::string& name_or_path, HubRepoType type,
+                               const std::string& revision) {
   if (fs::is_directory(name_or_path)) return name_or_path;
   const char* kind = type == HubRepoType::kModel ? "model" : "dataset";
   if (!looks_like_repo_id(name_or_path)) {
     fail("hub", std::string(kind) + " '" + name_or_path +
-                    "' is not an existing folder (hint: pass a folder with config.json, or a Hub id like Qwen/Qwen3-0.6B)");
+                    "' is not an existing folder (hint: pass a folder with config.json, or a Hub "
+                    "id like Qwen/Qwen3-0.6B)");
   }
   std::string folder_name = std::string(type == HubRepoType::kModel ? "models--" : "datasets--");
   for (char c : name_or_path) {
@@ -80,10 +83,11 @@ std::string resolve_hub_folder(const std::string& name_or_path, HubRepoType type
   const fs::path snapshot = repo / "snapshots" / commit;
   if (!commit.empty() && fs::is_directory(snapshot)) return snapshot.string();
 
-  std::string message = std::string(kind) + " '" + name_or_path + "' not found: it is not a local folder, and the HF cache has no ";
+  std::string message = std::string(kind) + " '" + name_or_path +
+                        "' not found: it is not a local folder, and the HF cache has no ";
   message += commit.empty() ? "ref " + ref.string() : "snapshot " + snapshot.string();
-  message += " (hint: sft does not download yet; fetch it with `huggingface-cli download " + name_or_path +
-             (type == HubRepoType::kDataset ? " --repo-type dataset" : "") +
+  message += " (hint: sft does not download yet; fetch it with `huggingface-cli download " +
+             name_or_path + (type == HubRepoType::kDataset ? " --repo-type dataset" : "") +
              "`, set HF_HUB_CACHE/HF_HOME to the cache that has it, or pass a local folder)";
   fail("hub", message);
 }

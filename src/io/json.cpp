@@ -13,13 +13,15 @@ namespace {
 // nlohmann's messages start with "[json.exception.parse_error.101] "; users need only the rest.
 std::string strip_nlohmann_prefix(const std::string& what) {
   size_t close = what.find("] ");
-  return (what.rfind("[json.exception", 0) == 0 && close != std::string::npos) ? what.substr(close + 2)
-                                                                               : what;
+  return (what.rfind("[json.exception", 0) == 0 && close != std::string::npos)
+             ? what.substr(close + 2)
+             : what;
 }
 
 }  // namespace
 
-Json parse_json_strict(std::string_view text, std::string_view component, const std::string& source) {
+Json parse_json_strict(std::string_view text, std::string_view component,
+                       const std::string& source) {
   if (auto bad = find_invalid_utf8(text)) {
     std::string place = "byte " + std::to_string(*bad);
     throw JsonError(component,
@@ -60,16 +62,18 @@ Json parse_json_strict(std::string_view text, std::string_view component, const 
     value = Json::parse(text.begin(), text.end(), on_event);
   } catch (const Json::exception& e) {
     std::string detail = strip_nlohmann_prefix(e.what());
-    throw JsonError(component,
-                    describe_file_problem({source, ""}, "invalid JSON: " + detail,
-                                          "check the file with a JSON validator (e.g. python -m json.tool)"),
-                    JsonError::Kind::kSyntax, detail);
+    throw JsonError(
+        component,
+        describe_file_problem({source, ""}, "invalid JSON: " + detail,
+                              "check the file with a JSON validator (e.g. python -m json.tool)"),
+        JsonError::Kind::kSyntax, detail);
   }
   if (!duplicate.empty()) {
-    throw JsonError(component,
-                    describe_file_problem({source, "key '" + duplicate + "'"}, "duplicate key",
-                                          "each key may appear once per object; remove the repeated one"),
-                    JsonError::Kind::kDuplicateKey, duplicate);
+    throw JsonError(
+        component,
+        describe_file_problem({source, "key '" + duplicate + "'"}, "duplicate key",
+                              "each key may appear once per object; remove the repeated one"),
+        JsonError::Kind::kDuplicateKey, duplicate);
   }
   return value;
 }
@@ -80,15 +84,22 @@ Json read_json_file(const std::string& path, std::string_view component) {
 
 std::string json_type_name(const Json& value) {
   switch (value.type()) {
-    case Json::value_t::object: return "object";
-    case Json::value_t::array: return "array";
-    case Json::value_t::string: return "string";
-    case Json::value_t::boolean: return "boolean";
-    case Json::value_t::null: return "null";
+    case Json::value_t::object:
+      return "object";
+    case Json::value_t::array:
+      return "array";
+    case Json::value_t::string:
+      return "string";
+    case Json::value_t::boolean:
+      return "boolean";
+    case Json::value_t::null:
+      return "null";
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned:
-    case Json::value_t::number_float: return "number";
-    default: return "value";
+    case Json::value_t::number_float:
+      return "number";
+    default:
+      return "value";
   }
 }
 

@@ -31,7 +31,8 @@ class JsonError : public Error {
 };
 
 // Throws JsonError (with `component` and `source`, usually a file name, in the message).
-Json parse_json_strict(std::string_view text, std::string_view component, const std::string& source);
+Json parse_json_strict(std::string_view text, std::string_view component,
+                       const std::string& source);
 
 // Reads and strictly parses a JSON file.
 Json read_json_file(const std::string& path, std::string_view component);

@@ -33,7 +33,8 @@ enum class SafetensorsErrc {
   kHeaderNotObject,     // header JSON is not an object
   kDuplicateName,       // a tensor name (or __metadata__) appears twice
   kInvalidMetadata,     // __metadata__ is not a string → string object
-  kInvalidTensorEntry,  // entry is not {"dtype": str, "shape": [uint...], "data_offsets": [uint, uint]}
+  kInvalidTensorEntry,  // entry is not {"dtype": str, "shape": [uint...], "data_offsets": [uint,
+                        // uint]}
   kUnknownDtype,        // dtype string we do not know
   kShapeOverflow,       // element count or byte size overflows 64 bits
   kInvalidOffsets,      // data_offsets end < begin
@@ -43,13 +44,13 @@ enum class SafetensorsErrc {
   kDataPastEnd,         // a tensor extends past the end of the file
   kTrailingData,        // bytes after the last tensor
   // Sharded checkpoints:
-  kInvalidIndex,        // index JSON is not {"weight_map": {name: file}}
-  kMissingShard,        // the index names a file that does not exist
-  kTensorNotInShard,    // the index maps a tensor to a shard that lacks it
-  kTensorNotInIndex,    // a shard holds a tensor the index does not list
-  kTensorInTwoShards,   // the same name in two shards
-  kNoWeights,           // a folder with neither model.safetensors nor an index
-  kUnknownTensor,       // a lookup of a name the checkpoint does not have
+  kInvalidIndex,       // index JSON is not {"weight_map": {name: file}}
+  kMissingShard,       // the index names a file that does not exist
+  kTensorNotInShard,   // the index maps a tensor to a shard that lacks it
+  kTensorNotInIndex,   // a shard holds a tensor the index does not list
+  kTensorInTwoShards,  // the same name in two shards
+  kNoWeights,          // a folder with neither model.safetensors nor an index
+  kUnknownTensor,      // a lookup of a name the checkpoint does not have
 };
 
 // Stable identifier, e.g. "header_too_large", used in messages and the negative corpus.
@@ -124,11 +125,9 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
 // they fit in max_shard_bytes, else "<base>-0000K-of-0000N.safetensors" plus
 // "<base>.safetensors.index.json". Every file is written atomically, the index last.
 // Returns the file names written.
-std::vector<std::string> write_safetensors_sharded(const std::string& dir,
-                                                   const std::vector<NamedTensor>& tensors,
-                                                   uint64_t max_shard_bytes,
-                                                   const std::map<std::string, std::string>& metadata = {},
-                                                   const std::string& base = "model");
+std::vector<std::string> write_safetensors_sharded(
+    const std::string& dir, const std::vector<NamedTensor>& tensors, uint64_t max_shard_bytes,
+    const std::map<std::string, std::string>& metadata = {}, const std::string& base = "model");
 
 // All the weights of a model folder: one model.safetensors or the shards of an index.
 class SafetensorsCheckpoint {

@@ -8,11 +8,14 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   SafetensorsFile out;
   out.file_ = MappedFile::open(path);
   out.header_ = parse_safetensors_header(out.file_->bytes(), path);
-  for (size_t i = 0; i < out.header_.tensors.size(); ++i) out.by_name_.emplace(out.header_.tensors[i].name, i);
+  for (size_t i = 0; i < out.header_.tensors.size(); ++i)
+    out.by_name_.emplace(out.header_.tensors[i].name, i);
   return out;
 }
 
-const std::string& SafetensorsFile::path() const { return file_->path(); }
+const std::string& SafetensorsFile::path() const {
+  return file_->path();
+}
 
 const TensorEntry* SafetensorsFile::find(const std::string& name) const {
   auto it = by_name_.find(name);
@@ -22,9 +25,10 @@ const TensorEntry* SafetensorsFile::find(const std::string& name) const {
 Tensor SafetensorsFile::tensor(const std::string& name) const {
   const TensorEntry* entry = find(name);
   if (entry == nullptr) {
-    throw SafetensorsError(SafetensorsErrc::kUnknownTensor,
-                           describe_file_problem({path(), "tensor '" + name + "'"}, "no such tensor in the file",
-                                                 "run `sft inspect` on the model to list its tensors"));
+    throw SafetensorsError(
+        SafetensorsErrc::kUnknownTensor,
+        describe_file_problem({path(), "tensor '" + name + "'"}, "no such tensor in the file",
+                              "run `sft inspect` on the model to list its tensors"));
   }
   return tensor(*entry);
 }

@@ -10,30 +10,54 @@ namespace sft {
 
 std::string_view safetensors_errc_name(SafetensorsErrc code) {
   switch (code) {
-    case SafetensorsErrc::kFileTooSmall: return "file_too_small";
-    case SafetensorsErrc::kHeaderTooLarge: return "header_too_large";
-    case SafetensorsErrc::kHeaderOutOfBounds: return "header_out_of_bounds";
-    case SafetensorsErrc::kInvalidUtf8: return "invalid_utf8";
-    case SafetensorsErrc::kInvalidJson: return "invalid_json";
-    case SafetensorsErrc::kHeaderNotObject: return "header_not_object";
-    case SafetensorsErrc::kDuplicateName: return "duplicate_name";
-    case SafetensorsErrc::kInvalidMetadata: return "invalid_metadata";
-    case SafetensorsErrc::kInvalidTensorEntry: return "invalid_tensor_entry";
-    case SafetensorsErrc::kUnknownDtype: return "unknown_dtype";
-    case SafetensorsErrc::kShapeOverflow: return "shape_overflow";
-    case SafetensorsErrc::kInvalidOffsets: return "invalid_offsets";
-    case SafetensorsErrc::kSizeMismatch: return "size_mismatch";
-    case SafetensorsErrc::kHoleInData: return "hole_in_data";
-    case SafetensorsErrc::kOverlappingData: return "overlapping_data";
-    case SafetensorsErrc::kDataPastEnd: return "data_past_end";
-    case SafetensorsErrc::kTrailingData: return "trailing_data";
-    case SafetensorsErrc::kInvalidIndex: return "invalid_index";
-    case SafetensorsErrc::kMissingShard: return "missing_shard";
-    case SafetensorsErrc::kTensorNotInShard: return "tensor_not_in_shard";
-    case SafetensorsErrc::kTensorNotInIndex: return "tensor_not_in_index";
-    case SafetensorsErrc::kTensorInTwoShards: return "tensor_in_two_shards";
-    case SafetensorsErrc::kNoWeights: return "no_weights";
-    case SafetensorsErrc::kUnknownTensor: return "unknown_tensor";
+    case SafetensorsErrc::kFileTooSmall:
+      return "file_too_small";
+    case SafetensorsErrc::kHeaderTooLarge:
+      return "header_too_large";
+    case SafetensorsErrc::kHeaderOutOfBounds:
+      return "header_out_of_bounds";
+    case SafetensorsErrc::kInvalidUtf8:
+      return "invalid_utf8";
+    case SafetensorsErrc::kInvalidJson:
+      return "invalid_json";
+    case SafetensorsErrc::kHeaderNotObject:
+      return "header_not_object";
+    case SafetensorsErrc::kDuplicateName:
+      return "duplicate_name";
+    case SafetensorsErrc::kInvalidMetadata:
+      return "invalid_metadata";
+    case SafetensorsErrc::kInvalidTensorEntry:
+      return "invalid_tensor_entry";
+    case SafetensorsErrc::kUnknownDtype:
+      return "unknown_dtype";
+    case SafetensorsErrc::kShapeOverflow:
+      return "shape_overflow";
+    case SafetensorsErrc::kInvalidOffsets:
+      return "invalid_offsets";
+    case SafetensorsErrc::kSizeMismatch:
+      return "size_mismatch";
+    case SafetensorsErrc::kHoleInData:
+      return "hole_in_data";
+    case SafetensorsErrc::kOverlappingData:
+      return "overlapping_data";
+    case SafetensorsErrc::kDataPastEnd:
+      return "data_past_end";
+    case SafetensorsErrc::kTrailingData:
+      return "trailing_data";
+    case SafetensorsErrc::kInvalidIndex:
+      return "invalid_index";
+    case SafetensorsErrc::kMissingShard:
+      return "missing_shard";
+    case SafetensorsErrc::kTensorNotInShard:
+      return "tensor_not_in_shard";
+    case SafetensorsErrc::kTensorNotInIndex:
+      return "tensor_not_in_index";
+    case SafetensorsErrc::kTensorInTwoShards:
+      return "tensor_in_two_shards";
+    case SafetensorsErrc::kNoWeights:
+      return "no_weights";
+    case SafetensorsErrc::kUnknownTensor:
+      return "unknown_tensor";
   }
   return "unknown";
 }
@@ -53,7 +77,9 @@ constexpr std::string_view kReSave =
                                    std::string(safetensors_errc_name(code)) + "]");
 }
 
-std::string tensor_place(const std::string& name) { return "tensor '" + name + "'"; }
+std::string tensor_place(const std::string& name) {
+  return "tensor '" + name + "'";
+}
 
 TensorEntry parse_entry(const std::string& file, const std::string& name, const Json& value) {
   const std::string place = tensor_place(name);
@@ -73,13 +99,13 @@ TensorEntry parse_entry(const std::string& file, const std::string& name, const 
   if (!dtype_it->is_string()) {
     reject(SafetensorsErrc::kInvalidTensorEntry, file, place, "dtype is not a string", kShapeHint);
   }
-  if (!shape_it->is_array() ||
-      !std::all_of(shape_it->begin(), shape_it->end(), [](const Json& d) { return d.is_number_unsigned(); })) {
+  if (!shape_it->is_array() || !std::all_of(shape_it->begin(), shape_it->end(),
+                                            [](const Json& d) { return d.is_number_unsigned(); })) {
     reject(SafetensorsErrc::kInvalidTensorEntry, file, place,
            "shape is not a list of non-negative integers", kShapeHint);
   }
-  if (!offsets_it->is_array() || offsets_it->size() != 2 || !(*offsets_it)[0].is_number_unsigned() ||
-      !(*offsets_it)[1].is_number_unsigned()) {
+  if (!offsets_it->is_array() || offsets_it->size() != 2 ||
+      !(*offsets_it)[0].is_number_unsigned() || !(*offsets_it)[1].is_number_unsigned()) {
     reject(SafetensorsErrc::kInvalidTensorEntry, file, place,
            "data_offsets is not a pair of non-negative integers", kShapeHint);
   }
@@ -89,7 +115,8 @@ TensorEntry parse_entry(const std::string& file, const std::string& name, const 
     reject(SafetensorsErrc::kUnknownDtype, file, place, "unknown dtype '" + dtype_text + "'",
            "supported: F64, F32, F16, BF16, F8_E4M3, F8_E5M2, I64, I32, I16, I8, U8, BOOL");
   }
-  TensorEntry entry{name, *dtype, {}, (*offsets_it)[0].get<uint64_t>(), (*offsets_it)[1].get<uint64_t>()};
+  TensorEntry entry{
+      name, *dtype, {}, (*offsets_it)[0].get<uint64_t>(), (*offsets_it)[1].get<uint64_t>()};
   uint64_t count = 1;
   bool overflow = false;
   for (const Json& d : *shape_it) {
@@ -112,18 +139,20 @@ TensorEntry parse_entry(const std::string& file, const std::string& name, const 
   }
   if (entry.end - entry.begin != count * item) {
     reject(SafetensorsErrc::kSizeMismatch, file, place,
-           "data_offsets span " + std::to_string(entry.end - entry.begin) + " bytes but " + dtype_text +
-               " " + shape_it->dump() + " needs " + std::to_string(count * item));
+           "data_offsets span " + std::to_string(entry.end - entry.begin) + " bytes but " +
+               dtype_text + " " + shape_it->dump() + " needs " + std::to_string(count * item));
   }
   return entry;
 }
 
 }  // namespace
 
-SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file, const std::string& file_label) {
+SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file,
+                                           const std::string& file_label) {
   if (file.size() < 8) {
-    reject(SafetensorsErrc::kFileTooSmall, file_label, "",
-           "file has " + std::to_string(file.size()) + " bytes, fewer than the 8-byte header length");
+    reject(
+        SafetensorsErrc::kFileTooSmall, file_label, "",
+        "file has " + std::to_string(file.size()) + " bytes, fewer than the 8-byte header length");
   }
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | std::to_integer<uint64_t>(file[i]);
@@ -145,12 +174,14 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file, cons
   } catch (const JsonError& e) {
     switch (e.kind()) {
       case JsonError::Kind::kInvalidUtf8:
-        reject(SafetensorsErrc::kInvalidUtf8, file_label, "header " + e.detail(), "header is not valid UTF-8");
+        reject(SafetensorsErrc::kInvalidUtf8, file_label, "header " + e.detail(),
+               "header is not valid UTF-8");
       case JsonError::Kind::kDuplicateKey:
         reject(SafetensorsErrc::kDuplicateName, file_label, tensor_place(e.detail()),
                "name appears more than once in the header");
       case JsonError::Kind::kSyntax:
-        reject(SafetensorsErrc::kInvalidJson, file_label, "header", "header is not valid JSON: " + e.detail());
+        reject(SafetensorsErrc::kInvalidJson, file_label, "header",
+               "header is not valid JSON: " + e.detail());
     }
   }
   if (!header.is_object()) {
@@ -180,9 +211,10 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file, cons
 
   // The tensors must tile the data region exactly: sorted by begin, each starts where
   // the previous ended, the first at 0 and the last at the end of the file.
-  std::stable_sort(out.tensors.begin(), out.tensors.end(), [](const TensorEntry& a, const TensorEntry& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
+  std::stable_sort(out.tensors.begin(), out.tensors.end(),
+                   [](const TensorEntry& a, const TensorEntry& b) {
+                     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+                   });
   uint64_t expected_begin = 0;
   const std::string* previous = nullptr;
   for (const TensorEntry& t : out.tensors) {
@@ -194,8 +226,8 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file, cons
     }
     if (t.begin < expected_begin) {
       reject(SafetensorsErrc::kOverlappingData, file_label, tensor_place(t.name),
-             "bytes " + std::to_string(t.begin) + ".." + std::to_string(t.end) + " overlap tensor '" +
-                 (previous ? *previous : std::string()) + "'");
+             "bytes " + std::to_string(t.begin) + ".." + std::to_string(t.end) +
+                 " overlap tensor '" + (previous ? *previous : std::string()) + "'");
     }
     expected_begin = t.end;
     previous = &t.name;
@@ -203,13 +235,14 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file, cons
   const uint64_t data_size = file.size() - out.data_start;
   if (expected_begin > data_size) {
     reject(SafetensorsErrc::kDataPastEnd, file_label, tensor_place(*previous),
-           "data ends at byte " + std::to_string(expected_begin) + " but the data region has only " +
-               std::to_string(data_size) + " bytes",
+           "data ends at byte " + std::to_string(expected_begin) +
+               " but the data region has only " + std::to_string(data_size) + " bytes",
            "the file is truncated; download or copy it again");
   }
   if (expected_begin < data_size) {
     reject(SafetensorsErrc::kTrailingData, file_label, "data region",
-           std::to_string(data_size - expected_begin) + " bytes after the last tensor belong to no tensor");
+           std::to_string(data_size - expected_begin) +
+               " bytes after the last tensor belong to no tensor");
   }
   return out;
 }

@@ -42,7 +42,7 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open_index(const std::string& index
   const fs::path dir = fs::path(index_path).parent_path();
   SafetensorsCheckpoint out;
   out.source_ = index_path;
-  std::map<std::string, size_t> file_slot;  // shard file name → index into files_
+  std::map<std::string, size_t> file_slot;      // shard file name → index into files_
   std::map<std::string, std::string> expected;  // tensor → shard file name
   for (const auto& [name, file] : index["weight_map"].items()) {
     if (!file.is_string()) {
@@ -66,12 +66,13 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open_index(const std::string& index
     for (const TensorEntry& e : out.files_[slot].entries()) {
       auto listed = expected.find(e.name);
       if (listed == expected.end()) {
-        reject(SafetensorsErrc::kTensorNotInIndex, out.files_[slot].path(), "tensor '" + e.name + "'",
-               "is in the shard but not in the index " + index_path,
+        reject(SafetensorsErrc::kTensorNotInIndex, out.files_[slot].path(),
+               "tensor '" + e.name + "'", "is in the shard but not in the index " + index_path,
                "the index and shards come from different saves; download them again together");
       }
       if (listed->second != shard) {
-        reject(SafetensorsErrc::kTensorInTwoShards, out.files_[slot].path(), "tensor '" + e.name + "'",
+        reject(SafetensorsErrc::kTensorInTwoShards, out.files_[slot].path(),
+               "tensor '" + e.name + "'",
                "is also in this shard, but the index places it in '" + listed->second + "'",
                "the shards come from different saves; download them again together");
       }
@@ -93,8 +94,10 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open_dir(const std::string& dir) {
   if (fs::is_regular_file(index)) return open_index(index.string());
   const fs::path single = fs::path(dir) / "model.safetensors";
   if (fs::is_regular_file(single)) return open_file(single.string());
-  reject(SafetensorsErrc::kNoWeights, dir, "", "no model.safetensors or model.safetensors.index.json",
-         "sft reads safetensors weights; convert .bin checkpoints with save_pretrained(safe_serialization=True)");
+  reject(SafetensorsErrc::kNoWeights, dir, "",
+         "no model.safetensors or model.safetensors.index.json",
+         "sft reads safetensors weights; convert .bin checkpoints with "
+         "save_pretrained(safe_serialization=True)");
 }
 
 std::vector<std::string> SafetensorsCheckpoint::names() const {
@@ -107,7 +110,8 @@ std::vector<std::string> SafetensorsCheckpoint::names() const {
 const SafetensorsFile& SafetensorsCheckpoint::file_of(const std::string& name) const {
   auto it = where_.find(name);
   if (it == where_.end()) {
-    reject(SafetensorsErrc::kUnknownTensor, source_, "tensor '" + name + "'", "no such tensor in the checkpoint",
+    reject(SafetensorsErrc::kUnknownTensor, source_, "tensor '" + name + "'",
+           "no such tensor in the checkpoint",
            "run `sft inspect` on the model to list its tensors");
   }
   return files_[it->second];
@@ -117,6 +121,8 @@ const TensorEntry& SafetensorsCheckpoint::entry(const std::string& name) const {
   return *file_of(name).find(name);
 }
 
-Tensor SafetensorsCheckpoint::tensor(const std::string& name) const { return file_of(name).tensor(name); }
+Tensor SafetensorsCheckpoint::tensor(const std::string& name) const {
+  return file_of(name).tensor(name);
+}
 
 }  // namespace sft

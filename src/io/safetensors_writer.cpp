@@ -12,24 +12,38 @@ namespace sft {
 
 namespace {
 
-std::string json_string(const std::string& s) { return Json(s).dump(); }
+std::string json_string(const std::string& s) {
+  return Json(s).dump();
+}
 
 // Data order of the Python writer: widest types first, so that with the header padded to 8
 // bytes every tensor is aligned to its element size; within a width, this fixed type order.
 int write_rank(DType dtype) {
   switch (dtype) {
-    case DType::kI64: return 0;
-    case DType::kF64: return 1;
-    case DType::kF32: return 2;
-    case DType::kI32: return 3;
-    case DType::kBF16: return 4;
-    case DType::kF16: return 5;
-    case DType::kI16: return 6;
-    case DType::kF8E4M3: return 7;
-    case DType::kF8E5M2: return 8;
-    case DType::kI8: return 9;
-    case DType::kU8: return 10;
-    case DType::kBool: return 11;
+    case DType::kI64:
+      return 0;
+    case DType::kF64:
+      return 1;
+    case DType::kF32:
+      return 2;
+    case DType::kI32:
+      return 3;
+    case DType::kBF16:
+      return 4;
+    case DType::kF16:
+      return 5;
+    case DType::kI16:
+      return 6;
+    case DType::kF8E4M3:
+      return 7;
+    case DType::kF8E5M2:
+      return 8;
+    case DType::kI8:
+      return 9;
+    case DType::kU8:
+      return 10;
+    case DType::kBool:
+      return 11;
   }
   return 12;
 }
@@ -44,7 +58,8 @@ std::string serialize_safetensors_header(const std::vector<NamedTensor>& tensors
     if (t.name.empty() || t.name == "__metadata__") {
       fail("safetensors", "cannot write a tensor named '" + t.name + "'");
     }
-    if (!names.insert(t.name).second) fail("safetensors", "cannot write tensor '" + t.name + "' twice");
+    if (!names.insert(t.name).second)
+      fail("safetensors", "cannot write tensor '" + t.name + "' twice");
   }
   std::vector<size_t> order(tensors.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -53,7 +68,8 @@ std::string serialize_safetensors_header(const std::vector<NamedTensor>& tensors
     return ra != rb ? ra < rb : tensors[a].name < tensors[b].name;
   });
 
-  // Written by hand rather than via Json::dump so that keys stay in data order, as the Python writer does.
+  // Written by hand rather than via Json::dump so that keys stay in data order, as the Python
+  // writer does.
   std::string header = "{";
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";
@@ -72,7 +88,8 @@ std::string serialize_safetensors_header(const std::vector<NamedTensor>& tensors
     header += json_string(tensors[i].name) + ":{\"dtype\":\"" + std::string(dtype_name(t.dtype())) +
               "\",\"shape\":[";
     for (size_t d = 0; d < t.ndim(); ++d) header += (d ? "," : "") + std::to_string(t.dim(d));
-    header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.nbytes()) + "]}";
+    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + t.nbytes()) + "]}";
     offset += t.nbytes();
   }
   header += "}";
@@ -86,7 +103,8 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   std::vector<size_t> order;
   const std::string header = serialize_safetensors_header(tensors, metadata, &order);
   unsigned char length[8];
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(uint64_t{header.size()} >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    length[i] = static_cast<unsigned char>(uint64_t{header.size()} >> (8 * i));
   AtomicFile file(path);
   file.write(std::span(reinterpret_cast<const std::byte*>(length), 8));
   file.write(header);
@@ -94,12 +112,12 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   file.commit();
 }
 
-std::vector<std::string> write_safetensors_sharded(const std::string& dir, const std::vector<NamedTensor>& tensors,
-                                                   uint64_t max_shard_bytes,
-                                                   const std::map<std::string, std::string>& metadata,
-                                                   const std::string& base) {
+std::vector<std::string> write_safetensors_sharded(
+    const std::string& dir, const std::vector<NamedTensor>& tensors, uint64_t max_shard_bytes,
+    const std::map<std::string, std::string>& metadata, const std::string& base) {
   namespace fs = std::filesystem;
-  // Greedy in the given order, as transformers splits: a tensor larger than the limit gets a shard of its own.
+  // Greedy in the given order, as transformers splits: a tensor larger than the limit gets a shard
+  // of its own.
   std::vector<std::vector<NamedTensor>> shards(1);
   uint64_t shard_bytes = 0, total_bytes = 0;
   for (const NamedTensor& t : tensors) {

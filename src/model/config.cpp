@@ -6,21 +6,30 @@ namespace sft {
 
 std::string_view model_type_name(ModelType type) {
   switch (type) {
-    case ModelType::kLlama: return "llama";
-    case ModelType::kMistral: return "mistral";
-    case ModelType::kQwen2: return "qwen2";
-    case ModelType::kQwen3: return "qwen3";
+    case ModelType::kLlama:
+      return "llama";
+    case ModelType::kMistral:
+      return "mistral";
+    case ModelType::kQwen2:
+      return "qwen2";
+    case ModelType::kQwen3:
+      return "qwen3";
   }
   return "?";
 }
 
 std::string_view rope_type_name(RopeType type) {
   switch (type) {
-    case RopeType::kDefault: return "default";
-    case RopeType::kLinear: return "linear";
-    case RopeType::kDynamic: return "dynamic";
-    case RopeType::kLlama3: return "llama3";
-    case RopeType::kYarn: return "yarn";
+    case RopeType::kDefault:
+      return "default";
+    case RopeType::kLinear:
+      return "linear";
+    case RopeType::kDynamic:
+      return "dynamic";
+    case RopeType::kLlama3:
+      return "llama3";
+    case RopeType::kYarn:
+      return "yarn";
   }
   return "?";
 }
@@ -37,7 +46,7 @@ struct TypeDefaults {
   int64_t num_key_value_heads;  // 0 = same as num_attention_heads
   int64_t head_dim;             // 0 = hidden_size / num_attention_heads
   int64_t max_position_embeddings;
-  int64_t sliding_window;       // 0 = none by default
+  int64_t sliding_window;  // 0 = none by default
 };
 
 constexpr std::array<TypeDefaults, 4> kDefaults = {{
@@ -52,10 +61,13 @@ class Reader {
  public:
   Reader(const Json& json, const std::string& source) : json_(json), source_(source) {}
 
-  [[noreturn]] void bad(const std::string& key, const std::string& problem, std::string_view hint = {}) const {
-    fail_in_file(kComponent, {source_, "key '" + key + "'"}, problem,
-                 hint.empty() ? std::string_view("fix the value in config.json, or re-save it with save_pretrained")
-                              : hint);
+  [[noreturn]] void bad(const std::string& key, const std::string& problem,
+                        std::string_view hint = {}) const {
+    fail_in_file(
+        kComponent, {source_, "key '" + key + "'"}, problem,
+        hint.empty()
+            ? std::string_view("fix the value in config.json, or re-save it with save_pretrained")
+            : hint);
   }
 
   // Null counts as absent: HF writes `"head_dim": null` for "derive it".
@@ -66,7 +78,8 @@ class Reader {
   const Json* get(const std::string& key) const { return get(json_, key); }
 
   int64_t integer(const Json& v, const std::string& key) const {
-    if (!v.is_number_integer()) bad(key, "expected an integer, got " + json_type_name(v) + " " + v.dump());
+    if (!v.is_number_integer())
+      bad(key, "expected an integer, got " + json_type_name(v) + " " + v.dump());
     return v.get<int64_t>();
   }
   int64_t positive(const std::string& key, int64_t fallback) const {
@@ -86,7 +99,8 @@ class Reader {
   bool boolean(const std::string& key, bool fallback) const {
     const Json* v = get(key);
     if (!v) return fallback;
-    if (!v->is_boolean()) bad(key, "expected true or false, got " + json_type_name(*v) + " " + v->dump());
+    if (!v->is_boolean())
+      bad(key, "expected true or false, got " + json_type_name(*v) + " " + v->dump());
     return v->get<bool>();
   }
   std::string string(const std::string& key, const std::string& fallback) const {
@@ -130,7 +144,8 @@ RopeConfig parse_rope(const Reader& r) {
     params = r.get("rope_scaling");
     key = "rope_scaling";
   }
-  if (params && !params->is_object()) r.bad(key, "expected an object, got " + json_type_name(*params));
+  if (params && !params->is_object())
+    r.bad(key, "expected an object, got " + json_type_name(*params));
   if (const Json* theta = r.get("rope_theta")) rope.theta = r.number(*theta, "rope_theta");
   if (!params) return rope;
 
@@ -138,21 +153,26 @@ RopeConfig parse_rope(const Reader& r) {
   const Json* type = r.get(*params, "rope_type");
   if (!type) type = r.get(*params, "type");
   if (type) {
-    if (!type->is_string()) r.bad(key + ".rope_type", "expected a string, got " + json_type_name(*type));
+    if (!type->is_string())
+      r.bad(key + ".rope_type", "expected a string, got " + json_type_name(*type));
     rope.type = parse_rope_type(r, key + ".rope_type", type->get<std::string>());
   }
   rope.factor = r.number_or(*params, "factor", 1.0);
   rope.low_freq_factor = r.number_or(*params, "low_freq_factor", rope.low_freq_factor);
   rope.high_freq_factor = r.number_or(*params, "high_freq_factor", rope.high_freq_factor);
   if (const Json* v = r.get(*params, "original_max_position_embeddings")) {
-    rope.original_max_position_embeddings = r.integer(*v, key + ".original_max_position_embeddings");
+    rope.original_max_position_embeddings =
+        r.integer(*v, key + ".original_max_position_embeddings");
   }
-  if (const Json* v = r.get(*params, "attention_factor")) rope.attention_factor = r.number(*v, key + ".attention_factor");
+  if (const Json* v = r.get(*params, "attention_factor"))
+    rope.attention_factor = r.number(*v, key + ".attention_factor");
   rope.beta_fast = r.number_or(*params, "beta_fast", rope.beta_fast);
   rope.beta_slow = r.number_or(*params, "beta_slow", rope.beta_slow);
   if (const Json* v = r.get(*params, "mscale")) rope.mscale = r.number(*v, key + ".mscale");
-  if (const Json* v = r.get(*params, "mscale_all_dim")) rope.mscale_all_dim = r.number(*v, key + ".mscale_all_dim");
-  if (const Json* v = r.get(*params, "truncate")) rope.truncate = v->is_boolean() ? v->get<bool>() : true;
+  if (const Json* v = r.get(*params, "mscale_all_dim"))
+    rope.mscale_all_dim = r.number(*v, key + ".mscale_all_dim");
+  if (const Json* v = r.get(*params, "truncate"))
+    rope.truncate = v->is_boolean() ? v->get<bool>() : true;
   rope.partial_rotary_factor = r.number_or(*params, "partial_rotary_factor", 1.0);
 
   const bool scaled = rope.type != RopeType::kDefault;
@@ -219,8 +239,9 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   c.intermediate_size = r.positive("intermediate_size", defaults->intermediate_size);
   c.num_hidden_layers = r.positive("num_hidden_layers", defaults->num_hidden_layers);
   c.num_attention_heads = r.positive("num_attention_heads", defaults->num_attention_heads);
-  c.num_key_value_heads = r.positive(
-      "num_key_value_heads", defaults->num_key_value_heads ? defaults->num_key_value_heads : c.num_attention_heads);
+  c.num_key_value_heads = r.positive("num_key_value_heads", defaults->num_key_value_heads
+                                                                ? defaults->num_key_value_heads
+                                                                : c.num_attention_heads);
   if (c.num_attention_heads % c.num_key_value_heads != 0) {
     r.bad("num_key_value_heads", "num_attention_heads (" + std::to_string(c.num_attention_heads) +
                                      ") is not a multiple of num_key_value_heads (" +
@@ -230,11 +251,13 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   if (!head_dim_given && !defaults->head_dim && c.hidden_size % c.num_attention_heads != 0) {
     r.bad("hidden_size", "not divisible by num_attention_heads and no head_dim is given");
   }
-  c.head_dim = r.positive("head_dim", defaults->head_dim ? defaults->head_dim : c.hidden_size / c.num_attention_heads);
+  c.head_dim = r.positive(
+      "head_dim", defaults->head_dim ? defaults->head_dim : c.hidden_size / c.num_attention_heads);
   c.hidden_act = r.string("hidden_act", "silu");
   c.rms_norm_eps = r.get("rms_norm_eps") ? r.number(*r.get("rms_norm_eps"), "rms_norm_eps") : 1e-6;
   c.rope = parse_rope(r);
-  c.max_position_embeddings = r.positive("max_position_embeddings", defaults->max_position_embeddings);
+  c.max_position_embeddings =
+      r.positive("max_position_embeddings", defaults->max_position_embeddings);
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
 
   const bool attention_bias = r.boolean("attention_bias", false);
@@ -257,13 +280,15 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   // Sliding window: Mistral applies `sliding_window` to every layer; Qwen2/3 only when
   // use_sliding_window, to layers from max_window_layers on — unless layer_types says otherwise.
   std::optional<int64_t> window = r.optional_integer("sliding_window");
-  if (c.model_type != ModelType::kMistral && !r.boolean("use_sliding_window", false)) window.reset();
+  if (c.model_type != ModelType::kMistral && !r.boolean("use_sliding_window", false))
+    window.reset();
   if (window && *window <= 0) r.bad("sliding_window", "expected a positive integer or null");
   c.sliding_window = window;
   c.layer_sliding_window.assign(static_cast<size_t>(c.num_hidden_layers), false);
   if (const Json* types = r.get("layer_types")) {
     if (!types->is_array() || types->size() != static_cast<size_t>(c.num_hidden_layers)) {
-      r.bad("layer_types", "expected a list with one entry per layer (" + std::to_string(c.num_hidden_layers) + ")");
+      r.bad("layer_types", "expected a list with one entry per layer (" +
+                               std::to_string(c.num_hidden_layers) + ")");
     }
     for (size_t i = 0; i < types->size(); ++i) {
       const Json& t = (*types)[i];
@@ -279,9 +304,11 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
       const Json* v = r.get("max_window_layers");
       first = v ? r.integer(*v, "max_window_layers") : 28;
     }
-    for (int64_t i = first; i < c.num_hidden_layers; ++i) c.layer_sliding_window[static_cast<size_t>(i)] = true;
+    for (int64_t i = first; i < c.num_hidden_layers; ++i)
+      c.layer_sliding_window[static_cast<size_t>(i)] = true;
   }
-  if (window && std::none_of(c.layer_sliding_window.begin(), c.layer_sliding_window.end(), [](bool b) { return b; })) {
+  if (window && std::none_of(c.layer_sliding_window.begin(), c.layer_sliding_window.end(),
+                             [](bool b) { return b; })) {
     c.sliding_window.reset();  // enabled but no layer uses it: the model is full attention
   }
 

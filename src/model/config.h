@@ -27,16 +27,16 @@ std::string_view rope_type_name(RopeType type);
 struct RopeConfig {
   RopeType type = RopeType::kDefault;
   double theta = 10000.0;
-  double factor = 1.0;                            // linear, dynamic, llama3, yarn
-  double low_freq_factor = 1.0;                   // llama3
-  double high_freq_factor = 4.0;                  // llama3
-  int64_t original_max_position_embeddings = 0;   // llama3, yarn (0 = absent)
-  std::optional<double> attention_factor;         // yarn
-  double beta_fast = 32.0;                        // yarn
-  double beta_slow = 1.0;                         // yarn
-  std::optional<double> mscale;                   // yarn
-  std::optional<double> mscale_all_dim;           // yarn
-  bool truncate = true;                           // yarn
+  double factor = 1.0;                           // linear, dynamic, llama3, yarn
+  double low_freq_factor = 1.0;                  // llama3
+  double high_freq_factor = 4.0;                 // llama3
+  int64_t original_max_position_embeddings = 0;  // llama3, yarn (0 = absent)
+  std::optional<double> attention_factor;        // yarn
+  double beta_fast = 32.0;                       // yarn
+  double beta_slow = 1.0;                        // yarn
+  std::optional<double> mscale;                  // yarn
+  std::optional<double> mscale_all_dim;          // yarn
+  bool truncate = true;                          // yarn
   double partial_rotary_factor = 1.0;
 };
 
@@ -44,31 +44,32 @@ struct ModelConfig {
   ModelType model_type = ModelType::kLlama;
   std::vector<std::string> architectures;
 
-  int64_t vocab_size = 0;                // V
-  int64_t hidden_size = 0;               // C
-  int64_t intermediate_size = 0;         // I
-  int64_t num_hidden_layers = 0;         // L
-  int64_t num_attention_heads = 0;       // H
-  int64_t num_key_value_heads = 0;       // Hkv
-  int64_t head_dim = 0;                  // D (may differ from C / H, e.g. Qwen3)
+  int64_t vocab_size = 0;           // V
+  int64_t hidden_size = 0;          // C
+  int64_t intermediate_size = 0;    // I
+  int64_t num_hidden_layers = 0;    // L
+  int64_t num_attention_heads = 0;  // H
+  int64_t num_key_value_heads = 0;  // Hkv
+  int64_t head_dim = 0;             // D (may differ from C / H, e.g. Qwen3)
   std::string hidden_act = "silu";
   double rms_norm_eps = 1e-6;
   RopeConfig rope;
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
 
-  bool qkv_bias = false;     // q/k/v projections have a bias (Qwen2 always; Llama/Qwen3 via attention_bias)
-  bool o_bias = false;       // o_proj has a bias (Llama/Qwen3 attention_bias)
-  bool mlp_bias = false;     // gate/up/down biases (Llama mlp_bias)
-  bool qk_norm = false;      // per-head RMSNorm on q and k before RoPE (Qwen3)
+  bool qkv_bias =
+      false;  // q/k/v projections have a bias (Qwen2 always; Llama/Qwen3 via attention_bias)
+  bool o_bias = false;    // o_proj has a bias (Llama/Qwen3 attention_bias)
+  bool mlp_bias = false;  // gate/up/down biases (Llama mlp_bias)
+  bool qk_norm = false;   // per-head RMSNorm on q and k before RoPE (Qwen3)
 
-  std::optional<int64_t> sliding_window;    // window size when any layer uses it
-  std::vector<bool> layer_sliding_window;   // per layer: true = sliding, false = full attention
+  std::optional<int64_t> sliding_window;   // window size when any layer uses it
+  std::vector<bool> layer_sliding_window;  // per layer: true = sliding, false = full attention
 
   std::optional<int64_t> bos_token_id;
-  std::vector<int64_t> eos_token_ids;       // config.json allows an int or a list
+  std::vector<int64_t> eos_token_ids;  // config.json allows an int or a list
   std::optional<int64_t> pad_token_id;
-  std::optional<DType> dtype;               // torch_dtype / dtype of the saved weights
+  std::optional<DType> dtype;  // torch_dtype / dtype of the saved weights
 };
 
 // Parses a config.json object. `source` names the file in errors.

@@ -23,9 +23,14 @@ ModelDir open_model_dir(const std::string& name_or_path, const std::string& revi
 }
 
 std::vector<std::string> present_tokenizer_files(const std::string& dir) {
-  static const char* const kNames[] = {"tokenizer.json",       "tokenizer_config.json", "special_tokens_map.json",
-                                       "chat_template.jinja",  "chat_template.json",
-                                       "tokenizer.model",      "vocab.json",            "merges.txt"};
+  static const char* const kNames[] = {"tokenizer.json",
+                                       "tokenizer_config.json",
+                                       "special_tokens_map.json",
+                                       "chat_template.jinja",
+                                       "chat_template.json",
+                                       "tokenizer.model",
+                                       "vocab.json",
+                                       "merges.txt"};
   std::vector<std::string> out;
   for (const char* name : kNames) {
     if (fs::is_regular_file(fs::path(dir) / name)) out.emplace_back(name);
@@ -33,7 +38,8 @@ std::vector<std::string> present_tokenizer_files(const std::string& dir) {
   return out;
 }
 
-LayoutMismatch compare_with_layout(const SafetensorsCheckpoint& checkpoint, const std::vector<ParamSpec>& layout) {
+LayoutMismatch compare_with_layout(const SafetensorsCheckpoint& checkpoint,
+                                   const std::vector<ParamSpec>& layout) {
   LayoutMismatch result;
   std::set<std::string> expected;
   for (const ParamSpec& p : layout) {
@@ -44,13 +50,14 @@ LayoutMismatch compare_with_layout(const SafetensorsCheckpoint& checkpoint, cons
     }
     const Shape& actual = checkpoint.entry(p.name).shape;
     if (actual != p.shape) {
-      result.wrong_shape.push_back(p.name + ": checkpoint " + shape_to_string(actual) + ", config implies " +
-                                   shape_to_string(p.shape));
+      result.wrong_shape.push_back(p.name + ": checkpoint " + shape_to_string(actual) +
+                                   ", config implies " + shape_to_string(p.shape));
     }
   }
   for (const std::string& name : checkpoint.names()) {
     if (!expected.count(name) && name != "lm_head.weight") result.unexpected.push_back(name);
-    if (name == "lm_head.weight" && !expected.count(name) && checkpoint.entry(name).shape != layout.front().shape) {
+    if (name == "lm_head.weight" && !expected.count(name) &&
+        checkpoint.entry(name).shape != layout.front().shape) {
       result.wrong_shape.push_back(name + ": tied to the embeddings but stored with shape " +
                                    shape_to_string(checkpoint.entry(name).shape));
     }

@@ -24,12 +24,13 @@ std::vector<std::string> present_tokenizer_files(const std::string& dir);
 
 // Differences between what the config implies and what the checkpoint holds.
 struct LayoutMismatch {
-  std::vector<std::string> missing;        // in the layout, not in the checkpoint
-  std::vector<std::string> unexpected;     // in the checkpoint, not in the layout
-  std::vector<std::string> wrong_shape;    // "name: checkpoint [a, b], config implies [c, d]"
+  std::vector<std::string> missing;      // in the layout, not in the checkpoint
+  std::vector<std::string> unexpected;   // in the checkpoint, not in the layout
+  std::vector<std::string> wrong_shape;  // "name: checkpoint [a, b], config implies [c, d]"
   bool ok() const { return missing.empty() && unexpected.empty() && wrong_shape.empty(); }
 };
 // A tied checkpoint that still stores lm_head.weight is accepted (transformers ignores it).
-LayoutMismatch compare_with_layout(const SafetensorsCheckpoint& checkpoint, const std::vector<ParamSpec>& layout);
+LayoutMismatch compare_with_layout(const SafetensorsCheckpoint& checkpoint,
+                                   const std::vector<ParamSpec>& layout);
 
 }  // namespace sft

@@ -16,20 +16,20 @@ namespace sft {
 enum class ParamRole { kEmbedding, kAttention, kMlp, kNorm, kLmHead };
 
 struct ParamSpec {
-  std::string name;   // e.g. "model.layers.0.self_attn.q_proj.weight"
+  std::string name;  // e.g. "model.layers.0.self_attn.q_proj.weight"
   Shape shape;
   ParamRole role;
-  int layer;          // -1 for parameters outside the decoder layers
+  int layer;  // -1 for parameters outside the decoder layers
 };
 
 // Every trainable parameter in HF order; lm_head.weight only when embeddings are untied.
 std::vector<ParamSpec> parameter_layout(const ModelConfig& config);
 
 struct ParamCounts {
-  int64_t total = 0;           // as transformers' model.num_parameters() (tied weights once)
-  int64_t embeddings = 0;      // the input embedding matrix
-  int64_t lm_head = 0;         // 0 when tied
-  int64_t per_layer = 0;       // one decoder layer
+  int64_t total = 0;       // as transformers' model.num_parameters() (tied weights once)
+  int64_t embeddings = 0;  // the input embedding matrix
+  int64_t lm_head = 0;     // 0 when tied
+  int64_t per_layer = 0;   // one decoder layer
   int64_t final_norm = 0;
 };
 ParamCounts count_parameters(const std::vector<ParamSpec>& layout);

@@ -5,8 +5,9 @@
 namespace sft {
 
 TEST(DType, NamesRoundTripAndSizes) {
-  const DType all[] = {DType::kF64, DType::kF32, DType::kF16, DType::kBF16, DType::kF8E4M3, DType::kF8E5M2,
-                       DType::kI64, DType::kI32, DType::kI16, DType::kI8,   DType::kU8,     DType::kBool};
+  const DType all[] = {DType::kF64,    DType::kF32,    DType::kF16, DType::kBF16,
+                       DType::kF8E4M3, DType::kF8E5M2, DType::kI64, DType::kI32,
+                       DType::kI16,    DType::kI8,     DType::kU8,  DType::kBool};
   const size_t sizes[] = {8, 4, 2, 2, 1, 1, 8, 4, 2, 1, 1, 1};
   for (size_t i = 0; i < std::size(all); ++i) {
     EXPECT_EQ(parse_dtype(dtype_name(all[i])), all[i]);

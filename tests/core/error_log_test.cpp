@@ -16,7 +16,8 @@ TEST(Error, FileProblemsNameFilePlaceAndHint) {
     fail_in_file("config", {"m/config.json", "key 'hidden_size'"}, "expected an integer", "fix it");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "[config] m/config.json: key 'hidden_size': expected an integer (hint: fix it)");
+    EXPECT_STREQ(e.what(),
+                 "[config] m/config.json: key 'hidden_size': expected an integer (hint: fix it)");
   }
   EXPECT_EQ(describe_file_problem({"f", ""}, "empty", ""), "f: empty");
 }

@@ -3,8 +3,8 @@
 // nearest-value search in double precision.
 #include "core/half.h"
 
-#include <gtest/gtest.h>
 #include <cpuid.h>
+#include <gtest/gtest.h>
 #include <immintrin.h>
 
 #include <cmath>
@@ -20,7 +20,9 @@ namespace {
 __attribute__((target("f16c"))) f16_bits hardware_f32_to_f16(float f) {
   return static_cast<f16_bits>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
 }
-__attribute__((target("f16c"))) float hardware_f16_to_f32(f16_bits h) { return _cvtsh_ss(h); }
+__attribute__((target("f16c"))) float hardware_f16_to_f32(f16_bits h) {
+  return _cvtsh_ss(h);
+}
 
 bool have_f16c() {
   unsigned eax, ebx, ecx, edx;
@@ -33,7 +35,7 @@ bf16_bits reference_f32_to_bf16(float f) {
   if (std::isnan(f)) return static_cast<bf16_bits>((bits >> 16) | 0x40);
   uint16_t lo = static_cast<uint16_t>(bits >> 16);  // truncation toward zero
   if ((bits & 0xffffu) == 0) return lo;
-  uint16_t hi = static_cast<uint16_t>(lo + 1);     // next away from zero (may be inf)
+  uint16_t hi = static_cast<uint16_t>(lo + 1);  // next away from zero (may be inf)
   double x = std::fabs(static_cast<double>(f));
   double dlo = x - std::fabs(static_cast<double>(bf16_to_f32(lo)));
   double dhi = std::fabs(static_cast<double>(bf16_to_f32(hi))) - x;
@@ -47,9 +49,11 @@ bf16_bits reference_f32_to_bf16(float f) {
 }
 
 std::vector<float> edge_floats() {
-  return {0.0f,  -0.0f, 1.0f, -1.0f, 65504.0f, 65520.0f, 65519.99f, 65536.0f, 1e-8f, 5.96e-8f, 2.98e-8f,
-          6.1e-5f, 6.097555e-5f, 3.4028235e38f, -3.4028235e38f, 1e-45f, 1.17549435e-38f, INFINITY, -INFINITY,
-          NAN, -NAN, 0.1f, 1.00390625f, 1.005859375f, 3.0e38f, 3.3961776e38f, 3.3961778e38f};
+  return {0.0f,         -0.0f,         1.0f,           -1.0f,    65504.0f,        65520.0f,
+          65519.99f,    65536.0f,      1e-8f,          5.96e-8f, 2.98e-8f,        6.1e-5f,
+          6.097555e-5f, 3.4028235e38f, -3.4028235e38f, 1e-45f,   1.17549435e-38f, INFINITY,
+          -INFINITY,    NAN,           -NAN,           0.1f,     1.00390625f,     1.005859375f,
+          3.0e38f,      3.3961776e38f, 3.3961778e38f};
 }
 
 }  // namespace
@@ -76,7 +80,8 @@ TEST(Half, F32ToF16MatchesHardwareRounding) {
   Rng rng(7);
   for (int i = 0; i < 2'000'000; ++i) inputs.push_back(std::bit_cast<float>(rng.next_u32()));
   // Dense sweep around the subnormal/normal boundary and the overflow threshold.
-  for (uint32_t b = 0x33000000u; b < 0x33000000u + 100000; ++b) inputs.push_back(std::bit_cast<float>(b));
+  for (uint32_t b = 0x33000000u; b < 0x33000000u + 100000; ++b)
+    inputs.push_back(std::bit_cast<float>(b));
   for (uint32_t b = 0x387fc000u; b < 0x38804000u; ++b) inputs.push_back(std::bit_cast<float>(b));
   for (uint32_t b = 0x477fe000u; b < 0x47801000u; ++b) inputs.push_back(std::bit_cast<float>(b));
   for (float f : inputs) {
@@ -95,7 +100,8 @@ TEST(Half, BF16RoundsToNearestEven) {
   std::vector<float> inputs = edge_floats();
   Rng rng(11);
   for (int i = 0; i < 2'000'000; ++i) inputs.push_back(std::bit_cast<float>(rng.next_u32()));
-  for (uint32_t b = 0x3f800000u; b < 0x3f800000u + 300000; ++b) inputs.push_back(std::bit_cast<float>(b));
+  for (uint32_t b = 0x3f800000u; b < 0x3f800000u + 300000; ++b)
+    inputs.push_back(std::bit_cast<float>(b));
   for (uint32_t b = 0x7f7f0000u; b < 0x7f800000u; ++b) inputs.push_back(std::bit_cast<float>(b));
   for (float f : inputs) ASSERT_EQ(f32_to_bf16(f), reference_f32_to_bf16(f)) << std::hexfloat << f;
   // Round trip of every bf16 that is not NaN.
@@ -110,7 +116,8 @@ TEST(Half, SpecialValuesArePreserved) {
   EXPECT_EQ(f32_to_bf16(-INFINITY), 0xff80);
   EXPECT_EQ(f32_to_bf16(-0.0f), 0x8000);
   EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(NAN))));
-  EXPECT_EQ(f32_to_bf16(std::bit_cast<float>(0x7f800001u)) & 0x7fc0, 0x7fc0);  // signalling NaN is quieted, not inf
+  EXPECT_EQ(f32_to_bf16(std::bit_cast<float>(0x7f800001u)) & 0x7fc0,
+            0x7fc0);                              // signalling NaN is quieted, not inf
   EXPECT_EQ(f32_to_bf16(3.4028235e38f), 0x7f80);  // f32 max rounds up past bf16 max
   EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
   EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);
@@ -130,7 +137,8 @@ TEST(Half, Float8Decoding) {
   EXPECT_TRUE(std::isinf(f8e5m2_to_f32(0x7c)));
   EXPECT_EQ(f8e5m2_to_f32(0x01), 0x1p-16f);
   // Monotone over the positive finite codes: decoding is a strictly increasing map.
-  for (int v = 1; v < 0x7f; ++v) EXPECT_LT(f8e4m3_to_f32(uint8_t(v - 1)), f8e4m3_to_f32(uint8_t(v)));
+  for (int v = 1; v < 0x7f; ++v)
+    EXPECT_LT(f8e4m3_to_f32(uint8_t(v - 1)), f8e4m3_to_f32(uint8_t(v)));
 }
 
 }  // namespace sft

@@ -67,7 +67,7 @@ TEST(Tensor, ConvertsBetweenFloatTypes) {
   v[0] = 1.0f;
   v[1] = 1.00390625f;  // halfway between two bf16 values: ties to even (down)
   v[2] = -INFINITY;
-  v[3] = 70000.0f;     // beyond f16 range
+  v[3] = 70000.0f;  // beyond f16 range
   Tensor b = f.to(DType::kBF16);
   const auto* bb = reinterpret_cast<const uint16_t*>(b.bytes());
   EXPECT_EQ(bb[0], 0x3f80);

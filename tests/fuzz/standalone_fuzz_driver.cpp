@@ -33,7 +33,8 @@ void mutate(std::vector<uint8_t>& input, sft::Rng& rng) {
                      static_cast<uint8_t>(rng.next_u32()));
         break;
       case 2:  // erase a byte
-        if (!input.empty()) input.erase(input.begin() + static_cast<std::ptrdiff_t>(rng.below(input.size())));
+        if (!input.empty())
+          input.erase(input.begin() + static_cast<std::ptrdiff_t>(rng.below(input.size())));
         break;
       default:  // truncate
         if (!input.empty()) input.resize(rng.below(input.size()));
@@ -67,7 +68,8 @@ int main(int argc, char** argv) {
   for (const auto& input : corpus) LLVMFuzzerTestOneInput(input.data(), input.size());
   if (corpus.empty()) corpus.emplace_back();
   sft::Rng rng(seed);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(max_seconds);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(max_seconds);
   uint64_t runs = 0;
   while (std::chrono::steady_clock::now() < deadline) {
     std::vector<uint8_t> input = corpus[rng.below(corpus.size())];
@@ -75,7 +77,7 @@ int main(int argc, char** argv) {
     LLVMFuzzerTestOneInput(input.data(), input.size());
     ++runs;
   }
-  std::printf("standalone fuzz driver: %zu corpus inputs, %llu mutated runs, no crash\n", corpus.size(),
-              static_cast<unsigned long long>(runs));
+  std::printf("standalone fuzz driver: %zu corpus inputs, %llu mutated runs, no crash\n",
+              corpus.size(), static_cast<unsigned long long>(runs));
   return 0;
 }

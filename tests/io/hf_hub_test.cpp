@@ -48,7 +48,8 @@ std::string make_cache(const std::string& root) {
   fs::path repo = fs::path(root) / "models--Org--Tiny";
   fs::create_directories(repo / "refs");
   fs::create_directories(repo / "snapshots" / kCommit);
-  std::ofstream(repo / "refs" / "main") << kCommit;  // huggingface_hub writes no newline; tolerate either
+  std::ofstream(repo / "refs" / "main")
+      << kCommit;  // huggingface_hub writes no newline; tolerate either
   fs::create_directories(fs::path(root) / "datasets--org--data" / "snapshots" / kCommit);
   fs::create_directories(fs::path(root) / "datasets--org--data" / "refs");
   std::ofstream(fs::path(root) / "datasets--org--data" / "refs" / "main") << kCommit << "\n";
@@ -87,8 +88,10 @@ TEST(HfHub, MissingRepoSaysWhereItLooked) {
     FAIL();
   } catch (const Error& e) {
     const std::string message = e.what();
-    EXPECT_NE(message.find(root + "/models--Qwen--Qwen3-0.6B/refs/main"), std::string::npos) << message;
-    EXPECT_NE(message.find("huggingface-cli download Qwen/Qwen3-0.6B"), std::string::npos) << message;
+    EXPECT_NE(message.find(root + "/models--Qwen--Qwen3-0.6B/refs/main"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("huggingface-cli download Qwen/Qwen3-0.6B"), std::string::npos)
+        << message;
   }
   EXPECT_THROW(resolve_hub_folder("./not/here", HubRepoType::kModel), Error);
   EXPECT_THROW(resolve_hub_folder("a/b/c", HubRepoType::kModel), Error);

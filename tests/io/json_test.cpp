@@ -17,7 +17,8 @@ TEST(Json, RejectsDuplicateKeysWithTheirPath) {
   } catch (const JsonError& e) {
     EXPECT_EQ(e.kind(), JsonError::Kind::kDuplicateKey);
     EXPECT_EQ(e.detail(), "a.b");
-    EXPECT_NE(std::string(e.what()).find("x.json: key 'a.b': duplicate key"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("x.json: key 'a.b': duplicate key"), std::string::npos)
+        << e.what();
   }
   // The same key in sibling objects is fine.
   EXPECT_NO_THROW(parse_json_strict(R"([{"a": 1}, {"a": 2}])", "test", "x.json"));

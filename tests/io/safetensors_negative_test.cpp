@@ -24,7 +24,8 @@ void expect_rejected(const std::string& path, const std::string& rule, Open open
     EXPECT_EQ(safetensors_errc_name(e.code()), rule) << e.what();
     const std::string message = e.what();
     EXPECT_EQ(message.rfind("[safetensors] ", 0), 0u) << message;
-    EXPECT_NE(message.find(path.substr(path.rfind('/') + 1)), std::string::npos) << "message does not name the file: " << message;
+    EXPECT_NE(message.find(path.substr(path.rfind('/') + 1)), std::string::npos)
+        << "message does not name the file: " << message;
   }
 }
 

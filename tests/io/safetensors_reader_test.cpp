@@ -14,7 +14,8 @@ const std::string kDir = "tests/fixtures/safetensors/";
 }
 
 TEST(SafetensorsReader, ReadsEveryDTypeThePythonLibraryWrites) {
-  const Json expected = test::load_all_dtypes_expectation(test::source_path(kDir + "all_dtypes.json"));
+  const Json expected =
+      test::load_all_dtypes_expectation(test::source_path(kDir + "all_dtypes.json"));
   SafetensorsFile file = SafetensorsFile::open(test::source_path(kDir + "all_dtypes.safetensors"));
   EXPECT_EQ(Json(file.metadata()), expected["metadata"]);
   ASSERT_EQ(file.entries().size(), expected["tensors"].size());
@@ -30,7 +31,8 @@ TEST(SafetensorsReader, ReadsEveryDTypeThePythonLibraryWrites) {
     EXPECT_EQ(test::to_hex(t.byte_span()), want["hex"].get<std::string>());
     // Values decoded through our conversions equal the values Python wrote.
     // Wide values are not all exact in f32; their bytes were compared above.
-    if (entry.dtype == DType::kI64 || entry.dtype == DType::kI32 || entry.dtype == DType::kF64) continue;
+    if (entry.dtype == DType::kI64 || entry.dtype == DType::kI32 || entry.dtype == DType::kF64)
+      continue;
     std::vector<float> values = t.to_f32_vector();
     ASSERT_EQ(values.size(), want["values"].size());
     for (size_t k = 0; k < values.size(); ++k) {
@@ -52,7 +54,8 @@ TEST(SafetensorsReader, UnknownTensorNamesTheFile) {
     FAIL();
   } catch (const SafetensorsError& e) {
     EXPECT_EQ(e.code(), SafetensorsErrc::kUnknownTensor);
-    EXPECT_NE(std::string(e.what()).find("all_dtypes.safetensors: tensor 'nope'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("all_dtypes.safetensors: tensor 'nope'"),
+              std::string::npos);
   }
 }
 
@@ -61,7 +64,8 @@ TEST(SafetensorsReader, MissingFileIsAClearError) {
     SafetensorsFile::open("/nonexistent/model.safetensors");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "[io] cannot open /nonexistent/model.safetensors: No such file or directory");
+    EXPECT_EQ(std::string(e.what()),
+              "[io] cannot open /nonexistent/model.safetensors: No such file or directory");
   }
 }
 

@@ -40,10 +40,13 @@ inline std::string to_hex(std::span<const std::byte> bytes) {
 
 inline std::vector<std::byte> from_hex(const std::string& hex) {
   std::vector<std::byte> out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<std::byte>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<std::byte>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return out;
 }
 
-inline Json load_all_dtypes_expectation(const std::string& path) { return read_json_file(path, "test"); }
+inline Json load_all_dtypes_expectation(const std::string& path) {
+  return read_json_file(path, "test");
+}
 
 }  // namespace sft::test

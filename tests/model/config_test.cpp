@@ -6,7 +6,9 @@ namespace sft {
 
 namespace {
 
-ModelConfig parse(const std::string& text) { return parse_model_config(parse_json_strict(text, "test", "config.json"), "config.json"); }
+ModelConfig parse(const std::string& text) {
+  return parse_model_config(parse_json_strict(text, "test", "config.json"), "config.json");
+}
 
 std::string error_of(const std::string& text) {
   try {
@@ -61,11 +63,13 @@ TEST(ModelConfig, BiasAndSlidingWindowAreData) {
   EXPECT_EQ(qwen2.sliding_window, 32);
   EXPECT_EQ(qwen2.layer_sliding_window, (std::vector<bool>{false, false, true, true}));
 
-  ModelConfig mistral = parse(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4,
+  ModelConfig mistral =
+      parse(R"({"model_type": "mistral", "hidden_size": 64, "num_attention_heads": 4,
     "num_key_value_heads": 2, "num_hidden_layers": 2, "sliding_window": 16})");
   EXPECT_EQ(mistral.sliding_window, 16);
   EXPECT_EQ(mistral.layer_sliding_window, (std::vector<bool>{true, true}));
-  ModelConfig no_window = parse(R"({"model_type": "mistral", "num_hidden_layers": 2, "sliding_window": null})");
+  ModelConfig no_window =
+      parse(R"({"model_type": "mistral", "num_hidden_layers": 2, "sliding_window": null})");
   EXPECT_FALSE(no_window.sliding_window.has_value());
 
   ModelConfig llama = parse(R"({"model_type": "llama", "attention_bias": true, "mlp_bias": true})");
@@ -74,11 +78,15 @@ TEST(ModelConfig, BiasAndSlidingWindowAreData) {
 }
 
 TEST(ModelConfig, ParsesEveryRopeType) {
-  EXPECT_EQ(parse(R"({"model_type": "llama", "rope_scaling": {"type": "linear", "factor": 2.0}})").rope.type,
+  EXPECT_EQ(parse(R"({"model_type": "llama", "rope_scaling": {"type": "linear", "factor": 2.0}})")
+                .rope.type,
             RopeType::kLinear);
-  EXPECT_EQ(parse(R"({"model_type": "llama", "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})").rope.type,
-            RopeType::kDynamic);
-  ModelConfig yarn = parse(R"({"model_type": "qwen2", "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+  EXPECT_EQ(
+      parse(R"({"model_type": "llama", "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}})")
+          .rope.type,
+      RopeType::kDynamic);
+  ModelConfig yarn =
+      parse(R"({"model_type": "qwen2", "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
     "original_max_position_embeddings": 32768, "beta_fast": 16}})");
   EXPECT_EQ(yarn.rope.type, RopeType::kYarn);
   EXPECT_EQ(yarn.rope.beta_fast, 16.0);
@@ -89,16 +97,19 @@ TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
   EXPECT_EQ(error_of(R"({"model_type": "gpt2"})"),
             "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
             "(hint: supported model types: llama, mistral, qwen2, qwen3)");
-  EXPECT_NE(error_of(R"({"model_type": "llama", "hidden_size": "big"})").find("key 'hidden_size': expected an integer"),
+  EXPECT_NE(error_of(R"({"model_type": "llama", "hidden_size": "big"})")
+                .find("key 'hidden_size': expected an integer"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"model_type": "llama", "num_attention_heads": 6, "num_key_value_heads": 4})")
-                .find("not a multiple"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"model_type": "llama", "num_attention_heads": 6, "num_key_value_heads": 4})")
+          .find("not a multiple"),
+      std::string::npos);
   EXPECT_NE(error_of(R"({"model_type": "llama", "rope_scaling": {"rope_type": "longrope"}})")
                 .find("supported rope types"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"model_type": "llama", "torch_dtype": "int4"})").find("unknown dtype 'int4'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"model_type": "llama", "torch_dtype": "int4"})").find("unknown dtype 'int4'"),
+      std::string::npos);
   EXPECT_NE(error_of("[]").find("expected a JSON object"), std::string::npos);
 }
 

@@ -28,7 +28,9 @@ std::string fixture_dir(const std::string& name) {
                               : test::source_path("tests/fixtures/models/" + name);
 }
 
-Json expectations() { return read_json_file(test::source_path("tests/fixtures/models/expected.json"), "test"); }
+Json expectations() {
+  return read_json_file(test::source_path("tests/fixtures/models/expected.json"), "test");
+}
 
 }  // namespace
 
@@ -48,10 +50,12 @@ TEST(FixtureModels, EveryTensorLoadsBitExactly) {
       EXPECT_EQ(dtype_name(tensor.dtype()), t["dtype"].get<std::string>());
       EXPECT_EQ(tensor.shape(), t["shape"].get<Shape>());
       char hash[17];
-      std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a64(tensor.byte_span())));
+      std::snprintf(hash, sizeof hash, "%016llx",
+                    static_cast<unsigned long long>(fnv1a64(tensor.byte_span())));
       EXPECT_EQ(hash, t["fnv1a64"].get<std::string>());
       std::vector<float> values = tensor.to_f32_vector();
-      for (size_t i = 0; i < t["first"].size(); ++i) EXPECT_EQ(static_cast<double>(values[i]), t["first"][i].get<double>());
+      for (size_t i = 0; i < t["first"].size(); ++i)
+        EXPECT_EQ(static_cast<double>(values[i]), t["first"][i].get<double>());
       const double sum = std::accumulate(values.begin(), values.end(), 0.0);
       EXPECT_NEAR(sum, t["sum_f64"].get<double>(), 1e-9 * (1.0 + std::fabs(sum)));
     }
@@ -67,9 +71,11 @@ TEST(FixtureModels, ParameterCountsMatchTransformers) {
     ModelSummary s = summarize_model(fixture_dir(name));
     EXPECT_EQ(model_type_name(s.dir.config.model_type), want["model_type"].get<std::string>());
     EXPECT_EQ(s.counts.total, want["num_parameters"].get<int64_t>());
-    EXPECT_EQ(s.counts.total - s.counts.embeddings, want["num_parameters_exclude_embeddings"].get<int64_t>());
+    EXPECT_EQ(s.counts.total - s.counts.embeddings,
+              want["num_parameters_exclude_embeddings"].get<int64_t>());
     EXPECT_TRUE(s.mismatch.ok()) << (s.mismatch.missing.empty() ? "" : s.mismatch.missing[0])
-                                 << (s.mismatch.wrong_shape.empty() ? "" : s.mismatch.wrong_shape[0]);
+                                 << (s.mismatch.wrong_shape.empty() ? ""
+                                                                    : s.mismatch.wrong_shape[0]);
   }
 }
 
@@ -92,12 +98,14 @@ TEST(FixtureModels, LayoutMismatchIsReported) {
   // The qwen3 checkpoint read with a config that claims three layers: layer 2 is missing.
   ModelConfig c = open_model_dir(fixture_dir("qwen3")).config;
   c.num_hidden_layers = 3;
-  LayoutMismatch m = compare_with_layout(SafetensorsCheckpoint::open_dir(fixture_dir("qwen3")), parameter_layout(c));
+  LayoutMismatch m = compare_with_layout(SafetensorsCheckpoint::open_dir(fixture_dir("qwen3")),
+                                         parameter_layout(c));
   EXPECT_FALSE(m.ok());
   EXPECT_EQ(m.missing.front(), "model.layers.2.input_layernorm.weight");
   c.num_hidden_layers = 2;
   c.intermediate_size = 96;
-  m = compare_with_layout(SafetensorsCheckpoint::open_dir(fixture_dir("qwen3")), parameter_layout(c));
+  m = compare_with_layout(SafetensorsCheckpoint::open_dir(fixture_dir("qwen3")),
+                          parameter_layout(c));
   EXPECT_EQ(m.wrong_shape.size(), 6u);  // gate/up/down in two layers
 }
 

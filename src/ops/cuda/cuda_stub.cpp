@@ -4,12 +4,16 @@
 
 namespace sft {
 
-bool cuda_available() { return false; }
+bool cuda_available() {
+  return false;
+}
 
 void cuda_init(int /*device*/) {
   fail("cuda", "sft was built without CUDA; rebuild with -DSFT_CUDA=ON");
 }
 
-std::string compiled_backends() { return "cpu"; }
+std::string compiled_backends() {
+  return "cpu";
+}
 
 }  // namespace sft
