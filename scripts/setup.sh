@@ -7,6 +7,8 @@ packages=(
   build-essential cmake ninja-build pkg-config
   clang libclang-rt-14-dev          # clang builds the libFuzzer target and is our default compiler
   nlohmann-json3-dev
+  libpcre2-dev libutf8proc-dev      # tokenizer: regexes, Unicode normalization
+  libopenblas-dev                   # CPU matmul
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "cli/commands.h"
+#include "cli/command_registry.h"
 #include "core/error.h"
 #include "io/json.h"
 #include "model/model_summary.h"
@@ -191,5 +191,8 @@ int run_inspect(const Args& args) {
   std::fputs(out.c_str(), stdout);
   return 0;
 }
+
+SFT_REGISTER_COMMAND("inspect", "describe a model: architecture, parameter counts, dtypes, memory for a full fine-tune",
+                     run_inspect);
 
 }  // namespace sft::cli

@@ -1,28 +1,16 @@
 // sft: supervised fine-tuning of Hugging Face decoder LLMs.
 //
-// Dispatches `sft <command> ...` to cli/cmd_*.cpp and is the one place where errors
+// Dispatches `sft <command> ...` to the commands cli/cmd_*.cpp register and is the one place where errors
 // are caught: the message goes to stderr and the exit code is 1 (2 for usage errors).
 #include <cstdio>
 #include <exception>
 #include <string_view>
 
-#include "cli/commands.h"
+#include "cli/command_registry.h"
 #include "core/error.h"
 #include "ops/backend.h"
 
 namespace {
-
-struct Command {
-  std::string_view name;
-  std::string_view summary;
-  int (*run)(const sft::cli::Args&);
-};
-
-constexpr Command kCommands[] = {
-    {"inspect",
-     "describe a model: architecture, parameter counts, dtypes, memory for a full fine-tune",
-     sft::cli::run_inspect},
-};
 
 void print_help() {
   std::printf(
@@ -30,7 +18,7 @@ void print_help() {
       "Qwen3)\n\n"
       "usage: sft <command> [options]\n\ncommands:\n",
       SFT_VERSION);
-  for (const Command& c : kCommands)
+  for (const sft::cli::Command& c : sft::cli::registered_commands())
     std::printf("  %-10.*s %.*s\n", int(c.name.size()), c.name.data(), int(c.summary.size()),
                 c.summary.data());
   std::printf("\nRun `sft <command> --help` for a command's options.\n");
@@ -52,7 +40,7 @@ int main(int argc, char** argv) {
     std::printf("sft %s (backends: %s)\n", SFT_VERSION, sft::compiled_backends().c_str());
     return 0;
   }
-  for (const Command& c : kCommands) {
+  for (const sft::cli::Command& c : sft::cli::registered_commands()) {
     if (c.name != first) continue;
     sft::cli::Args args(argv + 2, argv + argc);
     try {
