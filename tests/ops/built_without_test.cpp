@@ -10,7 +10,7 @@
 namespace sft {
 
 #if !SFT_WITH_CUDA
-TEST(BackendStubs, CudaSaysHowToGetIt) {
+TEST(BuiltWithout, CudaSaysHowToGetIt) {
   EXPECT_FALSE(cuda_available());
   try {
     cuda_init(0);
@@ -22,7 +22,7 @@ TEST(BackendStubs, CudaSaysHowToGetIt) {
 #endif
 
 #if !SFT_WITH_MPI
-TEST(BackendStubs, MpiSaysHowToGetIt) {
+TEST(BuiltWithout, MpiSaysHowToGetIt) {
   EXPECT_THROW(make_mpi_comm(), Error);
 }
 #endif

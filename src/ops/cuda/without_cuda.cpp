@@ -1,4 +1,4 @@
-// Built when SFT_CUDA is OFF: the CUDA entry points say how to get them.
+// Built when SFT_CUDA is OFF: the CUDA entry points exist and say how to get them.
 #include "core/error.h"
 #include "ops/backend.h"
 
