@@ -1,0 +1,57 @@
+// AdamW as torch.optim.AdamW (decoupled weight decay, bias correction, eps outside the
+// square root), over the flat fp32 arenas of parameters, gradients and moments.
+//
+// The element update follows torch's single-tensor CPU path operation by operation, in
+// float32 with the same scalar roundings, so results agree with torch to the last bits in
+// practice (see tests/optim/adamw_test.cpp for the measured tolerance):
+//   p *= 1 - lr·wd;  m = lerp(m, g, 1-β1);  v = β2·v + (1-β2)·g²;
+//   p += -(lr / (1-β1^t)) · m / (sqrt(v) / sqrt(1-β2^t) + eps)
+// Weight decay applies only to slices marked `decay` (HF excludes norms and biases).
+// Elementwise, so any thread split gives identical results.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace sft {
+
+struct AdamWOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+// A run of parameters inside the flat arena.
+struct ParamSlice {
+  size_t offset = 0;
+  size_t size = 0;
+  bool decay = true;
+};
+
+class AdamW {
+ public:
+  AdamW(size_t num_params, AdamWOptions options);
+
+  // One optimizer step at learning rate `lr` (the scheduled value for this step).
+  void step(std::span<float> params, std::span<const float> grads, std::span<const ParamSlice> slices, double lr);
+
+  int64_t steps_taken() const { return steps_; }
+  const AdamWOptions& options() const { return options_; }
+  // The moments (exp_avg, exp_avg_sq) and step count, for checkpoints.
+  Tensor& exp_avg() { return exp_avg_; }
+  Tensor& exp_avg_sq() { return exp_avg_sq_; }
+  void set_steps_taken(int64_t steps) { steps_ = steps; }
+
+ private:
+  AdamWOptions options_;
+  Tensor exp_avg_;     // (P,) f32
+  Tensor exp_avg_sq_;  // (P,) f32
+  int64_t steps_ = 0;
+};
+
+}  // namespace sft

@@ -1,0 +1,76 @@
+// AdamW against torch.optim.AdamW (tools/make_optim_goldens.py).
+#include "optim/adamw.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "io/safetensors.h"
+#include "test_paths.h"
+
+namespace sft {
+
+namespace {
+
+std::vector<float> values(const SafetensorsFile& file, const std::string& name) {
+  return file.tensor(name).to_f32_vector();
+}
+
+std::vector<double> split_doubles(const std::string& csv) {
+  std::vector<double> out;
+  size_t start = 0;
+  while (start < csv.size()) {
+    size_t comma = csv.find(',', start);
+    if (comma == std::string::npos) comma = csv.size();
+    out.push_back(std::stod(csv.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(AdamW, MatchesTorchStepByStep) {
+  SafetensorsFile golden = SafetensorsFile::open(test::source_path("tests/fixtures/optim/adamw.safetensors"));
+  const size_t split = std::stoul(golden.metadata().at("split"));
+  const std::vector<double> lrs = split_doubles(golden.metadata().at("lrs"));
+  std::vector<float> params = values(golden, "params0");
+  const ParamSlice slices[] = {{0, split, true}, {split, params.size() - split, false}};
+  AdamW adamw(params.size(), {.weight_decay = std::stod(golden.metadata().at("weight_decay"))});
+  double worst = 0;
+  size_t bit_identical = 0, total = 0;
+  for (size_t k = 1; k <= lrs.size(); ++k) {
+    const std::vector<float> grads = values(golden, "grads." + std::to_string(k));
+    adamw.step(params, grads, slices, lrs[k - 1]);
+    const std::vector<float> want = values(golden, "params." + std::to_string(k));
+    for (size_t i = 0; i < params.size(); ++i) {
+      worst = std::max(worst, std::fabs(double(params[i]) - want[i]) / (std::fabs(double(want[i])) + 1e-12));
+      bit_identical += params[i] == want[i];
+      ++total;
+    }
+  }
+  EXPECT_EQ(adamw.steps_taken(), 5);
+  EXPECT_LE(worst, 1e-6) << "worst relative error";
+  // Mirroring torch's operation order should reproduce almost every value exactly.
+  EXPECT_GE(double(bit_identical) / double(total), 0.99) << bit_identical << " of " << total;
+  RecordProperty("bit_identical", std::to_string(bit_identical) + "/" + std::to_string(total));
+}
+
+TEST(AdamW, WeightDecaySkipsExcludedSlices) {
+  std::vector<float> params = {1.0f, 1.0f};
+  const std::vector<float> zero_grads = {0.0f, 0.0f};
+  const ParamSlice slices[] = {{0, 1, true}, {1, 1, false}};
+  AdamW adamw(2, {.weight_decay = 0.5});
+  adamw.step(params, zero_grads, slices, 0.1);
+  EXPECT_FLOAT_EQ(params[0], 0.95f);  // 1 × (1 − 0.1 × 0.5); zero grad moves nothing else
+  EXPECT_EQ(params[1], 1.0f);
+}
+
+TEST(AdamW, RejectsMismatchedSizes) {
+  std::vector<float> params(3), grads(2);
+  AdamW adamw(3, {});
+  const ParamSlice slices[] = {{0, 3, true}};
+  EXPECT_THROW(adamw.step(params, grads, slices, 1e-3), Error);
+}
+
+}  // namespace sft
