@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev
   libpcre2-dev libutf8proc-dev      # tokenizer: regexes, Unicode normalization
   libopenblas-dev                   # CPU matmul
+  libyaml-cpp-dev                   # sft train --config FILE.yaml
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

@@ -18,16 +18,18 @@ AdamW::AdamW(size_t num_params, AdamWOptions options)
       exp_avg_(Tensor::zeros(DType::kF32, {static_cast<int64_t>(num_params)})),
       exp_avg_sq_(Tensor::zeros(DType::kF32, {static_cast<int64_t>(num_params)})) {}
 
-void AdamW::step(std::span<float> params, std::span<const float> grads, std::span<const ParamSlice> slices,
-                 double lr) {
+void AdamW::step(std::span<float> params, std::span<const float> grads,
+                 std::span<const ParamSlice> slices, double lr) {
   const size_t n = static_cast<size_t>(exp_avg_.numel());
   if (params.size() != n || grads.size() != n) {
     fail("optim", "AdamW was built for " + std::to_string(n) + " parameters, stepped with " +
-                      std::to_string(params.size()) + " parameters and " + std::to_string(grads.size()) + " grads");
+                      std::to_string(params.size()) + " parameters and " +
+                      std::to_string(grads.size()) + " grads");
   }
   ++steps_;
   const double t = static_cast<double>(steps_);
-  // Scalars are computed in double and rounded to float once, as torch passes Python floats to float kernels.
+  // Scalars are computed in double and rounded to float once, as torch passes Python floats to
+  // float kernels.
   const double bias_correction1 = 1.0 - std::pow(options_.beta1, t);
   const double bias_correction2 = 1.0 - std::pow(options_.beta2, t);
   const float neg_step_size = static_cast<float>(-(lr / bias_correction1));

@@ -38,7 +38,8 @@ class AdamW {
   AdamW(size_t num_params, AdamWOptions options);
 
   // One optimizer step at learning rate `lr` (the scheduled value for this step).
-  void step(std::span<float> params, std::span<const float> grads, std::span<const ParamSlice> slices, double lr);
+  void step(std::span<float> params, std::span<const float> grads,
+            std::span<const ParamSlice> slices, double lr);
 
   int64_t steps_taken() const { return steps_; }
   const AdamWOptions& options() const { return options_; }

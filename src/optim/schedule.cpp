@@ -37,7 +37,8 @@ double cosine_factor(double progress, double num_cycles) {
 double wsd_shape(const std::string& type, double progress, bool warming_up, double num_cycles) {
   if (type == "linear") return warming_up ? progress : 1.0 - progress;
   if (type == "cosine") {
-    return warming_up ? 0.5 * (1.0 - std::cos(std::numbers::pi * progress)) : cosine_factor(progress, num_cycles);
+    return warming_up ? 0.5 * (1.0 - std::cos(std::numbers::pi * progress))
+                      : cosine_factor(progress, num_cycles);
   }
   return warming_up ? 1.0 - std::sqrt(1.0 - progress) : 1.0 - std::sqrt(progress);  // "1-sqrt"
 }
@@ -45,7 +46,8 @@ double wsd_shape(const std::string& type, double progress, bool warming_up, doub
 double number_kwarg(const Json& kwargs, const char* key, double fallback) {
   auto it = kwargs.find(key);
   if (it == kwargs.end() || it->is_null()) return fallback;
-  if (!it->is_number()) fail(kComponent, std::string("lr_scheduler_kwargs.") + key + " must be a number");
+  if (!it->is_number())
+    fail(kComponent, std::string("lr_scheduler_kwargs.") + key + " must be a number");
   return it->get<double>();
 }
 
@@ -53,7 +55,8 @@ std::string shape_kwarg(const Json& kwargs, const char* key, const std::string& 
   auto it = kwargs.find(key);
   if (it == kwargs.end()) return fallback;
   if (!it->is_string() || (*it != "linear" && *it != "cosine" && *it != "1-sqrt")) {
-    fail(kComponent, std::string("lr_scheduler_kwargs.") + key + " must be \"linear\", \"cosine\" or \"1-sqrt\"");
+    fail(kComponent, std::string("lr_scheduler_kwargs.") + key +
+                         " must be \"linear\", \"cosine\" or \"1-sqrt\"");
   }
   return it->get<std::string>();
 }
@@ -66,7 +69,8 @@ ScheduleType parse_schedule_type(std::string_view name) {
   }
   std::string valid;
   for (const NamedType& t : kTypes) valid += (valid.empty() ? "" : ", ") + std::string(t.name);
-  fail(kComponent, "unknown lr_scheduler_type '" + std::string(name) + "' (supported: " + valid + ")");
+  fail(kComponent,
+       "unknown lr_scheduler_type '" + std::string(name) + "' (supported: " + valid + ")");
 }
 
 std::string_view schedule_type_name(ScheduleType type) {
@@ -87,9 +91,11 @@ int64_t resolve_warmup_steps(double warmup_steps, double warmup_ratio, int64_t t
 
 ScheduleConfig make_schedule_config(ScheduleType type, int64_t warmup_steps, int64_t training_steps,
                                     double base_lr, const Json& kwargs) {
-  if (!kwargs.is_null() && !kwargs.is_object()) fail(kComponent, "lr_scheduler_kwargs must be a JSON object");
-  static const char* const kKnown[] = {"num_cycles",  "min_lr",      "min_lr_rate", "num_decay_steps",
-                                       "num_stable_steps", "warmup_type", "decay_type",  "min_lr_ratio"};
+  if (!kwargs.is_null() && !kwargs.is_object())
+    fail(kComponent, "lr_scheduler_kwargs must be a JSON object");
+  static const char* const kKnown[] = {"num_cycles",      "min_lr",           "min_lr_rate",
+                                       "num_decay_steps", "num_stable_steps", "warmup_type",
+                                       "decay_type",      "min_lr_ratio"};
   if (kwargs.is_object()) {
     for (const auto& [key, value] : kwargs.items()) {
       if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
@@ -106,9 +112,12 @@ ScheduleConfig make_schedule_config(ScheduleType type, int64_t warmup_steps, int
   if (type == ScheduleType::kCosineWithMinLr) {
     const bool has_lr = args.contains("min_lr"), has_rate = args.contains("min_lr_rate");
     if (has_lr == has_rate) {
-      fail(kComponent, "cosine_with_min_lr needs exactly one of min_lr or min_lr_rate in --lr_scheduler_kwargs");
+      fail(
+          kComponent,
+          "cosine_with_min_lr needs exactly one of min_lr or min_lr_rate in --lr_scheduler_kwargs");
     }
-    c.min_lr_rate = has_lr ? number_kwarg(args, "min_lr", 0) / base_lr : number_kwarg(args, "min_lr_rate", 0);
+    c.min_lr_rate =
+        has_lr ? number_kwarg(args, "min_lr", 0) / base_lr : number_kwarg(args, "min_lr_rate", 0);
   }
   if (type == ScheduleType::kWarmupStableDecay) {
     if (!args.contains("num_decay_steps")) {
@@ -116,7 +125,8 @@ ScheduleConfig make_schedule_config(ScheduleType type, int64_t warmup_steps, int
     }
     c.num_decay_steps = static_cast<int64_t>(number_kwarg(args, "num_decay_steps", 0));
     c.num_stable_steps = static_cast<int64_t>(number_kwarg(args, "num_stable_steps", -1));
-    if (c.num_stable_steps < 0) c.num_stable_steps = training_steps - warmup_steps - c.num_decay_steps;
+    if (c.num_stable_steps < 0)
+      c.num_stable_steps = training_steps - warmup_steps - c.num_decay_steps;
     c.warmup_type = shape_kwarg(args, "warmup_type", "linear");
     c.decay_type = shape_kwarg(args, "decay_type", "cosine");
     c.min_lr_ratio = number_kwarg(args, "min_lr_ratio", 0.0);
@@ -133,14 +143,16 @@ double schedule_factor(const ScheduleConfig& c, int64_t step) {
       return step < warmup ? warmup_factor(step, warmup) : 1.0;
     case ScheduleType::kLinear:
       if (step < warmup) return warmup_factor(step, warmup);
-      return std::max(0.0, static_cast<double>(c.training_steps - step) /
-                               static_cast<double>(std::max<int64_t>(1, c.training_steps - warmup)));
+      return std::max(0.0,
+                      static_cast<double>(c.training_steps - step) /
+                          static_cast<double>(std::max<int64_t>(1, c.training_steps - warmup)));
     case ScheduleType::kCosine:
     case ScheduleType::kCosineWithMinLr: {
       if (step < warmup) return warmup_factor(step, warmup);
       const double progress = static_cast<double>(step - warmup) /
                               static_cast<double>(std::max<int64_t>(1, c.training_steps - warmup));
-      const double factor = cosine_factor(progress, c.num_cycles) * (1 - c.min_lr_rate) + c.min_lr_rate;
+      const double factor =
+          cosine_factor(progress, c.num_cycles) * (1 - c.min_lr_rate) + c.min_lr_rate;
       return std::max(0.0, factor);
     }
     case ScheduleType::kWarmupStableDecay: {

@@ -36,10 +36,10 @@ struct ScheduleConfig {
   int64_t warmup_steps = 0;
   int64_t training_steps = 0;
   // From --lr_scheduler_kwargs, as get_scheduler's scheduler_specific_kwargs:
-  double num_cycles = 0.5;           // cosine family
-  double min_lr_rate = 0.0;          // cosine_with_min_lr (or min_lr / base lr)
-  int64_t num_decay_steps = 0;       // warmup_stable_decay (required)
-  int64_t num_stable_steps = -1;     // warmup_stable_decay (-1: training - warmup - decay)
+  double num_cycles = 0.5;             // cosine family
+  double min_lr_rate = 0.0;            // cosine_with_min_lr (or min_lr / base lr)
+  int64_t num_decay_steps = 0;         // warmup_stable_decay (required)
+  int64_t num_stable_steps = -1;       // warmup_stable_decay (-1: training - warmup - decay)
   std::string warmup_type = "linear";  // warmup_stable_decay: linear, cosine, 1-sqrt
   std::string decay_type = "cosine";   // warmup_stable_decay: linear, cosine, 1-sqrt
   double min_lr_ratio = 0.0;           // warmup_stable_decay

@@ -31,7 +31,8 @@ std::vector<double> split_doubles(const std::string& csv) {
 }  // namespace
 
 TEST(AdamW, MatchesTorchStepByStep) {
-  SafetensorsFile golden = SafetensorsFile::open(test::source_path("tests/fixtures/optim/adamw.safetensors"));
+  SafetensorsFile golden =
+      SafetensorsFile::open(test::source_path("tests/fixtures/optim/adamw.safetensors"));
   const size_t split = std::stoul(golden.metadata().at("split"));
   const std::vector<double> lrs = split_doubles(golden.metadata().at("lrs"));
   std::vector<float> params = values(golden, "params0");
@@ -44,7 +45,8 @@ TEST(AdamW, MatchesTorchStepByStep) {
     adamw.step(params, grads, slices, lrs[k - 1]);
     const std::vector<float> want = values(golden, "params." + std::to_string(k));
     for (size_t i = 0; i < params.size(); ++i) {
-      worst = std::max(worst, std::fabs(double(params[i]) - want[i]) / (std::fabs(double(want[i])) + 1e-12));
+      worst = std::max(
+          worst, std::fabs(double(params[i]) - want[i]) / (std::fabs(double(want[i])) + 1e-12));
       bit_identical += params[i] == want[i];
       ++total;
     }

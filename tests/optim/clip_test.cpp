@@ -11,12 +11,14 @@
 namespace sft {
 
 TEST(ClipGradNorm, MatchesTorch) {
-  SafetensorsFile golden = SafetensorsFile::open(test::source_path("tests/fixtures/optim/clip.safetensors"));
+  SafetensorsFile golden =
+      SafetensorsFile::open(test::source_path("tests/fixtures/optim/clip.safetensors"));
   std::vector<float> grads = golden.tensor("grads").to_f32_vector();
   const std::vector<float> want = golden.tensor("clipped").to_f32_vector();
   const double norm = clip_grad_norm(grads, std::stod(golden.metadata().at("max_norm")));
   EXPECT_NEAR(norm, std::stod(golden.metadata().at("norm")), 1e-6 * norm);
-  for (size_t i = 0; i < grads.size(); ++i) EXPECT_NEAR(grads[i], want[i], 1e-6f * std::fabs(want[i]) + 1e-9f) << i;
+  for (size_t i = 0; i < grads.size(); ++i)
+    EXPECT_NEAR(grads[i], want[i], 1e-6f * std::fabs(want[i]) + 1e-9f) << i;
 }
 
 TEST(ClipGradNorm, LeavesSmallGradientsAloneAndReportsNonFinite) {

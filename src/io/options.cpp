@@ -1,0 +1,359 @@
+#include "io/options.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace sft {
+
+namespace {
+
+constexpr std::string_view kComponent = "args";
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool is_none(const std::string& text) {
+  const std::string l = lower(text);
+  return l == "none" || l == "null" || l == "~";
+}
+
+// Thrown by the converters; apply() adds the option name and where the value came from.
+struct BadValue {
+  std::string expected;
+};
+
+bool to_bool(const std::string& text) {
+  const std::string l = lower(text);
+  if (l == "true" || l == "1" || l == "yes" || l == "on") return true;
+  if (l == "false" || l == "0" || l == "no" || l == "off") return false;
+  throw BadValue{"true or false"};
+}
+
+int64_t to_int(const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) {
+    // HF accepts floats with an integral value for some int flags (e.g. "500.0"); so do we.
+    char* fend = nullptr;
+    double d = std::strtod(text.c_str(), &fend);
+    if (!text.empty() && *fend == '\0' && d == static_cast<double>(static_cast<int64_t>(d))) {
+      return static_cast<int64_t>(d);
+    }
+    throw BadValue{"an integer"};
+  }
+  return v;
+}
+
+double to_float(const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') throw BadValue{"a number"};
+  return v;
+}
+
+std::vector<std::string> to_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// A YAML node as the text the command line would carry (lists comma-joined, maps as JSON).
+Json yaml_to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Sequence: {
+      Json out = Json::array();
+      for (const YAML::Node& item : node) out.push_back(yaml_to_json(item));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      Json out = Json::object();
+      for (const auto& kv : node) out[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      return out;
+    }
+    case YAML::NodeType::Null:
+      return nullptr;
+    default: {
+      const std::string text = node.as<std::string>();
+      // Keep numbers typed inside JSON-valued options ({"min_lr": 1e-6}).
+      char* end = nullptr;
+      double d = std::strtod(text.c_str(), &end);
+      if (!text.empty() && *end == '\0' && node.Tag() != "!") return d;
+      if (lower(text) == "true") return true;
+      if (lower(text) == "false") return false;
+      return text;
+    }
+  }
+}
+
+}  // namespace
+
+Option& OptionSet::add(Option option) {
+  options_.push_back(std::move(option));
+  return options_.back();
+}
+
+void OptionSet::add_bool(std::string name, bool* field, std::string group, std::string help) {
+  add({name, group, help, OptionType::kBool, false,
+       [field](const std::optional<std::string>& t) { *field = to_bool(*t); },
+       [field] { return std::string(*field ? "true" : "false"); }});
+}
+
+void OptionSet::add_optional_bool(std::string name, std::optional<bool>* field, std::string group,
+                                  std::string help) {
+  add({name, group, help, OptionType::kBool, true,
+       [field](const std::optional<std::string>& t) {
+         *field = t ? std::optional<bool>(to_bool(*t)) : std::nullopt;
+       },
+       [field] { return *field ? std::string(**field ? "true" : "false") : std::string("None"); }});
+}
+
+void OptionSet::add_int(std::string name, int64_t* field, std::string group, std::string help) {
+  add({name, group, help, OptionType::kInt, false,
+       [field](const std::optional<std::string>& t) { *field = to_int(*t); },
+       [field] { return std::to_string(*field); }});
+}
+
+void OptionSet::add_optional_int(std::string name, std::optional<int64_t>* field, std::string group,
+                                 std::string help) {
+  add({name, group, help, OptionType::kInt, true,
+       [field](const std::optional<std::string>& t) {
+         *field = t ? std::optional<int64_t>(to_int(*t)) : std::nullopt;
+       },
+       [field] { return *field ? std::to_string(**field) : std::string("None"); }});
+}
+
+void OptionSet::add_float(std::string name, double* field, std::string group, std::string help) {
+  add({name, group, help, OptionType::kFloat, false,
+       [field](const std::optional<std::string>& t) { *field = to_float(*t); },
+       [field] {
+         std::ostringstream out;
+         out << *field;
+         return out.str();
+       }});
+}
+
+void OptionSet::add_optional_float(std::string name, std::optional<double>* field,
+                                   std::string group, std::string help) {
+  add({name, group, help, OptionType::kFloat, true,
+       [field](const std::optional<std::string>& t) {
+         *field = t ? std::optional<double>(to_float(*t)) : std::nullopt;
+       },
+       [field] {
+         if (!*field) return std::string("None");
+         std::ostringstream out;
+         out << **field;
+         return out.str();
+       }});
+}
+
+void OptionSet::add_string(std::string name, std::string* field, std::string group,
+                           std::string help) {
+  add({name, group, help, OptionType::kString, false,
+       [field](const std::optional<std::string>& t) { *field = *t; },
+       [field] { return field->empty() ? std::string("\"\"") : *field; }});
+}
+
+void OptionSet::add_optional_string(std::string name, std::optional<std::string>* field,
+                                    std::string group, std::string help) {
+  add({name, group, help, OptionType::kString, true,
+       [field](const std::optional<std::string>& t) { *field = t; },
+       [field] { return field->value_or("None"); }});
+}
+
+void OptionSet::add_string_list(std::string name, std::vector<std::string>* field,
+                                std::string group, std::string help) {
+  add({name, group, help, OptionType::kStringList, true,
+       [field](const std::optional<std::string>& t) {
+         *field = t ? to_list(*t) : std::vector<std::string>{};
+       },
+       [field] {
+         std::string out;
+         for (const std::string& s : *field) out += (out.empty() ? "" : ",") + s;
+         return out.empty() ? std::string("None") : out;
+       }});
+}
+
+void OptionSet::add_json(std::string name, Json* field, std::string group, std::string help) {
+  add({name, group, help, OptionType::kJson, true,
+       [field](const std::optional<std::string>& t) {
+         if (!t) {
+           *field = nullptr;
+           return;
+         }
+         try {
+           *field = Json::parse(*t);
+         } catch (const Json::exception&) {
+           throw BadValue{"a JSON object such as '{\"key\": 1}'"};
+         }
+         if (!field->is_object()) throw BadValue{"a JSON object such as '{\"key\": 1}'"};
+       },
+       [field] { return field->is_null() ? std::string("None") : field->dump(); }});
+}
+
+const Option* OptionSet::find(std::string_view name) const {
+  for (const Option& o : options_) {
+    if (o.name == name) return &o;
+  }
+  return nullptr;
+}
+
+std::string OptionSet::closest(std::string_view name) const {
+  std::string best;
+  size_t best_distance = SIZE_MAX;
+  for (const Option& o : options_) {
+    size_t d = edit_distance(name, o.name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = o.name;
+    }
+  }
+  return best;
+}
+
+void OptionSet::apply(const Option& option, const std::optional<std::string>& text,
+                      const std::string& source) {
+  if (!text && !option.optional) {
+    fail(kComponent, source + ": --" + option.name + " cannot be None");
+  }
+  try {
+    option.set_text(text);
+  } catch (const BadValue& bad) {
+    fail(kComponent, source + ": --" + option.name + " expects " + bad.expected + ", got '" +
+                         text.value_or("") + "'");
+  }
+  set_.insert(option.name);
+}
+
+std::vector<std::string> OptionSet::parse(const std::vector<std::string>& tokens) {
+  // The YAML file goes first wherever --config appears, so that flags always win.
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] == "--config" && i + 1 < tokens.size()) apply_yaml_file(tokens[i + 1]);
+    if (tokens[i].rfind("--config=", 0) == 0) apply_yaml_file(tokens[i].substr(9));
+  }
+  std::vector<std::string> positional;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& token = tokens[i];
+    if (token.rfind("--", 0) != 0 || token == "--") {
+      positional.push_back(token);
+      continue;
+    }
+    std::string name = token.substr(2);
+    std::optional<std::string> value;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (name == "config") {
+      if (!value) ++i;
+      continue;
+    }
+    const Option* option = find(name);
+    if (option == nullptr) {
+      fail(kComponent, "sft " + command_ + ": unknown option --" + name + " (did you mean --" +
+                           closest(name) + "? see `sft " + command_ + " --help`)");
+    }
+    if (!value) {
+      const bool next_is_value = i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0;
+      if (option->type == OptionType::kBool && !next_is_value) {
+        value = "true";
+      } else if (!next_is_value) {
+        fail(kComponent, "sft " + command_ + ": --" + name + " needs a value");
+      } else {
+        value = tokens[++i];
+      }
+    }
+    apply(*option, is_none(*value) && option->optional ? std::nullopt : value, "command line");
+  }
+  return positional;
+}
+
+void OptionSet::apply_yaml_file(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    fail_in_file(kComponent, {path, ""}, "cannot read the config file",
+                 "check the path given to --config");
+  } catch (const YAML::Exception& e) {
+    fail_in_file(kComponent, {path, "line " + std::to_string(e.mark.line + 1)},
+                 "invalid YAML: " + e.msg, "check indentation and quoting");
+  }
+  if (!root.IsMap()) {
+    fail_in_file(kComponent, {path, ""}, "expected a mapping of option names to values",
+                 "write one `name: value` per line, with the names of the command-line flags");
+  }
+  for (const auto& kv : root) {
+    const std::string name = kv.first.as<std::string>();
+    const std::string place = "line " + std::to_string(kv.first.Mark().line + 1);
+    const Option* option = find(name);
+    if (option == nullptr) {
+      fail_in_file(kComponent, {path, place}, "unknown option '" + name + "'",
+                   "did you mean '" + closest(name) + "'?");
+    }
+    const Json value = yaml_to_json(kv.second);
+    std::optional<std::string> text;
+    if (value.is_string()) {
+      text = value.get<std::string>();
+      if (is_none(*text) && option->optional) text.reset();
+    } else if (value.is_array()) {
+      std::string joined;
+      for (const Json& item : value)
+        joined += (joined.empty() ? "" : ",") +
+                  (item.is_string() ? item.get<std::string>() : item.dump());
+      text = joined;
+    } else if (!value.is_null()) {
+      text = kv.second.IsScalar() ? kv.second.as<std::string>() : value.dump();
+    }
+    apply(*option, text, path + ": " + place);
+  }
+}
+
+std::string OptionSet::help() const {
+  std::vector<std::string> groups;
+  for (const Option& o : options_) {
+    if (std::find(groups.begin(), groups.end(), o.group) == groups.end()) groups.push_back(o.group);
+  }
+  std::ostringstream out;
+  for (const std::string& group : groups) {
+    out << "\n" << group << ":\n";
+    for (const Option& o : options_) {
+      if (o.group != group) continue;
+      std::string flag = "  --" + o.name;
+      out << flag << std::string(flag.size() < 34 ? 34 - flag.size() : 1, ' ') << o.help
+          << " (default: " << o.show() << ")\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace sft

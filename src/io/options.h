@@ -1,0 +1,78 @@
+// Typed options bound to struct fields, read from argv-style tokens and YAML files.
+//
+// This is how `sft train` takes TRL's flags: each option names a field, its type, its
+// group and help. Accepted forms: `--name value`, `--name=value`; booleans also as a bare
+// `--name`; `--config FILE.yaml` loads the same keys from YAML first, and flags given on the
+// command line override it (as TRL's TrlParser). `None`/`null` resets an optional value.
+// Unknown names fail naming the closest valid option; bad values name the option and the
+// source (command line, or YAML file and line).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/json.h"
+
+namespace sft {
+
+enum class OptionType { kBool, kInt, kFloat, kString, kStringList, kJson };
+
+struct Option {
+  std::string name;
+  std::string group;
+  std::string help;
+  OptionType type;
+  bool optional = false;                                            // accepts None/null
+  std::function<void(const std::optional<std::string>&)> set_text;  // nullopt = None
+  std::function<std::string()> show;                                // current value, for --help
+};
+
+class OptionSet {
+ public:
+  explicit OptionSet(std::string command) : command_(std::move(command)) {}
+
+  void add_bool(std::string name, bool* field, std::string group, std::string help);
+  void add_optional_bool(std::string name, std::optional<bool>* field, std::string group,
+                         std::string help);
+  void add_int(std::string name, int64_t* field, std::string group, std::string help);
+  void add_optional_int(std::string name, std::optional<int64_t>* field, std::string group,
+                        std::string help);
+  void add_float(std::string name, double* field, std::string group, std::string help);
+  void add_optional_float(std::string name, std::optional<double>* field, std::string group,
+                          std::string help);
+  void add_string(std::string name, std::string* field, std::string group, std::string help);
+  void add_optional_string(std::string name, std::optional<std::string>* field, std::string group,
+                           std::string help);
+  // Comma-separated on the command line, a list or a scalar in YAML.
+  void add_string_list(std::string name, std::vector<std::string>* field, std::string group,
+                       std::string help);
+  // A JSON object on the command line ('{"min_lr": 1e-6}'), a mapping in YAML.
+  void add_json(std::string name, Json* field, std::string group, std::string help);
+
+  // Applies `--config FILE` (if any) and then every other token; returns positional tokens.
+  std::vector<std::string> parse(const std::vector<std::string>& tokens);
+  void apply_yaml_file(const std::string& path);
+
+  // Options given explicitly (command line or YAML), for defaults that depend on others.
+  bool was_set(const std::string& name) const { return set_.count(name) != 0; }
+  // Help text with options grouped in the order groups were first used.
+  std::string help() const;
+  // The closest option name by edit distance (for "did you mean").
+  std::string closest(std::string_view name) const;
+
+ private:
+  Option& add(Option option);
+  const Option* find(std::string_view name) const;
+  void apply(const Option& option, const std::optional<std::string>& text,
+             const std::string& source);
+
+  std::string command_;
+  std::vector<Option> options_;
+  std::set<std::string> set_;
+};
+
+}  // namespace sft

@@ -1,0 +1,252 @@
+#include "train/args.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace sft {
+
+namespace {
+
+constexpr std::string_view kComponent = "args";
+
+void require_one_of(const std::string& flag, const std::string& value,
+                    std::initializer_list<const char*> valid) {
+  for (const char* v : valid) {
+    if (value == v) return;
+  }
+  std::string list;
+  for (const char* v : valid) list += (list.empty() ? "" : ", ") + std::string(v);
+  fail(kComponent, "--" + flag + " '" + value + "' is not one of: " + list);
+}
+
+void require_positive(const std::string& flag, double value) {
+  if (!(value > 0))
+    fail(kComponent, "--" + flag + " must be positive, got " + std::to_string(value));
+}
+
+}  // namespace
+
+OptionSet training_options(TrainingArgs& a) {
+  OptionSet o("train");
+  const std::string model = "Model", data = "Data", training = "Training",
+                    optim = "Optimizer and schedule", logging = "Logging, evaluation and saving",
+                    lora = "LoRA (PEFT)", ours = "sft.cpp";
+  o.add_string("model_name_or_path", &a.model_name_or_path, model,
+               "model folder or Hub id (in the HF cache)");
+  o.add_string("model_revision", &a.model_revision, model, "Hub revision: branch, tag or commit");
+  o.add_string("dtype", &a.dtype, model,
+               "dtype to load weights in (master weights are fp32 on CPU)");
+
+  o.add_string("dataset_name", &a.dataset_name, data,
+               "file (.jsonl/.json/.parquet), folder, glob or Hub dataset id");
+  o.add_optional_string("dataset_config", &a.dataset_config, data,
+                        "dataset configuration (subset) name");
+  o.add_string("dataset_train_split", &a.dataset_train_split, data, "split to train on");
+  o.add_string("dataset_test_split", &a.dataset_test_split, data, "split to evaluate on");
+  o.add_bool("dataset_streaming", &a.dataset_streaming, data,
+             "accepted for compatibility; data is prepared once");
+  o.add_string("dataset_text_field", &a.dataset_text_field, data,
+               "column with the text of language-modeling rows");
+  o.add_string_list("dataset_columns", &a.dataset_columns, data,
+                    "column mapping, e.g. prompt=question,completion=answer");
+  o.add_optional_int("dataset_num_proc", &a.dataset_num_proc, data,
+                     "threads for data preparation (default: all cores)");
+  o.add_optional_string("chat_template_path", &a.chat_template_path, data,
+                        "Jinja file or tokenizer folder with the template");
+  o.add_optional_string("eos_token", &a.eos_token, data,
+                        "token that ends each turn/sample (replaces the tokenizer's)");
+  o.add_optional_string("pad_token", &a.pad_token, data,
+                        "padding token (default: the tokenizer's, else EOS)");
+  o.add_optional_int("max_length", &a.max_length, data,
+                     "truncate (or, with packing, pack) to this many tokens");
+  o.add_string("truncation_mode", &a.truncation_mode, data, "keep_start or keep_end");
+  o.add_bool("shuffle_dataset", &a.shuffle_dataset, data,
+             "shuffle the dataset once before preparation");
+  o.add_bool("packing", &a.packing, data, "pack several samples per row (padding-free)");
+  o.add_string("packing_strategy", &a.packing_strategy, data, "bfd, bfd_split or wrapped");
+  o.add_bool("padding_free", &a.padding_free, data,
+             "flatten batches without padding even without packing");
+  o.add_optional_int("pad_to_multiple_of", &a.pad_to_multiple_of, data,
+                     "pad row lengths to a multiple of this");
+  o.add_optional_bool("eval_packing", &a.eval_packing, data,
+                      "pack the eval set (default: as --packing)");
+  o.add_optional_bool("completion_only_loss", &a.completion_only_loss, data,
+                      "train only on completions (default: on for prompt-completion data)");
+  o.add_bool("assistant_only_loss", &a.assistant_only_loss, data, "train only on assistant turns");
+  o.add_string("loss_type", &a.loss_type, data, "nll");
+  o.add_float("eval_split_ratio", &a.eval_split_ratio, data,
+              "hold out this fraction of train for eval");
+
+  o.add_string("output_dir", &a.output_dir, training,
+               "where checkpoints, logs and the final model go");
+  o.add_bool("overwrite_output_dir", &a.overwrite_output_dir, training,
+             "allow a non-empty output_dir");
+  o.add_float("num_train_epochs", &a.num_train_epochs, training, "epochs (may be fractional)");
+  o.add_int("max_steps", &a.max_steps, training,
+            "optimizer steps; overrides num_train_epochs when > 0");
+  o.add_int("per_device_train_batch_size", &a.per_device_train_batch_size, training,
+            "rows per micro-batch per rank");
+  o.add_int("per_device_eval_batch_size", &a.per_device_eval_batch_size, training,
+            "rows per eval batch per rank");
+  o.add_int("gradient_accumulation_steps", &a.gradient_accumulation_steps, training,
+            "micro-batches per optimizer step");
+  o.add_bool("gradient_checkpointing", &a.gradient_checkpointing, training,
+             "recompute activations in backward");
+  o.add_int("seed", &a.seed, training, "seed for init, shuffling and sampling");
+  o.add_optional_int("data_seed", &a.data_seed, training, "seed for data order (default: --seed)");
+  o.add_optional_bool("bf16", &a.bf16, training,
+                      "bf16 matmul inputs, fp32 accumulation and master weights");
+  o.add_bool("fp16", &a.fp16, training, "fp16 mixed precision (GPU only)");
+
+  o.add_float("learning_rate", &a.learning_rate, optim, "peak learning rate");
+  o.add_string(
+      "lr_scheduler_type", &a.lr_scheduler_type, optim,
+      "linear, cosine, cosine_with_min_lr, constant, constant_with_warmup, warmup_stable_decay");
+  o.add_json("lr_scheduler_kwargs", &a.lr_scheduler_kwargs, optim,
+             "extra scheduler arguments as JSON");
+  o.add_float("warmup_steps", &a.warmup_steps, optim,
+              "warmup steps (>= 1) or fraction of the steps (< 1)");
+  o.add_float("warmup_ratio", &a.warmup_ratio, optim, "fraction of the steps to warm up over");
+  o.add_float("weight_decay", &a.weight_decay, optim,
+              "AdamW weight decay (not applied to norms and biases)");
+  o.add_float("adam_beta1", &a.adam_beta1, optim, "AdamW beta1");
+  o.add_float("adam_beta2", &a.adam_beta2, optim, "AdamW beta2");
+  o.add_float("adam_epsilon", &a.adam_epsilon, optim, "AdamW epsilon");
+  o.add_float("max_grad_norm", &a.max_grad_norm, optim,
+              "clip the global gradient norm (0 disables)");
+  o.add_string("optim", &a.optim, optim, "adamw_torch (adamw_torch_fused is accepted as the same)");
+
+  o.add_float("logging_steps", &a.logging_steps, logging,
+              "log every N steps (or a fraction of the steps)");
+  o.add_bool("logging_first_step", &a.logging_first_step, logging, "also log the first step");
+  o.add_string("logging_strategy", &a.logging_strategy, logging, "steps, epoch or no");
+  o.add_optional_string("logging_dir", &a.logging_dir, logging,
+                        "TensorBoard folder (default: output_dir/runs/...)");
+  o.add_string_list("report_to", &a.report_to, logging, "none, all, tensorboard (comma-separated)");
+  o.add_optional_string("run_name", &a.run_name, logging, "name of the run in logs");
+  o.add_string("eval_strategy", &a.eval_strategy, logging, "no, steps or epoch");
+  o.add_optional_float("eval_steps", &a.eval_steps, logging,
+                       "evaluate every N steps (default: logging_steps)");
+  o.add_string("save_strategy", &a.save_strategy, logging, "steps, epoch, best or no");
+  o.add_float("save_steps", &a.save_steps, logging,
+              "save a checkpoint every N steps (or a fraction of the steps)");
+  o.add_optional_int("save_total_limit", &a.save_total_limit, logging,
+                     "keep at most this many checkpoints");
+  o.add_bool("save_only_model", &a.save_only_model, logging,
+             "checkpoints without optimizer state (cannot resume)");
+  o.add_optional_string("resume_from_checkpoint", &a.resume_from_checkpoint, logging,
+                        "checkpoint folder, or true for the latest in output_dir");
+  o.add_optional_bool("disable_tqdm", &a.disable_tqdm, logging,
+                      "plain log lines instead of a progress bar");
+
+  o.add_bool("use_peft", &a.use_peft, lora, "train LoRA adapters instead of all weights");
+  o.add_int("lora_r", &a.lora_r, lora, "LoRA rank");
+  o.add_int("lora_alpha", &a.lora_alpha, lora, "LoRA alpha (scale = alpha / r)");
+  o.add_float("lora_dropout", &a.lora_dropout, lora, "dropout on the LoRA input");
+  o.add_string_list("lora_target_modules", &a.lora_target_modules, lora,
+                    "modules to adapt (default: all linear)");
+  o.add_string_list("lora_modules_to_save", &a.lora_modules_to_save, lora,
+                    "modules trained in full besides LoRA");
+  o.add_bool("use_rslora", &a.use_rslora, lora, "rank-stabilised scale alpha / sqrt(r)");
+  o.add_bool("use_dora", &a.use_dora, lora, "weight-decomposed LoRA");
+
+  o.add_string("max_shard_size", &a.max_shard_size, ours,
+               "largest safetensors shard of the exported model");
+  o.add_bool("init_from_config", &a.init_from_config, ours,
+             "random-initialise from config.json instead of loading weights");
+  o.add_bool("skip_nonfinite_steps", &a.skip_nonfinite_steps, ours,
+             "skip updates with a non-finite loss or grad norm");
+  o.add_optional_int("num_threads", &a.num_threads, ours, "CPU threads (default: all cores)");
+  o.add_bool("skip_invalid_rows", &a.skip_invalid_rows, ours,
+             "skip (and count) malformed dataset rows");
+  return o;
+}
+
+TrainingArgs parse_training_args(const std::vector<std::string>& tokens) {
+  TrainingArgs args;
+  OptionSet options = training_options(args);
+  std::vector<std::string> positional = options.parse(tokens);
+  if (!positional.empty()) {
+    fail(kComponent,
+         "sft train takes only --flags, got '" + positional.front() +
+             "' (hint: the model goes in --model_name_or_path, the data in --dataset_name)");
+  }
+  validate_training_args(args);
+  return args;
+}
+
+void validate_training_args(TrainingArgs& a) {
+  if (a.model_name_or_path.empty()) fail(kComponent, "--model_name_or_path is required");
+  if (a.dataset_name.empty()) fail(kComponent, "--dataset_name is required");
+  if (a.output_dir.empty()) fail(kComponent, "--output_dir is required");
+  if (!a.bf16) a.bf16 = !a.fp16;  // SFTConfig: bf16 unless fp16 was asked for
+  if (*a.bf16 && a.fp16) fail(kComponent, "--bf16 and --fp16 are mutually exclusive");
+  require_one_of("packing_strategy", a.packing_strategy, {"bfd", "bfd_split", "wrapped"});
+  require_one_of("truncation_mode", a.truncation_mode, {"keep_start", "keep_end"});
+  require_one_of("loss_type", a.loss_type, {"nll"});
+  require_one_of("eval_strategy", a.eval_strategy, {"no", "steps", "epoch"});
+  require_one_of("save_strategy", a.save_strategy, {"no", "steps", "epoch", "best"});
+  require_one_of("logging_strategy", a.logging_strategy, {"no", "steps", "epoch"});
+  require_one_of("optim", a.optim, {"adamw_torch", "adamw_torch_fused", "adamw"});
+  require_positive("per_device_train_batch_size",
+                   static_cast<double>(a.per_device_train_batch_size));
+  require_positive("per_device_eval_batch_size", static_cast<double>(a.per_device_eval_batch_size));
+  require_positive("gradient_accumulation_steps",
+                   static_cast<double>(a.gradient_accumulation_steps));
+  require_positive("learning_rate", a.learning_rate);
+  require_positive("logging_steps", a.logging_steps);
+  require_positive("save_steps", a.save_steps);
+  if (a.max_steps <= 0) require_positive("num_train_epochs", a.num_train_epochs);
+  if (a.max_length && *a.max_length <= 0) fail(kComponent, "--max_length must be positive or None");
+  if (a.packing && !a.max_length) fail(kComponent, "--packing needs a --max_length to pack to");
+  if (a.adam_beta1 < 0 || a.adam_beta1 >= 1 || a.adam_beta2 < 0 || a.adam_beta2 >= 1) {
+    fail(kComponent, "--adam_beta1 and --adam_beta2 must be in [0, 1)");
+  }
+  if (a.eval_split_ratio < 0 || a.eval_split_ratio >= 1)
+    fail(kComponent, "--eval_split_ratio must be in [0, 1)");
+  for (const std::string& r : a.report_to)
+    require_one_of("report_to", r, {"none", "all", "tensorboard"});
+  for (const std::string& c : a.dataset_columns) {
+    if (c.find('=') == std::string::npos) {
+      fail(kComponent,
+           "--dataset_columns entry '" + c + "' is not target=source (e.g. prompt=question)");
+    }
+  }
+  parse_size_bytes(a.max_shard_size);
+}
+
+uint64_t parse_size_bytes(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) {
+    ++digits;
+  }
+  std::string unit = text.substr(digits);
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
+  const struct {
+    const char* name;
+    double bytes;
+  } kUnits[] = {{"", 1},
+                {"B", 1},
+                {"KB", 1e3},
+                {"MB", 1e6},
+                {"GB", 1e9},
+                {"TB", 1e12},
+                {"KIB", 1024.0},
+                {"MIB", 1048576.0},
+                {"GIB", 1073741824.0},
+                {"TIB", 1099511627776.0}};
+  if (digits > 0) {
+    for (const auto& u : kUnits) {
+      if (unit == u.name) return static_cast<uint64_t>(std::stod(text.substr(0, digits)) * u.bytes);
+    }
+  }
+  fail(kComponent,
+       "size '" + text + "' is not a number with an optional unit (e.g. 5GB, 500MB, 2GiB)");
+}
+
+}  // namespace sft

@@ -1,0 +1,125 @@
+// TrainingArgs: everything `sft train` is told, under the names and defaults of TRL's
+// SFTConfig (which extends transformers' TrainingArguments), TRL's ModelConfig and
+// ScriptArguments, so a `trl sft` command line or YAML config works unchanged.
+//
+// Flags that transformers 5 removed but TRL users still pass (warmup_ratio, logging_dir,
+// overwrite_output_dir) are accepted with their old meaning. Flags specific to sft.cpp are
+// in their own group.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/json.h"
+#include "io/options.h"
+
+namespace sft {
+
+struct TrainingArgs {
+  // Model (TRL ModelConfig)
+  std::string model_name_or_path;
+  std::string model_revision = "main";
+  std::string dtype = "float32";
+  bool use_peft = false;
+  int64_t lora_r = 16;
+  int64_t lora_alpha = 32;
+  double lora_dropout = 0.05;
+  std::vector<std::string> lora_target_modules;
+  std::vector<std::string> lora_modules_to_save;
+  bool use_rslora = false;
+  bool use_dora = false;
+
+  // Data (TRL ScriptArguments + SFTConfig)
+  std::string dataset_name;
+  std::optional<std::string> dataset_config;
+  std::string dataset_train_split = "train";
+  std::string dataset_test_split = "test";
+  bool dataset_streaming = false;
+  std::string dataset_text_field = "text";
+  std::vector<std::string> dataset_columns;  // "prompt=question", ... (sft.cpp)
+  std::optional<int64_t> dataset_num_proc;
+  std::optional<std::string> chat_template_path;
+  std::optional<std::string> eos_token;
+  std::optional<std::string> pad_token;
+  std::optional<int64_t> max_length = 1024;
+  std::string truncation_mode = "keep_start";
+  bool shuffle_dataset = false;
+  bool packing = false;
+  std::string packing_strategy = "bfd";
+  bool padding_free = false;
+  std::optional<int64_t> pad_to_multiple_of;
+  std::optional<bool> eval_packing;
+  std::optional<bool> completion_only_loss;
+  bool assistant_only_loss = false;
+  std::string loss_type = "nll";
+  bool skip_invalid_rows = false;  // sft.cpp
+  double eval_split_ratio =
+      0.0;  // sft.cpp: hold out a fraction of train when there is no test split
+
+  // Training (TrainingArguments, with SFTConfig's defaults)
+  std::string output_dir;
+  bool overwrite_output_dir = false;
+  double num_train_epochs = 3.0;
+  int64_t max_steps = -1;
+  int64_t per_device_train_batch_size = 8;
+  int64_t per_device_eval_batch_size = 8;
+  int64_t gradient_accumulation_steps = 1;
+  bool gradient_checkpointing = true;
+  int64_t seed = 42;
+  std::optional<int64_t> data_seed;
+  std::optional<bool> bf16;  // SFTConfig: None means "bf16 unless fp16"
+  bool fp16 = false;
+
+  // Optimizer and schedule
+  double learning_rate = 2e-5;
+  std::string lr_scheduler_type = "linear";
+  Json lr_scheduler_kwargs;
+  double warmup_steps = 0;  // >= 1 a count, < 1 a fraction of the steps
+  double warmup_ratio = 0;  // older spelling of a fractional warmup
+  double weight_decay = 0.0;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_epsilon = 1e-8;
+  double max_grad_norm = 1.0;
+  std::string optim = "adamw_torch";
+
+  // Logging, evaluation and saving
+  double logging_steps = 10;  // >= 1 a count, < 1 a fraction of the steps
+  bool logging_first_step = false;
+  std::string logging_strategy = "steps";
+  std::optional<std::string> logging_dir;
+  std::vector<std::string> report_to = {"none"};
+  std::optional<std::string> run_name;
+  std::string eval_strategy = "no";
+  std::optional<double> eval_steps;
+  std::string save_strategy = "steps";
+  double save_steps = 500;
+  std::optional<int64_t> save_total_limit;
+  bool save_only_model = false;
+  std::optional<std::string> resume_from_checkpoint;
+  std::optional<bool> disable_tqdm;
+
+  // sft.cpp
+  std::string max_shard_size = "5GB";
+  bool init_from_config = false;
+  bool skip_nonfinite_steps = false;
+  std::optional<int64_t> num_threads;
+};
+
+// The option table bound to `args` (for parsing and for `sft train --help`).
+OptionSet training_options(TrainingArgs& args);
+
+// Parses a `sft train` command line (with --config YAML) and validates it; throws
+// sft::Error("[args] ...") naming the offending flag.
+TrainingArgs parse_training_args(const std::vector<std::string>& tokens);
+
+// Checks relations between flags (and fills derived defaults such as bf16 = !fp16).
+void validate_training_args(TrainingArgs& args);
+
+// "5GB", "500MB", "1024" → bytes (as transformers' convert_file_size_to_int: GB = 10^9, GiB =
+// 2^30).
+uint64_t parse_size_bytes(const std::string& text);
+
+}  // namespace sft

@@ -1,0 +1,124 @@
+#include "io/options.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/error.h"
+#include "test_paths.h"
+
+namespace sft {
+
+namespace {
+
+struct Fields {
+  bool flag = false;
+  std::optional<bool> maybe;
+  int64_t count = 3;
+  std::optional<int64_t> limit = 7;
+  double rate = 0.5;
+  std::string name = "x";
+  std::vector<std::string> list;
+  Json kwargs;
+};
+
+OptionSet options_for(Fields& f) {
+  OptionSet o("demo");
+  o.add_bool("flag", &f.flag, "A", "a flag");
+  o.add_optional_bool("maybe", &f.maybe, "A", "an optional flag");
+  o.add_int("count", &f.count, "A", "a count");
+  o.add_optional_int("limit", &f.limit, "B", "a limit");
+  o.add_float("rate", &f.rate, "B", "a rate");
+  o.add_string("name", &f.name, "B", "a name");
+  o.add_string_list("list", &f.list, "B", "a list");
+  o.add_json("kwargs", &f.kwargs, "B", "json");
+  return o;
+}
+
+std::string error_of(const std::vector<std::string>& tokens) {
+  Fields f;
+  try {
+    options_for(f).parse(tokens);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Options, ParsesEveryForm) {
+  Fields f;
+  OptionSet o = options_for(f);
+  auto rest = o.parse({"--flag", "--maybe", "false", "--count=12", "--limit", "None", "--rate",
+                       "2.0e-5", "--name", "<|im_end|>", "--list", "a, b,c", "--kwargs",
+                       R"({"min_lr": 1e-6})", "positional"});
+  EXPECT_TRUE(f.flag);
+  EXPECT_EQ(f.maybe, false);
+  EXPECT_EQ(f.count, 12);
+  EXPECT_FALSE(f.limit.has_value());
+  EXPECT_DOUBLE_EQ(f.rate, 2e-5);
+  EXPECT_EQ(f.name, "<|im_end|>");
+  EXPECT_EQ(f.list, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_DOUBLE_EQ(f.kwargs["min_lr"].get<double>(), 1e-6);
+  EXPECT_EQ(rest, std::vector<std::string>{"positional"});
+  EXPECT_TRUE(o.was_set("rate"));
+  EXPECT_FALSE(o.was_set("nothing"));
+}
+
+TEST(Options, BareBooleanBeforeAnotherFlag) {
+  Fields f;
+  options_for(f).parse({"--flag", "--count", "4"});
+  EXPECT_TRUE(f.flag);
+  EXPECT_EQ(f.count, 4);
+}
+
+TEST(Options, ErrorsNameTheFlagAndSuggest) {
+  EXPECT_EQ(
+      error_of({"--cuont", "3"}),
+      "[args] sft demo: unknown option --cuont (did you mean --count? see `sft demo --help`)");
+  EXPECT_EQ(error_of({"--count", "many"}),
+            "[args] command line: --count expects an integer, got 'many'");
+  EXPECT_EQ(error_of({"--flag", "maybe"}),
+            "[args] command line: --flag expects true or false, got 'maybe'");
+  EXPECT_EQ(error_of({"--count", "None"}),
+            "[args] command line: --count expects an integer, got 'None'");
+  EXPECT_NE(error_of({"--kwargs", "[1]"}).find("expects a JSON object"), std::string::npos);
+  EXPECT_EQ(error_of({"--rate"}), "[args] sft demo: --rate needs a value");
+}
+
+TEST(Options, YamlConfigThenFlagsOverride) {
+  const std::string dir = test::fresh_output_dir("options_yaml");
+  std::ofstream(dir + "/c.yaml")
+      << "count: 9\nrate: 1.0e-4\nflag: true\nlist: [x, y]\nkwargs:\n  num_cycles: 2\n"
+         "limit: null\nname: from_yaml\n";
+  Fields f;
+  options_for(f).parse({"--name", "from_cli", "--config", dir + "/c.yaml"});
+  EXPECT_EQ(f.count, 9);
+  EXPECT_DOUBLE_EQ(f.rate, 1e-4);
+  EXPECT_TRUE(f.flag);
+  EXPECT_EQ(f.list, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(f.kwargs["num_cycles"], 2);
+  EXPECT_FALSE(f.limit.has_value());
+  EXPECT_EQ(f.name, "from_cli");  // the command line wins whatever the order
+}
+
+TEST(Options, YamlErrorsNameFileAndLine) {
+  const std::string dir = test::fresh_output_dir("options_yaml_bad");
+  std::ofstream(dir + "/c.yaml") << "count: 9\nrat: 1.0\n";
+  const std::string message = error_of({"--config", dir + "/c.yaml"});
+  EXPECT_EQ(message,
+            "[args] " + dir + "/c.yaml: line 2: unknown option 'rat' (hint: did you mean 'rate'?)");
+  std::ofstream(dir + "/d.yaml") << "count: [1, 2\n";
+  EXPECT_NE(error_of({"--config", dir + "/d.yaml"}).find("invalid YAML"), std::string::npos);
+}
+
+TEST(Options, HelpIsGrouped) {
+  Fields f;
+  const std::string help = options_for(f).help();
+  EXPECT_NE(help.find("\nA:\n  --flag"), std::string::npos) << help;
+  EXPECT_NE(help.find("(default: 7)"), std::string::npos) << help;
+  EXPECT_LT(help.find("A:"), help.find("B:"));
+}
+
+}  // namespace sft
