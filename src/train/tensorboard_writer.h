@@ -1,0 +1,43 @@
+// TensorBoard event files (what `--report_to tensorboard` writes).
+//
+// An event file is a TFRecord stream: per record a little-endian u64 length, its masked
+// CRC-32C, the bytes of a serialized `Event` protocol buffer, and their masked CRC-32C.
+// The first event carries file_version "brain.Event:2"; each scalar is an Event
+// {wall_time, step, summary {value {tag, simple_value}}}. The three messages are encoded by
+// hand (a dozen bytes each) rather than through protobuf's generated code, which would need
+// protoc at build time for three fields. Every record is flushed as it is written, so a
+// killed run leaves a readable file.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+namespace sft {
+
+class TensorBoardWriter {
+ public:
+  // Creates `dir` and "events.out.tfevents.<seconds>.<host>.<pid>.0" inside it.
+  TensorBoardWriter(const std::string& dir, double wall_time);
+  ~TensorBoardWriter();
+  TensorBoardWriter(const TensorBoardWriter&) = delete;
+  TensorBoardWriter& operator=(const TensorBoardWriter&) = delete;
+
+  void add_scalar(std::string_view tag, float value, int64_t step, double wall_time);
+  const std::string& path() const { return path_; }
+
+ private:
+  void write_record(const std::string& event);
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
+// The serialized Event protos, exposed for tests.
+std::string encode_file_version_event(double wall_time);
+std::string encode_scalar_event(std::string_view tag, float value, int64_t step, double wall_time);
+// A whole TFRecord (length, CRCs, payload).
+std::string encode_tfrecord(const std::string& payload);
+
+}  // namespace sft
