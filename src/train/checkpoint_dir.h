@@ -1,0 +1,42 @@
+// Checkpoint folders in output_dir: written atomically, found, and rotated.
+//
+// A checkpoint is written into a hidden temporary folder, completed by a marker file
+// (sft_checkpoint.json), fsynced, and renamed to checkpoint-<step>. So a folder named
+// checkpoint-<step> is complete by construction; a run killed mid-save leaves only a
+// temporary folder, which the next save removes. Rotation (save_total_limit) deletes the
+// oldest complete checkpoints and never the newest.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sft {
+
+inline constexpr const char* kCheckpointMarker = "sft_checkpoint.json";
+
+struct CheckpointInfo {
+  int64_t step = 0;
+  std::string path;
+};
+
+// Writes checkpoint-<step> in `output_dir`: `write_files(folder)` fills a temporary folder,
+// then the marker is added and the folder renamed into place (replacing an older
+// checkpoint of the same step). On any error nothing but the temporary folder is touched,
+// and it is removed. Returns the final path.
+std::string save_checkpoint(const std::string& output_dir, int64_t step,
+                            const std::function<void(const std::string& folder)>& write_files);
+
+// Complete checkpoints (with their marker), oldest first.
+std::vector<CheckpointInfo> list_checkpoints(const std::string& output_dir);
+std::optional<CheckpointInfo> latest_checkpoint(const std::string& output_dir);
+
+// Deletes the oldest checkpoints so that at most `limit` remain (limit >= 1); returns the removed paths.
+std::vector<std::string> rotate_checkpoints(const std::string& output_dir, int64_t limit);
+
+// Removes temporary folders left by interrupted saves; returns how many.
+int remove_interrupted_saves(const std::string& output_dir);
+
+}  // namespace sft
