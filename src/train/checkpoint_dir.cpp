@@ -24,7 +24,8 @@ constexpr std::string_view kTempPrefix = ".checkpoint-";
 
 void fsync_path(const fs::path& path, bool directory) {
   int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) fail(kComponent, "cannot open " + path.string() + " to flush it: " + errno_text(errno));
+  if (fd < 0)
+    fail(kComponent, "cannot open " + path.string() + " to flush it: " + errno_text(errno));
   const int rc = ::fsync(fd);
   const int err = errno;
   ::close(fd);
@@ -34,7 +35,8 @@ void fsync_path(const fs::path& path, bool directory) {
 std::optional<int64_t> step_of(const std::string& name) {
   if (name.rfind(kPrefix, 0) != 0 || name.size() == kPrefix.size()) return std::nullopt;
   const std::string digits = name.substr(kPrefix.size());
-  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
   return std::stoll(digits);
 }
 
@@ -45,7 +47,8 @@ std::string save_checkpoint(const std::string& output_dir, int64_t step,
   const fs::path dir(output_dir);
   const std::string name = std::string(kPrefix) + std::to_string(step);
   const fs::path final_path = dir / name;
-  const fs::path temp = dir / (std::string(kTempPrefix) + std::to_string(step) + ".tmp-" + std::to_string(::getpid()));
+  const fs::path temp = dir / (std::string(kTempPrefix) + std::to_string(step) + ".tmp-" +
+                               std::to_string(::getpid()));
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail(kComponent, "cannot create " + output_dir + ": " + ec.message());
@@ -53,8 +56,9 @@ std::string save_checkpoint(const std::string& output_dir, int64_t step,
   try {
     fs::create_directories(temp);
     write_files(temp.string());
-    write_file_atomically((temp / kCheckpointMarker).string(),
-                          Json{{"step", step}, {"format", "sft.cpp checkpoint"}, {"version", 1}}.dump(2) + "\n");
+    write_file_atomically(
+        (temp / kCheckpointMarker).string(),
+        Json{{"step", step}, {"format", "sft.cpp checkpoint"}, {"version", 1}}.dump(2) + "\n");
     for (const auto& entry : fs::recursive_directory_iterator(temp)) {
       if (entry.is_regular_file()) fsync_path(entry.path(), false);
     }
@@ -62,7 +66,8 @@ std::string save_checkpoint(const std::string& output_dir, int64_t step,
     if (fs::exists(final_path)) {
       // Re-saving a step (after a resume): move the old one aside first, so a crash here
       // still leaves a complete checkpoint under one of the two names.
-      const fs::path old = dir / (std::string(kTempPrefix) + std::to_string(step) + ".old-" + std::to_string(::getpid()));
+      const fs::path old = dir / (std::string(kTempPrefix) + std::to_string(step) + ".old-" +
+                                  std::to_string(::getpid()));
       fs::rename(final_path, old);
       fs::rename(temp, final_path);
       fs::remove_all(old);
@@ -72,8 +77,9 @@ std::string save_checkpoint(const std::string& output_dir, int64_t step,
     fsync_path(dir, true);
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(temp, ec);
-    fail(kComponent, "cannot save " + final_path.string() + ": " + e.code().message() +
-                         " (earlier checkpoints are untouched; hint: check free space and permissions)");
+    fail(kComponent,
+         "cannot save " + final_path.string() + ": " + e.code().message() +
+             " (earlier checkpoints are untouched; hint: check free space and permissions)");
   } catch (...) {
     fs::remove_all(temp, ec);
     throw;
@@ -90,12 +96,14 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& output_dir) {
     const std::optional<int64_t> step = step_of(entry.path().filename().string());
     if (!step) continue;
     if (!fs::is_regular_file(entry.path() / kCheckpointMarker)) {
-      log_warn("ignoring ", entry.path().string(), ": no ", kCheckpointMarker, " (not written by sft, or incomplete)");
+      log_warn("ignoring ", entry.path().string(), ": no ", kCheckpointMarker,
+               " (not written by sft, or incomplete)");
       continue;
     }
     out.push_back({*step, entry.path().string()});
   }
-  std::sort(out.begin(), out.end(), [](const CheckpointInfo& a, const CheckpointInfo& b) { return a.step < b.step; });
+  std::sort(out.begin(), out.end(),
+            [](const CheckpointInfo& a, const CheckpointInfo& b) { return a.step < b.step; });
   return out;
 }
 
@@ -106,7 +114,8 @@ std::optional<CheckpointInfo> latest_checkpoint(const std::string& output_dir) {
 }
 
 std::vector<std::string> rotate_checkpoints(const std::string& output_dir, int64_t limit) {
-  if (limit < 1) fail(kComponent, "save_total_limit must be at least 1, got " + std::to_string(limit));
+  if (limit < 1)
+    fail(kComponent, "save_total_limit must be at least 1, got " + std::to_string(limit));
   std::vector<CheckpointInfo> all = list_checkpoints(output_dir);
   std::vector<std::string> removed;
   for (size_t i = 0; i + static_cast<size_t>(limit) < all.size(); ++i) {

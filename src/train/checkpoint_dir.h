@@ -33,7 +33,8 @@ std::string save_checkpoint(const std::string& output_dir, int64_t step,
 std::vector<CheckpointInfo> list_checkpoints(const std::string& output_dir);
 std::optional<CheckpointInfo> latest_checkpoint(const std::string& output_dir);
 
-// Deletes the oldest checkpoints so that at most `limit` remain (limit >= 1); returns the removed paths.
+// Deletes the oldest checkpoints so that at most `limit` remain (limit >= 1); returns the removed
+// paths.
 std::vector<std::string> rotate_checkpoints(const std::string& output_dir, int64_t limit);
 
 // Removes temporary folders left by interrupted saves; returns how many.

@@ -12,7 +12,9 @@ namespace {
 
 // Trainer: an interval below 1 is a fraction of the run, rounded up.
 int64_t resolve_interval(double value, int64_t max_steps) {
-  if (value < 1) return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(static_cast<double>(max_steps) * value)));
+  if (value < 1)
+    return std::max<int64_t>(
+        1, static_cast<int64_t>(std::ceil(static_cast<double>(max_steps) * value)));
   return static_cast<int64_t>(value);
 }
 
@@ -20,18 +22,22 @@ int64_t resolve_interval(double value, int64_t max_steps) {
 
 StepPlan plan_steps(const StepPlanInput& in) {
   if (in.micro_batches_per_epoch <= 0) {
-    fail("train", "the training set yields no batch (hint: check --dataset_name, the split, and that rows survive "
-                  "preparation; `sft prepare --report` shows what was dropped)");
+    fail("train",
+         "the training set yields no batch (hint: check --dataset_name, the split, and that rows "
+         "survive "
+         "preparation; `sft prepare --report` shows what was dropped)");
   }
   const int64_t gas = in.gradient_accumulation_steps;
   StepPlan plan;
-  plan.updates_per_epoch =
-      std::max<int64_t>(in.micro_batches_per_epoch / gas + (in.micro_batches_per_epoch % gas > 0 ? 1 : 0), 1);
+  plan.updates_per_epoch = std::max<int64_t>(
+      in.micro_batches_per_epoch / gas + (in.micro_batches_per_epoch % gas > 0 ? 1 : 0), 1);
   if (in.max_steps > 0) {
     plan.max_steps = in.max_steps;
-    plan.num_epochs = in.max_steps / plan.updates_per_epoch + (in.max_steps % plan.updates_per_epoch > 0 ? 1 : 0);
+    plan.num_epochs =
+        in.max_steps / plan.updates_per_epoch + (in.max_steps % plan.updates_per_epoch > 0 ? 1 : 0);
   } else {
-    plan.max_steps = static_cast<int64_t>(std::ceil(in.num_train_epochs * static_cast<double>(plan.updates_per_epoch)));
+    plan.max_steps = static_cast<int64_t>(
+        std::ceil(in.num_train_epochs * static_cast<double>(plan.updates_per_epoch)));
     plan.num_epochs = static_cast<int64_t>(std::ceil(in.num_train_epochs));
   }
   plan.logging_steps = resolve_interval(in.logging_steps, plan.max_steps);

@@ -9,19 +9,19 @@
 namespace sft {
 
 struct StepPlanInput {
-  int64_t micro_batches_per_epoch = 0;   // len(train dataloader) on this rank
+  int64_t micro_batches_per_epoch = 0;  // len(train dataloader) on this rank
   int64_t gradient_accumulation_steps = 1;
-  int64_t max_steps = -1;                // > 0 overrides epochs
+  int64_t max_steps = -1;  // > 0 overrides epochs
   double num_train_epochs = 3.0;
-  double logging_steps = 10;             // >= 1 a count, < 1 a fraction of max_steps
+  double logging_steps = 10;  // >= 1 a count, < 1 a fraction of max_steps
   double save_steps = 500;
-  std::optional<double> eval_steps;      // default: logging_steps
+  std::optional<double> eval_steps;  // default: logging_steps
 };
 
 struct StepPlan {
   int64_t updates_per_epoch = 0;  // the last update of an epoch may use fewer micro-batches
   int64_t max_steps = 0;
-  int64_t num_epochs = 0;         // epochs the data loader goes through (the last may stop early)
+  int64_t num_epochs = 0;  // epochs the data loader goes through (the last may stop early)
   int64_t logging_steps = 0;
   int64_t save_steps = 0;
   int64_t eval_steps = 0;

@@ -24,7 +24,9 @@ void put_varint(std::string& out, uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 
-void put_key(std::string& out, uint32_t field, WireType type) { put_varint(out, (uint64_t{field} << 3) | type); }
+void put_key(std::string& out, uint32_t field, WireType type) {
+  put_varint(out, (uint64_t{field} << 3) | type);
+}
 
 template <typename T>
 void put_fixed(std::string& out, T value) {
@@ -51,7 +53,9 @@ std::string event_header(double wall_time, int64_t step) {
   return event;
 }
 
-std::span<const std::byte> as_bytes(std::string_view s) { return {reinterpret_cast<const std::byte*>(s.data()), s.size()}; }
+std::span<const std::byte> as_bytes(std::string_view s) {
+  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
 
 }  // namespace
 
@@ -88,8 +92,9 @@ TensorBoardWriter::TensorBoardWriter(const std::string& dir, double wall_time) {
   std::filesystem::create_directories(dir, ec);
   char host[256] = "localhost";
   ::gethostname(host, sizeof host - 1);
-  path_ = (std::filesystem::path(dir) / ("events.out.tfevents." + std::to_string(static_cast<int64_t>(wall_time)) +
-                                         "." + host + "." + std::to_string(::getpid()) + ".0"))
+  path_ = (std::filesystem::path(dir) /
+           ("events.out.tfevents." + std::to_string(static_cast<int64_t>(wall_time)) + "." + host +
+            "." + std::to_string(::getpid()) + ".0"))
               .string();
   file_ = std::fopen(path_.c_str(), "wb");
   if (file_ == nullptr) fail("tensorboard", "cannot create " + path_ + ": " + errno_text(errno));
@@ -100,13 +105,15 @@ TensorBoardWriter::~TensorBoardWriter() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-void TensorBoardWriter::add_scalar(std::string_view tag, float value, int64_t step, double wall_time) {
+void TensorBoardWriter::add_scalar(std::string_view tag, float value, int64_t step,
+                                   double wall_time) {
   write_record(encode_scalar_event(tag, value, step, wall_time));
 }
 
 void TensorBoardWriter::write_record(const std::string& event) {
   const std::string record = encode_tfrecord(event);
-  if (std::fwrite(record.data(), 1, record.size(), file_) != record.size() || std::fflush(file_) != 0) {
+  if (std::fwrite(record.data(), 1, record.size(), file_) != record.size() ||
+      std::fflush(file_) != 0) {
     fail("tensorboard", "cannot write " + path_ + ": " + errno_text(errno));
   }
 }

@@ -40,7 +40,8 @@ class CheckpointDir : public testing::Test {
 
 TEST_F(CheckpointDir, SavesListsAndFindsTheLatest) {
   for (int step : {10, 2, 30}) {
-    save_checkpoint(dir_, step, [&](const std::string& f) { write_weights(f, "w" + std::to_string(step)); });
+    save_checkpoint(dir_, step,
+                    [&](const std::string& f) { write_weights(f, "w" + std::to_string(step)); });
   }
   std::vector<CheckpointInfo> all = list_checkpoints(dir_);
   ASSERT_EQ(all.size(), 3u);

@@ -23,17 +23,20 @@ std::string read_bytes(const std::string& path) {
 
 TEST(Crc32c, KnownVectors) {
   const std::string digits = "123456789";
-  EXPECT_EQ(crc32c(std::as_bytes(std::span(digits.data(), digits.size()))), 0xE3069283u);  // RFC 3720 check value
+  EXPECT_EQ(crc32c(std::as_bytes(std::span(digits.data(), digits.size()))),
+            0xE3069283u);  // RFC 3720 check value
   EXPECT_EQ(crc32c({}), 0u);
 }
 
 TEST(TensorBoardWriter, RecordsMatchTheTensorboardPackage) {
-  const Json golden = read_json_file(test::source_path("tests/fixtures/tensorboard/golden.json"), "test");
+  const Json golden =
+      read_json_file(test::source_path("tests/fixtures/tensorboard/golden.json"), "test");
   const double wall0 = golden["wall_time0"];
   std::string ours = encode_tfrecord(encode_file_version_event(wall0));
   int i = 0;
   for (const Json& s : golden["scalars"]) {
-    ours += encode_tfrecord(encode_scalar_event(s[0].get<std::string>(), s[1].get<float>(), s[2], wall0 + i++));
+    ours += encode_tfrecord(
+        encode_scalar_event(s[0].get<std::string>(), s[1].get<float>(), s[2], wall0 + i++));
   }
   EXPECT_EQ(ours, read_bytes(test::source_path("tests/fixtures/tensorboard/golden.tfevents")));
 }
@@ -50,7 +53,9 @@ TEST(TensorBoardWriter, WritesAFlushedEventFile) {
               encode_tfrecord(encode_file_version_event(1764400000.0)).size() +
                   encode_tfrecord(encode_scalar_event("train/loss", 2.5f, 1, 1764400001.0)).size());
   }
-  EXPECT_EQ(std::filesystem::path(path).filename().string().rfind("events.out.tfevents.1764400000.", 0), 0u);
+  EXPECT_EQ(
+      std::filesystem::path(path).filename().string().rfind("events.out.tfevents.1764400000.", 0),
+      0u);
 }
 
 }  // namespace sft
