@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev
   libpcre2-dev libutf8proc-dev      # tokenizer: regexes, Unicode normalization
   libopenblas-dev                   # CPU matmul
+  libsnappy-dev zlib1g-dev libzstd-dev  # Parquet page codecs
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 
