@@ -115,9 +115,9 @@ def main():
                                    write_statistics=(codec == "zstd"))
                     back = pq.read_table(path)
                     assert back.equals(table), path
-    # A Hub-layout dataset: data/{split}-*.parquet, two train shards and one test file.
+    # A Hub-layout dataset, two train shards and one test file.
     gsm = tables["gsm8k"]
-    hub = OUT / "hub_gsm8k" / "main" / "data"
+    hub = OUT / "hub_gsm8k" / "main"  # openai/gsm8k: {config}/{split}-*.parquet
     hub.mkdir(parents=True, exist_ok=True)
     pq.write_table(gsm.slice(0, 12), hub / "train-00000-of-00002.parquet", compression="snappy")
     pq.write_table(gsm.slice(12, 10), hub / "train-00001-of-00002.parquet", compression="zstd")
