@@ -125,7 +125,26 @@ def main():
     # A second file whose schema differs (an extra column): reading both must fail clearly.
     other = gsm.slice(0, 3).append_column("extra", pa.array([1, 2, 3], pa.int64()))
     pq.write_table(other, OUT / "gsm8k_other_schema.parquet")
+    write_fuzz_seeds(tables["gsm8k"])
     print("wrote", OUT)
+
+
+def write_fuzz_seeds(gsm):
+    """Seeds for the Parquet fuzz target: small (under its 4 KiB max_len), nested, nulls."""
+    seeds = Path(__file__).resolve().parent.parent / "tests" / "fuzz" / "corpus" / "parquet"
+    seeds.mkdir(parents=True, exist_ok=True)
+    msg = pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))
+    t = pa.table({"messages": pa.array([[{"role": "user", "content": "hi"},
+                                         {"role": "assistant", "content": None}], None, []], msg),
+                  "flag": pa.array([True, None, False]), "f": pa.array([1.5, None, 2.0], pa.float32())})
+    for v in ("1.0", "2.0"):
+        for c in ("none", "zstd"):
+            pq.write_table(t, seeds / f"nested_{c}_v{v[0]}.parquet", compression=c, data_page_version=v)
+    pq.write_table(gsm.slice(0, 12), seeds / "gsm8k_gzip_dict_v1.parquet", compression="gzip", row_group_size=10,
+                   data_page_size=512, write_batch_size=7, write_statistics=False)
+    pq.write_table(gsm.slice(0, 12), seeds / "gsm8k_snappy_dict_v2.parquet", compression="snappy", row_group_size=10,
+                   data_page_size=512, write_batch_size=7, data_page_version="2.0",
+                   write_statistics=False)
 
 
 if __name__ == "__main__":
