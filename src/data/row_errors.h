@@ -31,7 +31,8 @@ enum class RowProblem {
 const char* row_problem_name(RowProblem problem);
 
 // Where a row is: "<file>: line N" (JSONL, 1-based) or "<file>: row N" (JSON / Parquet,
-// 0-based, as datasets indexes it).
+// 0-based, as datasets indexes it). It borrows the file name: valid during the visit only
+// (copy location() to keep it).
 struct RowRef {
   const std::string* file = nullptr;
   uint64_t number = 0;
