@@ -10,6 +10,7 @@ packages=(
   libpcre2-dev libutf8proc-dev      # tokenizer: regexes, Unicode normalization
   libopenblas-dev                   # CPU matmul
   libyaml-cpp-dev                   # sft train --config FILE.yaml
+  libsnappy-dev zlib1g-dev libzstd-dev  # Parquet page codecs
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

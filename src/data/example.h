@@ -1,0 +1,59 @@
+// The typed rows the encoder consumes, one per dataset format TRL's SFTTrainer knows:
+//
+//   Text             language modeling: one string (`text` or --dataset_text_field)
+//   Conversation     `messages` (role/content, tool_calls, reasoning_content) + `tools`
+//   PromptCompletion `prompt` + `completion`, both strings or both message lists
+//   Tokenized        already tokenized rows (`input_ids`, optional `labels`), used as is
+//
+// Messages keep every key they came with (name, tool_call_id, ...) so a chat template sees
+// what transformers' apply_chat_template would see; message_list_to_json gives it back.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "io/json.h"
+
+namespace sft::data {
+
+struct Message {
+  std::string role;  // system, developer, user, assistant or tool
+  Json content;      // a string, null (assistant turns with tool_calls) or a list of parts
+  Json tool_calls;   // null when absent
+  std::optional<std::string> reasoning_content;
+  Json extra = Json::object();  // every other key, as given
+};
+
+struct Text {
+  std::string text;
+};
+
+struct Conversation {
+  std::vector<Message> messages;
+  Json tools;                 // a list of tool schemas, or null
+  Json chat_template_kwargs;  // an object, or null
+};
+
+struct PromptCompletion {
+  bool conversational = false;
+  std::string prompt, completion;                             // when !conversational
+  std::vector<Message> prompt_messages, completion_messages;  // when conversational
+  Json tools;
+  Json chat_template_kwargs;
+};
+
+struct Tokenized {
+  std::vector<int32_t> input_ids;
+  std::optional<std::vector<int32_t>> labels;  // -100 = not trained
+};
+
+using Example = std::variant<Text, Conversation, PromptCompletion, Tokenized>;
+
+// The message as an object (role, content, tool_calls, reasoning_content, extra keys).
+Json message_to_json(const Message& m);
+Json message_list_to_json(const std::vector<Message>& messages);
+
+}  // namespace sft::data

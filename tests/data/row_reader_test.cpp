@@ -1,0 +1,86 @@
+// JSONL / JSON / Parquet row reading: places in errors, skipping and counting bad rows,
+// schemas that change between Parquet files.
+#include "data/row_reader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "data_test_util.h"
+
+namespace sft::data {
+namespace {
+
+using test_util::error_of;
+using test_util::write_file;
+using ::testing::HasSubstr;
+
+TEST(RowReader, JsonlRowsWithBlankLinesAndCrlf) {
+  auto path = write_file("jsonl_ok", "a.jsonl", "{\"text\": \"a\"}\r\n\n  \n{\"text\": \"b\"}");
+  RowErrors errors(false);
+  std::vector<uint64_t> lines;
+  read_rows(path, errors, [&](Json&& row, const RowRef& where) {
+    EXPECT_TRUE(row.contains("text"));
+    lines.push_back(where.number);
+  });
+  EXPECT_EQ(lines, (std::vector<uint64_t>{1, 4}));
+}
+
+TEST(RowReader, JsonlBadLineNamesFileAndLine) {
+  auto path = write_file("jsonl_bad", "a.jsonl", "{\"text\": \"a\"}\n{\"text\": oops}\n");
+  RowErrors errors(false);
+  std::string msg = error_of([&] { read_all_rows({path}, errors); });
+  EXPECT_THAT(msg, HasSubstr("[data] " + path + ": line 2: not valid JSON"));
+  EXPECT_THAT(msg, HasSubstr("--skip_invalid_rows"));
+}
+
+TEST(RowReader, SkipsAndCountsPerReason) {
+  auto path = write_file("jsonl_skip", "a.jsonl",
+                         "{\"text\": \"a\"}\nnot json\n[1, 2]\n{\"text\": \"\xff\"}\n"
+                         "{\"a\": 1, \"a\": 2}\n{\"text\": \"b\"}\n");
+  RowErrors errors(true);
+  auto rows = read_all_rows({path}, errors);
+  EXPECT_EQ(rows.size(), 2u);
+  EXPECT_EQ(errors.count(RowProblem::kNotJson), 2u);  // a syntax error and a duplicate key
+  EXPECT_EQ(errors.count(RowProblem::kNotObject), 1u);
+  EXPECT_EQ(errors.count(RowProblem::kInvalidUtf8), 1u);
+  EXPECT_EQ(errors.summary(), "skipped 4 invalid rows: 2 not_json, 1 invalid_utf8, 1 not_object");
+}
+
+TEST(RowReader, JsonArrayAndDataField) {
+  auto a = write_file("json_array", "a.json", "[{\"text\": \"a\"}, {\"text\": \"b\"}]");
+  auto b = write_file("json_field", "b.json", "{\"data\": [{\"text\": \"c\"}]}");
+  auto c = write_file("json_lines", "c.json", "{\"text\": \"d\"}\n{\"text\": \"e\"}\n");
+  RowErrors errors(false);
+  auto rows = read_all_rows({a, b, c}, errors);
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[2]["text"], "c");
+  EXPECT_EQ(rows[4]["text"], "e");
+  auto bad = write_file("json_bad", "d.json", "[{\"text\": \"a\"}, 3]");
+  EXPECT_THAT(error_of([&] { read_all_rows({bad}, errors); }),
+              HasSubstr(bad + ": row 1: expected a JSON object, got number"));
+}
+
+TEST(RowReader, UnknownExtension) {
+  RowErrors errors(false);
+  EXPECT_THAT(error_of([&] { read_all_rows({"data.csv"}, errors); }),
+              HasSubstr("use .jsonl, .json or .parquet"));
+}
+
+TEST(RowReader, ParquetFilesInOrderAndSchemaChange) {
+  const std::string dir = sft::test::source_path("tests/fixtures/parquet/");
+  RowErrors errors(false);
+  auto rows = read_all_rows(
+      {dir + "gsm8k_none_plain_v1.parquet", dir + "gsm8k_zstd_dict_v2.parquet"}, errors);
+  EXPECT_EQ(rows.size(), 58u);
+  std::vector<std::string> files = {dir + "gsm8k_none_plain_v1.parquet",
+                                    dir + "gsm8k_other_schema.parquet"};
+  std::string msg = error_of([&] { read_all_rows(files, errors); });
+  EXPECT_THAT(msg, HasSubstr("gsm8k_other_schema.parquet: row 0: this file's schema (question: "
+                             "string, answer: string, extra: int64) differs from that of"));
+  RowErrors skipping(true);
+  EXPECT_EQ(read_all_rows(files, skipping).size(), 29u);
+  EXPECT_EQ(skipping.count(RowProblem::kSchemaChanged), 3u);
+}
+
+}  // namespace
+}  // namespace sft::data
