@@ -1,0 +1,200 @@
+#include "chat/chat_template.h"
+
+#include <filesystem>
+
+#include "chat/jinja_strings.h"
+#include "io/mapped_file.h"
+
+namespace sft::chat {
+
+namespace fs = std::filesystem;
+using jinja::Value;
+using jinja::ValueDict;
+using OJ = jinja::OrderedJson;
+
+namespace {
+
+constexpr const char* kContinueTag = "CONTINUE_FINAL_MESSAGE_TAG ";
+
+[[noreturn]] void value_error(const std::string& message) {
+  throw jinja::TemplateError(jinja::ErrorClass::kValue, message);
+}
+
+std::optional<std::string> token_string(const Json& config, const char* key) {
+  auto it = config.find(key);
+  if (it == config.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
+    return (*it)["content"].get<std::string>();
+  return std::nullopt;
+}
+
+// {"thinking": r, **message, "reasoning_content": r} when any reasoning field is set.
+OJ alias_reasoning(const OJ& message) {
+  const char* fields[] = {"reasoning_content", "thinking", "reasoning"};
+  const OJ* reasoning = nullptr;
+  for (const char* f : fields) {
+    auto it = message.find(f);
+    if (it != message.end() && !it->is_null()) {
+      reasoning = &*it;
+      break;
+    }
+  }
+  if (!reasoning) return message;
+  OJ out = OJ::object();
+  out["thinking"] = *reasoning;
+  for (auto it = message.begin(); it != message.end(); ++it) out[it.key()] = *it;
+  out["reasoning_content"] = *reasoning;
+  return out;
+}
+
+}  // namespace
+
+OJ parse_ordered_json(std::string_view text, const std::string& source) {
+  try {
+    return OJ::parse(text.begin(), text.end());
+  } catch (const OJ::exception& e) {
+    fail_in_file("chat", {source, ""}, std::string("invalid JSON: ") + e.what(),
+                 "check the file with a JSON validator (e.g. python -m json.tool)");
+  }
+}
+
+SpecialTokens special_tokens_from_config(const Json& config) {
+  SpecialTokens t;
+  t.bos = token_string(config, "bos_token");
+  t.eos = token_string(config, "eos_token");
+  t.pad = token_string(config, "pad_token");
+  t.unk = token_string(config, "unk_token");
+  return t;
+}
+
+ChatTemplate::ChatTemplate(std::string source, SpecialTokens tokens)
+    : template_(std::move(source)), tokens_(std::move(tokens)) {}
+
+ChatTemplate ChatTemplate::from_file(const std::string& template_path, SpecialTokens tokens) {
+  return ChatTemplate(read_text_file(template_path, "chat"), std::move(tokens));
+}
+
+ChatTemplate ChatTemplate::from_tokenizer(const std::string& path, bool for_tools) {
+  fs::path p(path);
+  fs::path config_path = fs::is_directory(p) ? p / "tokenizer_config.json" : p;
+  fs::path dir = config_path.parent_path();
+  Json config = fs::exists(config_path) ? read_json_file(config_path.string(), "chat") : Json::object();
+  SpecialTokens tokens = special_tokens_from_config(config);
+  fs::path jinja_file = dir / "chat_template.jinja";
+  if (fs::exists(jinja_file)) return from_file(jinja_file.string(), std::move(tokens));
+  auto it = config.find("chat_template");
+  if (it == config.end() || it->is_null()) {
+    fail_in_file("chat", {config_path.string(), "key 'chat_template'"},
+                 "the tokenizer has no chat template",
+                 "pass a template with --template FILE.jinja (e.g. a ChatML template)");
+  }
+  if (it->is_string()) return ChatTemplate(it->get<std::string>(), std::move(tokens));
+  if (it->is_array()) {
+    const Json* chosen = nullptr;
+    for (const Json& entry : *it) {
+      if (!entry.is_object() || !entry.contains("name") || !entry.contains("template")) continue;
+      if (entry["name"] == "tool_use" && for_tools) chosen = &entry;
+      if (entry["name"] == "default" && !(chosen && for_tools)) chosen = &entry;
+    }
+    if (chosen && (*chosen)["template"].is_string())
+      return ChatTemplate((*chosen)["template"].get<std::string>(), std::move(tokens));
+    fail_in_file("chat", {config_path.string(), "key 'chat_template'"},
+                 "the tokenizer has several chat templates and none is named 'default'",
+                 "pass the one to use with --template FILE.jinja");
+  }
+  fail_in_file("chat", {config_path.string(), "key 'chat_template'"},
+               "chat_template must be a string or a list of {name, template}, got " +
+                   json_type_name(*it),
+               "fix tokenizer_config.json");
+}
+
+std::string ChatTemplate::apply(const ChatInputs& inputs) const { return apply(inputs, nullptr); }
+
+std::string ChatTemplate::apply(const ChatInputs& inputs,
+                                std::vector<jinja::ByteSpan>* spans) const {
+  if (!inputs.messages.is_array())
+    throw jinja::TemplateError(jinja::ErrorClass::kType, "messages must be a list of dicts");
+  if (inputs.messages.empty())
+    value_error("Cannot apply chat template to an empty conversation. Provide at least one message.");
+  if (inputs.continue_final_message && inputs.add_generation_prompt)
+    value_error("continue_final_message and add_generation_prompt are not compatible.");
+
+  // Normalize: drop null-valued keys, alias reasoning fields.
+  OJ chat = OJ::array();
+  for (const OJ& m : inputs.messages) {
+    if (!m.is_object()) {
+      throw jinja::TemplateError(jinja::ErrorClass::kType,
+                                 "Chat messages should be dicts, but got " + m.dump() + ".");
+    }
+    OJ clean = OJ::object();
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      if (!it->is_null()) clean[it.key()] = *it;
+    }
+    chat.push_back(alias_reasoning(clean));
+  }
+
+  std::string final_message;
+  if (inputs.continue_final_message) {
+    OJ& last = chat.back();
+    auto it = last.find("content");
+    if (it == last.end() || it->is_null())
+      value_error("continue_final_message is set but the final message has no \"content\" to continue!");
+    if (template_.source().find("content") == std::string::npos)
+      value_error("continue_final_message is set to \"content\" but this is not an accepted field in the chat_template");
+    if (it->is_array()) {
+      bool found = false;
+      for (auto block = it->rbegin(); block != it->rend(); ++block) {
+        if (block->is_object() && block->contains("text")) {
+          final_message = (*block)["text"].get<std::string>();
+          (*block)["text"] = final_message + kContinueTag;
+          found = true;
+          break;
+        }
+      }
+      if (!found)
+        value_error("continue_final_message is set but we could not find any text to continue in the final message!");
+    } else if (it->is_string()) {
+      final_message = it->get<std::string>();
+      *it = final_message + kContinueTag;
+    } else {
+      throw jinja::TemplateError(jinja::ErrorClass::kType, "final message content must be a string");
+    }
+  }
+
+  ValueDict ctx;
+  if (tokens_.bos) ctx.set("bos_token", Value(*tokens_.bos));
+  if (tokens_.eos) ctx.set("eos_token", Value(*tokens_.eos));
+  if (tokens_.unk) ctx.set("unk_token", Value(*tokens_.unk));
+  if (tokens_.pad) ctx.set("pad_token", Value(*tokens_.pad));
+  if (inputs.kwargs.is_object()) {
+    for (auto it = inputs.kwargs.begin(); it != inputs.kwargs.end(); ++it)
+      ctx.set(it.key(), Value::from_json(*it));
+  }
+  ctx.set("messages", Value::from_json(chat));
+  ctx.set("tools", Value::from_json(inputs.tools));
+  ctx.set("documents", Value::from_json(inputs.documents));
+  ctx.set("add_generation_prompt", Value(inputs.add_generation_prompt));
+
+  std::string rendered = template_.render(std::move(ctx), spans);
+
+  if (inputs.continue_final_message) {
+    using jinja::pystr::Side;
+    std::string stripped_final = jinja::pystr::strip(final_message, std::nullopt, Side::kBoth);
+    const std::string tag = kContinueTag;
+    const std::string tag_core = "CONTINUE_FINAL_MESSAGE_TAG";
+    if (rendered.find(stripped_final) == std::string::npos ||
+        rendered.find(tag_core) == std::string::npos) {
+      value_error("continue_final_message is set but the final message does not appear in the chat after applying the chat template!");
+    }
+    size_t loc = rendered.rfind(tag_core);
+    if (rendered.compare(loc, tag.size(), tag) == 0) {
+      rendered.resize(loc);
+    } else {
+      rendered = jinja::pystr::strip(rendered.substr(0, loc), std::nullopt, Side::kRight);
+    }
+  }
+  return rendered;
+}
+
+}  // namespace sft::chat
