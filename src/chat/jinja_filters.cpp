@@ -154,7 +154,7 @@ Value round_filter(const Value& v, const CallArgs& args) {
   double scale = std::pow(10.0, static_cast<double>(precision));
   double r;
   if (method == "common") {
-    r = std::round(x * scale) / scale;
+    r = std::nearbyint(x * scale) / scale;  // Python's round(): ties to even
   } else if (method == "ceil") {
     r = std::ceil(x * scale) / scale;
   } else if (method == "floor") {
@@ -425,6 +425,9 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
   }
   if (name == "attr") {
     if (args.positional.empty()) type_error("attr() missing required argument 'name'");
+    // Python getattr only: dict keys are not attributes here (unlike obj.name in a template).
+    if (v.kind() != Kind::kNamespace && !has_method(v, args.positional[0].to_str()))
+      return undefined_attr(v, args.positional[0].to_str());
     return in.get_attr(v, args.positional[0].to_str());
   }
   if (name == "format") {

@@ -338,11 +338,7 @@ Interpreter::Flow Interpreter::exec_for(const Node& node) {
   // One loop object per loop, updated in place (Python's LoopContext is one object too).
   auto index0 = std::make_shared<int64_t>(0);
   const int64_t n = static_cast<int64_t>(items.size());
-  const Value* outer = lookup("loop");
-  int64_t depth = 1;
-  if (outer && outer->kind() == Kind::kNamespace) {
-    if (const Value* d = outer->entries().find("depth")) depth = d->as_int() + 1;
-  }
+  const int64_t depth = 1;  // only recursive loops nest depth in jinja2
   ValueDict loop_fields;
   for (const char* k : {"index", "index0", "revindex", "revindex0", "first", "last", "length",
                         "previtem", "nextitem", "depth", "depth0", "cycle"}) {
@@ -472,7 +468,7 @@ Value Interpreter::make_macro(const Node& node) {
                                                                     macro->strs[i] +
                                                                     "' was not provided"));
       }
-      in.assign("varargs", Value::list(std::move(varargs)));
+      in.assign("varargs", Value::tuple(std::move(varargs)));
       in.assign("kwargs", Value::dict(std::move(extra)));
       if (const Value* c = args.kwarg("caller")) in.assign("caller", *c);
       std::string s = in.capture(macro->body);
