@@ -115,7 +115,7 @@ std::string ChatTemplate::apply(const ChatInputs& inputs,
                                 std::vector<jinja::ByteSpan>* spans) const {
   if (!inputs.messages.is_array())
     throw jinja::TemplateError(jinja::ErrorClass::kType, "messages must be a list of dicts");
-  if (inputs.messages.empty())
+  if (inputs.messages.empty() && !inputs.allow_empty)
     value_error("Cannot apply chat template to an empty conversation. Provide at least one message.");
   if (inputs.continue_final_message && inputs.add_generation_prompt)
     value_error("continue_final_message and add_generation_prompt are not compatible.");
@@ -135,7 +135,7 @@ std::string ChatTemplate::apply(const ChatInputs& inputs,
   }
 
   std::string final_message;
-  if (inputs.continue_final_message) {
+  if (inputs.continue_final_message && !chat.empty()) {
     OJ& last = chat.back();
     auto it = last.find("content");
     if (it == last.end() || it->is_null())

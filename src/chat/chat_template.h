@@ -30,6 +30,8 @@ struct ChatInputs {
   bool add_generation_prompt = false;
   bool continue_final_message = false;
   jinja::OrderedJson kwargs = jinja::OrderedJson::object();  // enable_thinking, ...
+  // transformers refuses empty conversations; prefix rendering needs render([]) though.
+  bool allow_empty = false;
 };
 
 // Special token strings from tokenizer_config.json (absent ones are not passed at all).
