@@ -154,6 +154,14 @@ def main():
         out["templates"].append(entry)
         n_ok = sum("text" in r for r in entry["results"])
         print(f"{t['name']}: {n_ok} rendered, {len(entry['results']) - n_ok} raised", file=sys.stderr)
+    # The CLI end-to-end test: one conversation and transformers' rendering with chatml.jinja.
+    chatml = next(t for t in templates if t["name"] == "chatml")
+    cli_messages = CONVERSATIONS["non_ascii"]
+    with open(os.path.join(FIXTURES, "cli_messages.json"), "w", encoding="utf-8") as f:
+        json.dump(cli_messages, f, ensure_ascii=False)
+    with open(os.path.join(FIXTURES, "cli_expected_chatml.txt"), "w", encoding="utf-8", newline="") as f:
+        f.write(chatml["tok"].apply_chat_template(cli_messages, tokenize=False, chat_template=chatml["source"],
+                                                  add_generation_prompt=True))
     path = os.path.join(FIXTURES, "goldens.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False, indent=1)
