@@ -138,6 +138,7 @@ class Parser {
   }
 
   NodePtr parse_statement(std::initializer_list<const char*> ends) {
+    DepthGuard guard(this);
     const Token t = cur();
     if (t.type != TokenType::kName) fail_here("tag name expected");
     const std::string& tag = t.text;
@@ -368,7 +369,18 @@ class Parser {
     return n;
   }
 
+  // Bounds recursion on hostile input (Python would raise RecursionError).
+  struct DepthGuard {
+    Parser* p;
+    explicit DepthGuard(Parser* parser) : p(parser) {
+      if (++p->nesting_ > kMaxNesting) p->fail_here("template nested too deeply");
+    }
+    ~DepthGuard() { --p->nesting_; }
+  };
+  static constexpr int kMaxNesting = 100;
+
   NodePtr parse_expression(bool with_condexpr) {
+    DepthGuard guard(this);
     if (!with_condexpr) return parse_or();
     NodePtr expr = parse_or();
     while (is_name("if")) {
@@ -409,6 +421,7 @@ class Parser {
   }
 
   NodePtr parse_not() {
+    DepthGuard guard(this);
     if (is_name("not")) {
       Token t = next();
       NodePtr n = make(NodeKind::kUnary, t);
@@ -486,6 +499,7 @@ class Parser {
   }
 
   NodePtr parse_unary(bool with_filter) {
+    DepthGuard guard(this);
     NodePtr node;
     if (is_op("-") || is_op("+")) {
       Token t = next();
@@ -729,6 +743,7 @@ class Parser {
   std::vector<Token> toks_;
   size_t pos_ = 0;
   int loop_depth_ = 0;
+  int nesting_ = 0;
 };
 
 }  // namespace
