@@ -29,23 +29,30 @@ std::optional<std::string> token_string(const Json& config, const char* key) {
   return std::nullopt;
 }
 
-// {"thinking": r, **message, "reasoning_content": r} when any reasoning field is set.
-OJ alias_reasoning(const OJ& message) {
-  const char* fields[] = {"reasoning_content", "thinking", "reasoning"};
+// The message without null-valued keys; when a reasoning field is set, as
+// {"thinking": r, **message, "reasoning_content": r} (transformers' aliasing).
+Value normalized_message(const OJ& message) {
   const OJ* reasoning = nullptr;
-  for (const char* f : fields) {
+  for (const char* f : {"reasoning_content", "thinking", "reasoning"}) {
     auto it = message.find(f);
     if (it != message.end() && !it->is_null()) {
       reasoning = &*it;
       break;
     }
   }
-  if (!reasoning) return message;
-  OJ out = OJ::object();
-  out["thinking"] = *reasoning;
-  for (auto it = message.begin(); it != message.end(); ++it) out[it.key()] = *it;
-  out["reasoning_content"] = *reasoning;
-  return out;
+  ValueDict d;
+  d.items.reserve(message.size() + (reasoning ? 2 : 0));
+  if (reasoning) d.items.emplace_back("thinking", Value::from_json(*reasoning));
+  for (auto it = message.begin(); it != message.end(); ++it) {
+    if (it->is_null()) continue;
+    if (reasoning && it.key() == "thinking") {
+      d.items[0].second = Value::from_json(*it);
+    } else {
+      d.items.emplace_back(it.key(), Value::from_json(*it));
+    }
+  }
+  if (reasoning) d.set("reasoning_content", Value::from_json(*reasoning));
+  return Value::dict(std::move(d));
 }
 
 }  // namespace
@@ -120,43 +127,41 @@ std::string ChatTemplate::apply(const ChatInputs& inputs,
   if (inputs.continue_final_message && inputs.add_generation_prompt)
     value_error("continue_final_message and add_generation_prompt are not compatible.");
 
-  // Normalize: drop null-valued keys, alias reasoning fields.
-  OJ chat = OJ::array();
+  // Normalize straight into template values: drop null-valued keys, alias reasoning.
+  jinja::ValueList chat;
+  chat.reserve(inputs.messages.size());
   for (const OJ& m : inputs.messages) {
     if (!m.is_object()) {
       throw jinja::TemplateError(jinja::ErrorClass::kType,
                                  "Chat messages should be dicts, but got " + m.dump() + ".");
     }
-    OJ clean = OJ::object();
-    for (auto it = m.begin(); it != m.end(); ++it) {
-      if (!it->is_null()) clean[it.key()] = *it;
-    }
-    chat.push_back(alias_reasoning(clean));
+    chat.push_back(normalized_message(m));
   }
 
   std::string final_message;
   if (inputs.continue_final_message && !chat.empty()) {
-    OJ& last = chat.back();
-    auto it = last.find("content");
-    if (it == last.end() || it->is_null())
+    Value* content = chat.back().mutable_entries().find("content");
+    if (!content)
       value_error("continue_final_message is set but the final message has no \"content\" to continue!");
     if (template_.source().find("content") == std::string::npos)
       value_error("continue_final_message is set to \"content\" but this is not an accepted field in the chat_template");
-    if (it->is_array()) {
+    if (content->is_sequence()) {
       bool found = false;
-      for (auto block = it->rbegin(); block != it->rend(); ++block) {
-        if (block->is_object() && block->contains("text")) {
-          final_message = (*block)["text"].get<std::string>();
-          (*block)["text"] = final_message + kContinueTag;
+      jinja::ValueList& blocks = content->mutable_items();
+      for (auto block = blocks.rbegin(); block != blocks.rend() && !found; ++block) {
+        if (!block->is_mapping()) continue;
+        if (Value* text = block->mutable_entries().find("text")) {
+          if (!text->is_string()) throw jinja::TemplateError(jinja::ErrorClass::kType, "text must be a string");
+          final_message = text->str();
+          *text = Value(final_message + kContinueTag);
           found = true;
-          break;
         }
       }
       if (!found)
         value_error("continue_final_message is set but we could not find any text to continue in the final message!");
-    } else if (it->is_string()) {
-      final_message = it->get<std::string>();
-      *it = final_message + kContinueTag;
+    } else if (content->is_string()) {
+      final_message = content->str();
+      *content = Value(final_message + kContinueTag);
     } else {
       throw jinja::TemplateError(jinja::ErrorClass::kType, "final message content must be a string");
     }
@@ -171,7 +176,7 @@ std::string ChatTemplate::apply(const ChatInputs& inputs,
     for (auto it = inputs.kwargs.begin(); it != inputs.kwargs.end(); ++it)
       ctx.set(it.key(), Value::from_json(*it));
   }
-  ctx.set("messages", Value::from_json(chat));
+  ctx.set("messages", Value::list(std::move(chat)));
   ctx.set("tools", Value::from_json(inputs.tools));
   ctx.set("documents", Value::from_json(inputs.documents));
   ctx.set("add_generation_prompt", Value(inputs.add_generation_prompt));

@@ -169,7 +169,10 @@ ValueList iterate(const Value& v) {
   }
 }
 
-Interpreter::Interpreter(ValueDict context) { scopes_.push_back(std::move(context)); }
+Interpreter::Interpreter(ValueDict context, const ValueDict* globals) : globals_(globals) {
+  scopes_.reserve(16);
+  scopes_.push_back(std::move(context));
+}
 
 std::string Interpreter::render(const NodeList& body) {
   std::string out;
@@ -197,7 +200,7 @@ const Value* Interpreter::lookup(std::string_view name) const {
   for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
     if (const Value* v = it->find(name)) return v;
   }
-  return nullptr;
+  return globals_ ? globals_->find(name) : nullptr;
 }
 
 void Interpreter::assign(const std::string& name, Value value) {
@@ -315,8 +318,15 @@ Interpreter::Flow Interpreter::exec_for(const Node& node) {
     throw TemplateError(ErrorClass::kType, "'" + iterable.type_name() + "' object is not iterable",
                         node.a->line, node.a->column);
   }
-  ValueList items = iterate(iterable);
+  ValueList owned;
+  const ValueList* items_ptr = &owned;
+  if (iterable.is_sequence()) {
+    items_ptr = &iterable.items();  // `iterable` keeps the list alive
+  } else {
+    owned = iterate(iterable);
+  }
   if (node.b) {
+    ValueList items = *items_ptr;
     ValueList kept;
     for (const Value& item : items) {
       push_scope();
@@ -331,8 +341,10 @@ Interpreter::Flow Interpreter::exec_for(const Node& node) {
       pop_scope();
       if (keep) kept.push_back(item);
     }
-    items = std::move(kept);
+    owned = std::move(kept);
+    items_ptr = &owned;
   }
+  const ValueList& items = *items_ptr;
   if (items.empty()) return exec_body(node.else_body);
 
   // One loop object per loop, updated in place (Python's LoopContext is one object too).

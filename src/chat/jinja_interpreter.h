@@ -28,8 +28,9 @@ struct ByteSpan {
 
 class Interpreter {
  public:
-  // `context` holds the template's variables (messages, tools, bos_token, ...).
-  explicit Interpreter(ValueDict context);
+  // `context` holds the template's variables (messages, tools, bos_token, ...); `globals`
+  // (functions such as raise_exception) are looked up after every scope.
+  explicit Interpreter(ValueDict context, const ValueDict* globals = nullptr);
 
   // Renders the template; spans of {% generation %} blocks go to generation_spans().
   std::string render(const NodeList& body);
@@ -66,6 +67,7 @@ class Interpreter {
   Value make_macro(const Node& node);
 
   std::vector<ValueDict> scopes_;
+  const ValueDict* globals_ = nullptr;
   std::string* out_ = nullptr;
   std::vector<ByteSpan> spans_;
   int depth_ = 0;

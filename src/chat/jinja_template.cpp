@@ -104,9 +104,7 @@ Template::Template(std::string source) : source_(std::move(source)) {
 
 std::string Template::render(ValueDict context, std::vector<ByteSpan>* generation_spans) const {
   // Context variables shadow the globals, as in jinja2.
-  ValueDict scope = template_globals();
-  for (auto& [k, v] : context.items) scope.set(std::move(k), std::move(v));
-  Interpreter in(std::move(scope));
+  Interpreter in(std::move(context), &template_globals());
   std::string out = in.render(*body_);
   if (generation_spans) {
     generation_spans->insert(generation_spans->end(), in.generation_spans().begin(),
