@@ -69,12 +69,10 @@ void BM_Qwen3PrefixRenders_10Turns(benchmark::State& state) {
   ChatTemplate tmpl = ChatTemplate::from_tokenizer(qwen3_dir());
   ChatInputs in = ten_turns();
   for (auto _ : state) {
+    ChatTemplate::Prepared chat = tmpl.prepare(in);
     for (size_t i = 1; i <= in.messages.size(); ++i) {
-      ChatInputs sub = in;
-      sub.messages = OJ(in.messages.begin(), in.messages.begin() + static_cast<long>(i));
       for (bool agp : {false, true}) {
-        sub.add_generation_prompt = agp;
-        std::string text = tmpl.apply(sub);
+        std::string text = tmpl.render_prefix(chat, i, agp);
         benchmark::DoNotOptimize(text.data());
       }
     }

@@ -12,15 +12,6 @@ void reject_continue(const ChatInputs& inputs) {
   }
 }
 
-ChatInputs first_messages(const ChatInputs& inputs, size_t n, bool add_generation_prompt) {
-  ChatInputs sub = inputs;
-  sub.messages = jinja::OrderedJson::array();
-  for (size_t i = 0; i < n; ++i) sub.messages.push_back(inputs.messages[i]);
-  sub.add_generation_prompt = add_generation_prompt;
-  sub.allow_empty = true;
-  return sub;
-}
-
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
@@ -59,30 +50,30 @@ AssistantMask mask_from_prefix_rendering(const ChatTemplate& tmpl, const ChatInp
   reject_continue(inputs);
   AssistantMask mask;
   mask.method = MaskMethod::kPrefixRendering;
-  mask.text = tmpl.apply(inputs);
-  const size_t n = inputs.messages.size();
+  mask.text = tmpl.apply(inputs);  // validates the inputs as transformers does
+  const ChatTemplate::Prepared chat = tmpl.prepare(inputs);
+  const size_t n = chat.messages.size();
   // render(messages[:i]); for i = 0 the empty conversation (BOS, a default system prompt...)
-  // — a template that cannot render it just contributes nothing.
+  // — a template that cannot render it contributes nothing.
   std::string prev;
   try {
-    prev = tmpl.apply(first_messages(inputs, 0, false));
+    prev = tmpl.render_prefix(chat, 0, false);
   } catch (const Error&) {
     prev.clear();
   }
   for (size_t i = 0; i < n; ++i) {
     std::string next = i + 1 == n && !inputs.add_generation_prompt
                            ? mask.text
-                           : tmpl.apply(first_messages(inputs, i + 1, false));
+                           : tmpl.render_prefix(chat, i + 1, false);
     if (!starts_with(next, prev)) {
       not_prefix_preserving(inputs, i, "rendering the messages before it is not a prefix of "
                                        "rendering them with it");
     }
     const jinja::OrderedJson& m = inputs.messages[i];
-    bool assistant = m.is_object() && m.contains("role") && m["role"] == "assistant";
-    if (assistant) {
+    if (m.contains("role") && m["role"] == "assistant") {
       std::string header;
       try {
-        header = tmpl.apply(first_messages(inputs, i, true));
+        header = tmpl.render_prefix(chat, i, true);
       } catch (const Error&) {
         if (i > 0) throw;
         header = prev;  // the template cannot render an empty conversation

@@ -116,27 +116,57 @@ ChatTemplate ChatTemplate::from_tokenizer(const std::string& path, bool for_tool
                "fix tokenizer_config.json");
 }
 
+ChatTemplate::Prepared ChatTemplate::prepare(const ChatInputs& inputs) const {
+  if (!inputs.messages.is_array())
+    throw jinja::TemplateError(jinja::ErrorClass::kType, "messages must be a list of dicts");
+  Prepared p;
+  // Normalize straight into template values: drop null-valued keys, alias reasoning.
+  p.messages.reserve(inputs.messages.size());
+  for (const OJ& m : inputs.messages) {
+    if (!m.is_object()) {
+      throw jinja::TemplateError(jinja::ErrorClass::kType,
+                                 "Chat messages should be dicts, but got " + m.dump() + ".");
+    }
+    p.messages.push_back(normalized_message(m));
+  }
+  ValueDict& ctx = p.context;
+  if (tokens_.bos) ctx.set("bos_token", Value(*tokens_.bos));
+  if (tokens_.eos) ctx.set("eos_token", Value(*tokens_.eos));
+  if (tokens_.unk) ctx.set("unk_token", Value(*tokens_.unk));
+  if (tokens_.pad) ctx.set("pad_token", Value(*tokens_.pad));
+  if (inputs.kwargs.is_object()) {
+    for (auto it = inputs.kwargs.begin(); it != inputs.kwargs.end(); ++it)
+      ctx.set(it.key(), Value::from_json(*it));
+  }
+  ctx.set("tools", Value::from_json(inputs.tools));
+  ctx.set("documents", Value::from_json(inputs.documents));
+  return p;
+}
+
+std::string ChatTemplate::render_prefix(const Prepared& prepared, size_t n,
+                                        bool add_generation_prompt,
+                                        std::vector<jinja::ByteSpan>* spans) const {
+  ValueDict ctx = prepared.context;
+  n = std::min(n, prepared.messages.size());
+  ctx.set("messages", Value::list(jinja::ValueList(prepared.messages.begin(),
+                                                   prepared.messages.begin() + static_cast<long>(n))));
+  ctx.set("add_generation_prompt", Value(add_generation_prompt));
+  return template_.render(std::move(ctx), spans);
+}
+
 std::string ChatTemplate::apply(const ChatInputs& inputs) const { return apply(inputs, nullptr); }
 
 std::string ChatTemplate::apply(const ChatInputs& inputs,
                                 std::vector<jinja::ByteSpan>* spans) const {
   if (!inputs.messages.is_array())
     throw jinja::TemplateError(jinja::ErrorClass::kType, "messages must be a list of dicts");
-  if (inputs.messages.empty() && !inputs.allow_empty)
+  if (inputs.messages.empty())
     value_error("Cannot apply chat template to an empty conversation. Provide at least one message.");
   if (inputs.continue_final_message && inputs.add_generation_prompt)
     value_error("continue_final_message and add_generation_prompt are not compatible.");
 
-  // Normalize straight into template values: drop null-valued keys, alias reasoning.
-  jinja::ValueList chat;
-  chat.reserve(inputs.messages.size());
-  for (const OJ& m : inputs.messages) {
-    if (!m.is_object()) {
-      throw jinja::TemplateError(jinja::ErrorClass::kType,
-                                 "Chat messages should be dicts, but got " + m.dump() + ".");
-    }
-    chat.push_back(normalized_message(m));
-  }
+  Prepared prepared = prepare(inputs);
+  jinja::ValueList& chat = prepared.messages;
 
   std::string final_message;
   if (inputs.continue_final_message && !chat.empty()) {
@@ -167,21 +197,8 @@ std::string ChatTemplate::apply(const ChatInputs& inputs,
     }
   }
 
-  ValueDict ctx;
-  if (tokens_.bos) ctx.set("bos_token", Value(*tokens_.bos));
-  if (tokens_.eos) ctx.set("eos_token", Value(*tokens_.eos));
-  if (tokens_.unk) ctx.set("unk_token", Value(*tokens_.unk));
-  if (tokens_.pad) ctx.set("pad_token", Value(*tokens_.pad));
-  if (inputs.kwargs.is_object()) {
-    for (auto it = inputs.kwargs.begin(); it != inputs.kwargs.end(); ++it)
-      ctx.set(it.key(), Value::from_json(*it));
-  }
-  ctx.set("messages", Value::list(std::move(chat)));
-  ctx.set("tools", Value::from_json(inputs.tools));
-  ctx.set("documents", Value::from_json(inputs.documents));
-  ctx.set("add_generation_prompt", Value(inputs.add_generation_prompt));
-
-  std::string rendered = template_.render(std::move(ctx), spans);
+  std::string rendered =
+      render_prefix(prepared, prepared.messages.size(), inputs.add_generation_prompt, spans);
 
   if (inputs.continue_final_message) {
     using jinja::pystr::Side;

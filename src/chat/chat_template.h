@@ -30,8 +30,6 @@ struct ChatInputs {
   bool add_generation_prompt = false;
   bool continue_final_message = false;
   jinja::OrderedJson kwargs = jinja::OrderedJson::object();  // enable_thinking, ...
-  // transformers refuses empty conversations; prefix rendering needs render([]) though.
-  bool allow_empty = false;
 };
 
 // Special token strings from tokenizer_config.json (absent ones are not passed at all).
@@ -56,6 +54,17 @@ class ChatTemplate {
   std::string apply(const ChatInputs& inputs) const;
   // Also collects {% generation %} spans (byte offsets into the returned text).
   std::string apply(const ChatInputs& inputs, std::vector<jinja::ByteSpan>* spans) const;
+
+  // Inputs converted once into template values, so that prefixes of the conversation can
+  // be rendered cheaply (assistant masks by prefix rendering).
+  struct Prepared {
+    jinja::ValueList messages;
+    jinja::ValueDict context;  // special tokens, kwargs, tools, documents
+  };
+  Prepared prepare(const ChatInputs& inputs) const;
+  // Renders prepared.messages[:n] (n = 0 allowed) without continue_final_message.
+  std::string render_prefix(const Prepared& prepared, size_t n, bool add_generation_prompt,
+                            std::vector<jinja::ByteSpan>* spans = nullptr) const;
 
   const jinja::Template& jinja() const { return template_; }
   const SpecialTokens& special_tokens() const { return tokens_; }

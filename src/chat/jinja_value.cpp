@@ -44,7 +44,7 @@ const std::string kEmpty;
 
 Value Value::undefined(std::string hint) {
   Value v;
-  if (!hint.empty()) v.str_ = std::make_shared<const std::string>(std::move(hint));
+  if (!hint.empty()) v.ptr_ = std::make_shared<std::string>(std::move(hint));
   return v;
 }
 
@@ -55,12 +55,12 @@ Value Value::none() {
 }
 
 Value::Value(std::string s)
-    : kind_(Kind::kString), str_(std::make_shared<const std::string>(std::move(s))) {}
+    : kind_(Kind::kString), ptr_(std::make_shared<std::string>(std::move(s))) {}
 
 Value Value::list(ValueList items) {
   Value v;
   v.kind_ = Kind::kList;
-  v.list_ = std::make_shared<ValueList>(std::move(items));
+  v.ptr_ = std::make_shared<ValueList>(std::move(items));
   return v;
 }
 
@@ -73,7 +73,7 @@ Value Value::tuple(ValueList items) {
 Value Value::dict(ValueDict d) {
   Value v;
   v.kind_ = Kind::kDict;
-  v.dict_ = std::make_shared<ValueDict>(std::move(d));
+  v.ptr_ = std::make_shared<ValueDict>(std::move(d));
   return v;
 }
 
@@ -86,7 +86,7 @@ Value Value::ns(ValueDict d) {
 Value Value::function(std::string name, NativeFunction fn) {
   Value v;
   v.kind_ = Kind::kCallable;
-  v.fn_ = std::make_shared<Callable>(Callable{std::move(name), std::move(fn)});
+  v.ptr_ = std::make_shared<Callable>(Callable{std::move(name), std::move(fn)});
   return v;
 }
 
@@ -121,7 +121,7 @@ Value Value::from_json(const OrderedJson& j) {
   }
 }
 
-const std::string& Value::undefined_hint() const { return str_ ? *str_ : kEmpty; }
+const std::string& Value::undefined_hint() const { return ptr_ ? str() : kEmpty; }
 
 bool Value::truthy() const {
   switch (kind_) {
@@ -134,12 +134,12 @@ bool Value::truthy() const {
     case Kind::kFloat:
       return f_ != 0.0;
     case Kind::kString:
-      return !str_->empty();
+      return !str().empty();
     case Kind::kList:
     case Kind::kTuple:
-      return !list_->empty();
+      return !items().empty();
     case Kind::kDict:
-      return !dict_->items.empty();
+      return !entries().items.empty();
     default:
       return true;
   }
@@ -286,7 +286,7 @@ void Value::append_str(std::string& out) const {
     case Kind::kUndefined:
       return;
     case Kind::kString:
-      out += *str_;
+      out += str();
       return;
     case Kind::kInt:
       out += std::to_string(i_);
@@ -301,7 +301,7 @@ std::string Value::to_str() const {
     case Kind::kUndefined:
       return "";
     case Kind::kString:
-      return *str_;
+      return str();
     case Kind::kNone:
       return "None";
     case Kind::kBool:
@@ -311,9 +311,9 @@ std::string Value::to_str() const {
     case Kind::kFloat:
       return python_float_repr(f_);
     case Kind::kNamespace:
-      return "<Namespace " + Value::dict(*dict_).repr() + ">";
+      return "<Namespace " + Value::dict(entries()).repr() + ">";
     case Kind::kCallable:
-      return "<function " + fn_->name + ">";
+      return "<function " + callable().name + ">";
     default:
       return repr();
   }
@@ -322,23 +322,23 @@ std::string Value::to_str() const {
 std::string Value::repr() const {
   switch (kind_) {
     case Kind::kString:
-      return python_string_repr(*str_);
+      return python_string_repr(str());
     case Kind::kList:
     case Kind::kTuple: {
       bool tuple = kind_ == Kind::kTuple;
       std::string out = tuple ? "(" : "[";
-      for (size_t i = 0; i < list_->size(); ++i) {
+      for (size_t i = 0; i < items().size(); ++i) {
         if (i) out += ", ";
-        out += (*list_)[i].repr();
+        out += items()[i].repr();
       }
-      if (tuple && list_->size() == 1) out += ",";
+      if (tuple && items().size() == 1) out += ",";
       out += tuple ? ")" : "]";
       return out;
     }
     case Kind::kDict: {
       std::string out = "{";
       bool first = true;
-      for (const auto& [k, v] : dict_->items) {
+      for (const auto& [k, v] : entries().items) {
         if (!first) out += ", ";
         first = false;
         out += python_string_repr(k) + ": " + v.repr();
@@ -494,16 +494,16 @@ OrderedJson Value::to_json() const {
     case Kind::kFloat:
       return f_;
     case Kind::kString:
-      return *str_;
+      return str();
     case Kind::kList:
     case Kind::kTuple: {
       OrderedJson arr = OrderedJson::array();
-      for (const Value& e : *list_) arr.push_back(e.to_json());
+      for (const Value& e : items()) arr.push_back(e.to_json());
       return arr;
     }
     case Kind::kDict: {
       OrderedJson obj = OrderedJson::object();
-      for (const auto& [k, e] : dict_->items) obj[k] = e.to_json();
+      for (const auto& [k, e] : entries().items) obj[k] = e.to_json();
       return obj;
     }
     default:
@@ -517,14 +517,12 @@ bool Value::same_object(const Value& other) const {
   switch (kind_) {
     case Kind::kList:
     case Kind::kTuple:
-      return list_ == other.list_;
     case Kind::kDict:
     case Kind::kNamespace:
-      return dict_ == other.dict_;
     case Kind::kCallable:
-      return fn_ == other.fn_;
+      return ptr_ == other.ptr_;
     case Kind::kString:
-      return str_ == other.str_ || *str_ == *other.str_;  // CPython interns short strings
+      return ptr_ == other.ptr_ || str() == other.str();  // CPython interns short strings
     default:
       return values_equal(*this, other);
   }

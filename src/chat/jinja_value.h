@@ -77,7 +77,8 @@ class Value {
   Value(double f) : kind_(Kind::kFloat), f_(f) {}
   Value(std::string s);
   Value(const char* s) : Value(std::string(s)) {}
-  Value(std::shared_ptr<const std::string> s) : kind_(Kind::kString), str_(std::move(s)) {}
+  Value(std::shared_ptr<const std::string> s)
+      : kind_(Kind::kString), ptr_(std::const_pointer_cast<std::string>(std::move(s))) {}
   static Value list(ValueList items);
   static Value tuple(ValueList items);
   static Value dict(ValueDict d);
@@ -100,13 +101,12 @@ class Value {
   bool as_bool() const { return i_ != 0; }
   int64_t as_int() const { return i_; }  // also bool
   double as_float() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(i_); }
-  const std::string& str() const { return *str_; }
-  const std::shared_ptr<const std::string>& str_ptr() const { return str_; }
-  const ValueList& items() const { return *list_; }
-  ValueList& mutable_items() { return *list_; }
-  const ValueDict& entries() const { return *dict_; }
-  ValueDict& mutable_entries() { return *dict_; }
-  const Callable& callable() const { return *fn_; }
+  const std::string& str() const { return *static_cast<const std::string*>(ptr_.get()); }
+  const ValueList& items() const { return *static_cast<const ValueList*>(ptr_.get()); }
+  ValueList& mutable_items() { return *static_cast<ValueList*>(ptr_.get()); }
+  const ValueDict& entries() const { return *static_cast<const ValueDict*>(ptr_.get()); }
+  ValueDict& mutable_entries() { return *static_cast<ValueDict*>(ptr_.get()); }
+  const Callable& callable() const { return *static_cast<const Callable*>(ptr_.get()); }
   // For Undefined: what was missing ("'dict object' has no attribute 'x'").
   const std::string& undefined_hint() const;
 
@@ -129,10 +129,9 @@ class Value {
     int64_t i_ = 0;
     double f_;
   };
-  std::shared_ptr<const std::string> str_;  // string, or Undefined's hint
-  std::shared_ptr<ValueList> list_;
-  std::shared_ptr<ValueDict> dict_;
-  std::shared_ptr<Callable> fn_;
+  // One payload (keeps a Value at 24 bytes): std::string for strings and Undefined's hint,
+  // ValueList for list/tuple, ValueDict for dict/namespace, Callable for functions.
+  std::shared_ptr<void> ptr_;
 };
 
 // Python ==, < for the values templates compare. `less` throws (via the callback's
