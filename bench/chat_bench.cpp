@@ -17,13 +17,16 @@ using OJ = sft::jinja::OrderedJson;
 
 const std::string kRoot = SFT_SOURCE_DIR;
 
-std::string qwen3_dir() { return kRoot + "/../shared/assets/tokenizers/qwen3"; }
+std::string qwen3_dir() {
+  return kRoot + "/../shared/assets/tokenizers/qwen3";
+}
 
 // System prompt + 10 turns (5 user/assistant exchanges), realistic lengths.
 ChatInputs ten_turns() {
   ChatInputs in;
   in.messages = OJ::array();
-  in.messages.push_back({{"role", "system"}, {"content", "You are a helpful assistant. Answer briefly."}});
+  in.messages.push_back(
+      {{"role", "system"}, {"content", "You are a helpful assistant. Answer briefly."}});
   for (int i = 0; i < 5; ++i) {
     in.messages.push_back({{"role", "user"},
                            {"content", "Question " + std::to_string(i) +
@@ -81,7 +84,8 @@ void BM_Qwen3PrefixRenders_10Turns(benchmark::State& state) {
 BENCHMARK(BM_Qwen3PrefixRenders_10Turns)->Unit(benchmark::kMicrosecond);
 
 void BM_PrefixMaskChatML_10Turns(benchmark::State& state) {
-  ChatTemplate tmpl = ChatTemplate::from_file(kRoot + "/tests/fixtures/chat_templates/chatml.jinja", {});
+  ChatTemplate tmpl =
+      ChatTemplate::from_file(kRoot + "/tests/fixtures/chat_templates/chatml.jinja", {});
   ChatInputs in = ten_turns();
   for (auto _ : state) {
     sft::chat::AssistantMask m = sft::chat::mask_from_prefix_rendering(tmpl, in);

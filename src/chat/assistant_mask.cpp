@@ -8,7 +8,8 @@ namespace {
 
 void reject_continue(const ChatInputs& inputs) {
   if (inputs.continue_final_message) {
-    fail("chat", "assistant masks cannot be computed with continue_final_message (as in transformers)");
+    fail("chat",
+         "assistant masks cannot be computed with continue_final_message (as in transformers)");
   }
 }
 
@@ -33,8 +34,9 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 AssistantMask mask_from_generation_blocks(const ChatTemplate& tmpl, const ChatInputs& inputs) {
   reject_continue(inputs);
   if (!tmpl.jinja().has_generation_blocks()) {
-    fail("chat", "the chat template has no {% generation %} block (hint: use prefix rendering "
-                 "or a training template with generation blocks)");
+    fail("chat",
+         "the chat template has no {% generation %} block (hint: use prefix rendering "
+         "or a training template with generation blocks)");
   }
   AssistantMask mask;
   mask.method = MaskMethod::kGenerationBlocks;
@@ -66,8 +68,9 @@ AssistantMask mask_from_prefix_rendering(const ChatTemplate& tmpl, const ChatInp
                            ? mask.text
                            : tmpl.render_prefix(chat, i + 1, false);
     if (!starts_with(next, prev)) {
-      not_prefix_preserving(inputs, i, "rendering the messages before it is not a prefix of "
-                                       "rendering them with it");
+      not_prefix_preserving(inputs, i,
+                            "rendering the messages before it is not a prefix of "
+                            "rendering them with it");
     }
     const jinja::OrderedJson& m = inputs.messages[i];
     if (m.contains("role") && m["role"] == "assistant") {
@@ -79,8 +82,9 @@ AssistantMask mask_from_prefix_rendering(const ChatTemplate& tmpl, const ChatInp
         header = prev;  // the template cannot render an empty conversation
       }
       if (!starts_with(next, header)) {
-        not_prefix_preserving(inputs, i, "the generation prompt before it is not a prefix of "
-                                         "the rendered turn");
+        not_prefix_preserving(inputs, i,
+                              "the generation prompt before it is not a prefix of "
+                              "the rendered turn");
       }
       if (next.size() > header.size()) mask.spans.push_back({header.size(), next.size()});
     }

@@ -86,7 +86,8 @@ ChatTemplate ChatTemplate::from_tokenizer(const std::string& path, bool for_tool
   fs::path p(path);
   fs::path config_path = fs::is_directory(p) ? p / "tokenizer_config.json" : p;
   fs::path dir = config_path.parent_path();
-  Json config = fs::exists(config_path) ? read_json_file(config_path.string(), "chat") : Json::object();
+  Json config =
+      fs::exists(config_path) ? read_json_file(config_path.string(), "chat") : Json::object();
   SpecialTokens tokens = special_tokens_from_config(config);
   fs::path jinja_file = dir / "chat_template.jinja";
   if (fs::exists(jinja_file)) return from_file(jinja_file.string(), std::move(tokens));
@@ -110,10 +111,10 @@ ChatTemplate ChatTemplate::from_tokenizer(const std::string& path, bool for_tool
                  "the tokenizer has several chat templates and none is named 'default'",
                  "pass the one to use with --template FILE.jinja");
   }
-  fail_in_file("chat", {config_path.string(), "key 'chat_template'"},
-               "chat_template must be a string or a list of {name, template}, got " +
-                   json_type_name(*it),
-               "fix tokenizer_config.json");
+  fail_in_file(
+      "chat", {config_path.string(), "key 'chat_template'"},
+      "chat_template must be a string or a list of {name, template}, got " + json_type_name(*it),
+      "fix tokenizer_config.json");
 }
 
 ChatTemplate::Prepared ChatTemplate::prepare(const ChatInputs& inputs) const {
@@ -148,20 +149,24 @@ std::string ChatTemplate::render_prefix(const Prepared& prepared, size_t n,
                                         std::vector<jinja::ByteSpan>* spans) const {
   ValueDict ctx = prepared.context;
   n = std::min(n, prepared.messages.size());
-  ctx.set("messages", Value::list(jinja::ValueList(prepared.messages.begin(),
-                                                   prepared.messages.begin() + static_cast<long>(n))));
+  ctx.set("messages",
+          Value::list(jinja::ValueList(prepared.messages.begin(),
+                                       prepared.messages.begin() + static_cast<long>(n))));
   ctx.set("add_generation_prompt", Value(add_generation_prompt));
   return template_.render(std::move(ctx), spans);
 }
 
-std::string ChatTemplate::apply(const ChatInputs& inputs) const { return apply(inputs, nullptr); }
+std::string ChatTemplate::apply(const ChatInputs& inputs) const {
+  return apply(inputs, nullptr);
+}
 
 std::string ChatTemplate::apply(const ChatInputs& inputs,
                                 std::vector<jinja::ByteSpan>* spans) const {
   if (!inputs.messages.is_array())
     throw jinja::TemplateError(jinja::ErrorClass::kType, "messages must be a list of dicts");
   if (inputs.messages.empty())
-    value_error("Cannot apply chat template to an empty conversation. Provide at least one message.");
+    value_error(
+        "Cannot apply chat template to an empty conversation. Provide at least one message.");
   if (inputs.continue_final_message && inputs.add_generation_prompt)
     value_error("continue_final_message and add_generation_prompt are not compatible.");
 
@@ -172,28 +177,35 @@ std::string ChatTemplate::apply(const ChatInputs& inputs,
   if (inputs.continue_final_message && !chat.empty()) {
     Value* content = chat.back().mutable_entries().find("content");
     if (!content)
-      value_error("continue_final_message is set but the final message has no \"content\" to continue!");
+      value_error(
+          "continue_final_message is set but the final message has no \"content\" to continue!");
     if (template_.source().find("content") == std::string::npos)
-      value_error("continue_final_message is set to \"content\" but this is not an accepted field in the chat_template");
+      value_error(
+          "continue_final_message is set to \"content\" but this is not an accepted field in the "
+          "chat_template");
     if (content->is_sequence()) {
       bool found = false;
       jinja::ValueList& blocks = content->mutable_items();
       for (auto block = blocks.rbegin(); block != blocks.rend() && !found; ++block) {
         if (!block->is_mapping()) continue;
         if (Value* text = block->mutable_entries().find("text")) {
-          if (!text->is_string()) throw jinja::TemplateError(jinja::ErrorClass::kType, "text must be a string");
+          if (!text->is_string())
+            throw jinja::TemplateError(jinja::ErrorClass::kType, "text must be a string");
           final_message = text->str();
           *text = Value(final_message + kContinueTag);
           found = true;
         }
       }
       if (!found)
-        value_error("continue_final_message is set but we could not find any text to continue in the final message!");
+        value_error(
+            "continue_final_message is set but we could not find any text to continue in the final "
+            "message!");
     } else if (content->is_string()) {
       final_message = content->str();
       *content = Value(final_message + kContinueTag);
     } else {
-      throw jinja::TemplateError(jinja::ErrorClass::kType, "final message content must be a string");
+      throw jinja::TemplateError(jinja::ErrorClass::kType,
+                                 "final message content must be a string");
     }
   }
 
@@ -207,7 +219,9 @@ std::string ChatTemplate::apply(const ChatInputs& inputs,
     const std::string tag_core = "CONTINUE_FINAL_MESSAGE_TAG";
     if (rendered.find(stripped_final) == std::string::npos ||
         rendered.find(tag_core) == std::string::npos) {
-      value_error("continue_final_message is set but the final message does not appear in the chat after applying the chat template!");
+      value_error(
+          "continue_final_message is set but the final message does not appear in the chat after "
+          "applying the chat template!");
     }
     size_t loc = rendered.rfind(tag_core);
     if (rendered.compare(loc, tag.size(), tag) == 0) {

@@ -13,16 +13,16 @@ namespace sft::jinja {
 
 // The Python exception jinja2/transformers would raise in the same situation.
 enum class ErrorClass {
-  kSyntax,          // jinja2.TemplateSyntaxError
-  kUndefined,       // jinja2.UndefinedError
-  kType,            // TypeError
+  kSyntax,     // jinja2.TemplateSyntaxError
+  kUndefined,  // jinja2.UndefinedError
+  kType,       // TypeError
   kTypeError = kType,
-  kValue,           // ValueError
-  kIndex,           // IndexError / KeyError
-  kSecurity,        // jinja2.sandbox.SecurityError
-  kRaised,          // raise_exception(msg): jinja2.TemplateError
-  kZeroDivision,    // ZeroDivisionError
-  kRuntime,         // other (e.g. recursion limits)
+  kValue,         // ValueError
+  kIndex,         // IndexError / KeyError
+  kSecurity,      // jinja2.sandbox.SecurityError
+  kRaised,        // raise_exception(msg): jinja2.TemplateError
+  kZeroDivision,  // ZeroDivisionError
+  kRuntime,       // other (e.g. recursion limits)
 };
 
 // Python class name for an ErrorClass ("TemplateSyntaxError", "UndefinedError", ...).

@@ -23,7 +23,9 @@ bool arg_bool(const CallArgs& args, size_t idx, std::string_view name, bool def)
   return v ? v->truthy() : def;
 }
 
-std::string as_text(const Value& v) { return v.to_str(); }
+std::string as_text(const Value& v) {
+  return v.to_str();
+}
 
 Value sort_key(const Value& v, bool case_sensitive) {
   if (!case_sensitive && v.is_string()) return Value(pystr::lower(v.str()));
@@ -36,7 +38,8 @@ Value attribute_of(Interpreter& in, const Value& item, const std::string& path) 
   size_t start = 0;
   while (true) {
     size_t dot = path.find('.', start);
-    std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
     cur = numeric ? in.get_item(cur, Value(static_cast<int64_t>(std::stoll(part))))
                   : in.get_item(cur, Value(part));
@@ -97,7 +100,8 @@ Value map_filter(Interpreter& in, const Value& seq, CallArgs& args) {
   }
   if (args.positional.empty()) return Value::list(iterate(seq));
   std::string name = args.positional[0].to_str();
-  if (!has_filter(name)) throw TemplateError(ErrorClass::kSyntax, "No filter named '" + name + "'.");
+  if (!has_filter(name))
+    throw TemplateError(ErrorClass::kSyntax, "No filter named '" + name + "'.");
   CallArgs rest;
   rest.positional.assign(args.positional.begin() + 1, args.positional.end());
   rest.keyword = args.keyword;
@@ -112,12 +116,23 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -176,7 +191,8 @@ Value int_filter(const Value& v, const CallArgs& args) {
     long long i = std::strtoll(s.c_str(), &end, 10);
     if (!s.empty() && end && *end == '\0') return Value(static_cast<int64_t>(i));
     double f = std::strtod(s.c_str(), &end);
-    if (!s.empty() && end && *end == '\0' && std::isfinite(f)) return Value(static_cast<int64_t>(f));
+    if (!s.empty() && end && *end == '\0' && std::isfinite(f))
+      return Value(static_cast<int64_t>(f));
   }
   return def;
 }
@@ -198,7 +214,8 @@ Value min_max(const Value& v, const CallArgs& args, bool want_max, Interpreter& 
   bool cs = arg_bool(args, 0, "case_sensitive", false);
   const Value* attr = arg(args, 1, "attribute");
   ValueList items = iterate(v);
-  if (items.empty()) return Value::undefined(std::string("No aggregated item, sequence was empty."));
+  if (items.empty())
+    return Value::undefined(std::string("No aggregated item, sequence was empty."));
   auto key = [&](const Value& x) {
     return sort_key(attr ? attribute_of(in, x, attr->to_str()) : x, cs);
   };
@@ -217,8 +234,9 @@ Value indent_filter(const Value& v, const CallArgs& args) {
   const Value* w = arg(args, 0, "width");
   bool first = arg_bool(args, 1, "first", false);
   bool blank = arg_bool(args, 2, "blank", false);
-  std::string pad = w ? (w->is_string() ? w->str() : std::string(static_cast<size_t>(w->as_int()), ' '))
-                      : std::string(4, ' ');
+  std::string pad =
+      w ? (w->is_string() ? w->str() : std::string(static_cast<size_t>(w->as_int()), ' '))
+        : std::string(4, ' ');
   std::string s = v.to_str() + "\n";  // jinja2's quirk so splitlines keeps a last blank line
   std::vector<std::string> lines = pystr::splitlines(s, false);
   std::string out;
@@ -235,13 +253,17 @@ Value indent_filter(const Value& v, const CallArgs& args) {
 
 bool has_filter(std::string_view name) {
   static const char* kNames[] = {
-      "tojson", "trim", "length", "count", "upper", "lower", "title", "capitalize", "replace",
-      "join", "first", "last", "list", "select", "reject", "selectattr", "rejectattr", "map",
-      "default", "d", "items", "string", "int", "float", "abs", "round", "unique", "reverse",
-      "sort", "dictsort", "min", "max", "sum", "indent", "wordcount", "safe", "e", "escape",
-      "batch", "attr", "format", "center", "truncate", "striptags", "forceescape", "slice",
-      "wordwrap", "urlencode", "pprint", "filesizeformat", "xmlattr", "urlize", "groupby",
-      "random", "tojson"};
+      "tojson",     "trim",       "length",     "count",     "upper",
+      "lower",      "title",      "capitalize", "replace",   "join",
+      "first",      "last",       "list",       "select",    "reject",
+      "selectattr", "rejectattr", "map",        "default",   "d",
+      "items",      "string",     "int",        "float",     "abs",
+      "round",      "unique",     "reverse",    "sort",      "dictsort",
+      "min",        "max",        "sum",        "indent",    "wordcount",
+      "safe",       "e",          "escape",     "batch",     "attr",
+      "format",     "center",     "truncate",   "striptags", "forceescape",
+      "slice",      "wordwrap",   "urlencode",  "pprint",    "filesizeformat",
+      "xmlattr",    "urlize",     "groupby",    "random",    "tojson"};
   for (const char* n : kNames) {
     if (name == n) return true;
   }
@@ -265,7 +287,8 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
     std::string s = as_text(v), out;
     bool start = true;
     for (uint32_t cp : pystr::code_points(s)) {
-      bool sep = pystr::is_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+      bool sep =
+          pystr::is_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
       std::string one;
       pystr::append_utf8(one, cp);
       out += sep ? one : (start ? pystr::upper(one) : pystr::lower(one));
@@ -276,7 +299,8 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
   if (name == "replace") {
     if (args.positional.size() < 2) type_error("replace() missing required arguments");
     const Value* c = arg(args, 2, "count");
-    return Value(pystr::replace(as_text(v), as_text(args.positional[0]), as_text(args.positional[1]),
+    return Value(pystr::replace(as_text(v), as_text(args.positional[0]),
+                                as_text(args.positional[1]),
                                 c && !c->is_none() ? c->as_int() : -1));
   }
   if (name == "join") {
@@ -325,7 +349,8 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
   if (name == "float") return float_filter(v, args);
   if (name == "abs") {
     if (!v.is_number()) type_error("bad operand type for abs(): '" + v.type_name() + "'");
-    return v.is_float() ? Value(std::fabs(v.as_float())) : Value(static_cast<int64_t>(std::llabs(v.as_int())));
+    return v.is_float() ? Value(std::fabs(v.as_float()))
+                        : Value(static_cast<int64_t>(std::llabs(v.as_int())));
   }
   if (name == "round") return round_filter(v, args);
   if (name == "unique") {
@@ -396,7 +421,8 @@ Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& 
     int64_t n = 0;
     bool in_word = false;
     for (uint32_t cp : pystr::code_points(as_text(v))) {
-      bool w = cp == '_' || (cp < 0x80 ? std::isalnum(static_cast<int>(cp)) != 0 : !pystr::is_space(cp));
+      bool w =
+          cp == '_' || (cp < 0x80 ? std::isalnum(static_cast<int>(cp)) != 0 : !pystr::is_space(cp));
       if (w && !in_word) ++n;
       in_word = w;
     }

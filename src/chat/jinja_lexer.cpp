@@ -9,8 +9,12 @@ namespace sft::jinja {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_' ||
          static_cast<unsigned char>(c) >= 0x80;
@@ -59,17 +63,38 @@ std::string decode_escapes(std::string_view s) {
     }
     char c = s[++i];
     switch (c) {
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'v': out += '\v'; break;
-      case '\n': break;  // line continuation
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case '\n':
+        break;  // line continuation
       case 'x':
       case 'u':
       case 'U': {
@@ -310,9 +335,9 @@ class Lexer {
     auto digits = [&](size_t q) {
       // (\d+_)*\d+
       size_t start = q;
-      while (q < src_.size() && (is_digit(src_[q]) || (src_[q] == '_' && q > start &&
-                                                       q + 1 < src_.size() &&
-                                                       is_digit(src_[q + 1]))))
+      while (q < src_.size() &&
+             (is_digit(src_[q]) ||
+              (src_[q] == '_' && q > start && q + 1 < src_.size() && is_digit(src_[q + 1]))))
         ++q;
       return q;
     };

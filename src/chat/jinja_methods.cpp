@@ -11,16 +11,18 @@ namespace sft::jinja {
 namespace {
 
 constexpr std::string_view kStrMethods[] = {
-    "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith",
-    "upper", "lower", "title", "capitalize", "replace", "find", "rfind", "index", "count",
-    "format", "join", "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower",
-    "zfill", "center", "ljust", "rjust", "partition", "rpartition", "removeprefix",
-    "removesuffix", "swapcase", "casefold", "isnumeric", "isdecimal", "istitle", "expandtabs"};
+    "strip",      "lstrip",       "rstrip",       "split",    "rsplit",   "splitlines",
+    "startswith", "endswith",     "upper",        "lower",    "title",    "capitalize",
+    "replace",    "find",         "rfind",        "index",    "count",    "format",
+    "join",       "isdigit",      "isalpha",      "isalnum",  "isspace",  "isupper",
+    "islower",    "zfill",        "center",       "ljust",    "rjust",    "partition",
+    "rpartition", "removeprefix", "removesuffix", "swapcase", "casefold", "isnumeric",
+    "isdecimal",  "istitle",      "expandtabs"};
 constexpr std::string_view kDictMethods[] = {"items", "keys", "values", "get", "copy"};
 constexpr std::string_view kDictUnsafe[] = {"clear", "pop", "popitem", "setdefault", "update"};
 constexpr std::string_view kListMethods[] = {"index", "count", "copy"};
-constexpr std::string_view kListUnsafe[] = {"append", "extend", "insert", "pop", "remove",
-                                            "reverse", "sort", "clear"};
+constexpr std::string_view kListUnsafe[] = {"append", "extend",  "insert", "pop",
+                                            "remove", "reverse", "sort",   "clear"};
 
 template <size_t N>
 bool in(const std::string_view (&names)[N], std::string_view name) {
@@ -53,7 +55,8 @@ bool affix_match(const std::string& s, const Value& what, bool prefix) {
     if (!p.is_string()) type_error("startswith first arg must be str or a tuple of str");
     const std::string& x = p.str();
     if (x.size() > s.size()) return false;
-    return prefix ? s.compare(0, x.size(), x) == 0 : s.compare(s.size() - x.size(), x.size(), x) == 0;
+    return prefix ? s.compare(0, x.size(), x) == 0
+                  : s.compare(s.size() - x.size(), x.size(), x) == 0;
   };
   if (what.is_sequence()) {
     for (const Value& p : what.items()) {
@@ -89,7 +92,8 @@ Value str_format(const std::string& fmt, const CallArgs& args) {
       const Value* v = nullptr;
       if (name.empty()) {
         if (auto_index >= args.positional.size())
-          throw TemplateError(ErrorClass::kIndex, "Replacement index " + std::to_string(auto_index) +
+          throw TemplateError(ErrorClass::kIndex, "Replacement index " +
+                                                      std::to_string(auto_index) +
                                                       " out of range for positional args tuple");
         v = &args.positional[auto_index++];
       } else if (std::isdigit(static_cast<unsigned char>(name[0]))) {
@@ -129,7 +133,8 @@ Value str_percent(const std::string& fmt, const CallArgs& args) {
     }
     size_t j = i + 1;
     std::string spec = "%";
-    while (j < fmt.size() && std::string_view("-+ #0123456789.").find(fmt[j]) != std::string_view::npos)
+    while (j < fmt.size() &&
+           std::string_view("-+ #0123456789.").find(fmt[j]) != std::string_view::npos)
       spec += fmt[j++];
     if (j >= fmt.size()) throw TemplateError(ErrorClass::kValue, "incomplete format");
     char conv = fmt[j];
@@ -143,8 +148,9 @@ Value str_percent(const std::string& fmt, const CallArgs& args) {
     } else if (conv == 'd' || conv == 'i') {
       const Value& v = next_arg();
       if (!v.is_number()) type_error("%d format: a real number is required, not " + v.type_name());
-      std::snprintf(buf, sizeof buf, (spec + "lld").c_str(),
-                    static_cast<long long>(v.is_float() ? static_cast<int64_t>(v.as_float()) : v.as_int()));
+      std::snprintf(
+          buf, sizeof buf, (spec + "lld").c_str(),
+          static_cast<long long>(v.is_float() ? static_cast<int64_t>(v.as_float()) : v.as_int()));
       out += buf;
     } else if (conv == 'f' || conv == 'e' || conv == 'g') {
       const Value& v = next_arg();
@@ -152,11 +158,13 @@ Value str_percent(const std::string& fmt, const CallArgs& args) {
       std::snprintf(buf, sizeof buf, (spec + conv).c_str(), v.as_float());
       out += buf;
     } else {
-      throw TemplateError(ErrorClass::kValue, std::string("unsupported format character '") + conv + "'");
+      throw TemplateError(ErrorClass::kValue,
+                          std::string("unsupported format character '") + conv + "'");
     }
     i = j;
   }
-  if (k < args.positional.size()) type_error("not all arguments converted during string formatting");
+  if (k < args.positional.size())
+    type_error("not all arguments converted during string formatting");
   return Value(out);
 }
 
@@ -172,7 +180,7 @@ bool all_chars(const std::string& s, Pred pred) {
 Value call_str_method(const Value& self, const std::string& name, CallArgs& args) {
   const std::string& s = self.str();
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    pystr::Side side = name == "strip" ? pystr::Side::kBoth
+    pystr::Side side = name == "strip"    ? pystr::Side::kBoth
                        : name == "lstrip" ? pystr::Side::kLeft
                                           : pystr::Side::kRight;
     return Value(pystr::strip(s, opt_str(arg(args, 0, "chars")), side));
@@ -182,7 +190,8 @@ Value call_str_method(const Value& self, const std::string& name, CallArgs& args
     if (sep && sep->empty()) throw TemplateError(ErrorClass::kValue, "empty separator");
     const Value* m = arg(args, 1, "maxsplit");
     int64_t maxsplit = m ? m->as_int() : -1;
-    return str_list(name == "split" ? pystr::split(s, sep, maxsplit) : pystr::rsplit(s, sep, maxsplit));
+    return str_list(name == "split" ? pystr::split(s, sep, maxsplit)
+                                    : pystr::rsplit(s, sep, maxsplit));
   }
   if (name == "splitlines") {
     const Value* k = arg(args, 0, "keepends");
@@ -206,8 +215,7 @@ Value call_str_method(const Value& self, const std::string& name, CallArgs& args
     return Value(pystr::replace(s, a.str(), b.str(), c ? c->as_int() : -1));
   }
   if (name == "find" || name == "rfind" || name == "index") {
-    if (args.positional.empty() || !args.positional[0].is_string())
-      type_error("must be str");
+    if (args.positional.empty() || !args.positional[0].is_string()) type_error("must be str");
     int64_t r = pystr::find(s, args.positional[0].str(), name == "rfind");
     if (name == "index" && r < 0) throw TemplateError(ErrorClass::kValue, "substring not found");
     return Value(r);
@@ -234,9 +242,11 @@ Value call_str_method(const Value& self, const std::string& name, CallArgs& args
   if (name == "isdigit" || name == "isnumeric" || name == "isdecimal")
     return Value(all_chars(s, [](uint32_t c) { return c >= '0' && c <= '9'; }));
   if (name == "isalpha")
-    return Value(all_chars(s, [](uint32_t c) { return c >= 0x80 || std::isalpha(static_cast<int>(c)); }));
+    return Value(
+        all_chars(s, [](uint32_t c) { return c >= 0x80 || std::isalpha(static_cast<int>(c)); }));
   if (name == "isalnum")
-    return Value(all_chars(s, [](uint32_t c) { return c >= 0x80 || std::isalnum(static_cast<int>(c)); }));
+    return Value(
+        all_chars(s, [](uint32_t c) { return c >= 0x80 || std::isalnum(static_cast<int>(c)); }));
   if (name == "isspace") return Value(all_chars(s, [](uint32_t c) { return pystr::is_space(c); }));
   if (name == "isupper") return Value(pystr::upper(s) == s && pystr::lower(s) != s);
   if (name == "islower") return Value(pystr::lower(s) == s && pystr::upper(s) != s);

@@ -34,9 +34,7 @@ class Parser {
 
  private:
   const Token& cur() const { return toks_[pos_]; }
-  const Token& peek(size_t n = 1) const {
-    return toks_[std::min(pos_ + n, toks_.size() - 1)];
-  }
+  const Token& peek(size_t n = 1) const { return toks_[std::min(pos_ + n, toks_.size() - 1)]; }
   Token next() {
     Token t = toks_[pos_];
     if (pos_ + 1 < toks_.size()) ++pos_;
@@ -68,7 +66,8 @@ class Parser {
   }
   [[noreturn]] void fail_here(const std::string& message) const { fail(message, cur()); }
   void expect_op(const char* op) {
-    if (!skip_op(op)) fail_here("expected token '" + std::string(op) + "', got '" + token_text(cur()) + "'");
+    if (!skip_op(op))
+      fail_here("expected token '" + std::string(op) + "', got '" + token_text(cur()) + "'");
   }
   std::string expect_name() {
     if (cur().type != TokenType::kName)
@@ -748,6 +747,8 @@ class Parser {
 
 }  // namespace
 
-NodeList parse_template(std::string_view source) { return Parser(tokenize(source)).parse_root(); }
+NodeList parse_template(std::string_view source) {
+  return Parser(tokenize(source)).parse_root();
+}
 
 }  // namespace sft::jinja

@@ -30,7 +30,8 @@ Value make_namespace(Interpreter&, CallArgs& args) {
     if (!k.empty() && k[0] == '_') {
       throw TemplateError(ErrorClass::kSecurity,
                           "Chat templates cannot store underscore-prefixed attributes on a "
-                          "namespace, but got '" + k + "'. Please rename the attribute.");
+                          "namespace, but got '" +
+                              k + "'. Please rename the attribute.");
     }
   }
   return Value::ns(std::move(d));
@@ -67,7 +68,8 @@ Value make_range(Interpreter&, CallArgs& args) {
 const ValueDict& template_globals() {
   static const ValueDict globals = [] {
     ValueDict g;
-    g.set("raise_exception", Value::function("raise_exception", [](Interpreter&, CallArgs& args) -> Value {
+    g.set("raise_exception",
+          Value::function("raise_exception", [](Interpreter&, CallArgs& args) -> Value {
             std::string msg = args.positional.empty() ? "" : args.positional[0].to_str();
             throw TemplateError(ErrorClass::kRaised, msg);
           }));

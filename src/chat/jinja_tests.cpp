@@ -64,11 +64,12 @@ bool contains(const Value& needle, const Value& hay) {
 
 bool has_test(std::string_view name) {
   static const char* kNames[] = {
-      "defined", "undefined", "none", "string", "number", "integer", "float", "boolean",
-      "true", "false", "mapping", "sequence", "iterable", "callable", "odd", "even",
-      "divisibleby", "equalto", "eq", "==", "ne", "!=", "lt", "<", "le", "<=", "gt", ">",
-      "ge", ">=", "greaterthan", "lessthan", "sameas", "in", "lower", "upper", "escaped",
-      "filter", "test"};
+      "defined", "undefined", "none",        "string",   "number",   "integer",  "float",
+      "boolean", "true",      "false",       "mapping",  "sequence", "iterable", "callable",
+      "odd",     "even",      "divisibleby", "equalto",  "eq",       "==",       "ne",
+      "!=",      "lt",        "<",           "le",       "<=",       "gt",       ">",
+      "ge",      ">=",        "greaterthan", "lessthan", "sameas",   "in",       "lower",
+      "upper",   "escaped",   "filter",      "test"};
   for (const char* n : kNames) {
     if (name == n) return true;
   }
@@ -114,11 +115,14 @@ bool apply_test(Interpreter&, const std::string& name, const Value& v, CallArgs&
     if (d.as_int() == 0) throw TemplateError(ErrorClass::kZeroDivision, "integer modulo by zero");
     return v.as_int() % d.as_int() == 0;
   }
-  if (name == "equalto" || name == "eq" || name == "==") return values_equal(v, need_arg(args, name));
+  if (name == "equalto" || name == "eq" || name == "==")
+    return values_equal(v, need_arg(args, name));
   if (name == "ne" || name == "!=") return !values_equal(v, need_arg(args, name));
-  if (name == "lt" || name == "<" || name == "lessthan") return compare("<", v, need_arg(args, name));
+  if (name == "lt" || name == "<" || name == "lessthan")
+    return compare("<", v, need_arg(args, name));
   if (name == "le" || name == "<=") return compare("<=", v, need_arg(args, name));
-  if (name == "gt" || name == ">" || name == "greaterthan") return compare(">", v, need_arg(args, name));
+  if (name == "gt" || name == ">" || name == "greaterthan")
+    return compare(">", v, need_arg(args, name));
   if (name == "ge" || name == ">=") return compare(">=", v, need_arg(args, name));
   if (name == "sameas") return v.same_object(need_arg(args, name));
   if (name == "in") return contains(v, need_arg(args, name));

@@ -121,7 +121,9 @@ Value Value::from_json(const OrderedJson& j) {
   }
 }
 
-const std::string& Value::undefined_hint() const { return ptr_ ? str() : kEmpty; }
+const std::string& Value::undefined_hint() const {
+  return ptr_ ? str() : kEmpty;
+}
 
 bool Value::truthy() const {
   switch (kind_) {

@@ -77,14 +77,17 @@ int run_chat_template(const Args& args) {
   OJ messages = chat::parse_ordered_json(read_text_file(messages_path, "chat"), messages_path);
   if (messages.is_object() && messages.contains("messages")) messages = messages["messages"];
   if (!messages.is_array()) {
-    fail_in_file("chat", {messages_path, ""}, "expected a list of messages, got " + std::string(messages.type_name()),
+    fail_in_file("chat", {messages_path, ""},
+                 "expected a list of messages, got " + std::string(messages.type_name()),
                  "write [{\"role\": \"user\", \"content\": \"...\"}, ...]");
   }
   inputs.messages = std::move(messages);
-  if (!tools_path.empty()) inputs.tools = chat::parse_ordered_json(read_text_file(tools_path, "chat"), tools_path);
+  if (!tools_path.empty())
+    inputs.tools = chat::parse_ordered_json(read_text_file(tools_path, "chat"), tools_path);
   if (!kwargs_text.empty()) {
     inputs.kwargs = chat::parse_ordered_json(kwargs_text, "--kwargs");
-    if (!inputs.kwargs.is_object()) fail("cli", "sft chat-template: --kwargs must be a JSON object");
+    if (!inputs.kwargs.is_object())
+      fail("cli", "sft chat-template: --kwargs must be a JSON object");
   }
 
   std::optional<chat::ChatTemplate> tmpl;
@@ -94,7 +97,8 @@ int run_chat_template(const Args& args) {
     chat::SpecialTokens tokens;
     if (!tokenizer.empty()) {
       std::filesystem::path p(tokenizer);
-      std::filesystem::path config = std::filesystem::is_directory(p) ? p / "tokenizer_config.json" : p;
+      std::filesystem::path config =
+          std::filesystem::is_directory(p) ? p / "tokenizer_config.json" : p;
       tokens = chat::special_tokens_from_config(read_json_file(config.string(), "chat"));
     }
     tmpl.emplace(chat::ChatTemplate::from_file(template_path, tokens));
@@ -119,8 +123,9 @@ int run_chat_template(const Args& args) {
   return 0;
 }
 
-SFT_REGISTER_COMMAND("chat-template",
-                     "render a conversation with a tokenizer's chat template (or its assistant mask)",
-                     run_chat_template);
+SFT_REGISTER_COMMAND(
+    "chat-template",
+    "render a conversation with a tokenizer's chat template (or its assistant mask)",
+    run_chat_template);
 
 }  // namespace sft::cli

@@ -59,14 +59,16 @@ TEST(AssistantMask, PrefixSpansCoverContentAndEndOfTurn) {
   AssistantMask m = assistant_mask(tmpl, in);
   EXPECT_EQ(m.method, MaskMethod::kPrefixRendering);
   ASSERT_EQ(m.spans.size(), 2u);
-  EXPECT_EQ(m.text.substr(m.spans[0].begin, m.spans[0].end - m.spans[0].begin), "héllo<|im_end|>\n");
+  EXPECT_EQ(m.text.substr(m.spans[0].begin, m.spans[0].end - m.spans[0].begin),
+            "héllo<|im_end|>\n");
   EXPECT_EQ(m.text.substr(m.spans[1].begin, m.spans[1].end - m.spans[1].begin), "bye<|im_end|>\n");
 }
 
 TEST(AssistantMask, NotPrefixPreservingNamesTheTurn) {
   ChatTemplate tmpl = fixture("phi3.jinja");  // appends eos only at the very end
   ChatInputs in;
-  in.messages = OJ::parse(R"([{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}])");
+  in.messages =
+      OJ::parse(R"([{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}])");
   try {
     mask_from_prefix_rendering(tmpl, in);
     FAIL() << "expected an error";
@@ -107,7 +109,8 @@ TEST(AssistantMask, GenerationMethodNeedsBlocks) {
 
 TEST(AssistantMask, TokenMaskFromSpans) {
   std::vector<CharSpan> spans = {{5, 10}, {20, 22}};
-  std::vector<std::pair<size_t, size_t>> offsets = {{0, 5}, {4, 6}, {6, 10}, {10, 20}, {19, 21}, {22, 30}};
+  std::vector<std::pair<size_t, size_t>> offsets = {{0, 5},   {4, 6},   {6, 10},
+                                                    {10, 20}, {19, 21}, {22, 30}};
   EXPECT_EQ(token_mask_from_spans(spans, offsets), (std::vector<uint8_t>{0, 1, 1, 0, 1, 0}));
 }
 

@@ -57,7 +57,8 @@ std::optional<ChatTemplate> load(const OJ& t) {
   if (st.contains("pad_token")) tokens.pad = st["pad_token"].get<std::string>();
   if (st.contains("unk_token")) tokens.unk = st["unk_token"].get<std::string>();
   return ChatTemplate::from_file(
-      test::source_path("tests/fixtures/chat_templates/" + t["fixture"].get<std::string>()), tokens);
+      test::source_path("tests/fixtures/chat_templates/" + t["fixture"].get<std::string>()),
+      tokens);
 }
 
 void check_template(const OJ& t, int* identical, int* total) {
@@ -82,7 +83,8 @@ void check_template(const OJ& t, int* identical, int* total) {
       EXPECT_EQ(want_class, jinja::error_class_name(e.error_class()))
           << t["name"] << " / " << id << ": " << e.what();
       if (want_class == "TemplateError") {
-        EXPECT_EQ(r["error"]["message"].get<std::string>(), e.bare_message()) << t["name"] << " / " << id;
+        EXPECT_EQ(r["error"]["message"].get<std::string>(), e.bare_message())
+            << t["name"] << " / " << id;
       }
       if (want_class == jinja::error_class_name(e.error_class())) ++*identical;
       continue;
@@ -90,7 +92,8 @@ void check_template(const OJ& t, int* identical, int* total) {
     if (r.contains("error")) {
       ADD_FAILURE() << t["name"] << " / " << id << ": Python raised "
                     << r["error"]["class"].get<std::string>() << " ("
-                    << r["error"]["message"].get<std::string>() << ") but we rendered:\n" << got;
+                    << r["error"]["message"].get<std::string>() << ") but we rendered:\n"
+                    << got;
       continue;
     }
     const std::string want = r["text"].get<std::string>();
@@ -99,7 +102,8 @@ void check_template(const OJ& t, int* identical, int* total) {
     if (r.contains("generation_spans")) {
       std::vector<std::pair<size_t, size_t>> want_spans, got_spans;
       for (const OJ& s : r["generation_spans"]) {
-        want_spans.emplace_back(byte_offset(want, s[0].get<size_t>()), byte_offset(want, s[1].get<size_t>()));
+        want_spans.emplace_back(byte_offset(want, s[0].get<size_t>()),
+                                byte_offset(want, s[1].get<size_t>()));
       }
       for (const auto& s : spans) got_spans.emplace_back(s.begin, s.end);
       EXPECT_EQ(want_spans, got_spans) << t["name"] << " / " << id;

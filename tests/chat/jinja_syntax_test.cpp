@@ -25,7 +25,9 @@ std::string normalize_class(const std::string& c) {
   return c;
 }
 
-TEST(JinjaSyntaxTable, HasEnoughCases) { EXPECT_GE(table()["cases"].size(), 150u); }
+TEST(JinjaSyntaxTable, HasEnoughCases) {
+  EXPECT_GE(table()["cases"].size(), 150u);
+}
 
 TEST(JinjaSyntaxTable, MatchesJinja2) {
   ValueDict context;
@@ -54,8 +56,8 @@ TEST(JinjaSyntaxTable, MatchesJinja2) {
       continue;
     }
     if (c.contains("error")) {
-      ADD_FAILURE() << "case " << c["id"] << " " << src << ": jinja2 raised " << c["error"]
-                    << " (" << c["message"] << ") but we rendered: " << got;
+      ADD_FAILURE() << "case " << c["id"] << " " << src << ": jinja2 raised " << c["error"] << " ("
+                    << c["message"] << ") but we rendered: " << got;
       continue;
     }
     EXPECT_EQ(c["output"].get<std::string>(), got) << "case " << c["id"] << " " << src;
