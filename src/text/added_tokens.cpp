@@ -47,14 +47,16 @@ bool TokenTrie::find(std::string_view text, size_t pos, size_t* begin, size_t* e
 AddedVocabulary::AddedVocabulary(std::vector<AddedToken> tokens, const Normalizer* normalizer)
     : tokens_(std::move(tokens)), normalizer_(normalizer) {
   for (size_t i = 0; i < tokens_.size(); ++i) {
-    const AddedToken& t = tokens_[i];
+    AddedToken& t = tokens_[i];
     by_id_.emplace(t.id, i);
+    tokens_[i].decoded = t.content;
     if (!t.normalized) {
       raw_trie_.insert(t.content, int32_t(i));
     } else {
       std::string content = t.content;
       if (normalizer_) normalizer_->normalize(content);
       normalized_trie_.insert(content, int32_t(i));
+      tokens_[i].decoded = content;
     }
   }
 }
@@ -126,8 +128,10 @@ void AddedVocabulary::extract_and_normalize(std::string_view input, bool split_s
       continue;
     }
     scratch.assign(raw.view(p));
-    if (normalizer_) normalizer_->normalize(scratch);
-    split(scratch, normalized_trie_, p.at_origin, split_special_tokens, out);
+    size_t head = 0;
+    if (p.at_origin && !scratch.empty()) head = utf8_len(static_cast<unsigned char>(scratch[0]));
+    if (normalizer_) normalizer_->normalize(scratch, head);
+    split(scratch, normalized_trie_, p.at_origin && head > 0, split_special_tokens, out);
   }
 }
 

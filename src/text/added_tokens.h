@@ -23,6 +23,7 @@ class Normalizer;
 struct AddedToken {
   std::string content;
   int32_t id = -1;
+  std::string decoded;  // what decode shows: the normalized content for normalized tokens
   bool special = false, single_word = false, lstrip = false, rstrip = false, normalized = false;
 };
 

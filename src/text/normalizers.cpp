@@ -1,6 +1,7 @@
 // See normalizers.h.
 #include "text/normalizers.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "text/pattern.h"
@@ -13,7 +14,15 @@ namespace {
 class UnicodeNormalizer : public Normalizer {
  public:
   explicit UnicodeNormalizer(NormalForm form) : form_(form) {}
-  void normalize(std::string& text) const override { normalize_unicode(text, form_); }
+  void normalize(std::string& text, size_t& head) const override {
+    if (head > 0 && head <= text.size()) {
+      std::string first = text.substr(0, head);
+      normalize_unicode(first, form_);
+      head = first.size();
+    }
+    normalize_unicode(text, form_);
+    head = std::min(head, text.size());
+  }
 
  private:
   NormalForm form_;
@@ -21,13 +30,16 @@ class UnicodeNormalizer : public Normalizer {
 
 class Lowercase : public Normalizer {
  public:
-  void normalize(std::string& text) const override { text = to_lower(text); }
+  void normalize(std::string& text, size_t& head) const override {
+    if (head > 0 && head <= text.size()) head = to_lower(text.substr(0, head)).size();
+    text = to_lower(text);
+  }
 };
 
 class Strip : public Normalizer {
  public:
   Strip(bool left, bool right) : left_(left), right_(right) {}
-  void normalize(std::string& text) const override {
+  void normalize(std::string& text, size_t& head) const override {
     size_t b = 0, e = text.size(), n;
     if (left_)
       while (b < e && is_whitespace(utf8_decode(text, b, &n))) b += n;
@@ -39,6 +51,7 @@ class Strip : public Normalizer {
         e = s;
       }
     }
+    head = b >= head ? 0 : head - b;
     text = text.substr(b, e - b);
   }
 
@@ -50,7 +63,21 @@ class Replace : public Normalizer {
  public:
   Replace(Pattern pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
-  void normalize(std::string& text) const override { text = pattern_.replace_all(text, content_); }
+  void normalize(std::string& text, size_t& head) const override {
+    // HF aligns a replacement with the last character it replaces, so a match at the start
+    // reaching past the head moves the text's start away from the input's first byte.
+    bool first = true;
+    pattern_.for_each_match(text, [&](size_t b, size_t e) {
+      if (first && b == 0 && head > 0) {
+        if (content_.empty() ? e >= head : e > head)
+          head = 0;
+        else
+          head = head - e + content_.size();
+      }
+      first = false;
+    });
+    text = pattern_.replace_all(text, content_);
+  }
 
  private:
   Pattern pattern_;
@@ -60,8 +87,10 @@ class Replace : public Normalizer {
 class Prepend : public Normalizer {
  public:
   explicit Prepend(std::string prefix) : prefix_(std::move(prefix)) {}
-  void normalize(std::string& text) const override {
-    if (!text.empty()) text.insert(0, prefix_);
+  void normalize(std::string& text, size_t& head) const override {
+    if (text.empty()) return;
+    text.insert(0, prefix_);
+    if (head > 0) head += prefix_.size();
   }
 
  private:
@@ -71,8 +100,8 @@ class Prepend : public Normalizer {
 class Sequence : public Normalizer {
  public:
   explicit Sequence(std::vector<std::unique_ptr<Normalizer>> steps) : steps_(std::move(steps)) {}
-  void normalize(std::string& text) const override {
-    for (const auto& s : steps_) s->normalize(text);
+  void normalize(std::string& text, size_t& head) const override {
+    for (const auto& s : steps_) s->normalize(text, head);
   }
 
  private:

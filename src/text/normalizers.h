@@ -14,7 +14,15 @@ namespace sft::text {
 class Normalizer {
  public:
   virtual ~Normalizer() = default;
-  virtual void normalize(std::string& text) const = 0;
+  // `head` is the byte length of the text's prefix that stems from the first character of
+  // the input (0 once that character is gone). HF tracks an alignment per character; this
+  // is the part of it Metaspace's prepend_scheme "first" needs ("does the text still start
+  // at input offset 0?").
+  virtual void normalize(std::string& text, size_t& head) const = 0;
+  void normalize(std::string& text) const {
+    size_t head = text.size();
+    normalize(text, head);
+  }
 };
 
 // nullptr for a JSON null. Throws naming `place` for unknown types or bad fields.

@@ -195,7 +195,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   tokens.reserve(ids.size());
   for (int32_t id : ids) {
     if (const AddedToken* a = impl_->added->find_by_id(id)) {
-      if (!(skip_special_tokens && a->special)) tokens.push_back(a->content);
+      if (!(skip_special_tokens && a->special)) tokens.push_back(a->decoded);
     } else if (const std::string* t = impl_->model->id_to_token(id)) {
       tokens.push_back(*t);
     }
@@ -225,7 +225,7 @@ std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
 }
 
 std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
-  if (const AddedToken* a = impl_->added->find_by_id(id)) return a->content;
+  if (const AddedToken* a = impl_->added->find_by_id(id)) return a->decoded;
   if (const std::string* t = impl_->model->id_to_token(id)) return *t;
   return std::nullopt;
 }

@@ -3,7 +3,9 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <memory>
 
 namespace sft::text {
@@ -82,10 +84,31 @@ bool is_alphanumeric(char32_t c) {
          (k >= UTF8PROC_CATEGORY_ND && k <= UTF8PROC_CATEGORY_NO);
 }
 
+namespace {
+// HF's Punctuation pre-tokenizer uses an older Unicode table than ours: these P* characters
+// (assigned or recategorized since) are not punctuation there, and U+166D, U+111C9 still are.
+// Measured by probing tokenizers 0.23.3 with every code point below U+30000.
+constexpr char32_t kNotHfPunctuation[] = {
+    0x61D,   0x9FD,   0xA76,   0xC77,   0xC84,   0x1B7D,  0x1B7E,  0x2E43,  0x2E44,  0x2E45,
+    0x2E46,  0x2E47,  0x2E48,  0x2E49,  0x2E4A,  0x2E4B,  0x2E4C,  0x2E4D,  0x2E4E,  0x2E4F,
+    0x2E52,  0x2E53,  0x2E54,  0x2E55,  0x2E56,  0x2E57,  0x2E58,  0x2E59,  0x2E5A,  0x2E5B,
+    0x2E5C,  0x2E5D,  0x10EAD, 0x10F55, 0x10F56, 0x10F57, 0x10F58, 0x10F59, 0x10F86, 0x10F87,
+    0x10F88, 0x10F89, 0x1144B, 0x1144C, 0x1144D, 0x1144E, 0x1144F, 0x1145A, 0x1145B, 0x1145D,
+    0x11660, 0x11661, 0x11662, 0x11663, 0x11664, 0x11665, 0x11666, 0x11667, 0x11668, 0x11669,
+    0x1166A, 0x1166B, 0x1166C, 0x116B9, 0x1183B, 0x11944, 0x11945, 0x11946, 0x119E2, 0x11A3F,
+    0x11A40, 0x11A41, 0x11A42, 0x11A43, 0x11A44, 0x11A45, 0x11A46, 0x11A9A, 0x11A9B, 0x11A9C,
+    0x11A9E, 0x11A9F, 0x11AA0, 0x11AA1, 0x11AA2, 0x11C41, 0x11C42, 0x11C43, 0x11C44, 0x11C45,
+    0x11C70, 0x11C71, 0x11EF7, 0x11EF8, 0x11FFF, 0x12FF1, 0x12FF2, 0x16E97, 0x16E98, 0x16E99,
+    0x16E9A, 0x16FE2, 0x1E95E, 0x1E95F};
+}  // namespace
+
 bool is_punctuation(char32_t c) {
   if (c < 0x80)
     return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
            (c >= 0x7B && c <= 0x7E);
+  if (c == 0x166D || c == 0x111C9) return true;
+  if (std::binary_search(std::begin(kNotHfPunctuation), std::end(kNotHfPunctuation), c))
+    return false;
   auto k = category(c);
   return k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO;
 }
@@ -93,6 +116,7 @@ bool is_punctuation(char32_t c) {
 bool is_word_char(char32_t c) {
   if (c < 0x80)
     return c == '_' || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || (c >= '0' && c <= '9');
+  if (c == 0x200C || c == 0x200D) return true;  // Join_Control is part of Unicode \w
   auto k = category(c);
   return (k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_ME) || k == UTF8PROC_CATEGORY_ND ||
          k == UTF8PROC_CATEGORY_PC;

@@ -30,7 +30,8 @@ bool is_numeric(char32_t c);
 bool is_alphanumeric(char32_t c);
 // HF's punctuation test: ASCII punctuation or a Unicode P* category.
 bool is_punctuation(char32_t c);
-// Regex \w as Oniguruma sees it: letters, marks, decimal digits, connector punctuation.
+// Regex \w as Oniguruma sees it: letters, marks, decimal digits, connector punctuation,
+// Join_Control (ZWJ/ZWNJ).
 bool is_word_char(char32_t c);
 
 enum class NormalForm { kNFC, kNFD, kNFKC, kNFKD };

@@ -68,7 +68,9 @@ const std::vector<std::string>& corpus() {
   return strings;
 }
 
-std::string ids_text(const std::vector<int32_t>& ids) { return Json(ids).dump(); }
+std::string ids_text(const std::vector<int32_t>& ids) {
+  return Json(ids).dump();
+}
 
 void check_parity(const std::string& name, const std::string& path) {
   const auto& strings = corpus();
@@ -87,8 +89,7 @@ void check_parity(const std::string& name, const std::string& path) {
     msg << name << ": corpus string " << i << " " << Json(strings[i].substr(0, 200)).dump()
         << "\n  ours: ids " << ids_text(r.plain) << "\n        with specials "
         << ids_text(r.special) << "\n        split specials " << ids_text(r.split)
-        << "\n        decode " << Json(r.decode).dump() << " / skip "
-        << Json(r.decode_skip).dump();
+        << "\n        decode " << Json(r.decode).dump() << " / skip " << Json(r.decode_skip).dump();
     if (i < clear.size()) msg << "\n  HF:   " << clear[i];
     ADD_FAILURE() << msg.str();
   }
