@@ -8,6 +8,45 @@
 
 namespace sft::text {
 
+void Vocab::reserve(size_t n, size_t bytes) {
+  blob_.reserve(bytes);
+  size_t cap = 16;
+  while (cap < n * 2) cap <<= 1;
+  slots_.assign(cap, -1);
+  mask_ = cap - 1;
+}
+
+void Vocab::grow() {
+  std::vector<int32_t> old;
+  old.swap(slots_);
+  size_t cap = old.empty() ? 16 : old.size() * 2;
+  slots_.assign(cap, -1);
+  mask_ = cap - 1;
+  for (int32_t id : old) {
+    if (id < 0) continue;
+    size_t i = hash(token_of(id)) & mask_;
+    while (slots_[i] >= 0) i = (i + 1) & mask_;
+    slots_[i] = id;
+  }
+}
+
+bool Vocab::insert(std::string_view token, int32_t id) {
+  if (find(token) >= 0 || has_id(id)) return false;
+  if ((size_ + 1) * 2 > slots_.size()) grow();
+  if (size_t(id) >= len_.size()) {
+    off_.resize(size_t(id) + 1, 0);
+    len_.resize(size_t(id) + 1, kAbsent);
+  }
+  off_[size_t(id)] = static_cast<uint32_t>(blob_.size());
+  len_[size_t(id)] = static_cast<uint32_t>(token.size());
+  blob_.append(token);
+  size_t i = hash(token) & mask_;
+  while (slots_[i] >= 0) i = (i + 1) & mask_;
+  slots_[i] = id;
+  ++size_;
+  return true;
+}
+
 void MergeTable::reserve(size_t n) {
   size_t cap = 16;
   int bits = 4;
@@ -39,7 +78,8 @@ bool candidate_after(const BpeScratch::Candidate& x, const BpeScratch::Candidate
 }
 }  // namespace
 
-BpeModel::BpeModel(const Json& spec, const LoadContext& ctx) : file_(ctx.file) {
+BpeModel::BpeModel(const Json& spec, TokenizerJson& data, const LoadContext& ctx)
+    : file_(ctx.file) {
   const std::string place = "model";
   if (ctx.string_or(spec, place, "type", "BPE") != "BPE")
     ctx.fail(place + ".type", "unsupported model type '" + ctx.string(spec, place, "type") + "'",
@@ -55,30 +95,25 @@ BpeModel::BpeModel(const Json& spec, const LoadContext& ctx) : file_(ctx.file) {
   byte_fallback_ = ctx.bool_or(spec, place, "byte_fallback", false);
   ignore_merges_ = ctx.bool_or(spec, place, "ignore_merges", false);
 
-  const Json& vocab = ctx.field(spec, place, "vocab");
-  if (!vocab.is_object()) ctx.fail(place + ".vocab", "expected an object of token → id");
-  vocab_.reserve(vocab.size());
-  std::vector<std::pair<int32_t, const std::string*>> by_id;
-  by_id.reserve(vocab.size());
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    const Json& v = it.value();
-    if (!v.is_number_unsigned() || v.get<uint64_t>() > 0x7FFFFFFF)
-      ctx.fail(place + ".vocab['" + it.key() + "']",
-               "expected a non-negative integer id, got " + v.dump());
-    auto [pos, inserted] = vocab_.emplace(it.key(), static_cast<int32_t>(v.get<uint64_t>()));
-    by_id.emplace_back(pos->second, &pos->first);
-  }
-  int32_t max_id = -1;
-  for (auto& [id, _] : by_id) max_id = std::max(max_id, id);
-  id_to_token_.resize(size_t(max_id + 1));
-  has_id_.assign(size_t(max_id + 1), false);
-  for (auto& [id, token] : by_id) {
-    if (has_id_[size_t(id)])
-      ctx.fail(place + ".vocab['" + *token + "']",
-               "id " + std::to_string(id) + " is also used by '" + id_to_token_[size_t(id)] + "'",
+  if (!data.has_vocab)
+    ctx.fail(place + ".vocab",
+             spec.contains("vocab") ? "expected an object of token → id" : "missing field 'vocab'");
+  size_t bytes = 0;
+  for (const auto& v : data.vocab) bytes += v.first.size();
+  vocab_.reserve(data.vocab.size(), bytes);
+  for (const auto& [token, id] : data.vocab) {
+    if (id < 0 || id > 0x7FFFFFFF)
+      ctx.fail(place + ".vocab['" + token + "']", "expected a non-negative integer id");
+    int32_t other = vocab_.find(token);
+    if (other >= 0)
+      ctx.fail(place + ".vocab", "duplicate key '" + token + "'",
+               "every token may appear once in the vocab");
+    if (vocab_.has_id(static_cast<int32_t>(id)))
+      ctx.fail(place + ".vocab['" + token + "']",
+               "id " + std::to_string(id) + " is also used by '" +
+                   std::string(vocab_.token_of(static_cast<int32_t>(id))) + "'",
                "every vocab id must be unique");
-    has_id_[size_t(id)] = true;
-    id_to_token_[size_t(id)] = *token;
+    vocab_.insert(token, static_cast<int32_t>(id));
   }
   if (!unk_token_.empty()) unk_id_ = token_to_id(unk_token_);
   for (int b = 0; b < 256; ++b) {
@@ -87,38 +122,28 @@ BpeModel::BpeModel(const Json& spec, const LoadContext& ctx) : file_(ctx.file) {
     byte_ids_[size_t(b)] = token_to_id(name);
   }
 
-  const Json& merges = ctx.field(spec, place, "merges");
-  if (!merges.is_array()) ctx.fail(place + ".merges", "expected an array");
-  merges_.reserve(merges.size());
+  if (!data.has_merges)
+    ctx.fail(place + ".merges",
+             spec.contains("merges") ? "expected an array" : "missing field 'merges'");
+  merges_.reserve(data.merges.size());
   std::string merged;
-  for (size_t i = 0; i < merges.size(); ++i) {
-    const Json& m = merges[i];
-    std::string where = place + ".merges[" + std::to_string(i) + "]";
-    std::string_view a, b;
-    std::string joined;
-    if (m.is_string()) {
-      const auto& s = m.get_ref<const std::string&>();
-      size_t sp = s.find(' ');
-      if (sp == std::string::npos)
-        ctx.fail(where, "merge '" + s + "' is not two tokens separated by a space");
-      a = std::string_view(s).substr(0, sp);
-      b = std::string_view(s).substr(sp + 1);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      a = m[0].get_ref<const std::string&>();
-      b = m[1].get_ref<const std::string&>();
-    } else {
-      ctx.fail(where, "expected \"a b\" or [\"a\", \"b\"], got " + m.dump());
+  for (size_t i = 0; i < data.merges.size(); ++i) {
+    auto where = [&] { return place + ".merges[" + std::to_string(i) + "]"; };
+    const std::string& a = data.merges[i].first;
+    const std::string& b = data.merges[i].second;
+    if (!data.bad_merges.empty() && data.bad_merges.front() == i) {
+      ctx.fail(where(), "merge '" + a + "' is not two tokens separated by a space");
     }
     int32_t ia = token_to_id(a), ib = token_to_id(b);
     const char* hint = "every merge must name two vocab tokens whose concatenation is in the vocab";
-    if (ia < 0) ctx.fail(where, "token '" + std::string(a) + "' not in vocab", hint);
-    if (ib < 0) ctx.fail(where, "token '" + std::string(b) + "' not in vocab", hint);
+    if (ia < 0) ctx.fail(where(), "token '" + std::string(a) + "' not in vocab", hint);
+    if (ib < 0) ctx.fail(where(), "token '" + std::string(b) + "' not in vocab", hint);
     std::string_view tail = b;
     if (!prefix_.empty() && tail.substr(0, prefix_.size()) == prefix_)
       tail.remove_prefix(prefix_.size());
     merged.assign(a).append(tail);
     int32_t im = token_to_id(merged);
-    if (im < 0) ctx.fail(where, "merged token '" + merged + "' not in vocab", hint);
+    if (im < 0) ctx.fail(where(), "merged token '" + merged + "' not in vocab", hint);
     merges_.insert(ia, ib, static_cast<uint32_t>(i), im);
   }
 }

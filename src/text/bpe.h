@@ -18,6 +18,7 @@
 
 #include "io/json.h"
 #include "text/load_context.h"
+#include "text/tokenizer_json.h"
 
 namespace sft::text {
 
@@ -25,7 +26,40 @@ struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
-using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
+// token ↔ id. Tokens live back to back in one buffer and the hash table holds ids, so a
+// lookup touches two cache lines instead of chasing unordered_map nodes (load time and
+// encode both depend on it).
+class Vocab {
+ public:
+  void reserve(size_t n, size_t bytes);
+  // False when `token` is already present. Ids may be sparse but not repeated (see has_id).
+  bool insert(std::string_view token, int32_t id);
+  int32_t find(std::string_view token) const {
+    if (slots_.empty()) return -1;
+    for (size_t i = hash(token) & mask_;; i = (i + 1) & mask_) {
+      int32_t id = slots_[i];
+      if (id < 0) return -1;
+      if (token_of(id) == token) return id;
+    }
+  }
+  bool has_id(int32_t id) const {
+    return id >= 0 && size_t(id) < len_.size() && len_[size_t(id)] != kAbsent;
+  }
+  std::string_view token_of(int32_t id) const {
+    return std::string_view(blob_).substr(off_[size_t(id)], len_[size_t(id)]);
+  }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr uint32_t kAbsent = ~uint32_t(0);
+  static size_t hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
+  void grow();
+  std::string blob_;
+  std::vector<uint32_t> off_, len_;  // by id
+  std::vector<int32_t> slots_;       // -1 = empty
+  size_t mask_ = 0, size_ = 0;
+};
 
 // Pair of ids → (rank, merged id), open addressing with linear probing.
 class MergeTable {
@@ -80,21 +114,16 @@ struct BpeScratch {
 
 class BpeModel {
  public:
-  // Throws naming ctx.file and the JSON place for anything malformed or unsupported.
-  BpeModel(const Json& spec, const LoadContext& ctx);
+  // `spec` is the "model" object without vocab/merges, which come pre-scanned in `data`
+  // (moved from). Throws naming ctx.file and the JSON place for anything malformed.
+  BpeModel(const Json& spec, TokenizerJson& data, const LoadContext& ctx);
 
   // Appends the ids of one pre-tokenized word to `out`.
   void tokenize(std::string_view word, BpeScratch& scratch, std::vector<int32_t>& out) const;
 
-  int32_t token_to_id(std::string_view token) const {
-    auto it = vocab_.find(token);
-    return it == vocab_.end() ? -1 : it->second;
-  }
-  // nullptr when `id` is not in the vocab.
-  const std::string* id_to_token(int32_t id) const {
-    if (id < 0 || size_t(id) >= id_to_token_.size() || !has_id_[size_t(id)]) return nullptr;
-    return &id_to_token_[size_t(id)];
-  }
+  int32_t token_to_id(std::string_view token) const { return vocab_.find(token); }
+  bool has_id(int32_t id) const { return vocab_.has_id(id); }
+  std::string_view id_to_token(int32_t id) const { return vocab_.token_of(id); }  // has_id first
   size_t vocab_size() const { return vocab_.size(); }
   size_t merge_count() const { return merges_.size(); }
 
@@ -103,9 +132,7 @@ class BpeModel {
   void merge_all(BpeScratch& s) const;
   int32_t unk_id() const;
 
-  TokenMap vocab_;
-  std::vector<std::string> id_to_token_;
-  std::vector<bool> has_id_;
+  Vocab vocab_;
   MergeTable merges_;
   std::array<int32_t, 256> byte_ids_{};  // "<0xAB>" tokens for byte_fallback, -1 if absent
   std::string unk_token_, prefix_, suffix_, file_;

@@ -17,7 +17,7 @@ struct LoadContext {
                          std::string_view hint =
                              "check the file against HF tokenizers' "
                              "serialization") const {
-    fail_in_file("tokenizer", {file, place}, problem, hint);
+    fail_in_file("tokenizer", {file, place.empty() ? "top level" : place}, problem, hint);
   }
 
   const Json& field(const Json& obj, const std::string& place, const char* key) const;

@@ -116,10 +116,10 @@ std::vector<AddedToken> load_added_tokens(const Json& root, const BpeModel& mode
     if (!ids.insert(a.id).second)
       ctx.fail(place + ".id", "id " + std::to_string(a.id) + " is used by two added tokens",
                "every added token needs its own id");
-    if (model_id < 0 && model.id_to_token(a.id))
+    if (model_id < 0 && model.has_id(a.id))
       ctx.fail(place + ".id",
                "id " + std::to_string(a.id) + " of '" + a.content + "' belongs to vocab token '" +
-                   *model.id_to_token(a.id) + "'",
+                   std::string(model.id_to_token(a.id)) + "'",
                "added tokens not in the vocab need ids of their own");
     tokens.push_back(std::move(a));
   }
@@ -135,13 +135,13 @@ const Json& component(const Json& root, const char* key) {
 
 Tokenizer Tokenizer::from_json(std::string_view json_text, const std::string& source) {
   LoadContext ctx{source};
-  Json root = parse_json_strict(json_text, "tokenizer", source);
-  if (!root.is_object()) ctx.fail("", "expected a JSON object at the top level");
+  TokenizerJson data = read_tokenizer_json(json_text, source);
+  const Json& root = data.root;
   auto impl = std::make_unique<Impl>();
   impl->source = source;
   impl->normalizer = make_normalizer(component(root, "normalizer"), ctx, "normalizer");
   impl->pre_tokenizer = make_pre_tokenizer(component(root, "pre_tokenizer"), ctx, "pre_tokenizer");
-  impl->model = std::make_unique<BpeModel>(ctx.field(root, "", "model"), ctx);
+  impl->model = std::make_unique<BpeModel>(ctx.field(root, "", "model"), data, ctx);
   impl->post_processor =
       make_post_processor(component(root, "post_processor"), ctx, "post_processor");
   impl->decoder = make_decoder(component(root, "decoder"), ctx, "decoder");
@@ -196,8 +196,8 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   for (int32_t id : ids) {
     if (const AddedToken* a = impl_->added->find_by_id(id)) {
       if (!(skip_special_tokens && a->special)) tokens.push_back(a->decoded);
-    } else if (const std::string* t = impl_->model->id_to_token(id)) {
-      tokens.push_back(*t);
+    } else if (impl_->model->has_id(id)) {
+      tokens.emplace_back(impl_->model->id_to_token(id));
     }
   }
   if (!impl_->decoder) {
@@ -226,7 +226,7 @@ std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
 
 std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
   if (const AddedToken* a = impl_->added->find_by_id(id)) return a->decoded;
-  if (const std::string* t = impl_->model->id_to_token(id)) return *t;
+  if (impl_->model->has_id(id)) return std::string(impl_->model->id_to_token(id));
   return std::nullopt;
 }
 
@@ -238,7 +238,7 @@ bool Tokenizer::is_special(int32_t id) const {
 size_t Tokenizer::vocab_size() const {
   size_t n = impl_->model->vocab_size();
   for (const auto& a : impl_->added->tokens())
-    if (!impl_->model->id_to_token(a.id)) ++n;
+    if (!impl_->model->has_id(a.id)) ++n;
   return n;
 }
 
