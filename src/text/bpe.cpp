@@ -72,6 +72,8 @@ void MergeTable::insert(int32_t a, int32_t b, uint32_t rank, int32_t merged) {
 namespace {
 constexpr size_t kCacheMaxWordBytes = 256;
 constexpr size_t kCacheMaxEntries = 1 << 18;
+// Ids index flat tables; the largest real vocab is ~262k, so this only stops absurd files.
+constexpr int64_t kMaxTokenId = int64_t(1) << 24;
 
 bool candidate_after(const BpeScratch::Candidate& x, const BpeScratch::Candidate& y) {
   return x.rank != y.rank ? x.rank > y.rank : x.pos > y.pos;  // min-heap on (rank, pos)
@@ -102,8 +104,10 @@ BpeModel::BpeModel(const Json& spec, TokenizerJson& data, const LoadContext& ctx
   for (const auto& v : data.vocab) bytes += v.first.size();
   vocab_.reserve(data.vocab.size(), bytes);
   for (const auto& [token, id] : data.vocab) {
-    if (id < 0 || id > 0x7FFFFFFF)
-      ctx.fail(place + ".vocab['" + token + "']", "expected a non-negative integer id");
+    if (id < 0 || id >= kMaxTokenId)
+      ctx.fail(place + ".vocab['" + token + "']",
+               "id " + std::to_string(id) + " is negative or above " + std::to_string(kMaxTokenId),
+               "token ids must be dense, from 0 to the vocab size");
     int32_t other = vocab_.find(token);
     if (other >= 0)
       ctx.fail(place + ".vocab", "duplicate key '" + token + "'",

@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+#include "core/error.h"
+
 #include "text/unicode.h"
 
 namespace sft::text {
@@ -107,8 +109,8 @@ bool Regex::next_match(std::string_view text, size_t pos, size_t* begin, size_t*
     if (rc < 0) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(rc, message, sizeof message);
-      throw std::runtime_error("regex /" + pattern_ +
-                               "/ failed: " + reinterpret_cast<const char*>(message));
+      fail("tokenizer",
+           "regex /" + pattern_ + "/ failed: " + reinterpret_cast<const char*>(message));
     }
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(st.data);
     if (ov[1] > ov[0]) {

@@ -103,7 +103,8 @@ std::vector<AddedToken> load_added_tokens(const Json& root, const BpeModel& mode
     AddedToken a;
     a.content = ctx.string(t, place, "content");
     int64_t id = ctx.int_or(t, place, "id", -1);
-    if (id < 0 || id > 0x7FFFFFFF) ctx.fail(place + ".id", "expected a non-negative integer id");
+    if (id < 0 || id >= (int64_t(1) << 24))
+      ctx.fail(place + ".id", "expected an id from 0 to 2^24", "token ids must be dense");
     a.special = ctx.bool_or(t, place, "special", false);
     a.single_word = ctx.bool_or(t, place, "single_word", false);
     a.lstrip = ctx.bool_or(t, place, "lstrip", false);
