@@ -122,10 +122,30 @@ bool is_word_char(char32_t c) {
          k == UTF8PROC_CATEGORY_PC;
 }
 
+namespace {
+// True when every character is left alone by all four normalization forms: no
+// decomposition, combining class 0, never the second half of a composition, and not Hangul
+// (composed algorithmically). Most text (ASCII, CJK, emoji) passes, and skipping utf8proc's
+// allocation for it is most of the encode-time cost of NFC.
+bool normalization_inert(std::string_view s) {
+  size_t n;
+  for (size_t i = 0; i < s.size(); i += n) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      n = 1;
+      continue;
+    }
+    char32_t c = utf8_decode(s, i, &n);
+    if ((c >= 0x1100 && c <= 0x11FF) || (c >= 0xAC00 && c <= 0xD7A3)) return false;
+    const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(c));
+    if (p->combining_class != 0 || p->decomp_seqindex != UINT16_MAX) return false;
+    if (p->comb_index != UINT16_MAX && (p->comb_index & 0x8000)) return false;
+  }
+  return true;
+}
+}  // namespace
+
 void normalize_unicode(std::string& s, NormalForm form) {
-  bool ascii = true;
-  for (unsigned char b : s) ascii &= b < 0x80;
-  if (ascii) return;
+  if (normalization_inert(s)) return;
   int options = UTF8PROC_STABLE;
   switch (form) {
     case NormalForm::kNFC:
