@@ -14,6 +14,8 @@ it (config.json, generation_config.json, model.safetensors, float32) and expecte
   gen_greedy_cache  I64 [P+N]  model.generate(do_sample=False, use_cache=True)
   gen_greedy_nocache I64 [P+N] model.generate(do_sample=False, use_cache=False)
 
+and tokens.json, the same batch in `sft debug forward --tokens` form.
+
 Packed semantics: positions restart and attention stays inside each document, and a document's
 last token has no target (the next document's first token is not its continuation), which is
 what running the documents separately gives. The oracle is therefore separate runs.
@@ -24,6 +26,7 @@ uniform, and norm weights and biases are randomised too so their gradients are e
 Run: ~/.venv-sft/bin/python tools/make_model_parity_fixtures.py
 """
 
+import json
 import shutil
 from pathlib import Path
 
@@ -186,6 +189,13 @@ def make(name, config_cls, model_cls, overrides, doc_lengths, seed):
     tensors["gen_prompt"] = prompt.clone().to(torch.int64)
     assert torch.equal(tensors["gen_greedy_cache"], tensors["gen_greedy_nocache"]), name
     save_file(tensors, dir_ / "expected.safetensors")
+    # The same batch as `sft debug forward --tokens` input.
+    (dir_ / "tokens.json").write_text(
+        json.dumps(
+            {"input_ids": ids.tolist(), "labels": labels.tolist(), "doc_lengths": doc_lengths}
+        )
+        + "\n"
+    )
     print(f"{name}: T={T} loss={loss.item():.6f} gen={tensors['gen_greedy_cache'].tolist()}")
 
 
