@@ -27,21 +27,24 @@ RowStats row_stats(T* z, int64_t V, int64_t target, bool grad, T scale) {
   int64_t arg = 0;
   for (int64_t j = 1; j < V; ++j)
     if (z[j] > mx) mx = z[j], arg = j;
+  const T zt = z[target];
+  // exp in the compute dtype (the vocab loop is the hot one); sums in double.
   double sum = 0, sum_pz = 0;
   for (int64_t j = 0; j < V; ++j) {
-    const double e = std::exp(static_cast<double>(z[j] - mx));
-    sum += e;
-    sum_pz += e * static_cast<double>(z[j] - mx);
+    const T d = z[j] - mx;
+    const T e = std::exp(d);
+    sum += static_cast<double>(e);
+    sum_pz += static_cast<double>(e * d);
+    if (grad) z[j] = e;
   }
   const double lse = std::log(sum);  // relative to mx
   RowStats r;
-  r.loss = lse - static_cast<double>(z[target] - mx);
+  r.loss = lse - static_cast<double>(zt - mx);
   r.entropy = lse - sum_pz / sum;
   r.correct = arg == target;
   if (grad) {
-    const double inv = 1.0 / sum;
-    for (int64_t j = 0; j < V; ++j)
-      z[j] = static_cast<T>(std::exp(static_cast<double>(z[j] - mx)) * inv) * scale;
+    const T k = static_cast<T>(1.0 / sum) * scale;
+    for (int64_t j = 0; j < V; ++j) z[j] *= k;
     z[target] -= scale;
   }
   return r;

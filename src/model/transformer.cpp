@@ -14,6 +14,7 @@
 #include "model/model_dir.h"
 #include "model/rmsnorm.h"
 #include "model/rope.h"
+#include "ops/ops.h"
 
 namespace sft::model {
 
@@ -106,8 +107,12 @@ Transformer Transformer::random(const ModelConfig& config, uint64_t seed, float 
     } else if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0) {
       continue;  // zeros
     } else {
-      Rng rng(seed, i);
-      for (int64_t j = 0; j < n; ++j) p[j] = rng.normal() * std;
+      // Element j draws words (2j, 2j+1) of stream i, so the weights do not depend on threads.
+      ops::parallel_for_rows(n, 1 << 16, [&](int64_t b, int64_t e) {
+        Rng rng(seed, i);
+        rng.set_position(static_cast<uint64_t>(2 * b));
+        for (int64_t j = b; j < e; ++j) p[j] = rng.normal() * std;
+      });
     }
   }
   return m;
