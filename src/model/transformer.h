@@ -96,7 +96,12 @@ class Transformer {
   // Gradients of scale · loss_sum of the last forward, accumulated (+=) into gradients().
   void backward(float scale);
 
-  // Named activations of the last forward ("layers.0.attn_norm", ...), for debug dumps.
+  // Keep only each layer's input and recompute the rest during backward (transformers'
+  // gradient_checkpointing): activation memory of one layer instead of L, one extra forward.
+  void set_gradient_checkpointing(bool on) { gradient_checkpointing_ = on; }
+
+  // Named activations of the last forward ("layers.0.attn_norm", ...), for debug dumps
+  // (with gradient checkpointing only the last layer's are kept).
   std::vector<NamedTensor> activations() const;
 
   // Generation: a fresh cache for up to `capacity` tokens; decode appends `n` tokens and
@@ -131,6 +136,7 @@ class Transformer {
   float *lnf_ = nullptr, *rstdf_ = nullptr;
   std::vector<LayerActs> la_;
   bool has_forward_ = false;
+  bool gradient_checkpointing_ = false;
 };
 
 }  // namespace sft::model

@@ -100,7 +100,14 @@ void Transformer::prepare(const Batch& b) {
     Carver cv{&acts_, 0, pass == 0};
     resid_ = cv.take((L + 1) * T * C);
     la_.assign(static_cast<size_t>(L), LayerActs{});
-    for (LayerActs& a : la_) {
+    // With gradient checkpointing every layer shares one set of views: backward recomputes a
+    // layer's activations from its saved input (resid_) just before using them.
+    for (size_t li = 0; li < la_.size(); ++li) {
+      LayerActs& a = la_[li];
+      if (gradient_checkpointing_ && li > 0) {
+        a = la_[0];
+        continue;
+      }
       a.ln1 = cv.take(T * C);
       a.rstd1 = cv.take(T);
       if (c.qk_norm) {
@@ -224,6 +231,7 @@ void Transformer::backward(float scale) {
     const LayerWeights& gw = g_.layers[static_cast<size_t>(l)];
     const LayerActs& a = la_[static_cast<size_t>(l)];
     const float* x = resid_ + l * T * C;
+    if (gradient_checkpointing_) layer_forward(l);
     // MLP: dres is d(layer output)
     linear_backward(g.dh, gw.down_w, gw.down_b, g.dres, a.h, w.down_w, T, I, C);
     swiglu_backward(g.dgate, g.dup, g.dh, a.gate, a.up, T * I);

@@ -111,6 +111,21 @@ TEST(Transformer, RerunsAreBitIdentical) {
   EXPECT_EQ(std::memcmp(g[0].data(), g[1].data(), g[0].size() * sizeof(float)), 0);
 }
 
+TEST(Transformer, GradientCheckpointingGivesTheSameGradients) {
+  Transformer m = Transformer::load(fixture("mistral_sliding"));
+  const Batch b = fixture_batch(fixture("mistral_sliding"));
+  std::vector<float> g[2];
+  for (int ckpt = 0; ckpt < 2; ++ckpt) {
+    m.set_gradient_checkpointing(ckpt == 1);
+    m.zero_grad();
+    m.forward(b);
+    m.backward(1.0f);
+    g[ckpt] = flat_grads(m);
+  }
+  ASSERT_EQ(g[0].size(), g[1].size());
+  EXPECT_EQ(std::memcmp(g[0].data(), g[1].data(), g[0].size() * sizeof(float)), 0);
+}
+
 TEST(Transformer, SavesWeightsInTheAskedDtypeAndLoadsThemBack) {
   Transformer m = Transformer::load(fixture("llama_gqa_tied_llama3"));
   const std::string out = test::fresh_output_dir("transformer_save");
