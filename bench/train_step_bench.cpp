@@ -23,9 +23,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int64_t v = std::atoll(argv[i + 1]);
-    if (a == "--layers") layers = v;
-    else if (a == "--steps") steps = v;
-    else if (a == "--tokens") tokens = v;
+    if (a == "--layers")
+      layers = v;
+    else if (a == "--steps")
+      steps = v;
+    else if (a == "--tokens")
+      tokens = v;
   }
   ModelConfig c;
   c.model_type = ModelType::kQwen3;
@@ -61,7 +64,8 @@ int main(int argc, char** argv) {
   const double C = double(c.hidden_size), I = double(c.intermediate_size),
                H = double(c.num_attention_heads), Hkv = double(c.num_key_value_heads),
                D = double(c.head_dim), V = double(c.vocab_size), T = double(tokens);
-  const double linear_params = double(layers) * (C * H * D * 2 + C * Hkv * D * 2 + 3 * C * I) + V * C;
+  const double linear_params =
+      double(layers) * (C * H * D * 2 + C * Hkv * D * 2 + 3 * C * I) + V * C;
   double pairs = 0;
   for (int64_t n : b.doc_lengths) pairs += double(n) * double(n + 1) / 2;
   const double flops = 6 * T * linear_params + 3 * 4 * H * D * pairs * double(layers);
@@ -87,8 +91,9 @@ int main(int argc, char** argv) {
     }
   }
   const double mean = total / double(steps);
-  std::printf("tokens/s %.1f (mean of %lld steps, best %.1f); model GFLOP/step %.1f; "
-              "achieved %.1f GFLOP/s\n",
-              T / mean, static_cast<long long>(steps), T / best, flops / 1e9, flops / mean / 1e9);
+  std::printf(
+      "tokens/s %.1f (mean of %lld steps, best %.1f); model GFLOP/step %.1f; "
+      "achieved %.1f GFLOP/s\n",
+      T / mean, static_cast<long long>(steps), T / best, flops / 1e9, flops / mean / 1e9);
   return 0;
 }

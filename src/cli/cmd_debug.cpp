@@ -110,7 +110,8 @@ int run_debug_forward(const Args& args) {
   }
   write_safetensors(out_path, out);
   std::printf("tokens %lld, documents %zu, targets %lld, loss %.6f -> %s\n",
-              static_cast<long long>(T), batch.doc_lengths.empty() ? size_t{1} : batch.doc_lengths.size(),
+              static_cast<long long>(T),
+              batch.doc_lengths.empty() ? size_t{1} : batch.doc_lengths.size(),
               static_cast<long long>(s.count), double(loss.values<float>()[0]), out_path.c_str());
   return 0;
 }

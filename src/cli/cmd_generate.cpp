@@ -87,9 +87,11 @@ int run_generate(const Args& args) {
     } else if (a == "--prompt_ids_file") {
       const std::string f = value();
       const Json j = read_json_file(f, "generate");
-      if (!j.is_array()) fail_in_file("generate", {f, ""}, "expected a JSON array of token ids", "e.g. [1, 2, 3]");
+      if (!j.is_array())
+        fail_in_file("generate", {f, ""}, "expected a JSON array of token ids", "e.g. [1, 2, 3]");
       for (const Json& v : j) {
-        if (!v.is_number_integer()) fail_in_file("generate", {f, ""}, "expected integers", "e.g. [1, 2, 3]");
+        if (!v.is_number_integer())
+          fail_in_file("generate", {f, ""}, "expected integers", "e.g. [1, 2, 3]");
         prompt.push_back(v.get<int64_t>());
       }
     } else if (a == "--prompt" || a == "--messages") {

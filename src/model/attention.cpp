@@ -57,8 +57,8 @@ void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
 }
 
 template <typename T>
-void attention_backward(T* dq, T* dk, T* dv, T* scratch, const T* dout, const T* probs,
-                        const T* q, const T* k, const T* v, const AttentionShape& s) {
+void attention_backward(T* dq, T* dk, T* dv, T* scratch, const T* dout, const T* probs, const T* q,
+                        const T* k, const T* v, const AttentionShape& s) {
   const int64_t group = s.H / s.Hkv;
   const T scale = T(1) / std::sqrt(static_cast<T>(s.D));
   for (int64_t h = 0; h < s.H; ++h) {
@@ -83,8 +83,8 @@ void attention_backward(T* dq, T* dk, T* dv, T* scratch, const T* dout, const T*
     // dQ = dS K ; dK += dSᵀ Q
     ops::matmul(dq + h * s.D, scratch, k + g * s.D, s.Tq, s.D, s.Tk, false, false, false, s.Tk,
                 s.Hkv * s.D, s.H * s.D);
-    ops::matmul(dk + g * s.D, scratch, q + h * s.D, s.Tk, s.D, s.Tq, true, false,
-                !first_in_group, s.Tk, s.H * s.D, s.Hkv * s.D);
+    ops::matmul(dk + g * s.D, scratch, q + h * s.D, s.Tk, s.D, s.Tq, true, false, !first_in_group,
+                s.Tk, s.H * s.D, s.Hkv * s.D);
   }
 }
 
@@ -92,11 +92,11 @@ template void attention_forward<float>(float*, float*, const float*, const float
                                        const AttentionShape&);
 template void attention_forward<double>(double*, double*, const double*, const double*,
                                         const double*, const AttentionShape&);
-template void attention_backward<float>(float*, float*, float*, float*, const float*,
-                                        const float*, const float*, const float*, const float*,
+template void attention_backward<float>(float*, float*, float*, float*, const float*, const float*,
+                                        const float*, const float*, const float*,
                                         const AttentionShape&);
 template void attention_backward<double>(double*, double*, double*, double*, const double*,
-                                         const double*, const double*, const double*,
-                                         const double*, const AttentionShape&);
+                                         const double*, const double*, const double*, const double*,
+                                         const AttentionShape&);
 
 }  // namespace sft::model

@@ -29,7 +29,7 @@ void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
 // dq (Tq, H, D) =; dk, dv (Tk, Hkv, D) =; scratch (Tq, Tk) is workspace;
 // dout (Tq, H, D); probs as saved by forward; q, k, v the forward inputs.
 template <typename T>
-void attention_backward(T* dq, T* dk, T* dv, T* scratch, const T* dout, const T* probs,
-                        const T* q, const T* k, const T* v, const AttentionShape& s);
+void attention_backward(T* dq, T* dk, T* dv, T* scratch, const T* dout, const T* probs, const T* q,
+                        const T* k, const T* v, const AttentionShape& s);
 
 }  // namespace sft::model

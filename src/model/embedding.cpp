@@ -26,10 +26,8 @@ void embedding_backward(T* dwte, const T* dout, const int64_t* ids, int64_t Tn, 
 }
 
 template void embedding_forward<float>(float*, const int64_t*, const float*, int64_t, int64_t);
-template void embedding_forward<double>(double*, const int64_t*, const double*, int64_t,
-                                        int64_t);
+template void embedding_forward<double>(double*, const int64_t*, const double*, int64_t, int64_t);
 template void embedding_backward<float>(float*, const float*, const int64_t*, int64_t, int64_t);
-template void embedding_backward<double>(double*, const double*, const int64_t*, int64_t,
-                                         int64_t);
+template void embedding_backward<double>(double*, const double*, const int64_t*, int64_t, int64_t);
 
 }  // namespace sft::model

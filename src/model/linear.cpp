@@ -17,8 +17,8 @@ void linear_forward(T* y, const T* x, const T* w, const T* b, int64_t N, int64_t
 }
 
 template <typename T>
-void linear_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, int64_t N,
-                     int64_t I, int64_t O, bool accumulate_dx) {
+void linear_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, int64_t N, int64_t I,
+                     int64_t O, bool accumulate_dx) {
   if (dx) ops::matmul(dx, dy, w, N, I, O, false, false, accumulate_dx);
   ops::matmul(dw, dy, x, O, I, N, true, false, true);
   if (db) {
@@ -34,8 +34,8 @@ void linear_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, i
 
 template void linear_forward<float>(float*, const float*, const float*, const float*, int64_t,
                                     int64_t, int64_t);
-template void linear_forward<double>(double*, const double*, const double*, const double*,
-                                     int64_t, int64_t, int64_t);
+template void linear_forward<double>(double*, const double*, const double*, const double*, int64_t,
+                                     int64_t, int64_t);
 template void linear_backward<float>(float*, float*, float*, const float*, const float*,
                                      const float*, int64_t, int64_t, int64_t, bool);
 template void linear_backward<double>(double*, double*, double*, const double*, const double*,

@@ -18,7 +18,7 @@ void linear_forward(T* y, const T* x, const T* w, const T* b, int64_t N, int64_t
 
 // dx (N, I) = or +=; dw (O, I) +=; db (O) += (may be null); dy (N, O); x; w.
 template <typename T>
-void linear_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, int64_t N,
-                     int64_t I, int64_t O, bool accumulate_dx = false);
+void linear_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, int64_t N, int64_t I,
+                     int64_t O, bool accumulate_dx = false);
 
 }  // namespace sft::model

@@ -12,7 +12,9 @@ namespace sft::model {
 namespace {
 
 // Rows per chunk: about 32 MiB of fp32 logits.
-int64_t chunk_rows(int64_t V) { return std::max<int64_t>(1, (int64_t{1} << 23) / V); }
+int64_t chunk_rows(int64_t V) {
+  return std::max<int64_t>(1, (int64_t{1} << 23) / V);
+}
 
 struct RowStats {
   double loss = 0, entropy = 0;
@@ -91,8 +93,8 @@ LossStats lm_head_loss_forward(T* logits, const T* x, const T* w, const int64_t*
 }
 
 template <typename T>
-void lm_head_loss_backward(T* dx, T* dw, const T* x, const T* w, const int64_t* targets,
-                           T scale, int64_t Tn, int64_t C, int64_t V, std::vector<T>& workspace) {
+void lm_head_loss_backward(T* dx, T* dw, const T* x, const T* w, const int64_t* targets, T scale,
+                           int64_t Tn, int64_t C, int64_t V, std::vector<T>& workspace) {
   std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(T));
   std::vector<int64_t> rows;
   for (int64_t t = 0; t < Tn; ++t)
@@ -118,9 +120,8 @@ void lm_head_loss_backward(T* dx, T* dw, const T* x, const T* w, const int64_t* 
   }
 }
 
-template LossStats lm_head_loss_forward<float>(float*, const float*, const float*,
-                                               const int64_t*, int64_t, int64_t, int64_t,
-                                               std::vector<float>&);
+template LossStats lm_head_loss_forward<float>(float*, const float*, const float*, const int64_t*,
+                                               int64_t, int64_t, int64_t, std::vector<float>&);
 template LossStats lm_head_loss_forward<double>(double*, const double*, const double*,
                                                 const int64_t*, int64_t, int64_t, int64_t,
                                                 std::vector<double>&);

@@ -27,7 +27,7 @@ LossStats lm_head_loss_forward(T* logits, const T* x, const T* w, const int64_t*
 
 // dx (T, C) =; dw (V, C) +=; each scored token's loss is weighted by `scale` (e.g. 1 / count).
 template <typename T>
-void lm_head_loss_backward(T* dx, T* dw, const T* x, const T* w, const int64_t* targets,
-                           T scale, int64_t Tn, int64_t C, int64_t V, std::vector<T>& workspace);
+void lm_head_loss_backward(T* dx, T* dw, const T* x, const T* w, const int64_t* targets, T scale,
+                           int64_t Tn, int64_t C, int64_t V, std::vector<T>& workspace);
 
 }  // namespace sft::model

@@ -36,7 +36,7 @@ template void swiglu_forward<float>(float*, const float*, const float*, int64_t)
 template void swiglu_forward<double>(double*, const double*, const double*, int64_t);
 template void swiglu_backward<float>(float*, float*, const float*, const float*, const float*,
                                      int64_t);
-template void swiglu_backward<double>(double*, double*, const double*, const double*,
-                                      const double*, int64_t);
+template void swiglu_backward<double>(double*, double*, const double*, const double*, const double*,
+                                      int64_t);
 
 }  // namespace sft::model

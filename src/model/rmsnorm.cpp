@@ -24,8 +24,8 @@ void rmsnorm_forward(T* out, T* rstd, const T* x, const T* w, int64_t N, int64_t
 }
 
 template <typename T>
-void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, const T* w,
-                      int64_t N, int64_t C) {
+void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, const T* w, int64_t N,
+                      int64_t C) {
   // y_j = w_j x_j r  ⇒  dx_j = r (w_j dy_j − x_j r² · mean_k(w_k dy_k x_k)).
   ops::parallel_for_rows(N, 64, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {

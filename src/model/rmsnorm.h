@@ -17,7 +17,7 @@ void rmsnorm_forward(T* out, T* rstd, const T* x, const T* w, int64_t N, int64_t
 
 // dx (N, C) =; dw (C) +=; dout (N, C); x, rstd as saved by forward.
 template <typename T>
-void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, const T* w,
-                      int64_t N, int64_t C);
+void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, const T* w, int64_t N,
+                      int64_t C);
 
 }  // namespace sft::model

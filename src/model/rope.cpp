@@ -22,13 +22,16 @@ std::vector<float> default_inv_freq(double base, int64_t dim) {
   return inv;
 }
 
-double yarn_mscale(double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; }
+double yarn_mscale(double scale, double m) {
+  return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
+}
 
 }  // namespace
 
 RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len) {
   const RopeConfig& r = config.rope;
-  const int64_t dim = static_cast<int64_t>(static_cast<double>(config.head_dim) * r.partial_rotary_factor);
+  const int64_t dim =
+      static_cast<int64_t>(static_cast<double>(config.head_dim) * r.partial_rotary_factor);
   if (dim != config.head_dim) fail("model", "partial_rotary_factor < 1 is not supported yet");
   RopeFrequencies out;
   switch (r.type) {
@@ -42,8 +45,8 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len) {
     case RopeType::kDynamic: {
       const double max_pos = static_cast<double>(config.max_position_embeddings);
       const double len = std::max(static_cast<double>(seq_len), max_pos);
-      const double base =
-          r.theta * std::pow(r.factor * len / max_pos - (r.factor - 1), double(dim) / double(dim - 2));
+      const double base = r.theta * std::pow(r.factor * len / max_pos - (r.factor - 1),
+                                             double(dim) / double(dim - 2));
       out.inv_freq = default_inv_freq(base, dim);
       break;
     }
@@ -55,9 +58,11 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len) {
       for (float& f : out.inv_freq) {
         const float wavelen = 2.0f * static_cast<float>(std::numbers::pi) / f;
         const float scaled = wavelen > low_wavelen ? f / static_cast<float>(r.factor) : f;
-        const float smooth = (static_cast<float>(old_len) / wavelen - static_cast<float>(r.low_freq_factor)) /
-                             static_cast<float>(r.high_freq_factor - r.low_freq_factor);
-        const float smoothed = (1 - smooth) * scaled / static_cast<float>(r.factor) + smooth * scaled;
+        const float smooth =
+            (static_cast<float>(old_len) / wavelen - static_cast<float>(r.low_freq_factor)) /
+            static_cast<float>(r.high_freq_factor - r.low_freq_factor);
+        const float smoothed =
+            (1 - smooth) * scaled / static_cast<float>(r.factor) + smooth * scaled;
         const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
         f = medium ? smoothed : scaled;
       }
@@ -71,12 +76,14 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len) {
       if (r.attention_factor) {
         out.attention_scaling = *r.attention_factor;
       } else if (r.mscale && r.mscale_all_dim && *r.mscale != 0 && *r.mscale_all_dim != 0) {
-        out.attention_scaling = yarn_mscale(factor, *r.mscale) / yarn_mscale(factor, *r.mscale_all_dim);
+        out.attention_scaling =
+            yarn_mscale(factor, *r.mscale) / yarn_mscale(factor, *r.mscale_all_dim);
       } else {
         out.attention_scaling = yarn_mscale(factor, 1.0);
       }
       auto correction_dim = [&](double rotations) {
-        return (double(dim) * std::log(orig / (rotations * 2 * std::numbers::pi))) / (2 * std::log(r.theta));
+        return (double(dim) * std::log(orig / (rotations * 2 * std::numbers::pi))) /
+               (2 * std::log(r.theta));
       };
       double low = correction_dim(r.beta_fast), high = correction_dim(r.beta_slow);
       if (r.truncate) {
@@ -88,13 +95,16 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len) {
       if (low == high) high += 0.001;
       out.inv_freq.resize(static_cast<size_t>(dim / 2));
       for (int64_t i = 0; i < dim / 2; ++i) {
-        const float pos_freq = static_cast<float>(std::pow(r.theta, double(static_cast<float>(2 * i) / static_cast<float>(dim))));
+        const float pos_freq = static_cast<float>(
+            std::pow(r.theta, double(static_cast<float>(2 * i) / static_cast<float>(dim))));
         const float extrap = 1.0f / pos_freq;
         const float interp = 1.0f / (static_cast<float>(factor) * pos_freq);
-        float ramp = (static_cast<float>(i) - static_cast<float>(low)) / static_cast<float>(high - low);
+        float ramp =
+            (static_cast<float>(i) - static_cast<float>(low)) / static_cast<float>(high - low);
         ramp = std::clamp(ramp, 0.0f, 1.0f);
         const float extrap_factor = 1.0f - ramp;
-        out.inv_freq[static_cast<size_t>(i)] = interp * (1 - extrap_factor) + extrap * extrap_factor;
+        out.inv_freq[static_cast<size_t>(i)] =
+            interp * (1 - extrap_factor) + extrap * extrap_factor;
       }
       break;
     }

@@ -15,7 +15,7 @@
 namespace sft::model {
 
 struct RopeFrequencies {
-  std::vector<float> inv_freq;    // (D/2), as transformers stores it (fp32)
+  std::vector<float> inv_freq;   // (D/2), as transformers stores it (fp32)
   double attention_scaling = 1;  // multiplies cos and sin (yarn)
 };
 

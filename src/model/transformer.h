@@ -28,16 +28,16 @@ namespace sft::model {
 
 // Views of one decoder layer's tensors in a parameter or gradient arena (null = absent).
 struct LayerWeights {
-  float* input_norm = nullptr;                      // (C)
-  float *q_w = nullptr, *q_b = nullptr;             // (H·D, C), (H·D)
-  float *k_w = nullptr, *k_b = nullptr;             // (Hkv·D, C), (Hkv·D)
-  float *v_w = nullptr, *v_b = nullptr;             // (Hkv·D, C), (Hkv·D)
-  float *o_w = nullptr, *o_b = nullptr;             // (C, H·D), (C)
-  float *q_norm = nullptr, *k_norm = nullptr;       // (D) Qwen3
-  float* post_norm = nullptr;                       // (C)
-  float *gate_w = nullptr, *gate_b = nullptr;       // (I, C), (I)
-  float *up_w = nullptr, *up_b = nullptr;           // (I, C), (I)
-  float *down_w = nullptr, *down_b = nullptr;       // (C, I), (C)
+  float* input_norm = nullptr;                 // (C)
+  float *q_w = nullptr, *q_b = nullptr;        // (H·D, C), (H·D)
+  float *k_w = nullptr, *k_b = nullptr;        // (Hkv·D, C), (Hkv·D)
+  float *v_w = nullptr, *v_b = nullptr;        // (Hkv·D, C), (Hkv·D)
+  float *o_w = nullptr, *o_b = nullptr;        // (C, H·D), (C)
+  float *q_norm = nullptr, *k_norm = nullptr;  // (D) Qwen3
+  float* post_norm = nullptr;                  // (C)
+  float *gate_w = nullptr, *gate_b = nullptr;  // (I, C), (I)
+  float *up_w = nullptr, *up_b = nullptr;      // (I, C), (I)
+  float *down_w = nullptr, *down_b = nullptr;  // (C, I), (C)
 };
 
 struct WeightViews {
@@ -55,21 +55,21 @@ struct Batch {
 
 // Per-sequence keys and values for generation.
 struct KvCache {
-  int64_t capacity = 0;  // tokens
-  int64_t length = 0;    // tokens already cached
+  int64_t capacity = 0;                  // tokens
+  int64_t length = 0;                    // tokens already cached
   std::vector<std::vector<float>> k, v;  // per layer (capacity, Hkv, D), after RoPE
 };
 
 // Saved activations of one decoder layer (views into the activation arena).
 struct LayerActs {
-  float *ln1 = nullptr, *rstd1 = nullptr;      // (T, C), (T)
-  float *q_raw = nullptr, *q_rstd = nullptr;   // (T, H·D), (T·H)   before q_norm (Qwen3)
-  float *k_raw = nullptr, *k_rstd = nullptr;   // (T, Hkv·D), (T·Hkv)
-  float *q = nullptr, *k = nullptr, *v = nullptr;  // (T, H·D), (T, Hkv·D) ×2, after RoPE
-  float* probs = nullptr;                      // Σ_docs (H, n, n)
-  float* att = nullptr;                        // (T, H·D)
-  float* x_mid = nullptr;                      // (T, C) residual after attention
-  float *ln2 = nullptr, *rstd2 = nullptr;      // (T, C), (T)
+  float *ln1 = nullptr, *rstd1 = nullptr;              // (T, C), (T)
+  float *q_raw = nullptr, *q_rstd = nullptr;           // (T, H·D), (T·H)   before q_norm (Qwen3)
+  float *k_raw = nullptr, *k_rstd = nullptr;           // (T, Hkv·D), (T·Hkv)
+  float *q = nullptr, *k = nullptr, *v = nullptr;      // (T, H·D), (T, Hkv·D) ×2, after RoPE
+  float* probs = nullptr;                              // Σ_docs (H, n, n)
+  float* att = nullptr;                                // (T, H·D)
+  float* x_mid = nullptr;                              // (T, C) residual after attention
+  float *ln2 = nullptr, *rstd2 = nullptr;              // (T, C), (T)
   float *gate = nullptr, *up = nullptr, *h = nullptr;  // (T, I)
 };
 
@@ -128,8 +128,8 @@ class Transformer {
   // State of the last forward.
   int64_t T_ = 0;
   std::vector<int64_t> tokens_, targets_, positions_, doc_starts_, doc_lens_, probs_offsets_;
-  std::vector<float> acts_;    // activation arena
-  std::vector<float> bwd_;     // backward scratch arena
+  std::vector<float> acts_;  // activation arena
+  std::vector<float> bwd_;   // backward scratch arena
   std::vector<float> cos_, sin_;
   std::vector<float> lm_workspace_;
   float* resid_ = nullptr;  // (L + 1, T, C): embedding output, then each layer's output

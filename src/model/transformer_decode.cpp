@@ -36,7 +36,8 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
     fail("model", "KV cache full: " + std::to_string(p0 + n) + " tokens > capacity " +
                       std::to_string(cache.capacity));
   for (int64_t i = 0; i < n; ++i)
-    if (ids[i] < 0 || ids[i] >= V) fail("model", "token id " + std::to_string(ids[i]) + " is outside the vocabulary");
+    if (ids[i] < 0 || ids[i] >= V)
+      fail("model", "token id " + std::to_string(ids[i]) + " is outside the vocabulary");
 
   std::vector<int64_t> pos(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) pos[static_cast<size_t>(i)] = p0 + i;
@@ -45,9 +46,11 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
   rope_tables(cs.data(), sn.data(), freqs, pos.data(), n);
 
   std::vector<float> x(static_cast<size_t>(n * C)), ln(x.size()), rstd(static_cast<size_t>(n * H));
-  std::vector<float> q(static_cast<size_t>(n * H * D)), qn(q.size()), k(static_cast<size_t>(n * Hkv * D)), kn(k.size());
+  std::vector<float> q(static_cast<size_t>(n * H * D)), qn(q.size()),
+      k(static_cast<size_t>(n * Hkv * D));
   std::vector<float> att(q.size()), probs(static_cast<size_t>(H * n * (p0 + n)));
-  std::vector<float> gate(static_cast<size_t>(n * I)), up(gate.size()), h(gate.size()), tmp(x.size());
+  std::vector<float> gate(static_cast<size_t>(n * I)), up(gate.size()), h(gate.size()),
+      tmp(x.size());
   embedding_forward(x.data(), ids, w_.embed, n, C);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const LayerWeights& w = w_.layers[static_cast<size_t>(l)];

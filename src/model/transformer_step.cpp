@@ -45,15 +45,16 @@ void Transformer::check_batch(const Batch& b) const {
   for (int64_t t = 0; t < T; ++t)
     if (b.tokens[t] < 0 || b.tokens[t] >= config_.vocab_size)
       fail("model", "token " + std::to_string(b.tokens[t]) + " at position " + std::to_string(t) +
-                        " is outside the vocabulary [0, " + std::to_string(config_.vocab_size) + ")");
+                        " is outside the vocabulary [0, " + std::to_string(config_.vocab_size) +
+                        ")");
   if (!b.labels.empty()) {
     if (static_cast<int64_t>(b.labels.size()) != T)
       fail("model", "labels has " + std::to_string(b.labels.size()) + " entries, tokens has " +
                         std::to_string(T));
     for (int64_t t = 0; t < T; ++t)
       if (b.labels[t] != -100 && (b.labels[t] < 0 || b.labels[t] >= config_.vocab_size))
-        fail("model", "label " + std::to_string(b.labels[t]) + " at position " +
-                          std::to_string(t) + " is neither -100 nor a token id");
+        fail("model", "label " + std::to_string(b.labels[t]) + " at position " + std::to_string(t) +
+                          " is neither -100 nor a token id");
   }
   int64_t sum = 0;
   for (int64_t n : b.doc_lengths) {
@@ -133,7 +134,6 @@ void Transformer::prepare(const Batch& b) {
     if (pass == 0 && acts_.size() < cv.used) acts_.resize(cv.used);
   }
   T_ = T;
-  (void)max_len;
 }
 
 void Transformer::layer_forward(int64_t l) {
@@ -183,8 +183,7 @@ LossStats Transformer::forward(const Batch& batch, float* logits) {
   for (int64_t l = 0; l < L; ++l) layer_forward(l);
   rmsnorm_forward(lnf_, rstdf_, resid_ + L * T * C, w_.final_norm, T, C, c.rms_norm_eps);
   has_forward_ = true;
-  return lm_head_loss_forward(logits, lnf_, w_.lm_head, targets_.data(), T, C, V,
-                              lm_workspace_);
+  return lm_head_loss_forward(logits, lnf_, w_.lm_head, targets_.data(), T, C, V, lm_workspace_);
 }
 
 // Backward scratch views, carved from bwd_ per call.

@@ -70,16 +70,16 @@ void matmul(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, bool 
     pool.parallel_for(static_cast<size_t>(N), [&](size_t, size_t begin, size_t end) {
       const int64_t j0 = static_cast<int64_t>(begin);
       const T* b0 = trans_b ? b + j0 * ldb : b + j0;
-      gemm(a, b0, c + j0, M, static_cast<int64_t>(end - begin), K, trans_a, trans_b, beta, lda,
-           ldb, ldc);
+      gemm(a, b0, c + j0, M, static_cast<int64_t>(end - begin), K, trans_a, trans_b, beta, lda, ldb,
+           ldc);
     });
   }
 }
 
 template void matmul<float>(float*, const float*, const float*, int64_t, int64_t, int64_t, bool,
                             bool, bool, int64_t, int64_t, int64_t, bool);
-template void matmul<double>(double*, const double*, const double*, int64_t, int64_t, int64_t,
-                             bool, bool, bool, int64_t, int64_t, int64_t, bool);
+template void matmul<double>(double*, const double*, const double*, int64_t, int64_t, int64_t, bool,
+                             bool, bool, int64_t, int64_t, int64_t, bool);
 
 void parallel_rows(int64_t n, int64_t grain, void (*fn)(void*, int64_t, int64_t), void* ctx) {
   if (n <= 0) return;

@@ -105,9 +105,15 @@ void check_attention(const AttentionShape& s) {
   EXPECT_LE(fd_error(v, f, dv), kTol);
 }
 
-TEST(LayerFiniteDifferences, AttentionCausalGqa) { check_attention({6, 6, 0, 4, 2, 4, 0}); }
-TEST(LayerFiniteDifferences, AttentionSlidingWindow) { check_attention({7, 7, 0, 2, 1, 4, 3}); }
-TEST(LayerFiniteDifferences, AttentionAgainstCache) { check_attention({3, 8, 5, 2, 2, 4, 0}); }
+TEST(LayerFiniteDifferences, AttentionCausalGqa) {
+  check_attention({6, 6, 0, 4, 2, 4, 0});
+}
+TEST(LayerFiniteDifferences, AttentionSlidingWindow) {
+  check_attention({7, 7, 0, 2, 1, 4, 3});
+}
+TEST(LayerFiniteDifferences, AttentionAgainstCache) {
+  check_attention({3, 8, 5, 2, 2, 4, 0});
+}
 
 TEST(LayerFiniteDifferences, SwiGlu) {
   const int64_t N = 11;
@@ -156,9 +162,9 @@ TEST(LayerFiniteDifferences, LmHeadCrossEntropy) {
   const double scale = 0.25;
   std::vector<double> ws;
   auto f = [&] {
-    return scale * lm_head_loss_forward<double>(nullptr, x.data(), w.data(), targets.data(), T,
-                                                C, V, ws)
-                       .loss_sum;
+    return scale *
+           lm_head_loss_forward<double>(nullptr, x.data(), w.data(), targets.data(), T, C, V, ws)
+               .loss_sum;
   };
   Vec dx(T * C), dw(V * C, 0.0);
   lm_head_loss_backward(dx.data(), dw.data(), x.data(), w.data(), targets.data(), scale, T, C, V,

@@ -74,8 +74,9 @@ TEST_P(Parity, LogitsLossAndGradientsMatchTransformers) {
     EXPECT_LE(rel, 1e-4) << g.name;
     if (rel > worst) worst = rel, worst_name = g.name;
   }
-  std::printf("[parity] %s: max|Δlogit| %.3g (max|logit| %.3g), |Δloss| %.3g, worst grad rel %.3g (%s)\n",
-              GetParam(), max_diff, max_ref, std::fabs(loss - ref_loss), worst, worst_name.c_str());
+  std::printf(
+      "[parity] %s: max|Δlogit| %.3g (max|logit| %.3g), |Δloss| %.3g, worst grad rel %.3g (%s)\n",
+      GetParam(), max_diff, max_ref, std::fabs(loss - ref_loss), worst, worst_name.c_str());
 }
 
 TEST_P(Parity, GreedyGenerationMatchesTransformers) {

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -139,7 +139,8 @@ TEST(Transformer, SavesWeightsInTheAskedDtypeAndLoadsThemBack) {
   const float orig = m.param_data("model.norm.weight")[3];
   const float rt = back.param_data("model.norm.weight")[3];
   EXPECT_NEAR(rt, orig, std::fabs(orig) / 128);
-  EXPECT_EQ(rt, Tensor::borrow(DType::kF32, {1}, &orig, nullptr).to(DType::kBF16).to_f32_vector()[0]);
+  EXPECT_EQ(rt,
+            Tensor::borrow(DType::kF32, {1}, &orig, nullptr).to(DType::kBF16).to_f32_vector()[0]);
 }
 
 TEST(Transformer, RejectsMalformedBatches) {
