@@ -88,7 +88,9 @@ TEST_P(Packed, EqualsDocumentsRunAlone) {
   EXPECT_EQ(s.correct, sum.correct);
   EXPECT_NEAR(s.loss_sum, sum.loss_sum, 1e-5);
   EXPECT_NEAR(s.entropy_sum, sum.entropy_sum, 1e-5);
-  EXPECT_LE(rel_diff(packed_grads, flat_grads(m)), 1e-6);
+  // Same math; only the fp32 summation order of the weight gradients differs (one GEMM over
+  // all tokens vs three accumulated ones), measured ≈ 1e-6 with OpenBLAS's Haswell kernels.
+  EXPECT_LE(rel_diff(packed_grads, flat_grads(m)), 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Packed,
