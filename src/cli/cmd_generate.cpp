@@ -1,0 +1,163 @@
+// `sft generate --model PATH --prompt_ids IDS [options]`: text generation with a KV cache from
+// token ids. Sampling defaults come from the model's generation_config.json (do_sample,
+// temperature, top_k, top_p) and are overridden by flags; generation stops at max_new_tokens
+// or on an eos id of generation_config.json (else config.json).
+// --prompt STR and --messages FILE.json need the tokenizer and chat templates, which land
+// separately; until then prompts are token ids and the output is token ids.
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command_registry.h"
+#include "core/error.h"
+#include "io/json.h"
+#include "model/generate.h"
+#include "model/model_dir.h"
+#include "model/transformer.h"
+
+namespace sft::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: sft generate --model PATH (--prompt_ids IDS | --prompt_ids_file FILE.json)\n"
+    "                    [--max_new_tokens N] [--do_sample | --greedy] [--temperature T]\n"
+    "                    [--top_k K] [--top_p P] [--seed S] [--no_cache] [--output_ids]\n\n"
+    "  --prompt_ids IDS        comma-separated token ids, e.g. 1,2,3\n"
+    "  --prompt_ids_file FILE  a JSON array of token ids\n"
+    "  --max_new_tokens N      default 256\n"
+    "  --do_sample / --greedy  sampling defaults come from generation_config.json;\n"
+    "                          --temperature, --top_k or --top_p imply --do_sample\n"
+    "  --seed S                sampling seed (default 0)\n"
+    "  --no_cache              recompute the whole sequence each step (slow; for checks)\n"
+    "  --output_ids            print the generated ids as a JSON array (the only output until\n"
+    "                          the tokenizer lands; --prompt/--messages need it too)\n";
+
+std::vector<int64_t> parse_ids(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stoll(item, &used));
+      if (item.find_first_not_of(" \t", used) != std::string::npos) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      fail("cli", "--prompt_ids: '" + item + "' is not a token id (hint: --prompt_ids 1,2,3)");
+    }
+  }
+  return out;
+}
+
+double number(const std::string& flag, const std::string& v) {
+  try {
+    size_t used = 0;
+    const double d = std::stod(v, &used);
+    if (used == v.size()) return d;
+  } catch (const std::exception&) {
+  }
+  fail("cli", flag + " expects a number, got '" + v + "'");
+}
+
+}  // namespace
+
+int run_generate(const Args& args) {
+  std::string model_path;
+  std::vector<int64_t> prompt;
+  model::GenerateOptions o;
+  bool sample_flag = false, greedy_flag = false;
+  std::optional<double> temperature, top_p;
+  std::optional<int64_t> top_k;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) fail("cli", "sft generate: " + a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--model") {
+      model_path = value();
+    } else if (a == "--prompt_ids") {
+      prompt = parse_ids(value());
+    } else if (a == "--prompt_ids_file") {
+      const std::string f = value();
+      const Json j = read_json_file(f, "generate");
+      if (!j.is_array())
+        fail_in_file("generate", {f, ""}, "expected a JSON array of token ids", "e.g. [1, 2, 3]");
+      for (const Json& v : j) {
+        if (!v.is_number_integer())
+          fail_in_file("generate", {f, ""}, "expected integers", "e.g. [1, 2, 3]");
+        prompt.push_back(v.get<int64_t>());
+      }
+    } else if (a == "--prompt" || a == "--messages") {
+      fail("cli", "sft generate: " + a +
+                      " needs the tokenizer and chat templates, which are not in this build yet "
+                      "(hint: pass token ids with --prompt_ids)");
+    } else if (a == "--max_new_tokens") {
+      o.max_new_tokens = static_cast<int64_t>(number(a, value()));
+    } else if (a == "--temperature") {
+      temperature = number(a, value());
+    } else if (a == "--top_p") {
+      top_p = number(a, value());
+    } else if (a == "--top_k") {
+      top_k = static_cast<int64_t>(number(a, value()));
+    } else if (a == "--seed") {
+      o.seed = static_cast<uint64_t>(number(a, value()));
+    } else if (a == "--do_sample") {
+      sample_flag = true;
+    } else if (a == "--greedy") {
+      greedy_flag = true;
+    } else if (a == "--no_cache") {
+      o.use_cache = false;
+    } else if (a == "--output_ids") {
+      // ids are the only output for now
+    } else {
+      fail("cli", "sft generate: unknown argument '" + a + "' (see --help)");
+    }
+  }
+  if (model_path.empty() || prompt.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  model::Transformer m = model::Transformer::load(model_path);
+  o.eos_token_ids = m.config().eos_token_ids;
+  // generation_config.json: sampling defaults and eos ids, as transformers' generate uses them.
+  const std::string gen_path = open_model_dir(model_path).path + "/generation_config.json";
+  if (std::filesystem::exists(gen_path)) {
+    const Json g = read_json_file(gen_path, "generate");
+    if (g.contains("eos_token_id") && !g["eos_token_id"].is_null()) {
+      o.eos_token_ids.clear();
+      const Json& e = g["eos_token_id"];
+      if (e.is_array())
+        for (const Json& v : e) o.eos_token_ids.push_back(v.get<int64_t>());
+      else
+        o.eos_token_ids.push_back(e.get<int64_t>());
+    }
+    if (g.value("do_sample", false)) o.sampling.do_sample = true;
+    if (g.contains("temperature") && g["temperature"].is_number())
+      o.sampling.temperature = g["temperature"].get<double>();
+    if (g.contains("top_k") && g["top_k"].is_number()) o.sampling.top_k = g["top_k"].get<int64_t>();
+    if (g.contains("top_p") && g["top_p"].is_number()) o.sampling.top_p = g["top_p"].get<double>();
+  }
+  if (temperature) o.sampling.temperature = *temperature;
+  if (top_k) o.sampling.top_k = *top_k;
+  if (top_p) o.sampling.top_p = *top_p;
+  if (sample_flag || temperature || top_k || top_p) o.sampling.do_sample = true;
+  if (greedy_flag || (temperature && *temperature == 0)) o.sampling.do_sample = false;
+
+  const std::vector<int64_t> out = model::generate(m, prompt, o);
+  Json ids = Json::array();
+  for (int64_t id : out) ids.push_back(id);
+  std::printf("%s\n", ids.dump().c_str());
+  return 0;
+}
+
+SFT_REGISTER_COMMAND("generate", "generate tokens from a model (KV cache; greedy or sampled)",
+                     run_generate);
+
+}  // namespace sft::cli

@@ -1,0 +1,102 @@
+// Attention forward/backward per document; every product goes through ops::matmul.
+// See attention.h for the contract and masking rule.
+#include "model/attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ops/ops.h"
+
+namespace sft::model {
+
+namespace {
+
+// Keys [lo, hi) visible from query i.
+inline void visible(const AttentionShape& s, int64_t i, int64_t* lo, int64_t* hi) {
+  const int64_t pos = s.q_offset + i;
+  *hi = pos + 1 < s.Tk ? pos + 1 : s.Tk;
+  *lo = s.window > 0 && pos - s.window + 1 > 0 ? pos - s.window + 1 : 0;
+}
+
+}  // namespace
+
+template <typename T>
+void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
+                       const AttentionShape& s) {
+  const int64_t group = s.H / s.Hkv;
+  const T scale = T(1) / std::sqrt(static_cast<T>(s.D));
+  for (int64_t h = 0; h < s.H; ++h) {
+    const int64_t g = h / group;
+    T* P = probs + h * s.Tq * s.Tk;
+    ops::matmul(P, q + h * s.D, k + g * s.D, s.Tq, s.Tk, s.D, false, true, false, s.H * s.D,
+                s.Hkv * s.D, s.Tk);
+    ops::parallel_for_rows(s.Tq, 16, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        T* row = P + i * s.Tk;
+        int64_t lo, hi;
+        visible(s, i, &lo, &hi);
+        T mx = -std::numeric_limits<T>::infinity();
+        for (int64_t j = lo; j < hi; ++j) {
+          row[j] *= scale;
+          mx = row[j] > mx ? row[j] : mx;
+        }
+        T sum = 0;
+        for (int64_t j = lo; j < hi; ++j) {
+          row[j] = std::exp(row[j] - mx);
+          sum += row[j];
+        }
+        const T inv = T(1) / sum;
+        for (int64_t j = 0; j < lo; ++j) row[j] = 0;
+        for (int64_t j = lo; j < hi; ++j) row[j] *= inv;
+        for (int64_t j = hi; j < s.Tk; ++j) row[j] = 0;
+      }
+    });
+    ops::matmul(out + h * s.D, P, v + g * s.D, s.Tq, s.D, s.Tk, false, false, false, s.Tk,
+                s.Hkv * s.D, s.H * s.D);
+  }
+}
+
+template <typename T>
+void attention_backward(T* dq, T* dk, T* dv, T* scratch, const T* dout, const T* probs, const T* q,
+                        const T* k, const T* v, const AttentionShape& s) {
+  const int64_t group = s.H / s.Hkv;
+  const T scale = T(1) / std::sqrt(static_cast<T>(s.D));
+  for (int64_t h = 0; h < s.H; ++h) {
+    const int64_t g = h / group;
+    const bool first_in_group = h % group == 0;  // overwrite dk/dv, later heads add
+    const T* P = probs + h * s.Tq * s.Tk;
+    // dV += Pᵀ dO
+    ops::matmul(dv + g * s.D, P, dout + h * s.D, s.Tk, s.D, s.Tq, true, false, !first_in_group,
+                s.Tk, s.H * s.D, s.Hkv * s.D);
+    // dP = dO Vᵀ, then dS = P ⊙ (dP − rowsum(P ⊙ dP)) · scale
+    ops::matmul(scratch, dout + h * s.D, v + g * s.D, s.Tq, s.Tk, s.D, false, true, false,
+                s.H * s.D, s.Hkv * s.D, s.Tk);
+    ops::parallel_for_rows(s.Tq, 16, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        T* d = scratch + i * s.Tk;
+        const T* p = P + i * s.Tk;
+        T dot = 0;
+        for (int64_t j = 0; j < s.Tk; ++j) dot += p[j] * d[j];
+        for (int64_t j = 0; j < s.Tk; ++j) d[j] = p[j] * (d[j] - dot) * scale;
+      }
+    });
+    // dQ = dS K ; dK += dSᵀ Q
+    ops::matmul(dq + h * s.D, scratch, k + g * s.D, s.Tq, s.D, s.Tk, false, false, false, s.Tk,
+                s.Hkv * s.D, s.H * s.D);
+    ops::matmul(dk + g * s.D, scratch, q + h * s.D, s.Tk, s.D, s.Tq, true, false, !first_in_group,
+                s.Tk, s.H * s.D, s.Hkv * s.D);
+  }
+}
+
+template void attention_forward<float>(float*, float*, const float*, const float*, const float*,
+                                       const AttentionShape&);
+template void attention_forward<double>(double*, double*, const double*, const double*,
+                                        const double*, const AttentionShape&);
+template void attention_backward<float>(float*, float*, float*, float*, const float*, const float*,
+                                        const float*, const float*, const float*,
+                                        const AttentionShape&);
+template void attention_backward<double>(double*, double*, double*, double*, const double*,
+                                         const double*, const double*, const double*, const double*,
+                                         const AttentionShape&);
+
+}  // namespace sft::model

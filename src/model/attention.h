@@ -1,0 +1,35 @@
+// Scaled dot-product attention for one document (or one sequence against a KV cache), with
+// grouped-query heads, causal masking and an optional sliding window, as transformers' eager
+// attention computes it: softmax(q kᵀ / sqrt(D) + mask) v, softmax in the compute dtype.
+//
+// Query i sits at absolute position q_offset + i; key j is visible when j ≤ q_offset + i and,
+// with window w > 0, q_offset + i − j < w (transformers: kv_idx > q_idx − sliding_window).
+// Query head h reads kv head h / (H / Hkv).
+//
+// Signature rule: outputs first, then saved activations, inputs, weights, then sizes.
+// Activation grads overwrite (=). Dimensions: Tq queries, Tk keys, H heads, Hkv kv heads,
+// D head dim.
+#pragma once
+
+#include <cstdint>
+
+namespace sft::model {
+
+struct AttentionShape {
+  int64_t Tq = 0, Tk = 0, q_offset = 0;
+  int64_t H = 0, Hkv = 0, D = 0;
+  int64_t window = 0;  // 0 = no sliding window
+};
+
+// out (Tq, H, D) =; probs (H, Tq, Tk) saved; q (Tq, H, D); k, v (Tk, Hkv, D).
+template <typename T>
+void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
+                       const AttentionShape& s);
+
+// dq (Tq, H, D) =; dk, dv (Tk, Hkv, D) =; scratch (Tq, Tk) is workspace;
+// dout (Tq, H, D); probs as saved by forward; q, k, v the forward inputs.
+template <typename T>
+void attention_backward(T* dq, T* dk, T* dv, T* scratch, const T* dout, const T* probs, const T* q,
+                        const T* k, const T* v, const AttentionShape& s);
+
+}  // namespace sft::model

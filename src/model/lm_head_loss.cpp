@@ -1,0 +1,135 @@
+// Chunked LM head + cross-entropy. See lm_head_loss.h.
+#include "model/lm_head_loss.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "ops/ops.h"
+
+namespace sft::model {
+
+namespace {
+
+// Rows per chunk: about 32 MiB of fp32 logits.
+int64_t chunk_rows(int64_t V) {
+  return std::max<int64_t>(1, (int64_t{1} << 23) / V);
+}
+
+struct RowStats {
+  double loss = 0, entropy = 0;
+  bool correct = false;
+};
+
+// Softmax statistics of one row of logits against `target`; with `grad`, replaces the row by
+// scale · (softmax − onehot(target)).
+template <typename T>
+RowStats row_stats(T* z, int64_t V, int64_t target, bool grad, T scale) {
+  T mx = z[0];
+  int64_t arg = 0;
+  for (int64_t j = 1; j < V; ++j)
+    if (z[j] > mx) mx = z[j], arg = j;
+  const T zt = z[target];
+  // exp in the compute dtype (the vocab loop is the hot one); sums in double.
+  double sum = 0, sum_pz = 0;
+  for (int64_t j = 0; j < V; ++j) {
+    const T d = z[j] - mx;
+    const T e = std::exp(d);
+    sum += static_cast<double>(e);
+    sum_pz += static_cast<double>(e * d);
+    if (grad) z[j] = e;
+  }
+  const double lse = std::log(sum);  // relative to mx
+  RowStats r;
+  r.loss = lse - static_cast<double>(zt - mx);
+  r.entropy = lse - sum_pz / sum;
+  r.correct = arg == target;
+  if (grad) {
+    const T k = static_cast<T>(1.0 / sum) * scale;
+    for (int64_t j = 0; j < V; ++j) z[j] *= k;
+    z[target] -= scale;
+  }
+  return r;
+}
+
+}  // namespace
+
+template <typename T>
+LossStats lm_head_loss_forward(T* logits, const T* x, const T* w, const int64_t* targets,
+                               int64_t Tn, int64_t C, int64_t V, std::vector<T>& workspace) {
+  LossStats total;
+  std::vector<int64_t> rows;  // scored rows, or all rows when logits are wanted
+  for (int64_t t = 0; t < Tn; ++t)
+    if (logits || targets[t] >= 0) rows.push_back(t);
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const int64_t R = chunk_rows(V);
+  workspace.resize(static_cast<size_t>(std::min(n, R) * (V + C)));
+  std::vector<RowStats> stats(static_cast<size_t>(std::min(n, R)));
+  for (int64_t c0 = 0; c0 < n; c0 += R) {
+    const int64_t m = std::min(R, n - c0);
+    T* z = workspace.data();
+    T* xs = z + m * V;
+    for (int64_t i = 0; i < m; ++i)
+      std::memcpy(xs + i * C, x + rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(T));
+    ops::matmul(z, xs, w, m, V, C, false, true, false);
+    if (logits)
+      for (int64_t i = 0; i < m; ++i)
+        std::memcpy(logits + rows[c0 + i] * V, z + i * V, static_cast<size_t>(V) * sizeof(T));
+    ops::parallel_for_rows(m, 4, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t tgt = targets[rows[c0 + i]];
+        if (tgt >= 0) stats[i] = row_stats(z + i * V, V, tgt, false, T(0));
+      }
+    });
+    for (int64_t i = 0; i < m; ++i) {  // fixed-order reduction
+      if (targets[rows[c0 + i]] < 0) continue;
+      total.loss_sum += stats[i].loss;
+      total.entropy_sum += stats[i].entropy;
+      total.correct += stats[i].correct ? 1 : 0;
+      total.count += 1;
+    }
+  }
+  return total;
+}
+
+template <typename T>
+void lm_head_loss_backward(T* dx, T* dw, const T* x, const T* w, const int64_t* targets, T scale,
+                           int64_t Tn, int64_t C, int64_t V, std::vector<T>& workspace) {
+  std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(T));
+  std::vector<int64_t> rows;
+  for (int64_t t = 0; t < Tn; ++t)
+    if (targets[t] >= 0) rows.push_back(t);
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const int64_t R = chunk_rows(V);
+  workspace.resize(static_cast<size_t>(std::min(n, R) * (V + 2 * C)));
+  for (int64_t c0 = 0; c0 < n; c0 += R) {
+    const int64_t m = std::min(R, n - c0);
+    T* z = workspace.data();
+    T* xs = z + m * V;
+    T* dxs = xs + m * C;
+    for (int64_t i = 0; i < m; ++i)
+      std::memcpy(xs + i * C, x + rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(T));
+    ops::matmul(z, xs, w, m, V, C, false, true, false);
+    ops::parallel_for_rows(m, 4, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) row_stats(z + i * V, V, targets[rows[c0 + i]], true, scale);
+    });
+    ops::matmul(dxs, z, w, m, C, V, false, false, false);
+    ops::matmul(dw, z, xs, V, C, m, true, false, true);
+    for (int64_t i = 0; i < m; ++i)
+      std::memcpy(dx + rows[c0 + i] * C, dxs + i * C, static_cast<size_t>(C) * sizeof(T));
+  }
+}
+
+template LossStats lm_head_loss_forward<float>(float*, const float*, const float*, const int64_t*,
+                                               int64_t, int64_t, int64_t, std::vector<float>&);
+template LossStats lm_head_loss_forward<double>(double*, const double*, const double*,
+                                                const int64_t*, int64_t, int64_t, int64_t,
+                                                std::vector<double>&);
+template void lm_head_loss_backward<float>(float*, float*, const float*, const float*,
+                                           const int64_t*, float, int64_t, int64_t, int64_t,
+                                           std::vector<float>&);
+template void lm_head_loss_backward<double>(double*, double*, const double*, const double*,
+                                            const int64_t*, double, int64_t, int64_t, int64_t,
+                                            std::vector<double>&);
+
+}  // namespace sft::model

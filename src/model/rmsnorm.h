@@ -1,0 +1,23 @@
+// RMSNorm as transformers computes it: y = w · x / sqrt(mean(x²) + eps), in fp32 (or fp64 for
+// the finite-difference checks). Used for the layer norms, the final norm and Qwen3's per-head
+// q/k norms (rows = T·H, C = D).
+//
+// Signature rule (all layer files): outputs first, then saved activations, inputs, weights,
+// then sizes. Parameter grads accumulate (+=); activation grads overwrite (=).
+// Dimensions: N rows, C features.
+#pragma once
+
+#include <cstdint>
+
+namespace sft::model {
+
+// out (N, C), rstd (N) saved for backward; x (N, C); w (C).
+template <typename T>
+void rmsnorm_forward(T* out, T* rstd, const T* x, const T* w, int64_t N, int64_t C, double eps);
+
+// dx (N, C) =; dw (C) +=; dout (N, C); x, rstd as saved by forward.
+template <typename T>
+void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, const T* w, int64_t N,
+                      int64_t C);
+
+}  // namespace sft::model

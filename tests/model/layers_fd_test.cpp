@@ -1,0 +1,177 @@
+// Float64 finite-difference checks of every layer's backward (issue 5: relative error ≤ 1e-6).
+// Each layer's output is reduced to a scalar f = Σ out ⊙ R with a fixed random R, so the
+// analytic gradient is backward(dout = R); it is compared with central differences of f.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "core/rng.h"
+#include "model/attention.h"
+#include "model/embedding.h"
+#include "model/linear.h"
+#include "model/lm_head_loss.h"
+#include "model/mlp.h"
+#include "model/rmsnorm.h"
+#include "model/rope.h"
+
+namespace sft::model {
+namespace {
+
+using Vec = std::vector<double>;
+
+Vec randn(size_t n, uint64_t stream, double scale = 1.0) {
+  Rng rng(1234, stream);
+  Vec v(n);
+  for (double& x : v) x = rng.normal() * scale;
+  return v;
+}
+
+double dot(const Vec& a, const Vec& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// ‖numeric − analytic‖ / ‖numeric‖ where numeric is the central difference of f over `x`.
+double fd_error(Vec& x, const std::function<double()>& f, const Vec& analytic) {
+  const double h = 1e-6;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double keep = x[i];
+    x[i] = keep + h;
+    const double fp = f();
+    x[i] = keep - h;
+    const double fm = f();
+    x[i] = keep;
+    const double g = (fp - fm) / (2 * h);
+    num += (g - analytic[i]) * (g - analytic[i]);
+    den += g * g;
+  }
+  return std::sqrt(num / den);
+}
+
+constexpr double kTol = 1e-6;
+
+TEST(LayerFiniteDifferences, RmsNorm) {
+  const int64_t N = 5, C = 7;
+  Vec x = randn(N * C, 1), w = randn(C, 2), R = randn(N * C, 3);
+  Vec out(N * C), rstd(N);
+  auto f = [&] {
+    rmsnorm_forward(out.data(), rstd.data(), x.data(), w.data(), N, C, 1e-6);
+    return dot(out, R);
+  };
+  f();
+  Vec dx(N * C), dw(C, 0.0);
+  rmsnorm_backward(dx.data(), dw.data(), R.data(), x.data(), rstd.data(), w.data(), N, C);
+  EXPECT_LE(fd_error(x, f, dx), kTol);
+  EXPECT_LE(fd_error(w, f, dw), kTol);
+}
+
+TEST(LayerFiniteDifferences, Rope) {
+  const int64_t T = 4, NH = 3, D = 8;
+  Vec x = randn(T * NH * D, 4), R = randn(T * NH * D, 5), cs(T * D / 2), sn(T * D / 2);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < D / 2; ++i) {
+      const double a = double(t + 1) * std::pow(100.0, -double(i) / double(D / 2));
+      cs[t * D / 2 + i] = 1.1 * std::cos(a);  // an attention scaling ≠ 1
+      sn[t * D / 2 + i] = 1.1 * std::sin(a);
+    }
+  auto f = [&] {
+    Vec y = x;
+    rope_forward(y.data(), cs.data(), sn.data(), T, NH, D);
+    return dot(y, R);
+  };
+  Vec dx = R;
+  rope_backward(dx.data(), cs.data(), sn.data(), T, NH, D);
+  EXPECT_LE(fd_error(x, f, dx), kTol);
+}
+
+void check_attention(const AttentionShape& s) {
+  Vec q = randn(s.Tq * s.H * s.D, 6), k = randn(s.Tk * s.Hkv * s.D, 7),
+      v = randn(s.Tk * s.Hkv * s.D, 8), R = randn(s.Tq * s.H * s.D, 9);
+  Vec out(q.size()), probs(s.H * s.Tq * s.Tk);
+  auto f = [&] {
+    attention_forward(out.data(), probs.data(), q.data(), k.data(), v.data(), s);
+    return dot(out, R);
+  };
+  f();
+  Vec dq(q.size()), dk(k.size()), dv(v.size()), scratch(s.Tq * s.Tk);
+  attention_backward(dq.data(), dk.data(), dv.data(), scratch.data(), R.data(), probs.data(),
+                     q.data(), k.data(), v.data(), s);
+  EXPECT_LE(fd_error(q, f, dq), kTol);
+  EXPECT_LE(fd_error(k, f, dk), kTol);
+  EXPECT_LE(fd_error(v, f, dv), kTol);
+}
+
+TEST(LayerFiniteDifferences, AttentionCausalGqa) {
+  check_attention({6, 6, 0, 4, 2, 4, 0});
+}
+TEST(LayerFiniteDifferences, AttentionSlidingWindow) {
+  check_attention({7, 7, 0, 2, 1, 4, 3});
+}
+TEST(LayerFiniteDifferences, AttentionAgainstCache) {
+  check_attention({3, 8, 5, 2, 2, 4, 0});
+}
+
+TEST(LayerFiniteDifferences, SwiGlu) {
+  const int64_t N = 11;
+  Vec gate = randn(N, 10, 2.0), up = randn(N, 11), R = randn(N, 12), h(N);
+  auto f = [&] {
+    swiglu_forward(h.data(), gate.data(), up.data(), N);
+    return dot(h, R);
+  };
+  Vec dg(N), du(N);
+  swiglu_backward(dg.data(), du.data(), R.data(), gate.data(), up.data(), N);
+  EXPECT_LE(fd_error(gate, f, dg), kTol);
+  EXPECT_LE(fd_error(up, f, du), kTol);
+}
+
+TEST(LayerFiniteDifferences, Linear) {
+  const int64_t N = 4, I = 5, O = 3;
+  Vec x = randn(N * I, 13), w = randn(O * I, 14), b = randn(O, 15), R = randn(N * O, 16), y(N * O);
+  auto f = [&] {
+    linear_forward(y.data(), x.data(), w.data(), b.data(), N, I, O);
+    return dot(y, R);
+  };
+  Vec dx(N * I), dw(O * I, 0.0), db(O, 0.0);
+  linear_backward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(), N, I, O);
+  EXPECT_LE(fd_error(x, f, dx), kTol);
+  EXPECT_LE(fd_error(w, f, dw), kTol);
+  EXPECT_LE(fd_error(b, f, db), kTol);
+}
+
+TEST(LayerFiniteDifferences, Embedding) {
+  const int64_t V = 6, C = 4, T = 5;
+  const std::vector<int64_t> ids = {3, 1, 3, 0, 5};  // a repeated id accumulates
+  Vec wte = randn(V * C, 17), R = randn(T * C, 18), out(T * C);
+  auto f = [&] {
+    embedding_forward(out.data(), ids.data(), wte.data(), T, C);
+    return dot(out, R);
+  };
+  Vec dw(V * C, 0.0);
+  embedding_backward(dw.data(), R.data(), ids.data(), T, C);
+  EXPECT_LE(fd_error(wte, f, dw), kTol);
+}
+
+TEST(LayerFiniteDifferences, LmHeadCrossEntropy) {
+  const int64_t T = 6, C = 5, V = 9;
+  Vec x = randn(T * C, 19), w = randn(V * C, 20);
+  const std::vector<int64_t> targets = {2, -1, 8, 0, -1, 2};
+  const double scale = 0.25;
+  std::vector<double> ws;
+  auto f = [&] {
+    return scale *
+           lm_head_loss_forward<double>(nullptr, x.data(), w.data(), targets.data(), T, C, V, ws)
+               .loss_sum;
+  };
+  Vec dx(T * C), dw(V * C, 0.0);
+  lm_head_loss_backward(dx.data(), dw.data(), x.data(), w.data(), targets.data(), scale, T, C, V,
+                        ws);
+  EXPECT_LE(fd_error(x, f, dx), kTol);
+  EXPECT_LE(fd_error(w, f, dw), kTol);
+}
+
+}  // namespace
+}  // namespace sft::model

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Create the model-parity fixtures: tiny random models plus what transformers computes on them.
+
+For each fixture, tests/fixtures/parity/<name>/ holds the model exactly as save_pretrained writes
+it (config.json, generation_config.json, model.safetensors, float32) and expected.safetensors:
+
+  input_ids    I64 [T]       three documents packed into one stream
+  labels       I64 [T]       aligned with input_ids, -100 = not scored
+  doc_lengths  I64 [3]
+  logits       F32 [T, V]    each document run alone through transformers, concatenated
+  loss         F32 [1]       sum over documents of the shifted cross-entropy / number of targets
+  grad.<name>  F32           d loss / d parameter for every named parameter (tied weights once)
+  gen_prompt        I64 [P]
+  gen_greedy_cache  I64 [P+N]  model.generate(do_sample=False, use_cache=True)
+  gen_greedy_nocache I64 [P+N] model.generate(do_sample=False, use_cache=False)
+
+and tokens.json, the same batch in `sft debug forward --tokens` form.
+
+Packed semantics: positions restart and attention stays inside each document, and a document's
+last token has no target (the next document's first token is not its continuation), which is
+what running the documents separately gives. The oracle is therefore separate runs.
+
+Weights are random (seeded) with a larger scale than transformers' init so logits are far from
+uniform, and norm weights and biases are randomised too so their gradients are exercised.
+
+Run: ~/.venv-sft/bin/python tools/make_model_parity_fixtures.py
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "tests" / "fixtures" / "parity"
+NEW_TOKENS = 32
+
+BASE = dict(
+    vocab_size=256,
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=4,
+    max_position_embeddings=128,
+    rms_norm_eps=1e-6,
+    bos_token_id=1,
+    eos_token_id=2,
+    pad_token_id=0,
+    attn_implementation="eager",
+)
+
+
+def fixtures():
+    yield "llama_mha_untied", LlamaConfig, LlamaForCausalLM, dict(
+        tie_word_embeddings=False, rope_theta=10000.0
+    ), [12, 9, 15]
+    yield "llama_gqa_tied_llama3", LlamaConfig, LlamaForCausalLM, dict(
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+        rope_theta=500000.0,
+        rope_scaling=dict(
+            rope_type="llama3",
+            factor=8.0,
+            low_freq_factor=1.0,
+            high_freq_factor=4.0,
+            original_max_position_embeddings=16,
+        ),
+        num_hidden_layers=3,
+    ), [14, 10, 12]
+    yield "mistral_sliding", MistralConfig, MistralForCausalLM, dict(
+        num_key_value_heads=2, sliding_window=5, tie_word_embeddings=False, head_dim=16
+    ), [16, 6, 13]
+    yield "qwen2_bias_yarn", Qwen2Config, Qwen2ForCausalLM, dict(
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+        rope_theta=10000.0,
+        rope_scaling=dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=32),
+    ), [11, 13, 9]
+    yield "qwen3_qknorm_linear", Qwen3Config, Qwen3ForCausalLM, dict(
+        num_key_value_heads=2,
+        head_dim=32,
+        tie_word_embeddings=False,
+        rope_theta=10000.0,
+        rope_scaling=dict(rope_type="linear", factor=2.0),
+        attention_bias=False,
+    ), [13, 8, 14]
+
+
+def randomise(model, gen):
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=gen))
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+            else:
+                fan_in = p.shape[-1]
+                p.copy_(torch.randn(p.shape, generator=gen) * (1.5 / fan_in**0.5))
+
+
+def shifted_ce_sum(logits, labels):
+    # HF ForCausalLMLoss: logits[t] scored against labels[t + 1], -100 ignored.
+    tgt = labels[1:]
+    lg = logits[:-1]
+    keep = tgt != -100
+    if keep.sum() == 0:
+        return logits.sum() * 0.0, 0
+    return torch.nn.functional.cross_entropy(lg[keep], tgt[keep], reduction="sum"), int(keep.sum())
+
+
+def make(name, config_cls, model_cls, overrides, doc_lengths, seed):
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    cfg = dict(BASE)
+    cfg.update(overrides)
+    config = config_cls(**cfg)
+    model = model_cls(config).float()
+    randomise(model, gen)
+    model.eval()
+
+    dir_ = OUT / name
+    if dir_.exists():
+        shutil.rmtree(dir_)
+    model.save_pretrained(dir_, safe_serialization=True)
+
+    T = sum(doc_lengths)
+    V = config.vocab_size
+    ids = torch.randint(3, V, (T,), generator=gen)
+    labels = ids.clone()
+    mask = torch.rand(T, generator=gen) < 0.25
+    labels[mask] = -100
+    labels[:3] = -100  # a masked "prompt" at the start
+
+    model.zero_grad()
+    logits_all, loss_sum, count = [], 0.0, 0
+    start = 0
+    for n in doc_lengths:
+        out = model(input_ids=ids[start : start + n][None])
+        lg = out.logits[0]
+        s, c = shifted_ce_sum(lg, labels[start : start + n])
+        loss_sum = loss_sum + s
+        count += c
+        logits_all.append(lg)
+        start += n
+    loss = loss_sum / count
+    loss.backward()
+
+    # Sanity: transformers' own loss on the first document agrees with ours.
+    first = model(input_ids=ids[: doc_lengths[0]][None], labels=labels[: doc_lengths[0]][None])
+    s0, c0 = shifted_ce_sum(logits_all[0], labels[: doc_lengths[0]])
+    assert abs(first.loss.item() - (s0 / c0).item()) < 1e-5
+
+    tensors = {
+        "input_ids": ids.to(torch.int64),
+        "labels": labels.to(torch.int64),
+        "doc_lengths": torch.tensor(doc_lengths, dtype=torch.int64),
+        "logits": torch.cat(logits_all).detach().float().contiguous(),
+        "loss": loss.detach().reshape(1).float(),
+    }
+    for pname, p in model.named_parameters():
+        tensors["grad." + pname] = p.grad.detach().float().contiguous()
+
+    prompt = ids[:6]
+    with torch.no_grad():
+        for use_cache, key in ((True, "gen_greedy_cache"), (False, "gen_greedy_nocache")):
+            out = model.generate(
+                prompt[None],
+                attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                max_new_tokens=NEW_TOKENS,
+                do_sample=False,
+                use_cache=use_cache,
+                eos_token_id=config.eos_token_id,
+                pad_token_id=config.pad_token_id,
+            )
+            tensors[key] = out[0].to(torch.int64).contiguous()
+    tensors["gen_prompt"] = prompt.clone().to(torch.int64)
+    assert torch.equal(tensors["gen_greedy_cache"], tensors["gen_greedy_nocache"]), name
+    save_file(tensors, dir_ / "expected.safetensors")
+    # The same batch as `sft debug forward --tokens` input.
+    (dir_ / "tokens.json").write_text(
+        json.dumps(
+            {"input_ids": ids.tolist(), "labels": labels.tolist(), "doc_lengths": doc_lengths}
+        )
+        + "\n"
+    )
+    print(f"{name}: T={T} loss={loss.item():.6f} gen={tensors['gen_greedy_cache'].tolist()}")
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    for i, (name, ccls, mcls, over, docs) in enumerate(fixtures()):
+        make(name, ccls, mcls, over, docs, seed=1000 + i)
+
+
+if __name__ == "__main__":
+    main()
