@@ -1,9 +1,11 @@
-// `sft generate --model PATH --prompt_ids IDS [options]`: text generation with a KV cache from
-// token ids. Sampling defaults come from the model's generation_config.json (do_sample,
-// temperature, top_k, top_p) and are overridden by flags; generation stops at max_new_tokens
-// or on an eos id of generation_config.json (else config.json).
-// --prompt STR and --messages FILE.json need the tokenizer and chat templates, which land
-// separately; until then prompts are token ids and the output is token ids.
+// `sft generate --model PATH (--prompt STR | --messages FILE.json | --prompt_ids IDS)`: text
+// generation with a KV cache. A prompt is tokenized as transformers' tokenizer(prompt) does
+// (with special tokens); messages are rendered with the chat template and
+// add_generation_prompt, then tokenized without special tokens, as apply_chat_template does.
+// The new tokens are printed as text (special tokens skipped), or as ids with --output_ids.
+// Sampling defaults come from the model's generation_config.json (do_sample, temperature,
+// top_k, top_p) and are overridden by flags; generation stops at max_new_tokens or on an eos
+// id of generation_config.json (else config.json).
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -11,21 +13,29 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "io/json.h"
+#include "io/mapped_file.h"
 #include "model/generate.h"
 #include "model/model_dir.h"
 #include "model/transformer.h"
+#include "text/tokenizer.h"
 
 namespace sft::cli {
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: sft generate --model PATH (--prompt_ids IDS | --prompt_ids_file FILE.json)\n"
-    "                    [--max_new_tokens N] [--do_sample | --greedy] [--temperature T]\n"
-    "                    [--top_k K] [--top_p P] [--seed S] [--no_cache] [--output_ids]\n\n"
+    "usage: sft generate --model PATH (--prompt STR | --messages FILE.json | --prompt_ids IDS |\n"
+    "                    --prompt_ids_file FILE.json) [--tokenizer PATH] [--max_new_tokens N]\n"
+    "                    [--do_sample | --greedy] [--temperature T] [--top_k K] [--top_p P]\n"
+    "                    [--seed S] [--no_cache] [--output_ids]\n\n"
+    "  --prompt STR            text, tokenized with special tokens (as tokenizer(prompt))\n"
+    "  --messages FILE.json    a conversation, rendered with the chat template and the\n"
+    "                          generation prompt (as apply_chat_template)\n"
+    "  --tokenizer PATH        tokenizer folder (default: the model folder)\n"
     "  --prompt_ids IDS        comma-separated token ids, e.g. 1,2,3\n"
     "  --prompt_ids_file FILE  a JSON array of token ids\n"
     "  --max_new_tokens N      default 256\n"
@@ -33,8 +43,7 @@ constexpr const char* kUsage =
     "                          --temperature, --top_k or --top_p imply --do_sample\n"
     "  --seed S                sampling seed (default 0)\n"
     "  --no_cache              recompute the whole sequence each step (slow; for checks)\n"
-    "  --output_ids            print the generated ids as a JSON array (the only output until\n"
-    "                          the tokenizer lands; --prompt/--messages need it too)\n";
+    "  --output_ids            print the generated ids as a JSON array instead of text\n";
 
 std::vector<int64_t> parse_ids(const std::string& text) {
   std::vector<int64_t> out;
@@ -65,7 +74,8 @@ double number(const std::string& flag, const std::string& v) {
 }  // namespace
 
 int run_generate(const Args& args) {
-  std::string model_path;
+  std::string model_path, tokenizer_path, prompt_text, messages_path;
+  bool output_ids = false;
   std::vector<int64_t> prompt;
   model::GenerateOptions o;
   bool sample_flag = false, greedy_flag = false;
@@ -94,10 +104,12 @@ int run_generate(const Args& args) {
           fail_in_file("generate", {f, ""}, "expected integers", "e.g. [1, 2, 3]");
         prompt.push_back(v.get<int64_t>());
       }
-    } else if (a == "--prompt" || a == "--messages") {
-      fail("cli", "sft generate: " + a +
-                      " needs the tokenizer and chat templates, which are not in this build yet "
-                      "(hint: pass token ids with --prompt_ids)");
+    } else if (a == "--prompt") {
+      prompt_text = value();
+    } else if (a == "--messages") {
+      messages_path = value();
+    } else if (a == "--tokenizer") {
+      tokenizer_path = value();
     } else if (a == "--max_new_tokens") {
       o.max_new_tokens = static_cast<int64_t>(number(a, value()));
     } else if (a == "--temperature") {
@@ -115,19 +127,46 @@ int run_generate(const Args& args) {
     } else if (a == "--no_cache") {
       o.use_cache = false;
     } else if (a == "--output_ids") {
-      // ids are the only output for now
+      output_ids = true;
     } else {
       fail("cli", "sft generate: unknown argument '" + a + "' (see --help)");
     }
   }
-  if (model_path.empty() || prompt.empty()) {
+  const int prompt_sources = !prompt.empty() + !prompt_text.empty() + !messages_path.empty();
+  if (model_path.empty() || prompt_sources != 1) {
     std::fputs(kUsage, stderr);
     return 2;
   }
+  const std::string model_dir = open_model_dir(model_path).path;
+  if (tokenizer_path.empty()) tokenizer_path = model_dir;
+  // The tokenizer is needed for text in or out; ids in and ids out work without one.
+  std::optional<text::Tokenizer> tokenizer;
+  if (!prompt_text.empty() || !messages_path.empty() || !output_ids) {
+    tokenizer = text::Tokenizer::from_file(tokenizer_path);
+  }
+  std::vector<int32_t> encoded;
+  if (!prompt_text.empty()) encoded = tokenizer->encode(prompt_text, /*add_special_tokens=*/true);
+  if (!messages_path.empty()) {
+    chat::ChatInputs inputs;
+    jinja::OrderedJson messages =
+        chat::parse_ordered_json(read_text_file(messages_path, "generate"), messages_path);
+    if (messages.is_object() && messages.contains("messages")) messages = messages["messages"];
+    if (!messages.is_array()) {
+      fail_in_file("generate", {messages_path, ""}, "expected a list of messages",
+                   "e.g. [{\"role\": \"user\", \"content\": \"Hi\"}], or {\"messages\": [...]}");
+    }
+    inputs.messages = std::move(messages);
+    inputs.add_generation_prompt = true;
+    const std::string rendered = chat::ChatTemplate::from_tokenizer(tokenizer_path).apply(inputs);
+    encoded = tokenizer->encode(rendered, /*add_special_tokens=*/false);
+  }
+  prompt.insert(prompt.end(), encoded.begin(), encoded.end());
+  if (prompt.empty()) fail("generate", "the prompt is empty after tokenization");
+
   model::Transformer m = model::Transformer::load(model_path);
   o.eos_token_ids = m.config().eos_token_ids;
   // generation_config.json: sampling defaults and eos ids, as transformers' generate uses them.
-  const std::string gen_path = open_model_dir(model_path).path + "/generation_config.json";
+  const std::string gen_path = model_dir + "/generation_config.json";
   if (std::filesystem::exists(gen_path)) {
     const Json g = read_json_file(gen_path, "generate");
     if (g.contains("eos_token_id") && !g["eos_token_id"].is_null()) {
@@ -151,9 +190,14 @@ int run_generate(const Args& args) {
   if (greedy_flag || (temperature && *temperature == 0)) o.sampling.do_sample = false;
 
   const std::vector<int64_t> out = model::generate(m, prompt, o);
-  Json ids = Json::array();
-  for (int64_t id : out) ids.push_back(id);
-  std::printf("%s\n", ids.dump().c_str());
+  if (output_ids) {
+    Json ids = Json::array();
+    for (int64_t id : out) ids.push_back(id);
+    std::printf("%s\n", ids.dump().c_str());
+    return 0;
+  }
+  const std::vector<int32_t> ids(out.begin(), out.end());
+  std::printf("%s\n", tokenizer->decode(ids, /*skip_special_tokens=*/true).c_str());
   return 0;
 }
 
