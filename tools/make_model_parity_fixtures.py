@@ -97,6 +97,9 @@ def fixtures():
         rope_scaling=dict(rope_type="linear", factor=2.0),
         attention_bias=False,
     ), [13, 8, 14]
+    yield "llama_biases", LlamaConfig, LlamaForCausalLM, dict(
+        num_key_value_heads=2, tie_word_embeddings=False, attention_bias=True, mlp_bias=True
+    ), [10, 12, 7]
 
 
 def randomise(model, gen):
