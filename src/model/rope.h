@@ -19,7 +19,8 @@ struct RopeFrequencies {
   double attention_scaling = 1;  // multiplies cos and sin (yarn)
 };
 
-// `seq_len` matters only for dynamic scaling (the longest sequence in the batch).
+// `seq_len` matters only for dynamic scaling: the length of the sequence (in a packed batch,
+// of the document) as transformers sees it in one forward call.
 RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len);
 
 // cos, sin (T, D/2) for the given positions, already scaled.

@@ -77,12 +77,11 @@ void Transformer::prepare(const Batch& b) {
   positions_.assign(static_cast<size_t>(T), 0);
   targets_.assign(static_cast<size_t>(T), -1);
   probs_offsets_.clear();
-  int64_t start = 0, probs_total = 0, max_len = 0;
+  int64_t start = 0, probs_total = 0;
   for (int64_t n : doc_lens_) {
     doc_starts_.push_back(start);
     probs_offsets_.push_back(probs_total);
     probs_total += H * n * n;
-    max_len = std::max(max_len, n);
     for (int64_t i = 0; i < n; ++i) {
       positions_[start + i] = i;
       // position t is scored against labels[t + 1] inside the same document only
@@ -91,10 +90,15 @@ void Transformer::prepare(const Batch& b) {
     }
     start += n;
   }
-  const RopeFrequencies freqs = rope_frequencies(c, max_len);
   cos_.resize(static_cast<size_t>(T * D / 2));
   sin_.resize(static_cast<size_t>(T * D / 2));
-  rope_tables(cos_.data(), sin_.data(), freqs, positions_.data(), T);
+  // Per document: dynamic scaling depends on the sequence length, and a packed document must
+  // see the frequencies it would see alone (transformers rescales per forward call).
+  for (size_t d = 0; d < doc_lens_.size(); ++d) {
+    const int64_t offset = doc_starts_[d] * (D / 2);
+    rope_tables(cos_.data() + offset, sin_.data() + offset, rope_frequencies(c, doc_lens_[d]),
+                positions_.data() + doc_starts_[d], doc_lens_[d]);
+  }
 
   // Two passes: measure, then carve (the arena only grows, so steady state never allocates).
   for (int pass = 0; pass < 2; ++pass) {
