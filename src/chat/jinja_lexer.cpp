@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "chat/jinja_error.h"
+#include "core/utf8.h"
 
 namespace sft::jinja {
 
@@ -39,23 +40,7 @@ std::string normalize_source(std::string_view in) {
 // Python's unicode-escape decoding of a string literal body (unknown escapes kept).
 std::string decode_escapes(std::string_view s) {
   std::string out;
-  auto put_cp = [&](uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  };
+  auto put_cp = [&](uint32_t cp) { append_utf8(out, static_cast<char32_t>(cp)); };
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] != '\\' || i + 1 >= s.size()) {
       out += s[i];

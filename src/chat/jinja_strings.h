@@ -3,6 +3,8 @@
 // mapping by code point (utf8proc), find/count/replace in code-point units.
 #pragma once
 
+#include "core/utf8.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,6 +35,6 @@ int64_t count(std::string_view s, std::string_view sub);
 bool is_space(uint32_t cp);
 // Code points of s (decoding valid UTF-8).
 std::vector<uint32_t> code_points(std::string_view s);
-void append_utf8(std::string& out, uint32_t cp);
+using ::sft::append_utf8;  // core/utf8.h
 
 }  // namespace sft::jinja::pystr
