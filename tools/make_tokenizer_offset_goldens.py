@@ -12,6 +12,10 @@ non-ASCII text, whitespace runs, special-token text and strings NFKC changes, an
   tests/fixtures/tokenizers/offsets/<name>.clear.jsonl  the same values in clear for the first
       selected strings, so a failing test shows a readable diff.
 
+Variants (tests/fixtures/tokenizers/offsets/variants.json, written here): a tiny tokenizer with
+its post_processor replaced, so that ByteLevel / RobertaProcessing trim_offsets=true (which no
+committed tokenizer uses) is covered; the C++ test applies the same replacement.
+
 HF's Encoding.offsets count characters of the Python str; the goldens convert them to UTF-8
 byte offsets (what sft's Tokenizer::encode_with_offsets returns). Run from the repository root:
   ~/.venv-sft/bin/python tools/make_tokenizer_offset_goldens.py
@@ -30,6 +34,14 @@ MAX_CHARS = 300
 INTERESTING = 400
 PLAIN = 50
 CLEAR = 30
+BYTE_LEVEL_TRIM = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+VARIANTS = {
+    "tiny_gpt2_trim": {"base": "tiny_gpt2", "post_processor": BYTE_LEVEL_TRIM},
+    "tiny_qwen_trim": {"base": "tiny_qwen", "post_processor": dict(BYTE_LEVEL_TRIM, add_prefix_space=False)},
+    "tiny_llama3_roberta": {"base": "tiny_llama3", "post_processor": {
+        "type": "RobertaProcessing", "sep": ["<|eot_id|>", 1], "cls": ["<|begin_of_text|>", 0],
+        "trim_offsets": True, "add_prefix_space": True}},
+}
 
 
 def fnv1a(data, h=0xCBF29CE484222325):
@@ -95,8 +107,19 @@ def main():
         if os.path.exists(p):
             paths[n] = p
     os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "variants.json"), "w") as f:
+        json.dump(VARIANTS, f, indent=1)
+        f.write("\n")
+    for name, v in VARIANTS.items():
+        paths[name] = v
     for name, path in paths.items():
-        tok = Tokenizer.from_file(path)
+        if isinstance(path, dict):
+            with open(os.path.join(FIX, path["base"], "tokenizer.json"), encoding="utf-8") as f:
+                spec = json.load(f)
+            spec["post_processor"] = path["post_processor"]
+            tok = Tokenizer.from_str(json.dumps(spec))
+        else:
+            tok = Tokenizer.from_file(path)
         hashes, clear = [], []
         for k, i in enumerate(picks):
             rec = record(tok, corpus[i])

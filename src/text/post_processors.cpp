@@ -10,10 +10,13 @@ namespace sft::text {
 namespace {
 
 // HF's byte-level process_offsets: a token's leading/trailing spaces ('Ġ' or whitespace)
-// are cut from its offsets, one character per byte (they are spaces of the input), except
-// the single space add_prefix_space put in front of the first token.
+// are cut from its offsets, one input character per space (HF's offsets are characters by
+// then), except the single space add_prefix_space put in front of the first token.
 void trim_offsets(OffsetEncoding& e, bool add_prefix_space) {
   auto space = [](char32_t c) { return c == 0x120 || is_whitespace(c); };
+  auto continuation = [&](size_t i) {
+    return (static_cast<unsigned char>(e.input[i]) & 0xC0) == 0x80;
+  };
   for (size_t i = 0; i < e.ids.size(); ++i) {
     std::string_view t = e.tokens[i];
     size_t leading = 0, trailing = 0, n = 0;
@@ -29,9 +32,17 @@ void trim_offsets(OffsetEncoding& e, bool add_prefix_space) {
     if (leading > 0) {
       bool first = i == 0 || begin == 0;
       if (first && add_prefix_space && leading == 1) leading = 0;
-      begin = std::min(begin + leading, end);
+      // begin = min(begin + leading characters, end)
+      for (size_t k = 0; k < leading && begin < end; ++k)
+        for (++begin; begin < end && continuation(begin);) ++begin;
     }
-    if (trailing > 0 && end >= trailing) end = std::max(end - trailing, begin);
+    if (trailing > 0) {
+      // end = max(end - trailing characters, begin), when `end` has that many before it
+      size_t to = end, k = 0;
+      for (; k < trailing && to > 0; ++k)
+        for (--to; to > 0 && continuation(to);) --to;
+      if (k == trailing) end = std::max(to, begin);
+    }
   }
 }
 

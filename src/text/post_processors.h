@@ -24,6 +24,7 @@ struct OffsetEncoding {
   std::vector<int32_t> ids;
   std::vector<std::pair<size_t, size_t>> offsets;  // [begin, end) input bytes
   std::vector<std::string_view> tokens;            // HF's token strings (what trimming reads)
+  std::string_view input;                          // the encoded text
 };
 
 class PostProcessor {

@@ -177,6 +177,7 @@ Encoding Tokenizer::encode_with_offsets(std::string_view text, bool add_special_
   impl_->added->extract_and_normalize(text, impl_->split_special_tokens, st.pieces, st.text);
   if (impl_->pre_tokenizer) impl_->pre_tokenizer->pre_tokenize(st.pieces, st.scratch);
   OffsetEncoding e;
+  e.input = text;
   std::vector<std::pair<uint32_t, uint32_t>> spans;
   for (const auto& p : st.pieces.items) {
     if (p.token_id >= 0) {
