@@ -12,6 +12,10 @@ non-ASCII text, whitespace runs, special-token text and strings NFKC changes, an
   tests/fixtures/tokenizers/offsets/<name>.clear.jsonl  the same values in clear for the first
       selected strings, so a failing test shows a readable diff.
 
+Extra strings (tests/fixtures/tokenizers/offsets/extra_strings.jsonl, written here) add the
+alignment corner cases the corpus lacks (combining-mark reordering, long compatibility
+decompositions, Hangul jamo, multi-character lowercase); their index is len(corpus) + k.
+
 Variants (tests/fixtures/tokenizers/offsets/variants.json, written here): a tiny tokenizer with
 its post_processor replaced, so that ByteLevel / RobertaProcessing trim_offsets=true (which no
 committed tokenizer uses) is covered; the C++ test applies the same replacement.
@@ -34,6 +38,12 @@ MAX_CHARS = 300
 INTERESTING = 400
 PLAIN = 50
 CLEAR = 30
+EXTRA = ["\u0301abc", "a\u0301\u0316x", "\u0316\u0301", "x\u0344y", "\uFDFA!", "İİ i̇", "  \u00a0x  ",
+         "\u1100\u1161\u11a8 가각", "\u212b\u00c5A\u030a", "\u0F73\u0F75 \u0F81", "ẞß Σσς ΣΑΣ", "ﬁﬂﬃ ㎏①²½Ⅻ",
+         "e\u0301\u0301\u0301", "\u0958\u0959", "a\u0308\u0301\u0323b", "\u1E0A\u0323", "q\u0307\u0323",
+         "\u00C7\u0301", " \u0301", "\t\u0301 x", "１２３４５６", "  12345  ", "Hello World", "<sep> x <sep>",
+         "[mask] y", "a[mask]b", "ǅ ǆ Ǆ", "\u0130\u0307", "ΐ ΰ", "\u3000\u3000x", "\U0001D400\U0001D401", "ｶﾞｷﾞ ﾊﾟ",
+         "x\u200by", "a\r\nb", "😀\u0301", "\u0345\u0313\u03b1", "a <mask> b<eos>  c dog", "  Ｈｅｌｌｏ 12345 World x "]
 BYTE_LEVEL_TRIM = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
 VARIANTS = {
     "tiny_gpt2_trim": {"base": "tiny_gpt2", "post_processor": BYTE_LEVEL_TRIM},
@@ -100,7 +110,11 @@ def digest(rec):
 def main():
     with open(os.path.join(FIX, "corpus.jsonl"), encoding="utf-8") as f:
         corpus = [json.loads(line) for line in f]
-    picks = select(corpus)
+    picks = select(corpus) + [len(corpus) + k for k in range(len(EXTRA))]
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "extra_strings.jsonl"), "w", encoding="utf-8") as f:
+        f.write("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in EXTRA))
+    corpus = corpus + EXTRA
     paths = {n: os.path.join(FIX, n, "tokenizer.json") for n in sorted(os.listdir(FIX)) if n.startswith("tiny_")}
     for n in REAL:
         p = os.path.join(SHARED, n, "tokenizer.json")

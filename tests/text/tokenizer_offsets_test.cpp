@@ -1,7 +1,8 @@
 // Token offsets against HF `tokenizers`: ~450 corpus strings (non-ASCII, whitespace runs,
-// special-token text, normalization changes) through every tokenizer, with and without
-// special tokens, must give the ids and byte offsets tools/make_tokenizer_offset_goldens.py
-// recorded (HF's character offsets converted to bytes). The ids must also equal encode()'s.
+// special-token text, normalization changes) and ~40 alignment corner cases, through every
+// tokenizer with and without special tokens, must give the ids and byte offsets that
+// tools/make_tokenizer_offset_goldens.py recorded (HF's character offsets converted to
+// bytes). The ids must also equal encode()'s.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,8 +29,10 @@ std::vector<std::string> read_lines(const std::string& path) {
 const std::vector<std::string>& corpus() {
   static const std::vector<std::string> strings = [] {
     std::vector<std::string> out;
-    for (const auto& line : read_lines(test::source_path("tests/fixtures/tokenizers/corpus.jsonl")))
-      out.push_back(Json::parse(line).get<std::string>());
+    // The corpus, then the offsets-only corner cases (indices continue after the corpus).
+    for (const char* file : {"corpus.jsonl", "offsets/extra_strings.jsonl"})
+      for (const auto& line : read_lines(test::source_path("tests/fixtures/tokenizers/") + file))
+        out.push_back(Json::parse(line).get<std::string>());
     return out;
   }();
   return strings;
