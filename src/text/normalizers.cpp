@@ -2,6 +2,7 @@
 #include "text/normalizers.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "text/alignment.h"

@@ -51,6 +51,32 @@ void check_tokenizer(const std::string& name, const std::string& tokenizer_path)
   EXPECT_GE(compared, 20) << name;
 }
 
+// A template without generation blocks (chatml.jinja, prefix rendering) that renders the
+// same text must give the same token masks.
+TEST(AssistantTokens, PrefixRenderingGivesTransformersMasks) {
+  const OJ& g = goldens();
+  ChatTemplate tmpl =
+      ChatTemplate::from_file(test::source_path("tests/fixtures/chat_templates/chatml.jinja"), {});
+  text::Tokenizer tok =
+      text::Tokenizer::from_file(test::source_path("tests/fixtures/tokenizers/tiny_qwen"));
+  const OJ& results = g["tokenizers"]["tiny_qwen"]["results"];
+  int compared = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const OJ& c = g["cases"][i];
+    if (!results[i].contains("input_ids")) continue;
+    ChatInputs in;
+    in.messages = c["messages"];
+    if (c.contains("tools")) in.tools = c["tools"];
+    in.add_generation_prompt = c.value("add_generation_prompt", false);
+    AssistantTokens t = assistant_token_mask(tmpl, in, tok);
+    if (t.ids != results[i]["input_ids"].get<std::vector<int32_t>>()) continue;  // other text
+    EXPECT_EQ(t.method, MaskMethod::kPrefixRendering);
+    EXPECT_EQ(mask_text(t.mask), results[i]["assistant_masks"].get<std::string>()) << c["id"];
+    ++compared;
+  }
+  EXPECT_GE(compared, 20);
+}
+
 class TinyMasks : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TinyMasks, MatchTransformers) {
