@@ -1,6 +1,7 @@
 // See added_tokens.h.
 #include "text/added_tokens.h"
 
+#include "text/alignment.h"
 #include "text/normalizers.h"
 #include "text/unicode.h"
 
@@ -86,7 +87,7 @@ bool word_char_after(std::string_view s, size_t pos) {
 }  // namespace
 
 void AddedVocabulary::split(std::string_view text, const TokenTrie& trie, bool at_origin,
-                            bool split_special_tokens, Pieces& out) const {
+                            bool split_special_tokens, Pieces& out, const Align* align) const {
   size_t start_offset = 0, pos = 0, b, e, n;
   int32_t index;
   while (!trie.empty() && trie.find(text, pos, &b, &e, &index)) {
@@ -107,13 +108,16 @@ void AddedVocabulary::split(std::string_view text, const TokenTrie& trie, bool a
     if (t.rstrip)
       while (e < text.size() && is_whitespace(utf8_decode(text, e, &n))) e += n;
     if (start_offset < b)
-      out.add(text.substr(start_offset, b - start_offset), -1, at_origin && start_offset == 0);
-    out.add_token(t.id);
+      out.add(text.substr(start_offset, b - start_offset), -1, at_origin && start_offset == 0,
+              align ? align + start_offset : nullptr);
+    // HF's token covers its whole match, stripped whitespace included.
+    out.add_token(t.id, align ? Align{align[b].begin, align[e - 1].end} : Align{});
     start_offset = e;
     pos = std::max(pos, e);
   }
   if (start_offset < text.size())
-    out.add(text.substr(start_offset), -1, at_origin && start_offset == 0);
+    out.add(text.substr(start_offset), -1, at_origin && start_offset == 0,
+            align ? align + start_offset : nullptr);
 }
 
 void AddedVocabulary::extract_and_normalize(std::string_view input, bool split_special_tokens,
@@ -121,6 +125,11 @@ void AddedVocabulary::extract_and_normalize(std::string_view input, bool split_s
   out.clear();
   thread_local Pieces raw;
   raw.clear();
+  raw.track = out.track;
+  if (out.track) {
+    extract_and_normalize_aligned(input, split_special_tokens, raw, out, scratch);
+    return;
+  }
   split(input, raw_trie_, true, split_special_tokens, raw);
   for (const auto& p : raw.items) {
     if (p.token_id >= 0) {
@@ -132,6 +141,33 @@ void AddedVocabulary::extract_and_normalize(std::string_view input, bool split_s
     if (p.at_origin && !scratch.empty()) head = utf8_len(static_cast<unsigned char>(scratch[0]));
     if (normalizer_) normalizer_->normalize(scratch, head);
     split(scratch, normalized_trie_, p.at_origin && head > 0, split_special_tokens, out);
+  }
+}
+
+void AddedVocabulary::extract_and_normalize_aligned(std::string_view input,
+                                                    bool split_special_tokens, Pieces& raw,
+                                                    Pieces& out, std::string& scratch) const {
+  std::vector<Align> align;
+  identity_alignment(input, 0, align);
+  split(input, raw_trie_, true, split_special_tokens, raw, align.data());
+  for (const auto& p : raw.items) {
+    if (p.token_id >= 0) {
+      out.add_token(p.token_id, {p.begin, p.end});
+      continue;
+    }
+    scratch.assign(raw.view(p));
+    // HF normalizes each piece as its own string: alignments relative to the piece's start
+    // (an insertion at its very start aligns to (0, 0) of the piece, not of the input).
+    const Align* a = raw.align_of(p);
+    uint32_t shift = a[0].begin;
+    align.clear();
+    for (size_t i = 0; i < scratch.size(); ++i)
+      align.push_back({a[i].begin - shift, a[i].end - shift});
+    if (normalizer_) normalizer_->normalize_aligned(scratch, align);
+    // Metaspace's "first" asks whether the piece still starts at input byte 0.
+    bool origin = p.at_origin && !scratch.empty() && align[0].begin == 0;
+    for (auto& x : align) x.begin += shift, x.end += shift;
+    split(scratch, normalized_trie_, origin, split_special_tokens, out, align.data());
   }
 }
 

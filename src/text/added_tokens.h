@@ -47,7 +47,8 @@ class AddedVocabulary {
   // `normalizer` (may be null) is applied to normalized tokens' content and to the pieces.
   AddedVocabulary(std::vector<AddedToken> tokens, const Normalizer* normalizer);
 
-  // Splits `input` into pieces of normalized text and added-token ids.
+  // Splits `input` into pieces of normalized text and added-token ids. With out.track, the
+  // pieces carry alignments to `input` (Tokenizer::encode_with_offsets).
   void extract_and_normalize(std::string_view input, bool split_special_tokens, Pieces& out,
                              std::string& scratch) const;
 
@@ -57,8 +58,12 @@ class AddedVocabulary {
   bool empty() const { return tokens_.empty(); }
 
  private:
+  // `align` (with out.track): the alignment of each byte of `text`.
   void split(std::string_view text, const TokenTrie& trie, bool at_origin,
-             bool split_special_tokens, Pieces& out) const;
+             bool split_special_tokens, Pieces& out, const Align* align = nullptr) const;
+
+  void extract_and_normalize_aligned(std::string_view input, bool split_special_tokens, Pieces& raw,
+                                     Pieces& out, std::string& scratch) const;
 
   std::vector<AddedToken> tokens_;
   const Normalizer* normalizer_;

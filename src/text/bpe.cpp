@@ -267,4 +267,28 @@ void BpeModel::tokenize(std::string_view word, BpeScratch& s, std::vector<int32_
   }
 }
 
+void BpeModel::tokenize_with_spans(std::string_view word, BpeScratch& s, std::vector<int32_t>& out,
+                                   std::vector<std::pair<uint32_t, uint32_t>>& spans) const {
+  if (word.empty()) return;
+  if (ignore_merges_) {
+    int32_t id = token_to_id(word);
+    if (id >= 0) {
+      out.push_back(id);
+      spans.push_back({0, uint32_t(word.size())});
+      return;
+    }
+  }
+  merge_word(word, s);
+  merge_all(s);
+  // Positions accumulate over the symbols kept, so a character dropped for lack of an unk
+  // token shifts the later offsets, as in HF.
+  uint32_t pos = 0;
+  for (const auto& sym : s.symbols) {
+    if (!sym.len) continue;
+    out.push_back(sym.id);
+    spans.push_back({pos, pos + sym.len});
+    pos += sym.len;
+  }
+}
+
 }  // namespace sft::text

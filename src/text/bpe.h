@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "io/json.h"
@@ -120,6 +121,10 @@ class BpeModel {
 
   // Appends the ids of one pre-tokenized word to `out`.
   void tokenize(std::string_view word, BpeScratch& scratch, std::vector<int32_t>& out) const;
+  // Same ids, plus each token's [begin, end) bytes in `word` (HF's Token offsets: the byte
+  // lengths of the symbols kept, laid end to end). Bypasses the word cache.
+  void tokenize_with_spans(std::string_view word, BpeScratch& scratch, std::vector<int32_t>& out,
+                           std::vector<std::pair<uint32_t, uint32_t>>& spans) const;
 
   int32_t token_to_id(std::string_view token) const { return vocab_.find(token); }
   bool has_id(int32_t id) const { return vocab_.has_id(id); }

@@ -2,8 +2,10 @@
 #include "text/normalizers.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
+#include "text/alignment.h"
 #include "text/pattern.h"
 #include "text/unicode.h"
 
@@ -23,6 +25,11 @@ class UnicodeNormalizer : public Normalizer {
     normalize_unicode(text, form_);
     head = std::min(head, text.size());
   }
+  void normalize_aligned(std::string& text, std::vector<Align>& align) const override {
+    std::vector<CharChange> changes;
+    normalization_changes(text, form_, changes);
+    apply_changes(text, align, changes);
+  }
 
  private:
   NormalForm form_;
@@ -34,12 +41,39 @@ class Lowercase : public Normalizer {
     if (head > 0 && head <= text.size()) head = to_lower(text.substr(0, head)).size();
     text = to_lower(text);
   }
+  void normalize_aligned(std::string& text, std::vector<Align>& align) const override {
+    // HF lowercases per character: the first character of a lowercase mapping replaces
+    // the source, the rest (İ → i + U+0307) are insertions.
+    std::vector<CharChange> changes;
+    std::string lower;
+    size_t n, m;
+    for (size_t i = 0; i < text.size(); i += n) {
+      utf8_decode(text, i, &n);
+      lower = to_lower(std::string_view(text).substr(i, n));
+      for (size_t k = 0; k < lower.size(); k += m)
+        changes.push_back({utf8_decode(lower, k, &m), k == 0 ? 0 : 1});
+    }
+    apply_changes(text, align, changes);
+  }
 };
 
 class Strip : public Normalizer {
  public:
   Strip(bool left, bool right) : left_(left), right_(right) {}
   void normalize(std::string& text, size_t& head) const override {
+    auto [b, e] = kept(text);
+    head = b >= head ? 0 : head - b;
+    text = text.substr(b, e - b);
+  }
+  void normalize_aligned(std::string& text, std::vector<Align>& align) const override {
+    auto [b, e] = kept(text);
+    text = text.substr(b, e - b);
+    align = std::vector<Align>(align.begin() + long(b), align.begin() + long(e));
+  }
+
+ private:
+  // The byte range left after stripping.
+  std::pair<size_t, size_t> kept(const std::string& text) const {
     size_t b = 0, e = text.size(), n;
     if (left_)
       while (b < e && is_whitespace(utf8_decode(text, b, &n))) b += n;
@@ -51,11 +85,9 @@ class Strip : public Normalizer {
         e = s;
       }
     }
-    head = b >= head ? 0 : head - b;
-    text = text.substr(b, e - b);
+    return {b, e};
   }
 
- private:
   bool left_, right_;
 };
 
@@ -78,6 +110,22 @@ class Replace : public Normalizer {
     });
     text = pattern_.replace_all(text, content_);
   }
+  void normalize_aligned(std::string& text, std::vector<Align>& align) const override {
+    std::string out;
+    std::vector<Align> out_align;
+    size_t last = 0;
+    pattern_.for_each_match(text, [&](size_t b, size_t e) {
+      out.append(text, last, b - last);
+      out_align.insert(out_align.end(), align.begin() + long(last), align.begin() + long(b));
+      out.append(content_);
+      out_align.insert(out_align.end(), content_.size(), align[e - 1]);
+      last = e;
+    });
+    out.append(text, last);
+    out_align.insert(out_align.end(), align.begin() + long(last), align.end());
+    text.swap(out);
+    align.swap(out_align);
+  }
 
  private:
   Pattern pattern_;
@@ -92,6 +140,13 @@ class Prepend : public Normalizer {
     text.insert(0, prefix_);
     if (head > 0) head += prefix_.size();
   }
+  void normalize_aligned(std::string& text, std::vector<Align>& align) const override {
+    // HF prepends by replacing the first character with prefix + itself: everything takes
+    // that character's alignment.
+    if (text.empty()) return;
+    text.insert(0, prefix_);
+    align.insert(align.begin(), prefix_.size(), align.front());
+  }
 
  private:
   std::string prefix_;
@@ -102,6 +157,9 @@ class Sequence : public Normalizer {
   explicit Sequence(std::vector<std::unique_ptr<Normalizer>> steps) : steps_(std::move(steps)) {}
   void normalize(std::string& text, size_t& head) const override {
     for (const auto& s : steps_) s->normalize(text, head);
+  }
+  void normalize_aligned(std::string& text, std::vector<Align>& align) const override {
+    for (const auto& s : steps_) s->normalize_aligned(text, align);
   }
 
  private:

@@ -1,9 +1,50 @@
 // See post_processors.h.
 #include "text/post_processors.h"
 
+#include <algorithm>
+
+#include "text/unicode.h"
+
 namespace sft::text {
 
 namespace {
+
+// HF's byte-level process_offsets: a token's leading/trailing spaces ('Ġ' or whitespace)
+// are cut from its offsets, one input character per space (HF's offsets are characters by
+// then), except the single space add_prefix_space put in front of the first token.
+void trim_offsets(OffsetEncoding& e, bool add_prefix_space) {
+  auto space = [](char32_t c) { return c == 0x120 || is_whitespace(c); };
+  auto continuation = [&](size_t i) {
+    return (static_cast<unsigned char>(e.input[i]) & 0xC0) == 0x80;
+  };
+  for (size_t i = 0; i < e.ids.size(); ++i) {
+    std::string_view t = e.tokens[i];
+    size_t leading = 0, trailing = 0, n = 0;
+    for (size_t k = 0; k < t.size() && space(utf8_decode(t, k, &n)); k += n) ++leading;
+    for (size_t k = t.size(); k > 0;) {
+      size_t b = k - 1;
+      while (b > 0 && (static_cast<unsigned char>(t[b]) & 0xC0) == 0x80) --b;
+      if (!space(utf8_decode(t, b, &n))) break;
+      ++trailing;
+      k = b;
+    }
+    auto& [begin, end] = e.offsets[i];
+    if (leading > 0) {
+      bool first = i == 0 || begin == 0;
+      if (first && add_prefix_space && leading == 1) leading = 0;
+      // begin = min(begin + leading characters, end)
+      for (size_t k = 0; k < leading && begin < end; ++k)
+        for (++begin; begin < end && continuation(begin);) ++begin;
+    }
+    if (trailing > 0) {
+      // end = max(end - trailing characters, begin), when `end` has that many before it
+      size_t to = end, k = 0;
+      for (; k < trailing && to > 0; ++k)
+        for (--to; to > 0 && continuation(to);) --to;
+      if (k == trailing) end = std::max(to, begin);
+    }
+  }
+}
 
 // One template item: a run of special ids, or sequence 0 (A) / 1 (B).
 struct Item {
@@ -13,8 +54,30 @@ struct Item {
 
 class Template : public PostProcessor {
  public:
-  Template(std::vector<Item> single, std::vector<Item> pair)
-      : single_(std::move(single)), pair_(std::move(pair)) {}
+  // `trim` (RobertaProcessing's trim_offsets) trims before the special tokens go in.
+  Template(std::vector<Item> single, std::vector<Item> pair, bool trim = false,
+           bool add_prefix_space = false)
+      : single_(std::move(single)),
+        pair_(std::move(pair)),
+        trim_(trim),
+        add_prefix_space_(add_prefix_space) {}
+  void process_offsets(OffsetEncoding& e, bool add_special_tokens) const override {
+    if (trim_) trim_offsets(e, add_prefix_space_);
+    if (!add_special_tokens) return;
+    OffsetEncoding out;
+    for (const auto& item : single_) {
+      if (item.sequence == 0) {
+        out.ids.insert(out.ids.end(), e.ids.begin(), e.ids.end());
+        out.offsets.insert(out.offsets.end(), e.offsets.begin(), e.offsets.end());
+        out.tokens.insert(out.tokens.end(), e.tokens.begin(), e.tokens.end());
+      } else if (item.sequence < 0) {
+        out.ids.insert(out.ids.end(), item.ids.begin(), item.ids.end());
+        out.offsets.insert(out.offsets.end(), item.ids.size(), {0, 0});
+        out.tokens.insert(out.tokens.end(), item.ids.size(), std::string_view());
+      }
+    }
+    e = std::move(out);
+  }
   bool process(std::vector<int32_t>& a, const std::vector<int32_t>* b) const override {
     std::vector<int32_t> out;
     out.reserve(a.size() + (b ? b->size() : 0) + 8);
@@ -32,15 +95,26 @@ class Template : public PostProcessor {
 
  private:
   std::vector<Item> single_, pair_;
+  bool trim_, add_prefix_space_;
 };
 
-class Identity : public PostProcessor {
+// ByteLevel: ids unchanged; with trim_offsets it trims offsets.
+class ByteLevelPost : public PostProcessor {
  public:
+  ByteLevelPost(bool trim, bool add_prefix_space)
+      : trim_(trim), add_prefix_space_(add_prefix_space) {}
   bool process(std::vector<int32_t>& a, const std::vector<int32_t>* b) const override {
     (void)a;
     (void)b;
     return false;
   }
+  void process_offsets(OffsetEncoding& e, bool add_special_tokens) const override {
+    (void)add_special_tokens;
+    if (trim_) trim_offsets(e, add_prefix_space_);
+  }
+
+ private:
+  bool trim_, add_prefix_space_;
 };
 
 class SequencePost : public PostProcessor {
@@ -52,6 +126,9 @@ class SequencePost : public PostProcessor {
     bool merged = false;
     for (const auto& s : steps_) merged |= s->process(a, merged ? nullptr : b);
     return merged;
+  }
+  void process_offsets(OffsetEncoding& e, bool add_special_tokens) const override {
+    for (const auto& s : steps_) s->process_offsets(e, add_special_tokens);
   }
 
  private:
@@ -116,9 +193,13 @@ std::unique_ptr<PostProcessor> make_post_processor(const Json& spec, const LoadC
     if (type == "RobertaProcessing") pair.push_back({-1, {sep}});
     pair.push_back({1, {}});
     pair.push_back({-1, {sep}});
-    return std::make_unique<Template>(single, pair);
+    if (type == "BertProcessing") return std::make_unique<Template>(single, pair);
+    return std::make_unique<Template>(single, pair, ctx.bool_or(spec, place, "trim_offsets", true),
+                                      ctx.bool_or(spec, place, "add_prefix_space", true));
   }
-  if (type == "ByteLevel") return std::make_unique<Identity>();
+  if (type == "ByteLevel")
+    return std::make_unique<ByteLevelPost>(ctx.bool_or(spec, place, "trim_offsets", true),
+                                           ctx.bool_or(spec, place, "add_prefix_space", true));
   if (type == "Sequence") {
     const Json& list = ctx.field(spec, place, "processors");
     if (!list.is_array()) ctx.fail(place + ".processors", "expected an array");

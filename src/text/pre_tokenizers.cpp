@@ -25,17 +25,21 @@ std::vector<Seg>& seg_scratch() {
 }
 
 // Folds `segs` (covering the piece) by `behavior` and appends the kept parts to `out`.
-void emit(std::string_view text, bool at_origin, std::vector<Seg>& segs, SplitBehavior behavior,
-          bool invert, Pieces& out) {
+// `al` (offsets only, else null): the alignment of each byte of `text`.
+void emit(std::string_view text, bool at_origin, const Align* al, std::vector<Seg>& segs,
+          SplitBehavior behavior, bool invert, Pieces& out) {
+  auto add = [&](uint32_t b, uint32_t e) {
+    out.add(text.substr(b, e - b), -1, at_origin && b == 0, al ? al + b : nullptr);
+  };
   if (invert)
     for (auto& s : segs) s.match = !s.match;
   switch (behavior) {
     case SplitBehavior::kIsolated:
-      for (const auto& s : segs) out.add(text.substr(s.b, s.e - s.b), -1, at_origin && s.b == 0);
+      for (const auto& s : segs) add(s.b, s.e);
       return;
     case SplitBehavior::kRemoved:
       for (const auto& s : segs)
-        if (!s.match) out.add(text.substr(s.b, s.e - s.b), -1, at_origin && s.b == 0);
+        if (!s.match) add(s.b, s.e);
       return;
     case SplitBehavior::kContiguous:
     case SplitBehavior::kMergedWithPrevious: {
@@ -49,8 +53,7 @@ void emit(std::string_view text, bool at_origin, std::vector<Seg>& segs, SplitBe
           segs[n++] = s;
         prev = s.match;
       }
-      for (size_t i = 0; i < n; ++i)
-        out.add(text.substr(segs[i].b, segs[i].e - segs[i].b), -1, at_origin && segs[i].b == 0);
+      for (size_t i = 0; i < n; ++i) add(segs[i].b, segs[i].e);
       return;
     }
     case SplitBehavior::kMergedWithNext: {
@@ -65,22 +68,23 @@ void emit(std::string_view text, bool at_origin, std::vector<Seg>& segs, SplitBe
           segs[--k] = s;
         prev = s.match;
       }
-      for (size_t i = k; i < n; ++i)
-        out.add(text.substr(segs[i].b, segs[i].e - segs[i].b), -1, at_origin && segs[i].b == 0);
+      for (size_t i = k; i < n; ++i) add(segs[i].b, segs[i].e);
       return;
     }
   }
 }
 
-// Runs `split_piece(text, at_origin, out)` on every text piece of `io`.
+// Runs `split_piece(text, at_origin, align, out)` on every text piece of `io` (`align` is
+// null unless offsets are tracked).
 template <typename F>
 void split_pieces(Pieces& io, Pieces& scratch, F&& split_piece) {
   scratch.clear();
+  scratch.track = io.track;
   for (const auto& p : io.items) {
     if (p.token_id >= 0)
       scratch.items.push_back(p);
     else
-      split_piece(io.view(p), p.at_origin, scratch);
+      split_piece(io.view(p), p.at_origin, io.align_of(p), scratch);
   }
   std::swap(io, scratch);
 }
@@ -132,27 +136,44 @@ class ByteLevel : public PreTokenizer {
 
   void pre_tokenize(Pieces& io, Pieces& scratch) const override {
     if (add_prefix_space_ || regex_) {
-      split_pieces(io, scratch, [&](std::string_view text, bool origin, Pieces& out) {
-        std::string_view t = text;
-        if (add_prefix_space_ && (t.empty() || t[0] != ' ')) {
-          prefixed_.assign(" ").append(text);
-          t = prefixed_;
-        }
-        if (!regex_) return out.add(t, -1, origin);
-        auto& segs =
-            segments_of(t, [&](std::string_view s, auto&& cb) { regex_->for_each_match(s, cb); });
-        emit(t, origin, segs, SplitBehavior::kIsolated, false, out);
-      });
+      split_pieces(io, scratch,
+                   [&](std::string_view text, bool origin, const Align* al, Pieces& out) {
+                     std::string_view t = text;
+                     if (add_prefix_space_ && (t.empty() || t[0] != ' ')) {
+                       prefixed_.assign(" ").append(text);
+                       t = prefixed_;
+                       if (al) {
+                         // HF prepends by replacing the first character: the space takes
+                         // its alignment.
+                         prefixed_align_.assign(al, al + text.size());
+                         if (!text.empty()) prefixed_align_.insert(prefixed_align_.begin(), al[0]);
+                         al = prefixed_align_.data();
+                       }
+                     }
+                     if (!regex_) return out.add(t, -1, origin, al);
+                     auto& segs = segments_of(
+                         t, [&](std::string_view s, auto&& cb) { regex_->for_each_match(s, cb); });
+                     emit(t, origin, al, segs, SplitBehavior::kIsolated, false, out);
+                   });
     }
     const auto& alphabet = byte_level_alphabet();
     scratch.clear();
+    scratch.track = io.track;
     for (const auto& p : io.items) {
       if (p.token_id >= 0) {
         scratch.items.push_back(p);
         continue;
       }
       auto b = static_cast<uint32_t>(scratch.text.size());
-      for (unsigned char c : io.view(p)) scratch.text += alphabet[c];
+      std::string_view text = io.view(p);
+      for (unsigned char c : text) scratch.text += alphabet[c];
+      if (io.track) {
+        // Each byte's character keeps the alignment of the character the byte belongs to.
+        const Align* al = io.align_of(p);
+        for (size_t i = 0; i < text.size(); ++i)
+          scratch.align.insert(scratch.align.end(),
+                               alphabet[static_cast<unsigned char>(text[i])].size(), al[i]);
+      }
       scratch.items.push_back({b, static_cast<uint32_t>(scratch.text.size()), -1, p.at_origin});
     }
     std::swap(io, scratch);
@@ -162,19 +183,22 @@ class ByteLevel : public PreTokenizer {
   bool add_prefix_space_;
   std::unique_ptr<Regex> regex_;
   static thread_local std::string prefixed_;
+  static thread_local std::vector<Align> prefixed_align_;
 };
 thread_local std::string ByteLevel::prefixed_;
+thread_local std::vector<Align> ByteLevel::prefixed_align_;
 
 class Split : public PreTokenizer {
  public:
   Split(Pattern pattern, SplitBehavior behavior, bool invert)
       : pattern_(std::move(pattern)), behavior_(behavior), invert_(invert) {}
   void pre_tokenize(Pieces& io, Pieces& scratch) const override {
-    split_pieces(io, scratch, [&](std::string_view text, bool origin, Pieces& out) {
-      auto& segs =
-          segments_of(text, [&](std::string_view s, auto&& cb) { pattern_.for_each_match(s, cb); });
-      emit(text, origin, segs, behavior_, invert_, out);
-    });
+    split_pieces(
+        io, scratch, [&](std::string_view text, bool origin, const Align* al, Pieces& out) {
+          auto& segs = segments_of(
+              text, [&](std::string_view s, auto&& cb) { pattern_.for_each_match(s, cb); });
+          emit(text, origin, al, segs, behavior_, invert_, out);
+        });
   }
 
  private:
@@ -190,31 +214,39 @@ class Metaspace : public PreTokenizer {
   Metaspace(std::string replacement, PrependScheme scheme, bool split)
       : replacement_(std::move(replacement)), scheme_(scheme), split_(split) {}
   void pre_tokenize(Pieces& io, Pieces& scratch) const override {
-    split_pieces(io, scratch, [&](std::string_view text, bool origin, Pieces& out) {
-      buffer_.clear();
-      bool prepend =
-          scheme_ == PrependScheme::kAlways || (scheme_ == PrependScheme::kFirst && origin);
-      if (prepend && text.substr(0, replacement_.size()) != replacement_ &&
-          !(text.size() && text[0] == ' ')) {
-        buffer_ += replacement_;
-      }
-      for (char c : text) {
-        if (c == ' ')
-          buffer_ += replacement_;
-        else
-          buffer_ += c;
-      }
-      if (!split_) return out.add(buffer_, -1, origin);
-      std::string_view rep = replacement_;
-      auto& segs = segments_of(buffer_, [&](std::string_view s, auto&& cb) {
-        size_t pos = 0;
-        while ((pos = s.find(rep, pos)) != std::string_view::npos) {
-          cb(pos, pos + rep.size());
-          pos += rep.size();
-        }
-      });
-      emit(buffer_, origin, segs, SplitBehavior::kMergedWithNext, false, out);
-    });
+    split_pieces(
+        io, scratch, [&](std::string_view text, bool origin, const Align* al, Pieces& out) {
+          buffer_.clear();
+          buffer_align_.clear();
+          bool prepend =
+              scheme_ == PrependScheme::kAlways || (scheme_ == PrependScheme::kFirst && origin);
+          if (prepend && text.substr(0, replacement_.size()) != replacement_ &&
+              !(text.size() && text[0] == ' ')) {
+            buffer_ += replacement_;
+            // Prepended like HF's prepend: aligned with the first character.
+            if (al) buffer_align_.insert(buffer_align_.end(), replacement_.size(), al[0]);
+          }
+          for (size_t i = 0; i < text.size(); ++i) {
+            bool space = text[i] == ' ';
+            if (space)
+              buffer_ += replacement_;
+            else
+              buffer_ += text[i];
+            if (al)
+              buffer_align_.insert(buffer_align_.end(), space ? replacement_.size() : 1, al[i]);
+          }
+          const Align* bal = al ? buffer_align_.data() : nullptr;
+          if (!split_) return out.add(buffer_, -1, origin, bal);
+          std::string_view rep = replacement_;
+          auto& segs = segments_of(buffer_, [&](std::string_view s, auto&& cb) {
+            size_t pos = 0;
+            while ((pos = s.find(rep, pos)) != std::string_view::npos) {
+              cb(pos, pos + rep.size());
+              pos += rep.size();
+            }
+          });
+          emit(buffer_, origin, bal, segs, SplitBehavior::kMergedWithNext, false, out);
+        });
   }
 
  private:
@@ -222,8 +254,10 @@ class Metaspace : public PreTokenizer {
   PrependScheme scheme_;
   bool split_;
   static thread_local std::string buffer_;
+  static thread_local std::vector<Align> buffer_align_;
 };
 thread_local std::string Metaspace::buffer_;
+thread_local std::vector<Align> Metaspace::buffer_align_;
 
 // Digits, Punctuation and WhitespaceSplit: splits on a character predicate.
 template <typename Pred>
@@ -231,9 +265,10 @@ class CharSplit : public PreTokenizer {
  public:
   CharSplit(Pred pred, SplitBehavior behavior) : pred_(pred), behavior_(behavior) {}
   void pre_tokenize(Pieces& io, Pieces& scratch) const override {
-    split_pieces(io, scratch, [&](std::string_view text, bool origin, Pieces& out) {
-      emit(text, origin, char_segments(text, pred_), behavior_, false, out);
-    });
+    split_pieces(io, scratch,
+                 [&](std::string_view text, bool origin, const Align* al, Pieces& out) {
+                   emit(text, origin, al, char_segments(text, pred_), behavior_, false, out);
+                 });
   }
 
  private:
@@ -249,23 +284,24 @@ std::unique_ptr<PreTokenizer> char_split(Pred pred, SplitBehavior behavior) {
 class Whitespace : public PreTokenizer {
  public:
   void pre_tokenize(Pieces& io, Pieces& scratch) const override {
-    split_pieces(io, scratch, [&](std::string_view text, bool origin, Pieces& out) {
-      size_t i = 0, n;
-      while (i < text.size()) {
-        char32_t c = utf8_decode(text, i, &n);
-        int kind = is_word_char(c) ? 1 : is_whitespace(c) ? 0 : 2;
-        size_t b = i;
-        i += n;
-        if (kind == 0) continue;
-        while (i < text.size()) {
-          char32_t d = utf8_decode(text, i, &n);
-          int k2 = is_word_char(d) ? 1 : is_whitespace(d) ? 0 : 2;
-          if (k2 != kind) break;
-          i += n;
-        }
-        out.add(text.substr(b, i - b), -1, origin && b == 0);
-      }
-    });
+    split_pieces(io, scratch,
+                 [&](std::string_view text, bool origin, const Align* al, Pieces& out) {
+                   size_t i = 0, n;
+                   while (i < text.size()) {
+                     char32_t c = utf8_decode(text, i, &n);
+                     int kind = is_word_char(c) ? 1 : is_whitespace(c) ? 0 : 2;
+                     size_t b = i;
+                     i += n;
+                     if (kind == 0) continue;
+                     while (i < text.size()) {
+                       char32_t d = utf8_decode(text, i, &n);
+                       int k2 = is_word_char(d) ? 1 : is_whitespace(d) ? 0 : 2;
+                       if (k2 != kind) break;
+                       i += n;
+                     }
+                     out.add(text.substr(b, i - b), -1, origin && b == 0, al ? al + b : nullptr);
+                   }
+                 });
   }
 };
 

@@ -55,12 +55,16 @@ struct Tokenizer::Impl {
     free_states.push_back(std::move(s));
   }
 
-  // The model-level ids of one sequence, without post-processing.
-  void encode_sequence(std::string_view text, EncodeState& st, std::vector<int32_t>& out) const {
+  static void check_utf8(std::string_view text) {
     if (auto bad = find_invalid_utf8(text))
       fail("tokenizer", "input text is not valid UTF-8 (byte " + std::to_string(*bad) +
                             "); hint: tokenizers encode Unicode text only, decode the input "
                             "bytes first");
+  }
+
+  // The model-level ids of one sequence, without post-processing.
+  void encode_sequence(std::string_view text, EncodeState& st, std::vector<int32_t>& out) const {
+    check_utf8(text);
     added->extract_and_normalize(text, split_special_tokens, st.pieces, st.text);
     if (pre_tokenizer) pre_tokenizer->pre_tokenize(st.pieces, st.scratch);
     for (const auto& p : st.pieces.items) {
@@ -163,6 +167,38 @@ void Tokenizer::encode_into(std::string_view text, bool add_special_tokens,
   }
   impl_->release(std::move(st));
   if (add_special_tokens && impl_->post_processor) impl_->post_processor->process(out, nullptr);
+}
+
+Encoding Tokenizer::encode_with_offsets(std::string_view text, bool add_special_tokens) const {
+  Impl::check_utf8(text);
+  // Fresh state (not the pool): tracking turns on alignment bookkeeping in every stage.
+  EncodeState st;
+  st.pieces.track = st.scratch.track = true;
+  impl_->added->extract_and_normalize(text, impl_->split_special_tokens, st.pieces, st.text);
+  if (impl_->pre_tokenizer) impl_->pre_tokenizer->pre_tokenize(st.pieces, st.scratch);
+  OffsetEncoding e;
+  e.input = text;
+  std::vector<std::pair<uint32_t, uint32_t>> spans;
+  for (const auto& p : st.pieces.items) {
+    if (p.token_id >= 0) {
+      e.ids.push_back(p.token_id);
+      e.offsets.push_back({p.begin, p.end});
+      // HF's token string is the matched text (stripped whitespace included).
+      e.tokens.push_back(text.substr(p.begin, p.end - p.begin));
+      continue;
+    }
+    size_t first = e.ids.size();
+    spans.clear();
+    impl_->model->tokenize_with_spans(st.pieces.view(p), st.bpe, e.ids, spans);
+    const Align* al = st.pieces.align_of(p);
+    for (size_t i = 0; i < spans.size(); ++i) {
+      // A token's range runs from its first byte's source to its last byte's.
+      e.offsets.push_back({al[spans[i].first].begin, al[spans[i].second - 1].end});
+      e.tokens.push_back(impl_->model->id_to_token(e.ids[first + i]));
+    }
+  }
+  if (impl_->post_processor) impl_->post_processor->process_offsets(e, add_special_tokens);
+  return {std::move(e.ids), std::move(e.offsets)};
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {

@@ -6,6 +6,11 @@
 // add_special_tokens). Decode: ids → token strings (added tokens first), special tokens
 // optionally skipped → decoder chain → joined.
 //
+// encode_with_offsets also gives every token the [begin, end) bytes of the input it came
+// from — HF's Encoding.offsets in bytes instead of characters — by tracking, through the
+// normalizer and pre-tokenizer, where every byte of the pipeline text stems from (HF
+// NormalizedString's alignments). Only that call pays for the bookkeeping.
+//
 // A Tokenizer is immutable after loading; encode/decode may be called from many threads.
 // Per-call scratch (pieces, BPE heap, word → ids cache) comes from an internal pool, so a
 // warm encode allocates only its result. Input text must be valid UTF-8 (HF accepts only
@@ -18,6 +23,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sft {
@@ -27,6 +33,14 @@ class ThreadPool;
 namespace sft::text {
 
 struct AddedToken;
+
+// Token ids with their input byte ranges. A token that covers part of a character (byte
+// fallback, byte-level BPE) gets the whole character's range, as in HF; special tokens the
+// post-processor adds get (0, 0).
+struct Encoding {
+  std::vector<int32_t> ids;
+  std::vector<std::pair<size_t, size_t>> offsets;
+};
 
 class Tokenizer {
  public:
@@ -43,6 +57,8 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const;
   // Same, appending to `out` (cleared first) so a caller can reuse its buffer.
   void encode_into(std::string_view text, bool add_special_tokens, std::vector<int32_t>& out) const;
+  // The same ids as encode(), with offsets (single sequences; allocates per call).
+  Encoding encode_with_offsets(std::string_view text, bool add_special_tokens = false) const;
   std::vector<int32_t> encode_pair(std::string_view a, std::string_view b,
                                    bool add_special_tokens = true) const;
   // Encodes every text, spread over `pool` (default_thread_pool() when null). The result
