@@ -35,7 +35,7 @@ void apply_changes(std::string& text, std::vector<Align>& align,
       for (int k = 0; k < -ch.change; ++k) consume();
     }
     size_t before = out.size();
-    utf8_append(out, ch.c);
+    append_utf8(out, ch.c);
     out_align.insert(out_align.end(), out.size() - before, a);
   }
   text.swap(out);

@@ -120,7 +120,7 @@ class Reader {
           } else if (v >= 0xDC00 && v < 0xE000) {
             error("unpaired surrogate in \\u escape");
           }
-          utf8_append(out, char32_t(v));
+          append_utf8(out, char32_t(v));
           break;
         }
         default:

@@ -30,24 +30,6 @@ char32_t utf8_decode(std::string_view s, size_t i, size_t* len) {
          (p[3] & 0x3F);
 }
 
-void utf8_append(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
-
 bool is_whitespace(char32_t c) {
   if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D);
   switch (c) {
@@ -181,7 +163,7 @@ std::string to_lower(std::string_view s) {
       out += "i\xCC\x87";
       continue;
     }
-    utf8_append(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
+    append_utf8(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
   }
   return out;
 }
@@ -196,7 +178,7 @@ struct ByteTables {
     for (int b = 0; b < 256; ++b) {
       bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
       char32_t c = printable ? char32_t(b) : char32_t(256 + extra++);
-      utf8_append(alphabet[b], c);
+      append_utf8(alphabet[b], c);
       inverse[c] = static_cast<int16_t>(b);
     }
   }

@@ -6,6 +6,8 @@
 // All functions take valid UTF-8 unless stated otherwise; the facade validates input once.
 #pragma once
 
+#include "core/utf8.h"
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -20,7 +22,6 @@ inline size_t utf8_len(unsigned char b) {
 
 // Decodes the code point at s[i] (valid UTF-8); `len` receives its byte length.
 char32_t utf8_decode(std::string_view s, size_t i, size_t* len);
-void utf8_append(std::string& out, char32_t cp);
 
 // Rust char::is_whitespace (the White_Space property).
 bool is_whitespace(char32_t c);
