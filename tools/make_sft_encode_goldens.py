@@ -26,6 +26,7 @@ import transformers
 import trl
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import SFTConfig, SFTTrainer
+from trl.data_utils import _tokenize, common_prefix_length, is_conversational
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ASSETS = os.path.join(os.path.dirname(ROOT), "shared", "assets", "tokenizers")
@@ -118,6 +119,8 @@ PROMPT_COMPLETIONS = [
     ("Ends with newline\n", "Next line"),
     ("Already ends with eos", " done"),
     ("", "empty prompt"),
+    ("The answer is ", "the end"),  # " the" is one token: the prompt is not a prefix
+    ("Split in the mid", "dle of a word"),
 ]
 
 PC_MESSAGES = [
@@ -196,7 +199,28 @@ def run_case(model, tokenizer_name, rows, chat_template=None, **config):
         trainer = SFTTrainer(model=model, args=args, train_dataset=datasets.Dataset.from_list(rows),
                              processing_class=tokenizer)
         prepared = trainer.train_dataset
-        return [{"input_ids": list(r["input_ids"]), "labels": list(r["labels"])} for r in prepared]
+        out = []
+        for r in prepared:
+            res = {"input_ids": list(r["input_ids"]), "labels": list(r["labels"])}
+            if "prompt" in r:
+                res["prompt_not_prefix"] = prompt_not_prefix(trainer, r)
+            out.append(res)
+        return out
+
+
+def prompt_not_prefix(trainer, r):
+    """TRL's own test in tokenize_fn: the tokenized prompt is not a prefix of prompt+completion."""
+    tok = trainer.processing_class
+    if is_conversational(r):
+        tools = json.loads(r["tools"]) if isinstance(r.get("tools"), str) else r.get("tools")
+        kwargs = {"chat_template": trainer.chat_template, "tools": tools,
+                  **(r.get("chat_template_kwargs") or {})}
+        prompt = _tokenize(tok, r["prompt"], add_generation_prompt=True, **kwargs)["input_ids"]
+        full = _tokenize(tok, r["prompt"] + r["completion"], **kwargs)["input_ids"]
+    else:
+        prompt = _tokenize(tok, r["prompt"])["input_ids"]
+        full = _tokenize(tok, r["prompt"] + r["completion"])["input_ids"]
+    return common_prefix_length(prompt, full) < len(prompt)
 
 
 def main():

@@ -80,6 +80,8 @@ CaseResult run_case(const Json& c, const std::string& tokenizers_dir) {
     EXPECT_EQ(got.double_bos, want_double) << name << " row " << i;
     EXPECT_FALSE(got.double_bos_fixed);
     result.double_bos += got.double_bos;
+    EXPECT_EQ(got.prompt_not_prefix, want.value("prompt_not_prefix", false))
+        << name << " row " << i;
     result.prompt_not_prefix += got.prompt_not_prefix;
     ++result.rows;
   }
