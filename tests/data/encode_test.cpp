@@ -99,6 +99,23 @@ TEST(Encode, AssistantOnlyLossWithoutAssistantTokenIsAnError) {
   EXPECT_LT(trained, row.labels.size());
 }
 
+TEST(Encode, AssistantOnlyLossNeedsConversationalRows) {
+  text::Tokenizer tok = tiny("tiny_qwen");
+  EncodeOptions o = with_eos("<|im_end|>");
+  o.assistant_only_loss = true;
+  Encoder enc(tok, nullptr, o);
+  EXPECT_THAT(error_of([&] { enc.encode(Text{"hi"}); }),
+              HasSubstr("assistant_only_loss needs conversational rows, and this row is text"));
+  PromptCompletion pc;
+  pc.prompt = "a";
+  pc.completion = "b";
+  EXPECT_THAT(error_of([&] { enc.encode(pc); }), HasSubstr("prompt-completion of strings"));
+  EXPECT_THAT(error_of([&] {
+                enc.encode(Tokenized{{1}, std::nullopt});
+              }),
+              HasSubstr("already tokenized"));
+}
+
 TEST(Encode, TokenizedLabelsOfTheWrongLengthAreAnError) {
   text::Tokenizer tok = tiny("tiny_qwen");
   Encoder enc(tok, nullptr, {});
