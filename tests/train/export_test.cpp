@@ -232,7 +232,7 @@ TEST_F(Export, VerifyPassesForEveryDtype) {
     const std::vector<float> before = model_->parameters()[0].tensor.to_f32_vector();
     EXPECT_NO_THROW(verify_export(*model_, out, dtype)) << dtype_name(dtype);
     // verify rounds the in-memory weights only temporarily.
-    EXPECT_EQ(before, model_->parameters()[0].tensor.to_f32_vector());
+    EXPECT_TRUE(before == model_->parameters()[0].tensor.to_f32_vector());
   }
 }
 
