@@ -236,7 +236,7 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
   const Json out_config = export_json::export_config(config, options.dtype, tokens.ids);
   check_config_describes_model(out_config, model);
   const Json out_generation =
-      export_json::export_generation_config(generation_config, out_config, tokens.ids);
+      export_json::export_generation_config(generation_config, config, tokens.ids);
 
   // Weights first and config.json last: a folder with a config is a complete one.
   std::vector<NamedTensor> weights;
