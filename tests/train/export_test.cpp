@@ -192,13 +192,21 @@ TEST_F(Export, PadTokenFallsBackToEos) {
   EXPECT_EQ(read_json(dir_ + "/out/config.json")["pad_token_id"], 2);
 }
 
+TEST_F(Export, BadChatTemplatePathFailsBeforeWriting) {
+  ExportOptions o = options();
+  o.chat_template_path = dir_ + "/no_such.jinja";
+  const std::string msg = error_of([&] { export_hf_model(*model_, dir_ + "/out", o); });
+  EXPECT_NE(msg.find("--chat_template_path"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(dir_ + "/out"));
+}
+
 TEST_F(Export, UnknownEosTokenIsAnError) {
   ExportOptions o = options();
   o.eos_token = "<|no_such_token|>";
   const std::string msg = error_of([&] { export_hf_model(*model_, dir_ + "/out", o); });
   EXPECT_NE(msg.find("[export]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("<|no_such_token|>"), std::string::npos) << msg;
-  EXPECT_FALSE(fs::exists(dir_ + "/out/config.json"));
+  EXPECT_FALSE(fs::exists(dir_ + "/out"));  // nothing written
 }
 
 TEST_F(Export, ShardsPastMaxShardBytesAndReloadsEqual) {
