@@ -124,13 +124,12 @@ double Trainer::step_flops(const model::Batch& b) const {
   return 6.0 * double(matmul_params_) * double(b.tokens.size()) + attn;
 }
 
-Trainer::StepStats Trainer::run_step(int64_t first, int64_t count) {
+Trainer::StepStats Trainer::run_step(int64_t count) {
   std::vector<MicroBatch> mbs;
   for (int64_t i = 0; i < count; ++i) {
     const std::vector<uint64_t> rows = next_rows();
     mbs.push_back(make_micro_batch(train_, rows, setup_.batching));
   }
-  (void)first;
   // Per micro-batch: targets, correct, entropy sum; then targets of the step, tokens.
   std::vector<double> local(3 * mbs.size() + 3, 0.0);
   int64_t n_local = 0;
@@ -258,7 +257,7 @@ TrainResult Trainer::train() {
   while (state_.global_step < plan_.max_steps) {
     const MicroBatchRange range = micro_batches_of_update(plan_input_, update_in_epoch_);
     const double t0 = now_s();
-    StepStats st = run_step(range.begin, range.end - range.begin);
+    StepStats st = run_step(range.end - range.begin);
     apply_update(st);
     ++state_.global_step;
     ++steps_this_session_;

@@ -98,7 +98,7 @@ class Trainer {
     double flops = 0;
     std::vector<double> accuracy, entropy;  // per micro-batch, over all ranks
   };
-  StepStats run_step(int64_t first_micro_batch, int64_t num_micro_batches);
+  StepStats run_step(int64_t num_micro_batches);
   void apply_update(StepStats& stats);
   void log_train(const StepStats& last, double step_time_s);
   void log_final(double runtime_s);
