@@ -221,6 +221,7 @@ int run_train(const Args& argv) {
   ex.tokenizer_dir = dir.path;
   ex.source_model_dir = dir.path;
   ex.eos_token = args.eos_token;
+  ex.pad_token = args.pad_token;
   ex.chat_template_path = args.chat_template_path;
   ex.max_shard_bytes = parse_size_bytes(args.max_shard_size);
 
