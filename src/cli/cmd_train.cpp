@@ -31,6 +31,7 @@
 #include "text/tokenizer_config.h"
 #include "train/args.h"
 #include "train/checkpoint_dir.h"
+#include "train/data_options.h"
 #include "train/export.h"
 #include "train/stop_signal.h"
 #include "train/subset_dataset.h"
@@ -94,36 +95,11 @@ DType export_dtype(const TrainingArgs& a, const ModelConfig& config) {
   return DType::kF32;
 }
 
-std::string default_cache_dir() {
-  if (const char* d = std::getenv("SFT_CACHE_DIR")) return std::string(d) + "/datasets";
-  if (const char* d = std::getenv("XDG_CACHE_HOME")) return std::string(d) + "/sft/datasets";
-  if (const char* d = std::getenv("HOME")) return std::string(d) + "/.cache/sft/datasets";
-  return "";
-}
-
 data::PrepareOptions prepare_options(const TrainingArgs& a, const std::string& tokenizer_dir,
                                      const std::string& split, bool packing) {
-  data::PrepareOptions o;
-  o.source.name = a.dataset_name;
-  o.source.config = a.dataset_config.value_or("");
+  data::PrepareOptions o = prepare_options_from_args(a, tokenizer_dir, default_token_cache_dir());
   o.split = split;
-  o.format.text_field = a.dataset_text_field;
-  for (const std::string& c : a.dataset_columns) {
-    const auto pairs = data::parse_column_mapping(c);
-    o.format.columns.insert(o.format.columns.end(), pairs.begin(), pairs.end());
-  }
-  o.skip_invalid_rows = a.skip_invalid_rows;
-  o.tokenizer_path = tokenizer_dir;
-  o.chat_template_path = a.chat_template_path;
-  o.encode.completion_only_loss = a.completion_only_loss;
-  o.encode.assistant_only_loss = a.assistant_only_loss;
-  o.encode.eos_token = a.eos_token;
-  o.max_length = a.max_length;
-  o.truncation_mode = a.truncation_mode;
   o.packing = packing;
-  o.pack.strategy = data::parse_packing_strategy(a.packing_strategy);
-  if (a.dataset_num_proc) o.pack.map_num_proc = static_cast<uint32_t>(*a.dataset_num_proc);
-  o.cache_dir = default_cache_dir();
   return o;
 }
 
