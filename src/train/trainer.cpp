@@ -236,7 +236,10 @@ void Trainer::log_train(const StepStats& last, double step_time_s) {
 
 TrainResult Trainer::train() {
   const std::string resume_path = resolve_resume_path();
-  if (!resume_path.empty()) resume(resume_path);
+  if (!resume_path.empty())
+    resume(resume_path);
+  else if (log_)
+    log_->truncate_after(0);  // a fresh run (--overwrite_output_dir) starts a fresh metrics.jsonl
   if (log_) {
     log_->message("training: " + std::to_string(plan_.max_steps) + " steps (" +
                   std::to_string(plan_.num_epochs) + " epochs of " +
