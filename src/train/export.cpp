@@ -14,6 +14,7 @@
 #include "model/model_dir.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_config.h"
+#include "train/args.h"
 #include "train/export_json.h"
 
 namespace sft {
@@ -169,6 +170,36 @@ void export_tokenizer_files(const std::string& out_dir, const ExportOptions& o,
 }
 
 }  // namespace
+
+ExportOptions export_options_from_args(const TrainingArgs& args, const std::string& model_dir,
+                                       const std::string& tokenizer_dir) {
+  ExportOptions o;
+  o.source_model_dir = model_dir;
+  o.tokenizer_dir = tokenizer_dir;
+  o.eos_token = args.eos_token;
+  o.pad_token = args.pad_token;
+  o.chat_template_path = args.chat_template_path;
+  o.max_shard_bytes = parse_size_bytes(args.max_shard_size);
+  const std::string& dtype = args.dtype;
+  if (dtype == "auto") {
+    const fs::path config = fs::path(model_dir) / "config.json";
+    const std::optional<DType> saved = model_dir.empty() || !fs::is_regular_file(config)
+                                           ? std::nullopt
+                                           : load_model_config(config.string()).dtype;
+    o.dtype = saved == DType::kBF16 || saved == DType::kF16 ? *saved : DType::kF32;
+  } else if (dtype == "float32") {
+    o.dtype = DType::kF32;
+  } else if (dtype == "bfloat16") {
+    o.dtype = DType::kBF16;
+  } else if (dtype == "float16") {
+    o.dtype = DType::kF16;
+  } else {
+    fail(kComponent, "--dtype " + dtype +
+                         ": cannot save weights in it (hint: use auto, float32, bfloat16 or "
+                         "float16)");
+  }
+  return o;
+}
 
 void export_hf_model(const model::Transformer& model, const std::string& out_dir,
                      const ExportOptions& options) {

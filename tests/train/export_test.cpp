@@ -16,6 +16,7 @@
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "test_paths.h"
+#include "train/args.h"
 #include "train/export_json.h"
 
 namespace sft {
@@ -232,7 +233,7 @@ TEST_F(Export, VerifyPassesForEveryDtype) {
     const std::vector<float> before = model_->parameters()[0].tensor.to_f32_vector();
     EXPECT_NO_THROW(verify_export(*model_, out, dtype)) << dtype_name(dtype);
     // verify rounds the in-memory weights only temporarily.
-    EXPECT_EQ(before, model_->parameters()[0].tensor.to_f32_vector());
+    EXPECT_TRUE(before == model_->parameters()[0].tensor.to_f32_vector());
   }
 }
 
@@ -317,6 +318,65 @@ TEST_F(Export, FoldersForTheTransformersCheck) {
   export_hf_model(*model_, dir + "/model", o);
   EXPECT_NO_THROW(verify_export(*model_, dir + "/model", DType::kF32));
   write_sft_logits(*model_, dir + "/sft_logits.safetensors");
+}
+
+TEST_F(Export, OptionsFromTrainingArgs) {
+  TrainingArgs args;
+  args.eos_token = "<|im_end|>";
+  args.pad_token = "<|endoftext|>";
+  args.chat_template_path = "t.jinja";
+  args.max_shard_size = "100KB";
+  ExportOptions o = export_options_from_args(args, src_, tok_);
+  EXPECT_EQ(o.source_model_dir, src_);
+  EXPECT_EQ(o.tokenizer_dir, tok_);
+  EXPECT_EQ(o.eos_token, "<|im_end|>");
+  EXPECT_EQ(o.pad_token, "<|endoftext|>");
+  EXPECT_EQ(o.chat_template_path, "t.jinja");
+  EXPECT_EQ(o.max_shard_bytes, 100'000u);
+  EXPECT_EQ(o.dtype, DType::kF32);  // TrainingArgs' default --dtype float32
+
+  args.dtype = "bfloat16";
+  EXPECT_EQ(export_options_from_args(args, src_, tok_).dtype, DType::kBF16);
+  args.dtype = "auto";  // the source config's dtype
+  EXPECT_EQ(export_options_from_args(args, src_, tok_).dtype, DType::kF32);
+  Json config = read_json(src_ + "/config.json");
+  config["dtype"] = "float16";
+  write(src_ + "/config.json", config.dump(2));
+  EXPECT_EQ(export_options_from_args(args, src_, tok_).dtype, DType::kF16);
+  EXPECT_EQ(export_options_from_args(args, "", "").dtype, DType::kF32);
+  args.dtype = "int8";
+  EXPECT_NE(error_of([&] { export_options_from_args(args, src_, tok_); }).find("--dtype int8"),
+            std::string::npos);
+}
+
+// Goldens from tools/make_export_goldens.py: TRL's SFTTrainer eos/pad steps + save_pretrained.
+TEST(ExportGoldens, ConfigAndGenerationConfigAreTrlsBytes) {
+  const std::string fixtures = test::source_path("tests/fixtures/export");
+  struct Case {
+    const char* name;
+    const char* tokenizer_config;
+    std::optional<std::string> eos;
+  };
+  for (const Case& c : {Case{"eos_im_end", "with_pad", "<|im_end|>"},
+                        Case{"eos_im_end_no_pad", "without_pad", "<|im_end|>"},
+                        Case{"no_eos", "with_pad", std::nullopt}}) {
+    const std::string dir = test::fresh_output_dir(std::string("export_golden_") + c.name);
+    fs::create_directories(dir + "/tok");
+    fs::copy_file(test::source_path("tests/fixtures/tokenizers/tiny_qwen/tokenizer.json"),
+                  dir + "/tok/tokenizer.json");
+    fs::copy_file(fixtures + "/source/" + c.tokenizer_config + ".json",
+                  dir + "/tok/tokenizer_config.json");
+    const model::Transformer m =
+        model::Transformer::random(load_model_config(fixtures + "/source/config.json"), 1);
+    ExportOptions o;
+    o.source_model_dir = fixtures + "/source";
+    o.tokenizer_dir = dir + "/tok";
+    o.eos_token = c.eos;
+    export_hf_model(m, dir + "/out", o);
+    for (const char* f : {"config.json", "generation_config.json"})
+      EXPECT_EQ(read(dir + "/out/" + f), read(fixtures + "/" + c.name + "/" + f))
+          << c.name << " " << f;
+  }
 }
 
 TEST(ExportJson, ModelConfigRoundTrips) {
