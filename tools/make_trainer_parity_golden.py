@@ -2,7 +2,8 @@
 of tests/fixtures/train_cli: the log_history of a few steps, which tests/train/
 trainer_parity_test.cpp compares with sft's Trainer on the same rows in the same order.
 
-The train sampler is made sequential (sft runs with shuffle off for this test), everything
+The last EVAL_ROWS rows are the eval set (evaluated every eval_steps in batches of 3, the
+last one short). The train sampler is made sequential (sft runs with shuffle off for this test), everything
 else is TRL's default path: unpacked rows right-padded to the longest of the micro-batch with
 the tokenizer's pad token, loss normalised by the trained tokens of the global batch,
 AdamW + linear schedule with warmup, clipping at 1.0, fp32 on CPU.
@@ -34,7 +35,11 @@ SETTINGS = dict(
     max_length=32,
     logging_steps=1,
     max_grad_norm=1.0,
+    eval_strategy="steps",
+    eval_steps=2,
+    per_device_eval_batch_size=3,
 )
+EVAL_ROWS = 4  # the last rows of the file are the eval set, the others train
 
 
 class SequentialSFTTrainer(SFTTrainer):
@@ -47,6 +52,9 @@ def main():
     model = AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(MODEL)
     dataset = load_dataset("json", data_files=str(DATA), split="train")
+    n = len(dataset)
+    train_rows = dataset.select(range(n - EVAL_ROWS))
+    eval_rows = dataset.select(range(n - EVAL_ROWS, n))
     config = SFTConfig(
         output_dir="/tmp/sft_trainer_parity",
         report_to="none",
@@ -57,16 +65,21 @@ def main():
         gradient_checkpointing=False,
         **SETTINGS,
     )
-    trainer = SequentialSFTTrainer(model=model, args=config, train_dataset=dataset,
+    trainer = SequentialSFTTrainer(model=model, args=config, train_dataset=train_rows,
+                                   eval_dataset=eval_rows,
                                    processing_class=tokenizer)
     trainer.train()
     keys = ("loss", "grad_norm", "learning_rate", "epoch", "step", "num_tokens",
             "mean_token_accuracy", "entropy")
-    history = [{
-k: e[k] for k in keys if k in e} for e in trainer.state.log_history if "loss" in e]
+    history = [{k: e[k] for k in keys if k in e} for e in trainer.state.log_history if "loss" in e]
+    eval_keys = ("eval_loss", "eval_entropy", "eval_mean_token_accuracy", "eval_num_tokens",
+                 "epoch", "step")
+    evals = [{k: e[k] for k in eval_keys if k in e}
+             for e in trainer.state.log_history if "eval_loss" in e]
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"settings": SETTINGS, "log_history": history}, indent=2) + "\n")
-    print(json.dumps(history, indent=2))
+    OUT.write_text(json.dumps({"settings": SETTINGS, "eval_rows": EVAL_ROWS, "log_history": history,
+                               "eval_history": evals}, indent=2) + "\n")
+    print(json.dumps(evals, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 // sft's Trainer against TRL's SFTTrainer (tools/make_trainer_parity_golden.py): the tiny Qwen3
 // of tests/fixtures/generate_text on the 16 text rows of tests/fixtures/train_cli, rows in file
-// order, padded micro-batches of 2, 3 accumulation steps (a short last update per epoch),
-// warmup + linear decay, weight decay, clipping: every logged value matches TRL's.
+// order (the last 4 held out for eval), padded micro-batches of 2, 3 accumulation steps (a
+// short last update per epoch), warmup + linear decay, weight decay, clipping, evaluation in
+// batches of 3: every logged value matches TRL's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 
 #include "data/prepare.h"
 #include "dist/comm.h"
@@ -15,6 +17,7 @@
 #include "test_paths.h"
 #include "text/tokenizer.h"
 #include "train/data_options.h"
+#include "train/subset_dataset.h"
 #include "train/trainer.h"
 
 namespace sft {
@@ -39,30 +42,60 @@ TEST(TrainerParity, LogHistoryMatchesTrl) {
   a.logging_steps = s["logging_steps"];
   a.max_grad_norm = s["max_grad_norm"];
   a.save_strategy = "no";
+  a.eval_strategy = s["eval_strategy"];
+  a.eval_steps = s["eval_steps"].get<double>();
+  a.per_device_eval_batch_size = s["per_device_eval_batch_size"];
   a.gradient_checkpointing = false;
   a.disable_tqdm = true;
 
   data::PrepareOptions po = prepare_options_from_args(a, model_dir, "");
   po.show_progress = false;
-  const std::unique_ptr<data::PreparedDataset> rows = data::prepare_dataset(po);
+  const std::shared_ptr<const data::PreparedDataset> rows = data::prepare_dataset(po);
+  // The golden trains on the first rows of the file and evaluates on the last eval_rows.
+  const size_t n_eval = golden["eval_rows"], n = rows->num_rows();
+  std::vector<size_t> train_idx(n - n_eval), eval_idx(n_eval);
+  std::iota(train_idx.begin(), train_idx.end(), size_t{0});
+  std::iota(eval_idx.begin(), eval_idx.end(), n - n_eval);
+  const SubsetDataset train_rows(rows, train_idx), eval_rows(rows, eval_idx);
   model::Transformer m = model::Transformer::load(model_dir);
   const text::Tokenizer tok = text::Tokenizer::from_file(model_dir);
   std::unique_ptr<Comm> comm = make_local_comm();
   TrainerSetup setup;
   setup.args = &a;
   setup.model = &m;
-  setup.train = rows.get();
+  setup.train = &train_rows;
+  setup.eval = &eval_rows;
   setup.comm = comm.get();
   setup.shuffle = false;  // the golden uses a SequentialSampler
   setup.batching.padding_free = false;
   setup.batching.pad_token_id = *tok.token_to_id("<|endoftext|>");
+  setup.eval_batching = setup.batching;
   setup.console_progress = false;
   Trainer trainer(setup);
   trainer.train();
 
-  std::vector<Json> ours;
-  for (const Json& e : trainer.state().log_history)
+  std::vector<Json> ours, our_evals;
+  for (const Json& e : trainer.state().log_history) {
     if (e.contains("loss")) ours.push_back(e);
+    if (e.contains("eval_loss")) our_evals.push_back(e);
+  }
+  // Eval: per-batch mean losses weighted by rows (the last batch is short), at eval_steps and
+  // at the end.
+  const Json& want_evals = golden["eval_history"];
+  ASSERT_EQ(our_evals.size(), want_evals.size());
+  for (size_t i = 0; i < our_evals.size(); ++i) {
+    SCOPED_TRACE("eval " + std::to_string(i));
+    const Json& w = want_evals[i];
+    const Json& g = our_evals[i];
+    EXPECT_EQ(g["step"], w["step"]);
+    EXPECT_DOUBLE_EQ(g["epoch"].get<double>(), w["epoch"].get<double>());
+    EXPECT_DOUBLE_EQ(g["eval_num_tokens"].get<double>(), w["eval_num_tokens"].get<double>());
+    EXPECT_NEAR(g["eval_loss"].get<double>(), w["eval_loss"].get<double>(),
+                1e-6 * w["eval_loss"].get<double>());
+    EXPECT_NEAR(g["eval_entropy"].get<double>(), w["eval_entropy"].get<double>(), 2e-5);
+    EXPECT_NEAR(g["eval_mean_token_accuracy"].get<double>(),
+                w["eval_mean_token_accuracy"].get<double>(), 1e-6);
+  }
   const Json& want = golden["log_history"];
   ASSERT_EQ(ours.size(), want.size());
   double worst_loss = 0, worst_norm = 0;
