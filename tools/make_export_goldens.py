@@ -15,6 +15,8 @@ tests/fixtures/export/<case>/{config.json, generation_config.json}:
   eos_im_end         with_pad,    --eos_token "<|im_end|>"
   eos_im_end_no_pad  without_pad, --eos_token "<|im_end|>"   (pad falls back to the new eos)
   no_eos             with_pad,    no --eos_token
+  eos_no_gen_config  with_pad,    --eos_token "<|im_end|>", the source without
+                     generation_config.json (transformers derives it from config.json on load)
 
 Run: ~/.venv-sft/bin/python tools/make_export_goldens.py
 """
@@ -37,9 +39,10 @@ TOKENIZER_CONFIGS = {
     # No tokenizer_class: Qwen2Tokenizer would default pad_token to "<|endoftext|>".
     "without_pad": {"eos_token": "<|endoftext|>", "model_max_length": 512},
 }
-CASES = [("eos_im_end", "with_pad", "<|im_end|>"),
-         ("eos_im_end_no_pad", "without_pad", "<|im_end|>"),
-         ("no_eos", "with_pad", None)]
+CASES = [("eos_im_end", "with_pad", "<|im_end|>", True),
+         ("eos_im_end_no_pad", "without_pad", "<|im_end|>", True),
+         ("no_eos", "with_pad", None, True),
+         ("eos_no_gen_config", "with_pad", "<|im_end|>", False)]
 
 
 def write_source():
@@ -57,7 +60,7 @@ def write_source():
     return src
 
 
-def run_case(src, case, tokenizer_config, eos_token, work):
+def run_case(src, case, tokenizer_config, eos_token, with_generation_config, work):
     tok_dir = work / f"tok_{case}"
     tok_dir.mkdir()
     shutil.copy(TOKENIZER, tok_dir / "tokenizer.json")
@@ -66,7 +69,9 @@ def run_case(src, case, tokenizer_config, eos_token, work):
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(src), dtype=torch.float32)
-    model.generation_config = GenerationConfig.from_pretrained(src)
+    # Without a file, the model keeps what transformers derived from config.json at init.
+    if with_generation_config:
+        model.generation_config = GenerationConfig.from_pretrained(src)
 
     # TRL 1.16 SFTTrainer.__init__, eos_token then the default collator's pad token.
     if eos_token is not None:
@@ -94,8 +99,8 @@ def run_case(src, case, tokenizer_config, eos_token, work):
 def main():
     src = write_source()
     with tempfile.TemporaryDirectory() as tmp:
-        for case, tokenizer_config, eos in CASES:
-            run_case(src, case, tokenizer_config, eos, Path(tmp))
+        for case, tokenizer_config, eos, with_generation_config in CASES:
+            run_case(src, case, tokenizer_config, eos, with_generation_config, Path(tmp))
 
 
 if __name__ == "__main__":

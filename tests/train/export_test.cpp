@@ -192,13 +192,21 @@ TEST_F(Export, PadTokenFallsBackToEos) {
   EXPECT_EQ(read_json(dir_ + "/out/config.json")["pad_token_id"], 2);
 }
 
+TEST_F(Export, BadChatTemplatePathFailsBeforeWriting) {
+  ExportOptions o = options();
+  o.chat_template_path = dir_ + "/no_such.jinja";
+  const std::string msg = error_of([&] { export_hf_model(*model_, dir_ + "/out", o); });
+  EXPECT_NE(msg.find("--chat_template_path"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(dir_ + "/out"));
+}
+
 TEST_F(Export, UnknownEosTokenIsAnError) {
   ExportOptions o = options();
   o.eos_token = "<|no_such_token|>";
   const std::string msg = error_of([&] { export_hf_model(*model_, dir_ + "/out", o); });
   EXPECT_NE(msg.find("[export]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("<|no_such_token|>"), std::string::npos) << msg;
-  EXPECT_FALSE(fs::exists(dir_ + "/out/config.json"));
+  EXPECT_FALSE(fs::exists(dir_ + "/out"));  // nothing written
 }
 
 TEST_F(Export, ShardsPastMaxShardBytesAndReloadsEqual) {
@@ -356,10 +364,12 @@ TEST(ExportGoldens, ConfigAndGenerationConfigAreTrlsBytes) {
     const char* name;
     const char* tokenizer_config;
     std::optional<std::string> eos;
+    bool with_generation_config = true;
   };
   for (const Case& c : {Case{"eos_im_end", "with_pad", "<|im_end|>"},
                         Case{"eos_im_end_no_pad", "without_pad", "<|im_end|>"},
-                        Case{"no_eos", "with_pad", std::nullopt}}) {
+                        Case{"no_eos", "with_pad", std::nullopt},
+                        Case{"eos_no_gen_config", "with_pad", "<|im_end|>", false}}) {
     const std::string dir = test::fresh_output_dir(std::string("export_golden_") + c.name);
     fs::create_directories(dir + "/tok");
     fs::copy_file(test::source_path("tests/fixtures/tokenizers/tiny_qwen/tokenizer.json"),
@@ -370,6 +380,11 @@ TEST(ExportGoldens, ConfigAndGenerationConfigAreTrlsBytes) {
         model::Transformer::random(load_model_config(fixtures + "/source/config.json"), 1);
     ExportOptions o;
     o.source_model_dir = fixtures + "/source";
+    if (!c.with_generation_config) {
+      fs::create_directories(dir + "/src");
+      fs::copy_file(fixtures + "/source/config.json", dir + "/src/config.json");
+      o.source_model_dir = dir + "/src";
+    }
     o.tokenizer_dir = dir + "/tok";
     o.eos_token = c.eos;
     export_hf_model(m, dir + "/out", o);
@@ -377,6 +392,38 @@ TEST(ExportGoldens, ConfigAndGenerationConfigAreTrlsBytes) {
       EXPECT_EQ(read(dir + "/out/" + f), read(fixtures + "/" + c.name + "/" + f))
           << c.name << " " << f;
   }
+}
+
+// The real Qwen3 tokenizer folder (../shared, skipped when absent): the model's vocabulary
+// (Qwen3's 151936 rows) covers the tokenizer's ids (151669), as in the released models.
+TEST(ExportRealTokenizer, Qwen3EosAndPadIds) {
+  const std::optional<std::string> assets = test::shared_assets_dir();
+  if (!assets) GTEST_SKIP() << "../shared/assets not present";
+  const std::string tok = *assets + "/tokenizers/qwen3";
+  const std::string dir = test::fresh_output_dir("export_real_qwen3");
+  Json config = read_json(test::source_path("tests/fixtures/models/qwen3/config.json"));
+  config["vocab_size"] = 151936;
+  config["eos_token_id"] = 151643;
+  fs::create_directories(dir + "/src");
+  write(dir + "/src/config.json", config.dump(2));
+  model::Transformer m = model::Transformer::random(load_model_config(dir + "/src/config.json"), 3);
+  ExportOptions o;
+  o.source_model_dir = dir + "/src";
+  o.tokenizer_dir = tok;
+  o.eos_token = "<|im_end|>";
+  o.dtype = DType::kBF16;
+  export_hf_model(m, dir + "/out", o);
+  EXPECT_EQ(read_json(dir + "/out/config.json")["eos_token_id"], 151645);
+  EXPECT_EQ(read_json(dir + "/out/config.json")["pad_token_id"], 151643);  // <|endoftext|>
+  EXPECT_EQ(read_json(dir + "/out/generation_config.json")["eos_token_id"],
+            Json::array({151645, 151643}));
+  const Json src_tc = read_json(tok + "/tokenizer_config.json");
+  Json tc = read_json(dir + "/out/tokenizer_config.json");
+  EXPECT_EQ(tc["eos_token"], "<|im_end|>");
+  tc["eos_token"] = src_tc["eos_token"];
+  EXPECT_EQ(tc, src_tc);  // nothing else changed (added_tokens_decoder, chat_template, ...)
+  EXPECT_EQ(read(dir + "/out/tokenizer.json"), read(tok + "/tokenizer.json"));
+  EXPECT_NO_THROW(verify_export(m, dir + "/out", DType::kBF16));
 }
 
 TEST(ExportJson, ModelConfigRoundTrips) {

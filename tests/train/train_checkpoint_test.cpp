@@ -143,7 +143,11 @@ TEST_F(TrainCheckpoint, DamagedOptimizerStateIsAnErrorNamingFileAndTensor) {
       rewrite([&](auto& t) { std::erase_if(t, [&](auto& n) { return n.name == victim; }); });
   EXPECT_NE(msg.find(path + ": tensor '" + victim + "': missing"), std::string::npos) << msg;
 
+  // Nothing was restored: the weights are still this run's, not the checkpoint's.
+  for (const NamedTensor& p : model_->parameters()) model_->param_data(p.name)[0] = 123.0f;
+  const auto params = param_bytes(*model_);
   msg = rewrite([&](auto& t) { find(t).tensor = find(t).tensor.to(DType::kBF16); });
+  EXPECT_TRUE(params == param_bytes(*model_));
   EXPECT_NE(msg.find("tensor '" + victim + "': dtype BF16, expected F32"), std::string::npos)
       << msg;
 
