@@ -100,6 +100,7 @@ std::unique_ptr<chat::ChatTemplate> load_template(const PrepareOptions& options)
 std::string prepare_fingerprint(const PrepareOptions& o, const std::vector<std::string>& files) {
   Fingerprint fp;
   fp.add("version", kPrepareVersion);
+  fp.add_int("cache_format", kTokenCacheVersion);
   fp.add_int("files", static_cast<int64_t>(files.size()));
   for (const auto& f : files) fp.add_file_identity(f);
   fp.add("split", o.split);

@@ -111,7 +111,8 @@ TEST(TokenCache, CorruptShardNamesTheFile) {
 
 TEST(TokenCache, CorruptManifestNamesTheFile) {
   const std::string dir = finished_cache("token_cache_bad_manifest");
-  std::ofstream(dir + "/manifest.json") << "{\"format\": \"sft-token-cache\", \"version\": 1}";
+  std::ofstream(dir + "/manifest.json")
+      << "{\"format\": \"sft-token-cache\", \"version\": " << kTokenCacheVersion << "}";
   const std::string err = error_of([&] { TokenCache::open_if_complete(dir); });
   EXPECT_NE(err.find(dir + "/manifest.json: malformed manifest"), std::string::npos) << err;
 }
