@@ -78,9 +78,9 @@ int run_prepare(const Args& tokens) {
   int64_t preview = 0;
   const std::string group = "sft prepare";
   options.add_string("tokenizer_name_or_path", &tokenizer_name_or_path, group,
-                     "tokenizer folder or Hub id (default: --model_name_or_path)");
+                     "tokenizer folder or Hub id; empty = --model_name_or_path");
   options.add_string("cache_dir", &cache_dir, group,
-                     "token cache folder (default: $SFT_CACHE_DIR or ~/.cache/sft/tokens)");
+                     "token cache folder: $SFT_CACHE_DIR, else ~/.cache/sft/tokens");
   options.add_bool("no_cache", &no_cache, group,
                    "prepare in memory; neither read nor write the cache");
   options.add_bool("report", &report, group, "print the preparation report on stdout");
