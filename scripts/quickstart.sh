@@ -10,5 +10,5 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 SFT_BUILD_TARGET=sft_cli scripts/build.sh build
 build/sft train --config examples/quickstart/train.yaml
-build/sft evaluate --model out/quickstart --dataset examples/quickstart/data/test.jsonl \
-  --min_exact_match 0.9
+build/sft evaluate --model out/quickstart --tokenizer examples/quickstart/model \
+  --dataset examples/quickstart/data/test.jsonl --min_exact_match 0.9

@@ -70,7 +70,7 @@ TRAIN = {
     "warmup_steps": 0.05,
     "weight_decay": 0.0,
     "max_grad_norm": 1.0,
-    "num_train_epochs": 2,
+    "num_train_epochs": 4,
     "per_device_train_batch_size": 16,
     "gradient_accumulation_steps": 1,
     "max_length": 64,
