@@ -9,10 +9,10 @@ torch.manual_seed, and written with save_pretrained(safe_serialization=True):
   tests/fixtures/models/qwen2/          float16, q/k/v bias, tied embeddings
   tests/fixtures/models/qwen3/          float32, head_dim 32 != hidden/heads, tied
   tests/fixtures/models/qwen3_sharded/  qwen3 architecture, untied, >= 3 shards + index
-  examples/quickstart/model/            tiny untied bfloat16 qwen3 for the README
+  tests/fixtures/models/qwen3_bf16/     qwen3 architecture, untied, bfloat16
 
-and tests/fixtures/models/expected.json, keyed by fixture name ("quickstart"
-for the example model), describing what was written. Tensor facts are read
+and tests/fixtures/models/expected.json, keyed by fixture name, describing
+what was written. Tensor facts are read
 back from the safetensors files with the `safetensors` library, not taken
 from the in-memory model:
   model_type, num_parameters, num_parameters_exclude_embeddings,
@@ -48,7 +48,6 @@ from transformers import (
 
 REPO = Path(__file__).resolve().parent.parent
 MODELS_DIR = REPO / "tests" / "fixtures" / "models"
-QUICKSTART_DIR = REPO / "examples" / "quickstart" / "model"
 
 MAX_FIXTURE_BYTES = 1024 * 1024
 
@@ -155,8 +154,8 @@ def fixture_specs():
             {"max_shard_size": "100KB"},
         ),
         (
-            "quickstart",
-            QUICKSTART_DIR,
+            "qwen3_bf16",
+            MODELS_DIR / "qwen3_bf16",
             Qwen3Config,
             Qwen3ForCausalLM,
             dict(SMALL, vocab_size=512, head_dim=16, tie_word_embeddings=False),

@@ -7,7 +7,6 @@
 // top_k, top_p) and are overridden by flags; generation stops at max_new_tokens or on an eos
 // id of generation_config.json (else config.json).
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -15,6 +14,7 @@
 
 #include "chat/chat_template.h"
 #include "cli/command_registry.h"
+#include "cli/generation_setup.h"
 #include "core/error.h"
 #include "io/json.h"
 #include "io/mapped_file.h"
@@ -157,32 +157,18 @@ int run_generate(const Args& args) {
     }
     inputs.messages = std::move(messages);
     inputs.add_generation_prompt = true;
-    const std::string rendered = chat::ChatTemplate::from_tokenizer(tokenizer_path).apply(inputs);
-    encoded = tokenizer->encode(rendered, /*add_special_tokens=*/false);
+    const std::vector<int64_t> ids =
+        chat_prompt_ids(*tokenizer, chat::ChatTemplate::from_tokenizer(tokenizer_path), inputs);
+    prompt.insert(prompt.end(), ids.begin(), ids.end());
   }
   prompt.insert(prompt.end(), encoded.begin(), encoded.end());
   if (prompt.empty()) fail("generate", "the prompt is empty after tokenization");
 
   model::Transformer m = model::Transformer::load(model_path);
-  o.eos_token_ids = m.config().eos_token_ids;
   // generation_config.json: sampling defaults and eos ids, as transformers' generate uses them.
-  const std::string gen_path = model_dir + "/generation_config.json";
-  if (std::filesystem::exists(gen_path)) {
-    const Json g = read_json_file(gen_path, "generate");
-    if (g.contains("eos_token_id") && !g["eos_token_id"].is_null()) {
-      o.eos_token_ids.clear();
-      const Json& e = g["eos_token_id"];
-      if (e.is_array())
-        for (const Json& v : e) o.eos_token_ids.push_back(v.get<int64_t>());
-      else
-        o.eos_token_ids.push_back(e.get<int64_t>());
-    }
-    if (g.value("do_sample", false)) o.sampling.do_sample = true;
-    if (g.contains("temperature") && g["temperature"].is_number())
-      o.sampling.temperature = g["temperature"].get<double>();
-    if (g.contains("top_k") && g["top_k"].is_number()) o.sampling.top_k = g["top_k"].get<int64_t>();
-    if (g.contains("top_p") && g["top_p"].is_number()) o.sampling.top_p = g["top_p"].get<double>();
-  }
+  const model::GenerateOptions defaults = generation_defaults(model_dir, m.config());
+  o.eos_token_ids = defaults.eos_token_ids;
+  o.sampling = defaults.sampling;
   if (temperature) o.sampling.temperature = *temperature;
   if (top_k) o.sampling.top_k = *top_k;
   if (top_p) o.sampling.top_p = *top_p;

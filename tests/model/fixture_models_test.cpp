@@ -24,8 +24,7 @@ uint64_t fnv1a64(std::span<const std::byte> bytes) {
 }
 
 std::string fixture_dir(const std::string& name) {
-  return name == "quickstart" ? test::source_path("examples/quickstart/model")
-                              : test::source_path("tests/fixtures/models/" + name);
+  return test::source_path("tests/fixtures/models/" + name);
 }
 
 Json expectations() {

@@ -1,0 +1,226 @@
+// `sft evaluate --model DIR --dataset FILE`: held-out exact match of greedy answers.
+//
+// Every row must be a conversation whose last message is the assistant's reference answer
+// (`messages`), or a conversational prompt/completion pair whose completion is one assistant
+// message. The messages before the answer are rendered with the model's chat template and
+// add_generation_prompt=True and tokenized without special tokens (as apply_chat_template);
+// the model then generates greedily until an eos id of generation_config.json (else
+// config.json) or --max_new_tokens. The decoded answer (special tokens skipped) matches when it
+// equals the reference after stripping surrounding whitespace on both, as Python's str.strip().
+//
+// Prints the first --show_failures mismatches and `exact_match: 0.973 (973/1000)`; exits 0, or
+// fails when the score is below --min_exact_match (the quickstart's acceptance check).
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "cli/command_registry.h"
+#include "cli/generation_setup.h"
+#include "core/error.h"
+#include "data/format.h"
+#include "data/row_errors.h"
+#include "model/generate.h"
+#include "model/model_dir.h"
+#include "model/transformer.h"
+#include "text/tokenizer.h"
+
+namespace sft::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: sft evaluate --model PATH --dataset FILE [--tokenizer PATH] [--max_new_tokens N]\n"
+    "                    [--limit N] [--show_failures N] [--min_exact_match X]\n\n"
+    "Greedy answers to held-out conversations, compared with the reference answers.\n\n"
+    "  --dataset FILE          .jsonl / .json / .parquet: `messages` ending with the assistant's\n"
+    "                          answer, or conversational `prompt` + `completion`\n"
+    "  --tokenizer PATH        tokenizer folder with the chat template (default: the model)\n"
+    "  --max_new_tokens N      longest answer generated (default 32)\n"
+    "  --limit N               only the first N rows (default: all)\n"
+    "  --show_failures N       print the first N mismatches (default 5)\n"
+    "  --min_exact_match X     fail (exit 1) when the exact match is below X, in [0, 1]\n";
+
+// One held-out question: the messages to continue and the reference answer.
+struct Item {
+  jinja::OrderedJson prompt;
+  jinja::OrderedJson tools;
+  jinja::OrderedJson kwargs = jinja::OrderedJson::object();
+  std::string reference;
+  FileLocation where;
+};
+
+// Python's str.strip() without arguments, for the ASCII whitespace an answer can carry.
+std::string strip(const std::string& s) {
+  constexpr const char* kSpace = " \t\n\r\f\v";
+  const size_t begin = s.find_first_not_of(kSpace);
+  if (begin == std::string::npos) return "";
+  return s.substr(begin, s.find_last_not_of(kSpace) - begin + 1);
+}
+
+jinja::OrderedJson ordered(const Json& j, const std::string& source) {
+  return chat::parse_ordered_json(j.dump(), source);
+}
+
+// The reference is the last message: an assistant turn with string content.
+std::string reference_answer(const std::vector<data::Message>& messages,
+                             const FileLocation& where) {
+  const char* hint =
+      "each row must end with the assistant's reference answer, e.g. {\"messages\": "
+      "[{\"role\": \"user\", \"content\": \"Q\"}, {\"role\": \"assistant\", \"content\": \"A\"}]}";
+  if (messages.empty() || messages.back().role != "assistant")
+    fail_in_file("evaluate", where, "the last message is not an assistant turn", hint);
+  if (!messages.back().content.is_string())
+    fail_in_file("evaluate", where, "the reference answer is not a string", hint);
+  return messages.back().content.get<std::string>();
+}
+
+Item to_item(data::Example&& example, const FileLocation& where) {
+  Item item;
+  item.where = where;
+  std::vector<data::Message> prompt;
+  Json tools, kwargs;
+  if (auto* c = std::get_if<data::Conversation>(&example)) {
+    item.reference = reference_answer(c->messages, where);
+    prompt.assign(c->messages.begin(), c->messages.end() - 1);
+    tools = c->tools;
+    kwargs = c->chat_template_kwargs;
+  } else if (auto* pc = std::get_if<data::PromptCompletion>(&example); pc && pc->conversational) {
+    if (pc->completion_messages.size() != 1)
+      fail_in_file("evaluate", where, "the completion is not one assistant message",
+                   "evaluate compares a single answer per row");
+    item.reference = reference_answer(pc->completion_messages, where);
+    prompt = pc->prompt_messages;
+    tools = pc->tools;
+    kwargs = pc->chat_template_kwargs;
+  } else {
+    fail_in_file("evaluate", where, "the row is not conversational",
+                 "evaluate needs `messages` or conversational `prompt` + `completion` rows");
+  }
+  item.prompt = ordered(data::message_list_to_json(prompt), where.file);
+  if (!tools.is_null()) item.tools = ordered(tools, where.file);
+  if (kwargs.is_object()) item.kwargs = ordered(kwargs, where.file);
+  return item;
+}
+
+int64_t count_flag(const std::string& flag, const std::string& v) {
+  try {
+    size_t used = 0;
+    const long long n = std::stoll(v, &used);
+    if (used == v.size() && n >= 0) return n;
+  } catch (const std::exception&) {
+  }
+  fail("cli", flag + " expects a non-negative integer, got '" + v + "'");
+}
+
+double fraction_flag(const std::string& flag, const std::string& v) {
+  try {
+    size_t used = 0;
+    const double d = std::stod(v, &used);
+    if (used == v.size() && d >= 0 && d <= 1) return d;
+  } catch (const std::exception&) {
+  }
+  fail("cli", flag + " expects a number in [0, 1], got '" + v + "'");
+}
+
+}  // namespace
+
+int run_evaluate(const Args& args) {
+  std::string model_path, tokenizer_path, dataset;
+  int64_t max_new_tokens = 32, limit = 0, show_failures = 5;
+  std::optional<double> min_exact_match;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) fail("cli", "sft evaluate: " + a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--model") {
+      model_path = value();
+    } else if (a == "--dataset") {
+      dataset = value();
+    } else if (a == "--tokenizer") {
+      tokenizer_path = value();
+    } else if (a == "--max_new_tokens") {
+      max_new_tokens = count_flag(a, value());
+    } else if (a == "--limit") {
+      limit = count_flag(a, value());
+    } else if (a == "--show_failures") {
+      show_failures = count_flag(a, value());
+    } else if (a == "--min_exact_match") {
+      min_exact_match = fraction_flag(a, value());
+    } else {
+      fail("cli", "sft evaluate: unknown argument '" + a + "' (see --help)");
+    }
+  }
+  if (model_path.empty() || dataset.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string model_dir = open_model_dir(model_path).path;
+  if (tokenizer_path.empty()) tokenizer_path = model_dir;
+
+  std::vector<Item> items;
+  data::RowErrors errors(/*skip_invalid_rows=*/false);
+  data::read_examples({dataset}, data::FormatOptions{}, errors,
+                      [&](data::Example&& example, const data::RowRef& where) {
+                        if (limit > 0 && static_cast<int64_t>(items.size()) >= limit) return;
+                        items.push_back(to_item(std::move(example), where.location()));
+                      });
+  if (items.empty())
+    fail_in_file("evaluate", {dataset, ""}, "no rows to evaluate", "the file is empty");
+
+  const text::Tokenizer tokenizer = text::Tokenizer::from_file(tokenizer_path);
+  const chat::ChatTemplate chat_template = chat::ChatTemplate::from_tokenizer(tokenizer_path);
+  model::Transformer m = model::Transformer::load(model_dir);
+  model::GenerateOptions options = generation_defaults(model_dir, m.config());
+  options.sampling = {};  // greedy, whatever generation_config.json says
+  options.max_new_tokens = max_new_tokens;
+
+  int64_t correct = 0, shown = 0;
+  for (const Item& item : items) {
+    chat::ChatInputs inputs;
+    inputs.messages = item.prompt;
+    inputs.tools = item.tools;
+    inputs.kwargs = item.kwargs;
+    inputs.add_generation_prompt = true;
+    const std::vector<int64_t> prompt = chat_prompt_ids(tokenizer, chat_template, inputs);
+    const std::vector<int64_t> out = model::generate(m, prompt, options);
+    const std::vector<int32_t> ids(out.begin(), out.end());
+    const std::string answer = strip(tokenizer.decode(ids, /*skip_special_tokens=*/true));
+    const std::string want = strip(item.reference);
+    if (answer == want) {
+      ++correct;
+    } else if (shown < show_failures) {
+      ++shown;
+      const jinja::OrderedJson last =
+          item.prompt.empty() ? jinja::OrderedJson() : item.prompt.back();
+      const std::string question = last.contains("content") && last["content"].is_string()
+                                       ? last["content"].get<std::string>()
+                                       : last.dump();
+      std::printf("mismatch %s: %s\n  want: %s\n   got: %s\n", item.where.place.c_str(),
+                  question.c_str(), want.c_str(), answer.c_str());
+    }
+  }
+  const auto total = static_cast<int64_t>(items.size());
+  const double score = static_cast<double>(correct) / static_cast<double>(total);
+  std::printf("exact_match: %.3f (%lld/%lld)\n", score, static_cast<long long>(correct),
+              static_cast<long long>(total));
+  std::fflush(stdout);
+  if (min_exact_match && score < *min_exact_match) {
+    char message[160];
+    std::snprintf(message, sizeof message, "exact match %.3f is below --min_exact_match %g", score,
+                  *min_exact_match);
+    fail("evaluate", message);
+  }
+  return 0;
+}
+
+SFT_REGISTER_COMMAND("evaluate", "exact match of greedy answers on held-out conversations",
+                     run_evaluate);
+
+}  // namespace sft::cli

@@ -1,0 +1,27 @@
+// What `sft generate` and `sft evaluate` share: a model folder's generation defaults, as
+// transformers' generate() takes them (eos ids and sampling settings of generation_config.json,
+// eos ids of config.json when there is none), and a conversation rendered into prompt ids the
+// way apply_chat_template(add_generation_prompt=True, tokenize=True) produces them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "model/config.h"
+#include "model/generate.h"
+#include "text/tokenizer.h"
+
+namespace sft::cli {
+
+// Eos ids and sampling defaults for the model in `model_dir` (whose parsed config is `config`).
+model::GenerateOptions generation_defaults(const std::string& model_dir, const ModelConfig& config);
+
+// Renders `inputs` (add_generation_prompt set by the caller) and tokenizes the text without
+// special tokens: the template writes them itself.
+std::vector<int64_t> chat_prompt_ids(const text::Tokenizer& tokenizer,
+                                     const chat::ChatTemplate& chat_template,
+                                     const chat::ChatInputs& inputs);
+
+}  // namespace sft::cli
