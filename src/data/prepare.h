@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,14 +41,19 @@ struct PrepareOptions {
   std::optional<std::string> chat_template_path;  // overrides the tokenizer's template
   EncodeOptions encode;
 
-  std::optional<int64_t> max_length = 1024;  // nullopt: no truncation (not with packing)
+  std::optional<int64_t> max_length = 1024;    // nullopt: no truncation (not with packing)
   std::string truncation_mode = "keep_start";  // or keep_end
   bool packing = false;
   PackOptions pack;  // strategy; max_length is taken from max_length above
 
-  std::string cache_dir;  // "" = no cache: prepared in memory only
+  std::string cache_dir;     // "" = no cache: prepared in memory only
   uint32_t num_threads = 0;  // 0 = all cores
   bool show_progress = true;
+
+  // Called in order with every kept row after truncation and before packing (the point TRL's
+  // unpacked dataset is at; `sft prepare --dump`). Setting it bypasses reading the cache
+  // (the rows must be produced), the cache is still written.
+  std::function<void(const TokenRow&)> on_row;
 };
 
 struct PrepareReport {
@@ -58,10 +64,13 @@ struct PrepareReport {
   uint64_t rows_truncated = 0;
   uint64_t prompt_not_prefix = 0;
   uint64_t double_bos_fixed = 0;
-  uint64_t tokens = 0;          // before packing/truncation
-  uint64_t trained_tokens = 0;  // labels != -100, after truncation/packing
+  uint64_t tokens = 0;             // encoded, before packing/truncation (rows dropped included)
+  uint64_t output_tokens = 0;      // in the final rows (after truncation/packing)
+  uint64_t trained_tokens = 0;     // labels != -100 in the final rows
   uint64_t rows_training_eos = 0;  // rows whose EOS / end-of-turn token is trained
-  std::vector<uint64_t> length_histogram;  // rows per power-of-two length bucket
+  // Kept rows (after truncation, before packing) per power-of-two length bucket: index 0 for
+  // lengths 0-1, k for [2^k, 2^(k+1)).
+  std::vector<uint64_t> length_histogram;
   uint64_t packed_rows = 0;
   double packing_fill = 0;  // tokens / (packed_rows * max_length), packing only
   bool from_cache = false;
@@ -69,6 +78,8 @@ struct PrepareReport {
 
   std::string to_text() const;  // the human-readable audit
   Json to_json() const;
+  // Reads to_json()'s output (the copy stored in the token cache's manifest).
+  static PrepareReport from_json(const Json& json);
 };
 
 // The prepared training rows (memory-mapped from the cache, or in memory).
@@ -82,6 +93,12 @@ class PreparedDataset {
   virtual const PrepareReport& report() const = 0;
   virtual const std::string& fingerprint() const = 0;
 };
+
+// The cache key of a preparation: the files' identities (path, size, mtime), the tokenizer,
+// tokenizer config and template bytes, and every option that changes the rows (not the
+// thread count, progress or cache folder).
+std::string prepare_fingerprint(const PrepareOptions& options,
+                                const std::vector<std::string>& files);
 
 // Prepares (or opens from the cache) the split `options.split`. Throws sft::Error for bad
 // input as the readers, format and encoder do; a half-written cache is never reused.

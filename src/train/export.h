@@ -1,15 +1,20 @@
 // The final HF-format model folder a run leaves in output_dir (and the model part of each
 // checkpoint): what transformers' save_pretrained + tokenizer.save_pretrained would write.
 //
-//   config.json             the model's config (eos_token_id updated for --eos_token)
-//   generation_config.json  bos/eos/pad ids; the --eos_token id put first in eos_token_id,
-//                           as TRL does
+//   config.json             the source model's config.json (or, without one, the config
+//                           serialized); eos/pad ids updated, "dtype" = the saved dtype
+//   generation_config.json  the source's (or GenerationConfig.from_model_config's) with the
+//                           --eos_token id put first in eos_token_id and pad_token_id set,
+//                           as TRL's SFTTrainer does
 //   model.safetensors       or model-0000i-of-0000n.safetensors + index past max_shard_size
 //   tokenizer.json, tokenizer_config.json (eos_token updated), chat_template.jinja and the
 //   other tokenizer files the source folder had, copied
 //
-// Every file is written atomically. verify_export reloads the written folder and compares
-// logits on fixed inputs with the in-memory model; a mismatch is an error.
+// The pad token follows TRL: --pad_token, else the tokenizer's, else the eos token; it is
+// written to tokenizer_config.json, config.json and generation_config.json when a tokenizer
+// folder is given. Stale weight files of an earlier export in out_dir are removed (as
+// save_pretrained does). Every file is written atomically. verify_export reloads the written folder
+// and compares logits on fixed inputs with the in-memory model; a mismatch is an error.
 #pragma once
 
 #include <cstdint>
@@ -22,10 +27,12 @@
 namespace sft {
 
 struct ExportOptions {
-  std::string tokenizer_dir;  // where tokenizer.json etc. come from ("" = none)
+  std::string tokenizer_dir;     // where tokenizer.json etc. come from ("" = none)
   std::string source_model_dir;  // its config.json/generation_config.json are the base ("" = none)
   std::optional<std::string> eos_token;  // --eos_token
-  std::optional<std::string> chat_template_path;  // --chat_template_path replaces the template
+  std::optional<std::string> pad_token;  // --pad_token
+  // --chat_template_path: a template file, or a tokenizer folder whose template is taken.
+  std::optional<std::string> chat_template_path;
   DType dtype = DType::kF32;
   uint64_t max_shard_bytes = 5'000'000'000;
 };
@@ -33,8 +40,11 @@ struct ExportOptions {
 void export_hf_model(const model::Transformer& model, const std::string& out_dir,
                      const ExportOptions& options);
 
-// Reloads `dir` and compares logits on a fixed token sequence with `model` (exact for F32,
-// bf16/f16 rounding otherwise); throws sft::Error("[export] ...") on a mismatch.
+// Reloads `dir`, checks every weight equals the in-memory one rounded to `dtype` (bit for
+// bit), then compares logits on a fixed token sequence with `model`'s: bit-identical for F32;
+// for BF16/F16 `model` runs with its weights temporarily rounded the same way, so the logits
+// must again be identical. Throws sft::Error("[export] ...") on a mismatch. Runs forward on
+// `model` (its saved activations are overwritten); peak memory ≈ 2× the parameters.
 void verify_export(model::Transformer& model, const std::string& dir, DType dtype);
 
 }  // namespace sft

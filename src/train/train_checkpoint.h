@@ -1,8 +1,10 @@
 // The files of checkpoint-<step>/ beyond the HF model (which export.h writes), so that a
 // resumed run continues bit for bit:
 //
-//   optimizer.safetensors   exp_avg and exp_avg_sq (fp32, flat in the model's parameter
-//                           order, one tensor per parameter under its HF name) + the step
+//   optimizer.safetensors   "exp_avg.<HF name>" and "exp_avg_sq.<HF name>" (F32, the
+//                           parameter's shape) for every parameter; __metadata__ holds
+//                           format "sft-adamw", version "1", step (AdamW::steps_taken) and,
+//                           for information, beta1/beta2/eps/weight_decay
 //   training_state.json     scheduler config and step, data-loader cursor, RNG seed and
 //                           the run's settings that must not change on resume
 //   trainer_state.json      as transformers writes it (trainer_state.h)
@@ -10,7 +12,9 @@
 // The model weights saved in F32 are the master weights. No pickle anywhere. The files are
 // written into the folder checkpoint_dir.h's save_checkpoint hands over (which makes the
 // whole checkpoint atomic); reading checks every tensor's name, shape and dtype and names
-// the file and tensor when something does not fit.
+// the file and tensor when something does not fit; everything is checked before anything
+// is restored, so a bad checkpoint leaves the objects as they were (the JSON files and the
+// weights at least; see read_training_checkpoint).
 #pragma once
 
 #include <string>
@@ -23,15 +27,16 @@
 
 namespace sft {
 
+// optimizer / trainer_state may be null: their file is then neither written nor read.
 struct TrainingSnapshot {
-  model::Transformer* model = nullptr;
+  model::Transformer* model = nullptr;  // required; its AdamW moments follow parameters() order
   AdamW* optimizer = nullptr;
   TrainerState* trainer_state = nullptr;
   Json training_state = Json::object();  // scheduler, loader cursor, seed, ... (trainer's choice)
 };
 
-// Writes model (export_hf_model with dtype F32), optimizer, training_state.json and
-// trainer_state.json into `folder`.
+// Writes model (export_hf_model with dtype F32, the other options as given), optimizer,
+// training_state.json (json.dump(2)) and trainer_state.json into `folder`, each atomically.
 void write_training_checkpoint(const std::string& folder, const TrainingSnapshot& snapshot,
                                const ExportOptions& export_options);
 

@@ -1,0 +1,235 @@
+// `sft train`: TRL's `trl sft` — the same flags (train/args.h), the same training
+// (train/trainer.h), an HF-format model folder at the end.
+//
+//   model      --model_name_or_path (folder or Hub-cache id), loaded in fp32; or with
+//              --init_from_config its config.json only, weights drawn as transformers'
+//              _init_weights does (N(0, initializer_range), norms 1, biases 0, the pad row of
+//              the embedding 0), seeded by --seed
+//   tokenizer  from the model folder; pad id = --pad_token, else the tokenizer's, else EOS
+//   data       prepare_dataset (the audit is printed before training); eval rows from
+//              --dataset_test_split, else a --eval_split_ratio hold-out of the prepared rows
+//   output     checkpoints, metrics.jsonl, trainer_state.json, training_curves.svg, then
+//              the final model (export_hf_model + verify_export)
+//
+// An existing non-empty output_dir is refused unless --overwrite_output_dir or a resume (as
+// transformers did). SIGINT/SIGTERM end the current step, save and print the resume command.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <numeric>
+
+#include "cli/command_registry.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/rng.h"
+#include "data/prepare.h"
+#include "dist/comm.h"
+#include "model/model_dir.h"
+#include "model/transformer.h"
+#include "text/tokenizer.h"
+#include "text/tokenizer_config.h"
+#include "train/args.h"
+#include "train/checkpoint_dir.h"
+#include "train/data_options.h"
+#include "train/export.h"
+#include "train/stop_signal.h"
+#include "train/subset_dataset.h"
+#include "train/trainer.h"
+
+namespace sft::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kUsage =
+    "usage: sft train --model_name_or_path MODEL --dataset_name DATA --output_dir DIR "
+    "[options]\n"
+    "       sft train --config run.yaml [options]\n\n"
+    "Supervised fine-tuning with the flags of `trl sft` (TRL's SFTConfig, ModelConfig and\n"
+    "ScriptArguments). Flags after --config override the YAML file.\n";
+
+void check_output_dir(const TrainingArgs& a) {
+  if (!fs::is_directory(a.output_dir) || a.overwrite_output_dir) return;
+  const bool resuming = a.resume_from_checkpoint && *a.resume_from_checkpoint != "false" &&
+                        *a.resume_from_checkpoint != "False";
+  if (resuming || fs::is_empty(a.output_dir)) return;
+  std::string hint = "use --overwrite_output_dir true to write into it anyway";
+  if (latest_checkpoint(a.output_dir)) hint += ", or --resume_from_checkpoint true to continue";
+  fail("train", "output directory " + a.output_dir +
+                    " already exists and is not empty (hint: " + hint + ")");
+}
+
+model::Transformer init_from_config(const ModelDir& dir, uint64_t seed) {
+  const Json raw = read_json_file(dir.path + "/config.json", "train");
+  const double std = raw.value("initializer_range", 0.02);
+  model::Transformer m = model::Transformer::random(dir.config, seed, static_cast<float>(std));
+  // nn.Embedding(padding_idx=pad_token_id): _init_weights zeroes the pad row.
+  if (dir.config.pad_token_id && *dir.config.pad_token_id >= 0 &&
+      *dir.config.pad_token_id < dir.config.vocab_size) {
+    float* row = m.param_data("model.embed_tokens.weight") +
+                 *dir.config.pad_token_id * dir.config.hidden_size;
+    std::fill(row, row + dir.config.hidden_size, 0.0f);
+  }
+  return m;
+}
+
+int64_t resolve_pad_id(const TrainingArgs& a, const text::Tokenizer& tok,
+                       const std::optional<text::TokenizerConfig>& tc, int32_t eos_id) {
+  std::optional<std::string> pad = a.pad_token;
+  if (!pad && tc) pad = tc->pad_token;
+  if (pad) {
+    if (const auto id = tok.token_to_id(*pad)) return *id;
+    if (a.pad_token)
+      fail("train", "--pad_token '" + *a.pad_token +
+                        "' is not in the tokenizer's vocabulary (hint: pick a token it has)");
+  }
+  return eos_id;
+}
+
+DType export_dtype(const TrainingArgs& a, const ModelConfig& config) {
+  if (a.dtype == "bfloat16") return DType::kBF16;
+  if (a.dtype == "float16") return DType::kF16;
+  if (a.dtype == "auto" && config.dtype) return *config.dtype;
+  return DType::kF32;
+}
+
+data::PrepareOptions prepare_options(const TrainingArgs& a, const std::string& tokenizer_dir,
+                                     const std::string& split, bool packing) {
+  data::PrepareOptions o = prepare_options_from_args(a, tokenizer_dir, default_token_cache_dir());
+  o.split = split;
+  o.packing = packing;
+  return o;
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_of(" \t\"'$\\*?;&|<>()") == std::string::npos) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string resume_command(const Args& argv, const std::string& checkpoint) {
+  std::string cmd = "sft train";
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i].rfind("--resume_from_checkpoint", 0) == 0) {
+      if (argv[i].find('=') == std::string::npos) ++i;  // skip its value too
+      continue;
+    }
+    cmd += " " + shell_quote(argv[i]);
+  }
+  return cmd + " --resume_from_checkpoint " + shell_quote(checkpoint);
+}
+
+}  // namespace
+
+int run_train(const Args& argv) {
+  for (const std::string& a : argv) {
+    if (a == "--help" || a == "-h") {
+      TrainingArgs defaults;
+      std::fputs(kUsage, stdout);
+      std::fputs(training_options(defaults).help().c_str(), stdout);
+      return 0;
+    }
+  }
+  TrainingArgs args = parse_training_args(argv);
+  if (args.use_peft)
+    fail("train",
+         "--use_peft true: LoRA is not implemented yet in sft.cpp (hint: use --use_peft false "
+         "for full fine-tuning)");
+  if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
+  check_output_dir(args);
+  std::unique_ptr<Comm> comm = make_comm_from_environment();
+  if (args.bf16.value_or(false) || args.fp16)
+    log_info("[train] --", args.fp16 ? "fp16" : "bf16",
+             ": this CPU build computes in fp32 (weights, gradients and optimizer state)");
+
+  const ModelDir dir = open_model_dir(args.model_name_or_path, args.model_revision);
+  model::Transformer model = args.init_from_config
+                                 ? init_from_config(dir, static_cast<uint64_t>(args.seed))
+                                 : model::Transformer::load(dir.path);
+  const text::Tokenizer tokenizer = text::Tokenizer::from_file(dir.path);
+  std::optional<text::TokenizerConfig> tokenizer_config;
+  if (fs::exists(dir.path + "/tokenizer_config.json"))
+    tokenizer_config = text::TokenizerConfig::from_file(dir.path);
+
+  const bool eval_packing = args.eval_packing.value_or(args.packing);
+  std::shared_ptr<data::PreparedDataset> train_rows = data::prepare_dataset(
+      prepare_options(args, dir.path, args.dataset_train_split, args.packing));
+  if (comm->rank() == 0) std::fprintf(stderr, "%s\n", train_rows->report().to_text().c_str());
+  std::shared_ptr<data::PreparedDataset> eval_rows;
+  if (args.eval_strategy != "no") {
+    data::PrepareOptions eo =
+        prepare_options(args, dir.path, args.dataset_test_split, eval_packing);
+    if (data::find_split_files(eo.source, eo.split)) {
+      eval_rows = data::prepare_dataset(eo);
+    } else if (args.eval_split_ratio > 0) {
+      auto [train_part, eval_part] =
+          split_dataset(train_rows, args.eval_split_ratio, static_cast<uint64_t>(args.seed));
+      train_rows = train_part;
+      eval_rows = eval_part;
+      log_info("[train] held out ", eval_rows->num_rows(), " of ",
+               train_rows->num_rows() + eval_rows->num_rows(), " prepared rows for evaluation");
+    } else {
+      fail("train", "--eval_strategy " + args.eval_strategy + ": the dataset has no '" +
+                        args.dataset_test_split +
+                        "' split (hint: --dataset_test_split NAME, --eval_split_ratio 0.05, or "
+                        "--eval_strategy no)");
+    }
+  }
+
+  const std::optional<int32_t> eos = tokenizer.token_to_id(args.eos_token.value_or(
+      tokenizer_config && tokenizer_config->eos_token ? *tokenizer_config->eos_token
+                                                      : std::string()));
+  TrainerSetup setup;
+  setup.args = &args;
+  setup.model = &model;
+  setup.train = train_rows.get();
+  setup.eval = eval_rows.get();
+  setup.comm = comm.get();
+  setup.batching.padding_free = args.padding_free || args.packing;
+  setup.batching.pad_to_multiple_of = args.pad_to_multiple_of;
+  setup.batching.pad_token_id = resolve_pad_id(args, tokenizer, tokenizer_config, eos.value_or(0));
+  setup.eval_batching = setup.batching;
+  setup.eval_batching.padding_free = args.padding_free || eval_packing;
+  ExportOptions& ex = setup.export_options;
+  ex.tokenizer_dir = dir.path;
+  ex.source_model_dir = dir.path;
+  ex.eos_token = args.eos_token;
+  ex.pad_token = args.pad_token;
+  ex.chat_template_path = args.chat_template_path;
+  ex.max_shard_bytes = parse_size_bytes(args.max_shard_size);
+
+  install_stop_signal_handlers();
+  TrainResult result;
+  {
+    Trainer trainer(setup);
+    result = trainer.train();
+  }
+  uninstall_stop_signal_handlers();
+  if (result.interrupted) {
+    std::fprintf(stderr, "stopped at step %lld; checkpoint %s\nresume with:\n  %s\n",
+                 static_cast<long long>(result.global_step), result.last_checkpoint.c_str(),
+                 resume_command(argv, result.last_checkpoint).c_str());
+    return 0;
+  }
+  if (comm->rank() == 0) {
+    ex.dtype = export_dtype(args, dir.config);
+    export_hf_model(model, args.output_dir, ex);
+    verify_export(model, args.output_dir, ex.dtype);
+    std::fprintf(
+        stderr, "trained %lld steps (train_loss %.4f%s); model saved to %s\n",
+        static_cast<long long>(result.global_step), result.train_loss,
+        result.skipped_steps
+            ? (", " + std::to_string(result.skipped_steps) + " non-finite steps skipped").c_str()
+            : "",
+        args.output_dir.c_str());
+  }
+  return 0;
+}
+
+SFT_REGISTER_COMMAND("train", "supervised fine-tuning with TRL's flags (sft train --help)",
+                     run_train);
+
+}  // namespace sft::cli

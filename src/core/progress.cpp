@@ -1,0 +1,126 @@
+// Progress bar / periodic lines on stderr (see progress.h).
+#include "core/progress.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace sft {
+
+namespace {
+
+// Redraw intervals: a terminal bar looks live at ~10 Hz; a log gets a line every 5 s.
+constexpr double kTtyInterval = 0.1;
+constexpr double kLineInterval = 5.0;
+
+std::string fixed3(double v) {
+  char buf[32];
+  int decimals = v < 10 ? 2 : v < 100 ? 1 : 0;
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+}  // namespace
+
+std::string format_si(double value) {
+  if (!std::isfinite(value) || value < 0) return "?";
+  if (value < 1000)
+    return value == std::floor(value) ? std::to_string(int64_t(value)) : fixed3(value);
+  const char* units = "kMGTP";
+  for (int i = 0; i < 5; ++i) {
+    value /= 1000;
+    // Round first so 999.96k prints as 1.00M, not 1000k.
+    if (value < 999.5 || i == 4) return fixed3(value) + units[i];
+  }
+  return "?";
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  auto s = static_cast<int64_t>(std::llround(seconds));
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", (long long)(s / 3600),
+                  (long long)(s / 60 % 60), (long long)(s % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
+  return buf;
+}
+
+std::string format_progress(const std::string& label, const ProgressSnapshot& s, int bar_width) {
+  std::string out = label;
+  const bool known = s.total > 0;
+  const double fraction = known ? std::min(1.0, double(s.done) / double(s.total)) : 0.0;
+  if (bar_width > 0 && known) {
+    int filled = static_cast<int>(fraction * bar_width);
+    out += " [" + std::string(filled, '#') + std::string(bar_width - filled, '.') + "]";
+  }
+  if (known) {
+    char pct[8];
+    std::snprintf(pct, sizeof pct, " %3d%%", static_cast<int>(fraction * 100));
+    out += pct;
+    out += " " + format_si(double(s.done)) + "/" + format_si(double(s.total)) + " rows";
+  } else {
+    out += " " + format_si(double(s.done)) + " rows";
+  }
+  if (s.seconds > 0) {
+    out += ", " + format_si(s.done / s.seconds) + " rows/s";
+    out += ", " + format_si(s.tokens / s.seconds) + " tok/s";
+    if (known && s.done > 0 && s.done < s.total)
+      out += ", ETA " + format_duration(s.seconds * double(s.total - s.done) / double(s.done));
+    else
+      out += ", " + format_duration(s.seconds);
+  }
+  return out;
+}
+
+Progress::Progress(std::string label, uint64_t total, bool enabled)
+    : label_(std::move(label)),
+      total_(total),
+      enabled_(enabled),
+      tty_(isatty(STDERR_FILENO) == 1),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
+
+Progress::~Progress() {
+  if (!finished_) finish();
+}
+
+ProgressSnapshot Progress::snapshot() const {
+  ProgressSnapshot s;
+  s.done = done_.load();
+  s.total = total_.load();
+  s.tokens = tokens_.load();
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return s;
+}
+
+void Progress::add(uint64_t rows, uint64_t tokens) {
+  done_ += rows;
+  tokens_ += tokens;
+  if (enabled_) draw(false);
+}
+
+void Progress::finish() {
+  if (finished_) return;
+  if (enabled_) draw(true);
+  finished_ = true;
+}
+
+void Progress::draw(bool final) {
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // another thread is drawing; skip this update
+  auto now = std::chrono::steady_clock::now();
+  double since = std::chrono::duration<double>(now - last_draw_).count();
+  if (!final && since < (tty_ ? kTtyInterval : kLineInterval)) return;
+  last_draw_ = now;
+  std::string line = format_progress(label_, snapshot(), tty_ ? 30 : 0);
+  // On a terminal: carriage return + clear to end of line, so a shorter line leaves no tail.
+  line = tty_ ? "\r" + line + "\x1b[K" + (final ? "\n" : "") : line + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace sft

@@ -1,0 +1,236 @@
+// Encoding, truncation, filtering and packing of a split's rows (see prepare_rows.h).
+#include "data/prepare_rows.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <exception>
+#include <optional>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/thread_pool.h"
+#include "data/parquet_reader.h"
+#include "data/row_reader.h"
+#include "data/token_cache.h"
+#include "io/mapped_file.h"
+
+namespace sft::data {
+
+namespace {
+
+constexpr const char* kNoTrainedTokens = "no_trained_tokens";
+constexpr const char* kEncodeError = "encode_error";
+
+// Rows expected in the files, for the progress bar's percentage and ETA (an estimate: blank
+// JSONL lines count; .json arrays are not counted, so the bar shows no ETA for them).
+uint64_t estimate_rows(const std::vector<std::string>& paths) {
+  uint64_t rows = 0;
+  for (const auto& path : paths) {
+    switch (file_format_of(path)) {
+      case FileFormat::kJsonl: {
+        auto file = MappedFile::open(path);
+        auto bytes = file->bytes();
+        const char* p = reinterpret_cast<const char*>(bytes.data());
+        const char* end = p + bytes.size();
+        while (p < end) {
+          const void* nl = std::memchr(p, '\n', end - p);
+          ++rows;
+          if (!nl) break;
+          p = static_cast<const char*>(nl) + 1;
+        }
+        break;
+      }
+      case FileFormat::kParquet:
+        rows += ParquetFile::open(path).num_rows();
+        break;
+      case FileFormat::kJson:
+        return 0;
+    }
+  }
+  return rows;
+}
+
+struct Slot {
+  Example example;
+  FileLocation where;
+  EncodedRow encoded;
+  std::string error;            // non-empty: encoding failed
+  uint64_t encoded_length = 0;  // before truncation
+  bool truncated = false;
+};
+
+bool any_trained(std::span<const int32_t> labels) {
+  return std::any_of(labels.begin(), labels.end(), [](int32_t l) { return l != kIgnoreLabel; });
+}
+
+uint64_t count_trained(std::span<const int32_t> labels) {
+  return std::count_if(labels.begin(), labels.end(), [](int32_t l) { return l != kIgnoreLabel; });
+}
+
+// fn(i) for i in [0, n) on every thread of the pool, handing out indices one by one: rows
+// differ a lot in cost (a 20-turn conversation vs a one-liner), so static chunks would idle.
+void for_each_dynamic(ThreadPool& pool, size_t n, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  pool.parallel_for(pool.size(), [&](size_t, size_t, size_t) {
+    for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);
+  });
+}
+
+}  // namespace
+
+size_t length_bucket(uint64_t length) {
+  return length <= 1 ? 0 : static_cast<size_t>(std::bit_width(length) - 1);
+}
+
+PrepareReport prepare_rows(const std::vector<std::string>& paths, const PrepareOptions& options,
+                           const RowPipeline& pipeline, const FinalRowSink& out) {
+  if (options.truncation_mode != "keep_start" && options.truncation_mode != "keep_end")
+    fail("data", "unsupported truncation_mode '" + options.truncation_mode +
+                     "' (hint: use keep_start or keep_end)");
+  if (options.packing && !options.max_length)
+    fail("data", "packing needs max_length (hint: pass --max_length N)");
+  if (options.max_length && *options.max_length <= 0)
+    fail("data", "max_length must be positive, got " + std::to_string(*options.max_length));
+  ThreadPool& pool = pipeline.pool ? *pipeline.pool : default_thread_pool();
+
+  PrepareReport report;
+  RowErrors errors(options.skip_invalid_rows);
+  const bool truncate = !options.packing && options.max_length.has_value();
+  const auto max_length = static_cast<size_t>(options.max_length.value_or(0));
+  RowStore before_packing;  // packing needs every row's length before it can start
+  Progress progress("preparing", estimate_rows(paths), options.show_progress);
+
+  auto record_kept = [&](const TokenRow& row) {
+    ++report.rows_kept;
+    size_t bucket = length_bucket(row.input_ids.size());
+    if (report.length_histogram.size() <= bucket) report.length_histogram.resize(bucket + 1);
+    ++report.length_histogram[bucket];
+    for (size_t t = 0; t < row.input_ids.size(); ++t) {
+      if (row.labels[t] != kIgnoreLabel &&
+          std::find(pipeline.end_token_ids.begin(), pipeline.end_token_ids.end(),
+                    row.input_ids[t]) != pipeline.end_token_ids.end()) {
+        ++report.rows_training_eos;
+        break;
+      }
+    }
+    if (options.on_row) options.on_row(row);
+    if (options.packing) {
+      before_packing.append(row);
+    } else {
+      report.trained_tokens += count_trained(row.labels);
+      report.output_tokens += row.input_ids.size();
+      const int32_t one_document = static_cast<int32_t>(row.input_ids.size());
+      out(row, {&one_document, 1});
+    }
+  };
+
+  std::vector<Slot> batch;
+  batch.reserve(pipeline.batch_rows);
+  auto run_batch = [&] {
+    for_each_dynamic(pool, batch.size(), [&](size_t i) {
+      Slot& slot = batch[i];
+      try {
+        slot.encoded = pipeline.encode(slot.example);
+      } catch (const Error& e) {
+        // The row's file and place are prepended below; drop the encoder's "[data] ".
+        slot.error = e.what();
+        const std::string prefix = "[" + e.component() + "] ";
+        if (slot.error.starts_with(prefix)) slot.error.erase(0, prefix.size());
+        return;
+      }
+      slot.example = Example{};  // free the text early; only the tokens are needed now
+      auto& ids = slot.encoded.input_ids;
+      auto& labels = slot.encoded.labels;
+      slot.encoded_length = ids.size();
+      if (labels.size() != ids.size()) {
+        slot.error = "[data] encoder returned labels of another length than input_ids";
+        return;
+      }
+      if (truncate && ids.size() > max_length) {
+        slot.truncated = true;
+        if (options.truncation_mode == "keep_start") {
+          ids.resize(max_length);
+          labels.resize(max_length);
+        } else {
+          ids.erase(ids.begin(), ids.end() - max_length);
+          labels.erase(labels.begin(), labels.end() - max_length);
+        }
+      }
+    });
+    uint64_t batch_tokens = 0;
+    for (Slot& slot : batch) {
+      ++report.rows_read;
+      if (!slot.error.empty()) {
+        if (!options.skip_invalid_rows)
+          fail_in_file("data", slot.where, slot.error,
+                       "fix the row, or pass --skip_invalid_rows to skip and count such rows");
+        ++report.rows_dropped[kEncodeError];
+        continue;
+      }
+      const EncodedRow& e = slot.encoded;
+      report.prompt_not_prefix += e.prompt_not_prefix;
+      report.double_bos_fixed += e.double_bos_fixed;
+      report.rows_truncated += slot.truncated;
+      batch_tokens += slot.encoded_length;
+      const TokenRow row{e.input_ids, e.labels};
+      if (truncate && !any_trained(row.labels)) {
+        ++report.rows_dropped[kNoTrainedTokens];
+        continue;
+      }
+      record_kept(row);
+    }
+    report.tokens += batch_tokens;
+    progress.add(batch.size(), batch_tokens);
+    batch.clear();
+  };
+
+  const DetectedFormat format =
+      read_examples(paths, options.format, errors, [&](Example&& example, const RowRef& where) {
+        batch.push_back(Slot{std::move(example), where.location(), {}, {}, 0, false});
+        if (batch.size() >= pipeline.batch_rows) run_batch();
+      });
+  if (!batch.empty()) run_batch();
+  progress.finish();
+  report.format = format_name(format);
+  for (size_t p = 0; p < static_cast<size_t>(RowProblem::kCount); ++p) {
+    const auto problem = static_cast<RowProblem>(p);
+    if (errors.count(problem) == 0) continue;
+    report.rows_dropped[row_problem_name(problem)] += errors.count(problem);
+    report.rows_read += errors.count(problem);
+  }
+
+  if (options.packing) {
+    PackOptions pack = options.pack;
+    pack.max_length = static_cast<uint32_t>(max_length);
+    std::vector<uint32_t> lengths(before_packing.num_rows());
+    std::vector<TokenRow> sources(before_packing.num_rows());
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      sources[i] = before_packing.row(i);
+      lengths[i] = static_cast<uint32_t>(sources[i].input_ids.size());
+    }
+    const PackPlan plan = plan_packing(lengths, pack);
+    uint64_t packed_tokens = 0;
+    std::vector<PackedRow> packed;
+    for (size_t begin = 0; begin < plan.rows.size(); begin += pipeline.batch_rows) {
+      const size_t n = std::min(pipeline.batch_rows, plan.rows.size() - begin);
+      packed.assign(n, PackedRow{});
+      for_each_dynamic(
+          pool, n, [&](size_t i) { packed[i] = materialize_packed_row(plan, begin + i, sources); });
+      for (const PackedRow& p : packed) {
+        packed_tokens += p.input_ids.size();
+        report.trained_tokens += count_trained(p.labels);
+        out({p.input_ids, p.labels}, p.doc_lengths);
+      }
+    }
+    report.packed_rows = plan.rows.size();
+    report.output_tokens = packed_tokens;
+    if (report.packed_rows > 0)
+      report.packing_fill =
+          double(packed_tokens) / (double(report.packed_rows) * double(max_length));
+  }
+  return report;
+}
+
+}  // namespace sft::data

@@ -1,0 +1,230 @@
+// export_hf_model: the HF model folder (weights, configs, tokenizer files); see export.h.
+// verify_export is in export_verify.cpp.
+#include "train/export.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "io/atomic_file.h"
+#include "io/json.h"
+#include "io/safetensors.h"
+#include "model/model_dir.h"
+#include "text/tokenizer.h"
+#include "text/tokenizer_config.h"
+#include "train/export_json.h"
+
+namespace sft {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kComponent = "export";
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(kComponent, "cannot read " + path + ": " + errno_text(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) fail(kComponent, "cannot read " + path + ": " + errno_text(errno));
+  return ss.str();
+}
+
+// Writes one file of the export; a failure names the folder and says what to check.
+void write_output(const std::string& out_dir, const std::string& name, std::string_view content) {
+  try {
+    write_file_atomically((fs::path(out_dir) / name).string(), content);
+  } catch (const Error& e) {
+    fail(kComponent, "cannot write " + name + " into " + out_dir + ": " + e.what() +
+                         " (hint: check that the folder is writable and the disk has space)");
+  }
+}
+
+// Token strings → ids through the tokenizer's vocabulary (added tokens included), as TRL's
+// `eos_token not in tokenizer.get_vocab()` check does.
+struct TokenChoice {
+  export_json::TokenStrings strings;
+  export_json::TokenIds ids;
+};
+
+TokenChoice resolve_tokens(const ExportOptions& o, const Json* tokenizer_config) {
+  TokenChoice c;
+  if (o.tokenizer_dir.empty()) {
+    if (o.eos_token || o.pad_token)
+      fail(kComponent, "--eos_token / --pad_token need a tokenizer folder to look the ids up");
+    return c;
+  }
+  const std::string tokenizer_json = (fs::path(o.tokenizer_dir) / "tokenizer.json").string();
+  if (!fs::is_regular_file(tokenizer_json)) {
+    if (o.eos_token || o.pad_token)
+      fail(kComponent, tokenizer_json + " is missing: --eos_token / --pad_token need it");
+    return c;
+  }
+  std::optional<std::string> eos = o.eos_token, pad = o.pad_token;
+  if (tokenizer_config) {
+    const text::TokenizerConfig tc = text::TokenizerConfig::from_json(
+        *tokenizer_config, (fs::path(o.tokenizer_dir) / "tokenizer_config.json").string());
+    // TRL: pad = --pad_token or the tokenizer's pad or its (possibly new) eos.
+    if (!pad) pad = tc.pad_token ? tc.pad_token : (eos ? eos : tc.eos_token);
+  } else if (!pad) {
+    pad = eos;
+  }
+  if (!eos && !pad) return c;
+  const text::Tokenizer tok = text::Tokenizer::from_file(tokenizer_json);
+  auto id_of = [&](const std::string& token, const char* flag) {
+    const std::optional<int32_t> id = tok.token_to_id(token);
+    if (!id)
+      fail(kComponent, std::string(flag) + " '" + token + "' is not in the vocabulary of " +
+                           tokenizer_json + " (hint: use a token the tokenizer has)");
+    return static_cast<int64_t>(*id);
+  };
+  if (eos) {
+    c.strings.eos = eos;
+    c.ids.eos = id_of(*eos, "--eos_token");
+  }
+  if (pad) {
+    c.strings.pad = pad;
+    c.ids.pad = id_of(*pad, "--pad_token");
+  }
+  return c;
+}
+
+// --chat_template_path: a template file, or a folder with chat_template.jinja or a string
+// template in its tokenizer_config.json.
+std::string read_chat_template(const std::string& path) {
+  if (fs::is_regular_file(path)) return read_whole_file(path);
+  if (fs::is_directory(path)) {
+    const fs::path jinja = fs::path(path) / "chat_template.jinja";
+    if (fs::is_regular_file(jinja)) return read_whole_file(jinja.string());
+    const fs::path tc = fs::path(path) / "tokenizer_config.json";
+    if (fs::is_regular_file(tc)) {
+      const Json j = read_json_file(tc.string(), kComponent);
+      if (j.contains("chat_template") && j["chat_template"].is_string())
+        return j["chat_template"].get<std::string>();
+    }
+  }
+  fail(kComponent, "--chat_template_path " + path +
+                       ": no template there (hint: give a .jinja file or a tokenizer folder "
+                       "with chat_template.jinja)");
+}
+
+// Weight files of an earlier export that this one did not rewrite (e.g. a stale index next
+// to a new single file would be read instead of it).
+void remove_stale_weights(const std::string& out_dir, const std::vector<std::string>& written) {
+  const std::set<std::string> keep(written.begin(), written.end());
+  for (const fs::directory_entry& e : fs::directory_iterator(out_dir)) {
+    const std::string name = e.path().filename().string();
+    const bool weight = name.rfind("model", 0) == 0 &&
+                        (name.ends_with(".safetensors") || name == "model.safetensors.index.json");
+    if (weight && !keep.count(name)) {
+      std::error_code ec;
+      fs::remove(e.path(), ec);
+      if (ec) fail(kComponent, "cannot remove stale " + e.path().string() + ": " + ec.message());
+    }
+  }
+}
+
+// A source config.json that does not describe the model (other sizes, tied-ness) would give
+// a folder that does not load; better to fail before writing it.
+void check_config_describes_model(const Json& config, const model::Transformer& model) {
+  const std::vector<ParamSpec> layout =
+      parameter_layout(parse_model_config(config, "the exported config.json"));
+  bool same = layout.size() == model.layout().size();
+  for (size_t i = 0; same && i < layout.size(); ++i)
+    same = layout[i].name == model.layout()[i].name && layout[i].shape == model.layout()[i].shape;
+  if (!same)
+    fail(kComponent,
+         "the source config.json implies other parameters than the model has (hint: pass the "
+         "folder the model was loaded from, or none to write the model's own config)");
+}
+
+void export_tokenizer_files(const std::string& out_dir, const ExportOptions& o,
+                            const std::optional<Json>& tokenizer_config,
+                            const TokenChoice& tokens) {
+  std::optional<std::string> template_text;
+  if (o.chat_template_path) template_text = read_chat_template(*o.chat_template_path);
+
+  if (!o.tokenizer_dir.empty()) {
+    for (const std::string& name : present_tokenizer_files(o.tokenizer_dir)) {
+      const std::string src = (fs::path(o.tokenizer_dir) / name).string();
+      if (name == "tokenizer_config.json") {
+        const Json j = export_json::export_tokenizer_config(*tokenizer_config, tokens.strings,
+                                                            template_text.has_value());
+        write_output(out_dir, name, export_json::dump_like_python(j, false));
+      } else if (name == "special_tokens_map.json") {
+        const Json j =
+            export_json::export_special_tokens_map(read_json_file(src, kComponent), tokens.strings);
+        write_output(out_dir, name, export_json::dump_like_python(j, false));
+      } else if (name == "chat_template.jinja" && template_text) {
+        continue;  // replaced below
+      } else {
+        write_output(out_dir, name, read_whole_file(src));
+      }
+    }
+  }
+  if (template_text) write_output(out_dir, "chat_template.jinja", *template_text);
+}
+
+}  // namespace
+
+void export_hf_model(const model::Transformer& model, const std::string& out_dir,
+                     const ExportOptions& options) {
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec)
+    fail(kComponent, "cannot create output folder " + out_dir + ": " + ec.message() +
+                         " (hint: check the path and its permissions)");
+
+  // Read every source first, so a bad input fails before anything is written.
+  Json config;
+  Json generation_config;  // null when the source has none
+  const fs::path src(options.source_model_dir);
+  if (!options.source_model_dir.empty() && fs::is_regular_file(src / "config.json")) {
+    config = read_json_file((src / "config.json").string(), kComponent);
+    if (fs::is_regular_file(src / "generation_config.json"))
+      generation_config = read_json_file((src / "generation_config.json").string(), kComponent);
+  } else {
+    config = export_json::model_config_to_json(model.config());
+  }
+  std::optional<Json> tokenizer_config;
+  const fs::path tc_path = fs::path(options.tokenizer_dir) / "tokenizer_config.json";
+  if (!options.tokenizer_dir.empty() && fs::is_regular_file(tc_path))
+    tokenizer_config = read_json_file(tc_path.string(), kComponent);
+  const TokenChoice tokens =
+      resolve_tokens(options, tokenizer_config ? &*tokenizer_config : nullptr);
+  const int64_t V = model.config().vocab_size;
+  for (const std::optional<int64_t>& id : {tokens.ids.eos, tokens.ids.pad})
+    if (id && *id >= V)
+      fail(kComponent, "token id " + std::to_string(*id) + " is outside the model's vocabulary (" +
+                           std::to_string(V) +
+                           ") (hint: the tokenizer and the model do not belong together)");
+
+  const Json out_config = export_json::export_config(config, options.dtype, tokens.ids);
+  check_config_describes_model(out_config, model);
+  const Json out_generation =
+      export_json::export_generation_config(generation_config, out_config, tokens.ids);
+
+  // Weights first and config.json last: a folder with a config is a complete one.
+  std::vector<NamedTensor> weights;
+  for (const NamedTensor& p : model.parameters())
+    weights.push_back(
+        {p.name, options.dtype == DType::kF32 ? p.tensor : p.tensor.to(options.dtype)});
+  std::vector<std::string> written;
+  try {
+    written =
+        write_safetensors_sharded(out_dir, weights, options.max_shard_bytes, {{"format", "pt"}});
+  } catch (const Error& e) {
+    fail(kComponent, "cannot write the weights into " + out_dir + ": " + e.what() +
+                         " (hint: check that the folder is writable and the disk has space)");
+  }
+  remove_stale_weights(out_dir, written);
+  export_tokenizer_files(out_dir, options, tokenizer_config, tokens);
+  write_output(out_dir, "generation_config.json",
+               export_json::dump_like_python(out_generation, true));
+  write_output(out_dir, "config.json", export_json::dump_like_python(out_config, true));
+}
+
+}  // namespace sft

@@ -1,0 +1,171 @@
+// The JSON files of an HF export; see export_json.h.
+#include "train/export_json.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.h"
+
+namespace sft::export_json {
+
+std::string torch_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "float32";
+    case DType::kBF16:
+      return "bfloat16";
+    case DType::kF16:
+      return "float16";
+    default:
+      fail("export", "cannot save weights as " + std::string(dtype_name(dtype)) +
+                         " (hint: use float32, bfloat16 or float16)");
+  }
+}
+
+namespace {
+
+Json rope_to_json(const RopeConfig& r) {
+  Json j = {{"rope_theta", r.theta}, {"rope_type", std::string(rope_type_name(r.type))}};
+  if (r.type != RopeType::kDefault) j["factor"] = r.factor;
+  if (r.type == RopeType::kLlama3) {
+    j["low_freq_factor"] = r.low_freq_factor;
+    j["high_freq_factor"] = r.high_freq_factor;
+  }
+  if (r.original_max_position_embeddings > 0)
+    j["original_max_position_embeddings"] = r.original_max_position_embeddings;
+  if (r.type == RopeType::kYarn) {
+    if (r.attention_factor) j["attention_factor"] = *r.attention_factor;
+    j["beta_fast"] = r.beta_fast;
+    j["beta_slow"] = r.beta_slow;
+    if (r.mscale) j["mscale"] = *r.mscale;
+    if (r.mscale_all_dim) j["mscale_all_dim"] = *r.mscale_all_dim;
+    j["truncate"] = r.truncate;
+  }
+  if (r.partial_rotary_factor != 1.0) j["partial_rotary_factor"] = r.partial_rotary_factor;
+  return j;
+}
+
+template <typename T>
+Json optional_json(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+// eos_token_id may be an int, a list or null.
+std::vector<int64_t> id_list(const Json& v) {
+  std::vector<int64_t> out;
+  if (v.is_number_integer()) out.push_back(v.get<int64_t>());
+  if (v.is_array())
+    for (const Json& e : v)
+      if (e.is_number_integer()) out.push_back(e.get<int64_t>());
+  return out;
+}
+
+// A token entry may be a plain string or an AddedToken object; the object form is kept.
+void set_token(Json& object, const char* key, const std::string& content) {
+  if (object.contains(key) && object[key].is_object()) {
+    object[key]["content"] = content;
+  } else {
+    object[key] = content;
+  }
+}
+
+}  // namespace
+
+Json model_config_to_json(const ModelConfig& c) {
+  Json j;
+  j["architectures"] = c.architectures;
+  j["model_type"] = std::string(model_type_name(c.model_type));
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["intermediate_size"] = c.intermediate_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_key_value_heads"] = c.num_key_value_heads;
+  j["head_dim"] = c.head_dim;
+  j["hidden_act"] = c.hidden_act;
+  j["rms_norm_eps"] = c.rms_norm_eps;
+  j["rope_parameters"] = rope_to_json(c.rope);
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  // Bias flags are per-type in transformers (Qwen2 hard-codes q/k/v bias, Mistral has none).
+  if (c.model_type == ModelType::kLlama || c.model_type == ModelType::kQwen3)
+    j["attention_bias"] = c.o_bias;
+  if (c.model_type == ModelType::kLlama) j["mlp_bias"] = c.mlp_bias;
+  j["sliding_window"] = optional_json(c.sliding_window);
+  if (c.model_type != ModelType::kMistral) j["use_sliding_window"] = c.sliding_window.has_value();
+  Json types = Json::array();
+  for (bool sliding : c.layer_sliding_window)
+    types.push_back(sliding ? "sliding_attention" : "full_attention");
+  j["layer_types"] = types;
+  j["bos_token_id"] = optional_json(c.bos_token_id);
+  if (c.eos_token_ids.size() == 1) {
+    j["eos_token_id"] = c.eos_token_ids[0];
+  } else if (c.eos_token_ids.empty()) {
+    j["eos_token_id"] = nullptr;
+  } else {
+    j["eos_token_id"] = c.eos_token_ids;
+  }
+  j["pad_token_id"] = optional_json(c.pad_token_id);
+  j["use_cache"] = true;
+  return j;
+}
+
+Json export_config(Json config, DType dtype, const TokenIds& ids) {
+  if (!config.is_object()) fail("export", "config.json is not a JSON object");
+  config.erase("torch_dtype");
+  config["dtype"] = torch_dtype_name(dtype);
+  if (ids.eos) config["eos_token_id"] = *ids.eos;
+  if (ids.pad) config["pad_token_id"] = *ids.pad;
+  config["transformers_version"] = kTransformersVersion;
+  return config;
+}
+
+Json export_generation_config(const Json& source, const Json& config, const TokenIds& ids) {
+  Json g;
+  if (source.is_object()) {
+    g = source;
+  } else {
+    // GenerationConfig.from_model_config: the token ids the config has, plus the flags
+    // transformers copies from it.
+    g = Json::object();
+    g["_from_model_config"] = true;
+    for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id"})
+      if (config.contains(key) && !config[key].is_null()) g[key] = config[key];
+    g["output_attentions"] = config.value("output_attentions", false);
+    g["output_hidden_states"] = config.value("output_hidden_states", false);
+    g["use_cache"] = config.value("use_cache", true);
+  }
+  if (ids.eos) {
+    // TRL adds the new eos to the existing ones (any of them stops generation), first.
+    std::vector<int64_t> eos = id_list(g.value("eos_token_id", Json()));
+    if (std::find(eos.begin(), eos.end(), *ids.eos) == eos.end()) {
+      eos.insert(eos.begin(), *ids.eos);
+      g["eos_token_id"] = eos;
+    }
+  }
+  if (ids.pad) g["pad_token_id"] = *ids.pad;
+  g["transformers_version"] = kTransformersVersion;
+  return g;
+}
+
+Json export_tokenizer_config(Json config, const TokenStrings& tokens, bool drop_chat_template) {
+  if (!config.is_object()) fail("export", "tokenizer_config.json is not a JSON object");
+  if (tokens.eos) set_token(config, "eos_token", *tokens.eos);
+  if (tokens.pad) set_token(config, "pad_token", *tokens.pad);
+  if (drop_chat_template && config.contains("chat_template") && config["chat_template"].is_string())
+    config.erase("chat_template");
+  return config;
+}
+
+Json export_special_tokens_map(Json map, const TokenStrings& tokens) {
+  if (!map.is_object()) fail("export", "special_tokens_map.json is not a JSON object");
+  if (tokens.eos) set_token(map, "eos_token", *tokens.eos);
+  if (tokens.pad) set_token(map, "pad_token", *tokens.pad);
+  return map;
+}
+
+std::string dump_like_python(const Json& value, bool ensure_ascii) {
+  return value.dump(2, ' ', ensure_ascii) + "\n";
+}
+
+}  // namespace sft::export_json

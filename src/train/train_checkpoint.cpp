@@ -1,0 +1,195 @@
+// Training checkpoint state: model (F32 master weights), optimizer moments and step,
+// training_state.json, trainer_state.json; see train_checkpoint.h.
+#include "train/train_checkpoint.h"
+
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "core/error.h"
+#include "io/atomic_file.h"
+#include "io/safetensors.h"
+
+namespace sft {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kComponent = "checkpoint";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kTrainingStateFile = "training_state.json";
+constexpr const char* kFormat = "sft-adamw";
+constexpr const char* kFormatVersion = "1";
+
+[[noreturn]] void bad(const std::string& file, const std::string& place, const std::string& problem,
+                      std::string_view hint =
+                          "the checkpoint does not belong to this model; "
+                          "resume with the model it was written for") {
+  fail_in_file(kComponent, {file, place}, problem, hint);
+}
+
+void check_moments_cover(AdamW& opt, const model::Transformer& m, const std::string& what) {
+  if (opt.exp_avg().numel() != m.num_parameters() || opt.exp_avg_sq().numel() != m.num_parameters())
+    fail(kComponent, what + ": the optimizer holds " + std::to_string(opt.exp_avg().numel()) +
+                         " moments for a model of " + std::to_string(m.num_parameters()) +
+                         " parameters");
+}
+
+void write_optimizer(const std::string& path, const model::Transformer& m, AdamW& opt) {
+  check_moments_cover(opt, m, path);
+  // Views into the flat moment arenas, which follow the model's parameter order.
+  std::vector<NamedTensor> tensors;
+  const std::byte* avg = opt.exp_avg().bytes();
+  const std::byte* avg_sq = opt.exp_avg_sq().bytes();
+  size_t offset = 0;
+  for (const NamedTensor& p : m.parameters()) {
+    const Shape& s = p.tensor.shape();
+    tensors.push_back({"exp_avg." + p.name, Tensor::borrow(DType::kF32, s, avg + offset, nullptr)});
+    tensors.push_back(
+        {"exp_avg_sq." + p.name, Tensor::borrow(DType::kF32, s, avg_sq + offset, nullptr)});
+    offset += p.tensor.nbytes();
+  }
+  const AdamWOptions& o = opt.options();
+  write_safetensors(path, tensors,
+                    {{"format", kFormat},
+                     {"version", kFormatVersion},
+                     {"step", std::to_string(opt.steps_taken())},
+                     {"beta1", Json(o.beta1).dump()},
+                     {"beta2", Json(o.beta2).dump()},
+                     {"eps", Json(o.eps).dump()},
+                     {"weight_decay", Json(o.weight_decay).dump()}});
+}
+
+// The entry of a stored f32 tensor, after checking its name, dtype and shape.
+const TensorEntry& checked_entry(const SafetensorsFile& file, const std::string& name,
+                                 const Shape& shape) {
+  const TensorEntry* e = file.find(name);
+  if (!e) bad(file.path(), "tensor '" + name + "'", "missing");
+  if (e->dtype != DType::kF32)
+    bad(file.path(), "tensor '" + name + "'",
+        "dtype " + std::string(dtype_name(e->dtype)) + ", expected F32",
+        "checkpoint state is saved in F32; this file was not written by sft");
+  if (e->shape != shape)
+    bad(file.path(), "tensor '" + name + "'",
+        "shape " + shape_to_string(e->shape) + ", expected " + shape_to_string(shape));
+  return *e;
+}
+
+void copy_into(const SafetensorsFile& file, const TensorEntry& e, std::byte* dst) {
+  const Tensor t = file.tensor(e);
+  std::memcpy(dst, t.bytes(), t.nbytes());
+}
+
+// All tensors are checked before any is copied, so a bad checkpoint leaves the model as it was.
+void read_weights(const std::string& folder, model::Transformer& m) {
+  const SafetensorsCheckpoint ckpt = SafetensorsCheckpoint::open_dir(folder);
+  std::set<std::string> expected;
+  const std::vector<NamedTensor> params = m.parameters();
+  for (const NamedTensor& p : params) {
+    expected.insert(p.name);
+    if (!ckpt.contains(p.name)) bad(ckpt.source(), "tensor '" + p.name + "'", "missing");
+    checked_entry(ckpt.file_of(p.name), p.name, p.tensor.shape());
+  }
+  for (const std::string& name : ckpt.names())
+    if (!expected.count(name))
+      bad(ckpt.source(), "tensor '" + name + "'", "not a parameter of this model");
+  for (const NamedTensor& p : params) {
+    const SafetensorsFile& f = ckpt.file_of(p.name);
+    copy_into(f, *f.find(p.name), reinterpret_cast<std::byte*>(m.param_data(p.name)));
+  }
+}
+
+int64_t parse_step(const SafetensorsFile& f) {
+  const auto it = f.metadata().find("step");
+  const auto format = f.metadata().find("format");
+  if (format == f.metadata().end() || format->second != kFormat)
+    bad(f.path(), "__metadata__", "not an sft optimizer state (format is not \"sft-adamw\")",
+        "the file must be written by sft's write_training_checkpoint");
+  const auto version = f.metadata().find("version");
+  if (version == f.metadata().end() || version->second != kFormatVersion)
+    bad(f.path(), "__metadata__", "unsupported optimizer state version",
+        "this sft reads version " + std::string(kFormatVersion));
+  try {
+    size_t used = 0;
+    const int64_t step = it == f.metadata().end() ? -1 : std::stoll(it->second, &used);
+    if (step < 0 || used != it->second.size()) throw std::invalid_argument("step");
+    return step;
+  } catch (const std::exception&) {
+    bad(f.path(), "__metadata__ 'step'", "missing or not a non-negative integer",
+        "the file must be written by sft's write_training_checkpoint");
+  }
+}
+
+void read_optimizer(const std::string& path, const model::Transformer& m, AdamW& opt) {
+  check_moments_cover(opt, m, path);
+  const SafetensorsFile f = SafetensorsFile::open(path);
+  const int64_t step = parse_step(f);
+  struct Copy {
+    const TensorEntry* entry;
+    std::byte* dst;
+  };
+  std::vector<Copy> copies;
+  std::set<std::string> expected;
+  size_t offset = 0;
+  std::byte* avg = opt.exp_avg().mutable_bytes();
+  std::byte* avg_sq = opt.exp_avg_sq().mutable_bytes();
+  for (const NamedTensor& p : m.parameters()) {
+    for (std::byte* arena : {avg, avg_sq}) {
+      const std::string name = (arena == avg ? "exp_avg." : "exp_avg_sq.") + p.name;
+      expected.insert(name);
+      copies.push_back({&checked_entry(f, name, p.tensor.shape()), arena + offset});
+    }
+    offset += p.tensor.nbytes();
+  }
+  for (const TensorEntry& e : f.entries())
+    if (!expected.count(e.name)) bad(path, "tensor '" + e.name + "'", "not a moment of this model");
+  for (const Copy& c : copies) copy_into(f, *c.entry, c.dst);
+  opt.set_steps_taken(step);
+}
+
+}  // namespace
+
+void write_training_checkpoint(const std::string& folder, const TrainingSnapshot& snapshot,
+                               const ExportOptions& export_options) {
+  if (!snapshot.model) fail(kComponent, "write_training_checkpoint: no model");
+  ExportOptions o = export_options;
+  o.dtype = DType::kF32;  // master weights: a resume must continue bit for bit
+  export_hf_model(*snapshot.model, folder, o);
+  const fs::path dir(folder);
+  try {
+    if (snapshot.optimizer)
+      write_optimizer((dir / kOptimizerFile).string(), *snapshot.model, *snapshot.optimizer);
+    write_file_atomically((dir / kTrainingStateFile).string(),
+                          snapshot.training_state.dump(2) + "\n");
+    if (snapshot.trainer_state) save_trainer_state(*snapshot.trainer_state, folder);
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).starts_with("[checkpoint]")) throw;
+    fail(kComponent, "cannot write the training state into " + folder + ": " + e.what() +
+                         " (hint: check that the folder is writable and the disk has space)");
+  }
+}
+
+void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snapshot) {
+  if (!snapshot.model) fail(kComponent, "read_training_checkpoint: no model");
+  if (!fs::is_directory(folder))
+    fail_in_file(kComponent, {folder, ""}, "no such checkpoint folder",
+                 "give a checkpoint-<step> folder written by sft");
+  const fs::path dir(folder);
+  // Everything is read and checked before anything is restored where possible: JSON first.
+  const Json training_state = read_json_file((dir / kTrainingStateFile).string(), kComponent);
+  std::optional<TrainerState> trainer_state;
+  if (snapshot.trainer_state) trainer_state = load_trainer_state(folder);
+  read_weights(folder, *snapshot.model);
+  if (snapshot.optimizer) {
+    const std::string path = (dir / kOptimizerFile).string();
+    if (!fs::is_regular_file(path))
+      fail_in_file(kComponent, {path, ""}, "missing",
+                   "the checkpoint was saved without optimizer state; it cannot be resumed");
+    read_optimizer(path, *snapshot.model, *snapshot.optimizer);
+  }
+  snapshot.training_state = training_state;
+  if (trainer_state) *snapshot.trainer_state = *trainer_state;
+}
+
+}  // namespace sft

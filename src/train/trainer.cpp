@@ -1,0 +1,315 @@
+// The step loop; checkpoints and resume are in trainer_checkpoint.cpp, evaluation and the
+// end-of-run outputs in trainer_eval.cpp.
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "optim/clip.h"
+#include "train/checkpoint_dir.h"
+#include "train/stop_signal.h"
+
+namespace sft {
+
+namespace {
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+bool is_bias(const std::string& name) {
+  return name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainerSetup& s)
+    : args_(*s.args), model_(*s.model), train_(*s.train), eval_(s.eval), comm_(s.comm), setup_(s) {
+  data::LoaderOptions lo;
+  lo.seed = static_cast<uint64_t>(args_.data_seed.value_or(args_.seed));
+  lo.shuffle = s.shuffle;
+  lo.batch_size = static_cast<uint32_t>(args_.per_device_train_batch_size);
+  lo.rank = static_cast<uint32_t>(comm_->rank());
+  lo.world_size = static_cast<uint32_t>(comm_->size());
+  loader_ = std::make_unique<data::Loader>(train_.num_rows(), lo);
+
+  plan_input_.micro_batches_per_epoch = static_cast<int64_t>(loader_->steps_per_epoch());
+  plan_input_.gradient_accumulation_steps = args_.gradient_accumulation_steps;
+  plan_input_.max_steps = args_.max_steps;
+  plan_input_.num_train_epochs = args_.num_train_epochs;
+  plan_input_.logging_steps = args_.logging_steps;
+  plan_input_.save_steps = args_.save_steps;
+  plan_input_.eval_steps = args_.eval_steps;
+  plan_ = plan_steps(plan_input_);
+
+  model_.zero_grad();
+  model_.set_gradient_checkpointing(args_.gradient_checkpointing);
+  const std::vector<NamedTensor> params = model_.parameters();
+  const std::vector<NamedTensor> grads = model_.gradients();
+  params_ = reinterpret_cast<float*>(const_cast<std::byte*>(params.front().tensor.bytes()));
+  grads_ = reinterpret_cast<float*>(const_cast<std::byte*>(grads.front().tensor.bytes()));
+  num_params_ = static_cast<size_t>(model_.num_parameters());
+  // HF's get_decay_parameter_names: no weight decay for biases and norm weights.
+  for (size_t i = 0; i < params.size(); ++i) {
+    const float* p = reinterpret_cast<const float*>(params[i].tensor.bytes());
+    slices_.push_back({static_cast<size_t>(p - params_),
+                       static_cast<size_t>(params[i].tensor.numel()),
+                       model_.layout()[i].role != ParamRole::kNorm && !is_bias(params[i].name)});
+  }
+  const ParamCounts counts = count_parameters(model_.layout());
+  matmul_params_ = counts.total - counts.embeddings + (counts.lm_head == 0 ? counts.embeddings : 0);
+  flos_params_ = counts.total - counts.embeddings;  // HF: num_parameters(exclude_embeddings=True)
+
+  AdamWOptions ao;
+  ao.beta1 = args_.adam_beta1;
+  ao.beta2 = args_.adam_beta2;
+  ao.eps = args_.adam_epsilon;
+  ao.weight_decay = args_.weight_decay;
+  optimizer_ = std::make_unique<AdamW>(num_params_, ao);
+  const int64_t warmup =
+      resolve_warmup_steps(args_.warmup_steps, args_.warmup_ratio, plan_.max_steps);
+  const Json kwargs =
+      args_.lr_scheduler_kwargs.is_null() ? Json::object() : args_.lr_scheduler_kwargs;
+  schedule_ = make_schedule_config(parse_schedule_type(args_.lr_scheduler_type), warmup,
+                                   plan_.max_steps, args_.learning_rate, kwargs);
+
+  state_.max_steps = plan_.max_steps;
+  state_.logging_steps = plan_.logging_steps;
+  state_.eval_steps = plan_.eval_steps;
+  state_.save_steps = plan_.save_steps;
+  state_.num_train_epochs = plan_.num_epochs;
+  state_.train_batch_size = args_.per_device_train_batch_size;
+
+  if (is_main()) {
+    MetricsLogOptions mo;
+    mo.output_dir = args_.output_dir;
+    for (const std::string& r : args_.report_to)
+      if (r == "tensorboard" || r == "all") {
+        const std::string run = args_.run_name.value_or("run");
+        mo.tensorboard_dir = args_.logging_dir.value_or(args_.output_dir + "/runs/" + run);
+      }
+    mo.progress_bar = s.console_progress && !args_.disable_tqdm.value_or(false);
+    mo.max_steps = plan_.max_steps;
+    log_ = std::make_unique<MetricsLog>(mo);
+  }
+}
+
+Trainer::~Trainer() = default;
+
+std::vector<uint64_t> Trainer::next_rows() {
+  const data::LoaderCursor before = loader_->cursor();
+  std::vector<uint64_t> rows = loader_->next_batch();
+  // One process: the last batch of an epoch is short, as torch's DataLoader makes it (the
+  // loader completes it from the epoch's start only to keep several ranks in step).
+  if (comm_->size() == 1) {
+    const uint64_t left = train_.num_rows() - before.position;
+    if (left < rows.size()) rows.resize(left);
+  }
+  return rows;
+}
+
+double Trainer::step_flops(const model::Batch& b) const {
+  const ModelConfig& c = model_.config();
+  double attention = 0;
+  auto doc = [&](double n) { attention += n * (n + 1) / 2; };
+  if (b.doc_lengths.empty()) doc(static_cast<double>(b.tokens.size()));
+  for (int64_t d : b.doc_lengths) doc(static_cast<double>(d));
+  // QKᵀ and PV: 2 matmuls × 2 FLOPs × H·D per (query, key) pair; training = 3 × forward.
+  const double attn = 3.0 * 4.0 * double(c.num_attention_heads * c.head_dim) * attention *
+                      double(c.num_hidden_layers);
+  return 6.0 * double(matmul_params_) * double(b.tokens.size()) + attn;
+}
+
+Trainer::StepStats Trainer::run_step(int64_t count) {
+  std::vector<MicroBatch> mbs;
+  for (int64_t i = 0; i < count; ++i) {
+    const std::vector<uint64_t> rows = next_rows();
+    mbs.push_back(make_micro_batch(train_, rows, setup_.batching));
+  }
+  // Per micro-batch: targets, correct, entropy sum; then targets of the step, tokens.
+  std::vector<double> local(3 * mbs.size() + 3, 0.0);
+  int64_t n_local = 0;
+  for (const MicroBatch& mb : mbs) n_local += mb.targets;
+  std::vector<float> n_buf = {static_cast<float>(n_local)};
+  double n_global = static_cast<double>(n_local);
+  if (comm_->size() > 1) {
+    comm_->all_reduce_sum(n_buf);
+    n_global = n_buf[0];
+  }
+  StepStats st;
+  double loss_sum = 0;
+  for (size_t i = 0; i < mbs.size(); ++i) {
+    const model::LossStats ls = model_.forward(mbs[i].batch);
+    if (n_global > 0) model_.backward(static_cast<float>(1.0 / n_global));
+    loss_sum += ls.loss_sum;
+    local[3 * i] = static_cast<double>(ls.count);
+    local[3 * i + 1] = static_cast<double>(ls.correct);
+    local[3 * i + 2] = ls.entropy_sum;
+    st.tokens += mbs[i].real_tokens;
+    st.padded_tokens += static_cast<int64_t>(mbs[i].batch.tokens.size());
+    st.flops += step_flops(mbs[i].batch);
+  }
+  const size_t tail = 3 * mbs.size();
+  local[tail] = loss_sum;
+  local[tail + 1] = static_cast<double>(st.tokens);
+  local[tail + 2] = static_cast<double>(st.padded_tokens);
+  if (comm_->size() > 1) {
+    std::vector<float> buf(local.begin(), local.end());
+    comm_->all_reduce_sum(buf);
+    local.assign(buf.begin(), buf.end());
+    comm_->all_reduce_sum(std::span<float>(grads_, num_params_));
+    st.tokens = static_cast<int64_t>(local[tail + 1]);
+    st.padded_tokens = static_cast<int64_t>(local[tail + 2]);
+  }
+  st.loss = n_global > 0 ? local[tail] / n_global : 0.0;
+  for (size_t i = 0; i < mbs.size(); ++i) {
+    const double valid = local[3 * i];
+    st.accuracy.push_back(valid > 0 ? local[3 * i + 1] / valid : 0.0);
+    st.entropy.push_back(valid > 0 ? local[3 * i + 2] / valid : 0.0);
+  }
+  return st;
+}
+
+void Trainer::apply_update(StepStats& st) {
+  const int64_t step = state_.global_step + 1;
+  st.grad_norm = args_.max_grad_norm > 0
+                     ? clip_grad_norm(std::span<float>(grads_, num_params_), args_.max_grad_norm)
+                     : global_grad_norm(std::span<const float>(grads_, num_params_));
+  const bool finite = std::isfinite(st.loss) && std::isfinite(st.grad_norm);
+  if (!finite) {
+    const std::string what = "step " + std::to_string(step) + ": loss " + std::to_string(st.loss) +
+                             ", grad_norm " + std::to_string(st.grad_norm);
+    if (!args_.skip_nonfinite_steps)
+      fail("train", "non-finite " + what +
+                        "; stopped before the optimizer step (hint: lower --learning_rate, check "
+                        "the data, or pass --skip_nonfinite_steps to skip such updates)");
+    ++skipped_steps_;
+    if (++consecutive_nonfinite_ >= kMaxConsecutiveNonfinite)
+      fail("train", "non-finite " + what + ", the " + std::to_string(kMaxConsecutiveNonfinite) +
+                        "th such step in a row; stopping (hint: lower --learning_rate)");
+    if (log_) log_->message("warning: skipped the update of non-finite " + what);
+  } else {
+    consecutive_nonfinite_ = 0;
+    const double lr = args_.learning_rate * schedule_factor(schedule_, state_.global_step);
+    optimizer_->step(std::span<float>(params_, num_params_),
+                     std::span<const float>(grads_, num_params_), slices_, lr);
+  }
+  model_.zero_grad();
+}
+
+void Trainer::log_train(const StepStats& last, double step_time_s) {
+  const int64_t step = state_.global_step;
+  Json e = Json::object();
+  e["loss"] = loss_since_log_ / static_cast<double>(step - last_logged_step_);
+  if (args_.max_grad_norm > 0) e["grad_norm"] = last.grad_norm;
+  e["learning_rate"] = args_.learning_rate * schedule_factor(schedule_, step - 1);
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+  };
+  e["entropy"] = mean(entropy_since_log_);
+  e["num_tokens"] = static_cast<double>(total_tokens_);
+  e["mean_token_accuracy"] = mean(acc_since_log_);
+  e["epoch"] = state_.epoch;
+  e["step"] = step;
+  state_.log_history.push_back(e);
+  total_loss_ += loss_since_log_;
+  loss_since_log_ = 0;
+  last_logged_step_ = step;
+  acc_since_log_.clear();
+  entropy_since_log_.clear();
+  if (log_) {
+    Json full = e;
+    const double secs = seconds_since_log_ > 0 ? seconds_since_log_ : NAN;
+    full["tokens_per_second"] = tokens_since_log_ / secs;
+    full["step_time_s"] = step_time_s;
+    full["gflops"] = flops_since_log_ / secs / 1e9;
+    log_->log(full);
+  }
+  tokens_since_log_ = flops_since_log_ = seconds_since_log_ = 0;
+}
+
+TrainResult Trainer::train() {
+  const std::string resume_path = resolve_resume_path();
+  if (!resume_path.empty()) resume(resume_path);
+  if (log_) {
+    log_->message("training: " + std::to_string(plan_.max_steps) + " steps (" +
+                  std::to_string(plan_.num_epochs) + " epochs of " +
+                  std::to_string(plan_.updates_per_epoch) + "), global batch " +
+                  std::to_string(args_.per_device_train_batch_size *
+                                 args_.gradient_accumulation_steps * comm_->size()) +
+                  " rows, " + std::to_string(model_.num_parameters()) + " parameters" +
+                  (resume_path.empty() ? ""
+                                       : ", resumed from " + resume_path + " at step " +
+                                             std::to_string(state_.global_step)));
+  }
+  const double start = now_s();
+  TrainResult result;
+  const bool eval_steps = eval_ && args_.eval_strategy == "steps";
+  const bool eval_epoch = eval_ && args_.eval_strategy == "epoch";
+  const bool save_steps = args_.save_strategy == "steps";
+  const bool save_epoch = args_.save_strategy == "epoch";
+  while (state_.global_step < plan_.max_steps) {
+    const MicroBatchRange range = micro_batches_of_update(plan_input_, update_in_epoch_);
+    const double t0 = now_s();
+    StepStats st = run_step(range.end - range.begin);
+    apply_update(st);
+    ++state_.global_step;
+    ++steps_this_session_;
+    state_.epoch = epoch_progress(epoch_, range.end - 1, plan_input_.micro_batches_per_epoch);
+    const bool epoch_end = ++update_in_epoch_ >= plan_.updates_per_epoch;
+    if (epoch_end) {
+      ++epoch_;
+      update_in_epoch_ = 0;
+    }
+    total_tokens_ += st.tokens;
+    state_.num_input_tokens_seen += st.padded_tokens;
+    state_.total_flos += 6.0 * double(flos_params_) * double(st.padded_tokens);
+    loss_since_log_ += st.loss;
+    acc_since_log_.insert(acc_since_log_.end(), st.accuracy.begin(), st.accuracy.end());
+    entropy_since_log_.insert(entropy_since_log_.end(), st.entropy.begin(), st.entropy.end());
+    const double step_time = now_s() - t0;
+    tokens_since_log_ += static_cast<double>(st.tokens);
+    flops_since_log_ += st.flops * (comm_->size() > 1 ? comm_->size() : 1);
+    seconds_since_log_ += step_time;
+
+    const int64_t step = state_.global_step;
+    const bool last = step >= plan_.max_steps;
+    const bool do_log =
+        args_.logging_strategy == "steps"
+            ? (step % plan_.logging_steps == 0 || (step == 1 && args_.logging_first_step))
+            : args_.logging_strategy == "epoch" && epoch_end;
+    if (do_log || (last && step > last_logged_step_ && args_.logging_strategy != "no"))
+      log_train(st, step_time);
+    if (log_) log_->progress(step, st.loss, now_s() - start, steps_this_session_);
+    if ((eval_steps && step % plan_.eval_steps == 0) || (eval_epoch && epoch_end)) evaluate();
+    const bool stop = stop_requested();
+    // HF also saves at the last step whenever a save strategy is set.
+    const bool save_last = last && (save_steps || save_epoch);
+    if ((save_steps && step % plan_.save_steps == 0) || (save_epoch && epoch_end) || save_last ||
+        stop)
+      save();
+    if (stop) {
+      result.interrupted = true;
+      break;
+    }
+  }
+  if (!result.interrupted) log_final(now_s() - start);
+  if (is_main() && !result.interrupted) {
+    save_trainer_state(state_, args_.output_dir);
+    write_curves();
+  }
+  result.global_step = state_.global_step;
+  result.train_loss = (total_loss_ + loss_since_log_) /
+                      std::max<double>(1.0, static_cast<double>(state_.global_step));
+  result.skipped_steps = skipped_steps_;
+  result.last_checkpoint = last_checkpoint_;
+  return result;
+}
+
+}  // namespace sft

@@ -1,0 +1,153 @@
+// The training loop with transformers' Trainer semantics (as TRL's SFTTrainer runs it):
+//
+//   global batch = per_device_train_batch_size × gradient_accumulation_steps × world size.
+//   Loss normalisation: the targets (shifted labels != -100) of every micro-batch of the
+//   step on every rank are counted first (HF's num_items_in_batch); each micro-batch then
+//   adds the gradient of loss_sum / N, gradients are summed over ranks. So 1×GAS8 and 8×GAS1
+//   give the same loss and gradients, and the logged loss is Σ loss / N of the step.
+//   Per step: clip_grad_norm (grad_norm logged before clipping), AdamW at lr × factor(step),
+//   then the scheduler advances. Steps and epochs from plan_steps; row order from
+//   data::Loader (seeded shuffle per epoch; shuffle off for parity tests).
+//
+// Logging (every logging_steps, + logging_first_step): HF's log_history keys — loss (mean
+// over the steps since the last log), grad_norm, learning_rate (the one this step used),
+// epoch, step — TRL's num_tokens, mean_token_accuracy, entropy (means over the micro-batches
+// since the last log), plus "tokens_per_second", "step_time_s" and "gflops" (achieved model
+// FLOP/s: 6 · matmul parameters · tokens + causal attention 6 · 2·H·D·n(n+1)/2 per layer and
+// document; recomputation by gradient checkpointing not counted). Eval logs eval_loss
+// (mean of per-batch mean losses weighted by rows, as HF), eval_mean_token_accuracy,
+// eval_entropy, eval_runtime, eval_samples_per_second,
+// eval_steps_per_second.
+//
+// Faults: a non-finite loss or grad_norm stops before the optimizer step with an error
+// naming the step, or with skip_nonfinite_steps the update is skipped and counted (abort
+// after kMaxConsecutiveNonfinite in a row). A stop request (SIGINT/SIGTERM, stop_signal.h)
+// ends the current step, writes a checkpoint and returns interrupted = true. A failed save
+// throws; earlier checkpoints stay intact (checkpoint_dir.h).
+//
+// Checkpoints (save_strategy, save_steps, save_total_limit) hold the model, AdamW moments,
+// scheduler step, loader cursor and the logging accumulators; resume_from_checkpoint (a
+// path, or "true" for the latest in output_dir) continues bit for bit on CPU.
+//
+// Test hook: SFT_TEST_KILL_DURING_SAVE=<step> raises SIGKILL while checkpoint-<step> is
+// being written (after its files, before the rename), to test resuming after a crash.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/loader.h"
+#include "data/prepare.h"
+#include "dist/comm.h"
+#include "model/transformer.h"
+#include "optim/adamw.h"
+#include "optim/schedule.h"
+#include "train/args.h"
+#include "train/batch.h"
+#include "train/export.h"
+#include "train/metrics_log.h"
+#include "train/step_plan.h"
+#include "train/trainer_state.h"
+
+namespace sft {
+
+inline constexpr int kMaxConsecutiveNonfinite = 5;
+
+struct TrainerSetup {
+  const TrainingArgs* args = nullptr;
+  model::Transformer* model = nullptr;
+  const data::PreparedDataset* train = nullptr;
+  const data::PreparedDataset* eval = nullptr;  // null: no evaluation
+  Comm* comm = nullptr;
+  BatchOptions batching;         // train micro-batches
+  BatchOptions eval_batching;    // eval micro-batches
+  ExportOptions export_options;  // the model part of each checkpoint
+  bool shuffle = true;           // TRL's default sampler shuffles (seed = data_seed or seed)
+  bool console_progress = true;  // live bar on a terminal
+};
+
+struct TrainResult {
+  int64_t global_step = 0;
+  double train_loss = 0;
+  bool interrupted = false;
+  int64_t skipped_steps = 0;
+  std::string last_checkpoint;  // "" when none was written
+};
+
+class Trainer {
+ public:
+  explicit Trainer(const TrainerSetup& setup);
+  ~Trainer();
+
+  TrainResult train();
+  // Runs the eval set; returns the eval_* metrics (and logs them).
+  Json evaluate();
+
+  const TrainerState& state() const { return state_; }
+  const StepPlan& plan() const { return plan_; }
+
+ private:
+  struct StepStats {
+    double loss = 0;  // Σ loss / N over the global batch
+    double grad_norm = 0;
+    int64_t tokens = 0;  // real tokens of the global batch
+    int64_t padded_tokens = 0;
+    double flops = 0;
+    std::vector<double> accuracy, entropy;  // per micro-batch, over all ranks
+  };
+  StepStats run_step(int64_t num_micro_batches);
+  void apply_update(StepStats& stats);
+  void log_train(const StepStats& last, double step_time_s);
+  void log_final(double runtime_s);
+  std::vector<uint64_t> next_rows();
+  std::string save();
+  void resume(const std::string& checkpoint);
+  std::string resolve_resume_path() const;
+  Json training_state_json() const;
+  void restore_training_state(const Json& state, const std::string& source);
+  void write_curves() const;
+  bool is_main() const { return comm_->rank() == 0; }
+  double step_flops(const model::Batch& batch) const;
+
+  const TrainingArgs& args_;
+  model::Transformer& model_;
+  const data::PreparedDataset& train_;
+  const data::PreparedDataset* eval_;
+  Comm* comm_;
+  TrainerSetup setup_;
+
+  StepPlanInput plan_input_;
+  StepPlan plan_;
+  std::unique_ptr<data::Loader> loader_;
+  std::unique_ptr<AdamW> optimizer_;
+  std::vector<ParamSlice> slices_;
+  ScheduleConfig schedule_;
+  TrainerState state_;
+  std::unique_ptr<MetricsLog> log_;
+  float* params_ = nullptr;
+  float* grads_ = nullptr;
+  size_t num_params_ = 0;
+  int64_t matmul_params_ = 0;
+  int64_t flos_params_ = 0;
+
+  // Position in the run.
+  int64_t epoch_ = 0;            // epoch the loader is in
+  int64_t update_in_epoch_ = 0;  // next update within it
+  // Logging accumulators since the last log (saved in checkpoints, so a resume logs the same).
+  double loss_since_log_ = 0;
+  int64_t last_logged_step_ = 0;
+  std::vector<double> acc_since_log_, entropy_since_log_;
+  double total_loss_ = 0;  // Σ step losses (train_loss at the end)
+  int64_t total_tokens_ = 0;
+  int64_t skipped_steps_ = 0;
+  int consecutive_nonfinite_ = 0;
+  // Speed, since the last log (not saved: wall-clock).
+  double tokens_since_log_ = 0, flops_since_log_ = 0, seconds_since_log_ = 0;
+  int64_t steps_this_session_ = 0;
+  std::string last_checkpoint_;
+};
+
+}  // namespace sft

@@ -1,0 +1,172 @@
+// Trainer checkpoints: what save() writes beyond the model and optimizer (the position in
+// the run and the logging accumulators, so a resumed run logs the same numbers), and the
+// resume that reads it back.
+#include <signal.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+
+#include "core/error.h"
+#include "train/checkpoint_dir.h"
+#include "train/train_checkpoint.h"
+#include "train/trainer.h"
+
+namespace sft {
+
+namespace {
+
+constexpr int kTrainingStateVersion = 1;
+
+// JSON has no NaN: a non-finite double (a skipped step's loss) is stored as null.
+Json number_or_null(double v) {
+  return std::isfinite(v) ? Json(v) : Json(nullptr);
+}
+double number_from(const Json& v) {
+  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+}
+
+// SFT_TEST_KILL_DURING_SAVE=<step>: die while checkpoint-<step> is half-written (tests).
+void maybe_kill_for_test(int64_t step) {
+  const char* env = std::getenv("SFT_TEST_KILL_DURING_SAVE");
+  if (env && std::atoll(env) == step) raise(SIGKILL);
+}
+
+}  // namespace
+
+Json Trainer::training_state_json() const {
+  Json acc = Json::array(), ent = Json::array();
+  for (double v : acc_since_log_) acc.push_back(number_or_null(v));
+  for (double v : entropy_since_log_) ent.push_back(number_or_null(v));
+  return {
+      {"format", "sft.trainer"},
+      {"version", kTrainingStateVersion},
+      {"global_step", state_.global_step},
+      {"epoch", epoch_},
+      {"update_in_epoch", update_in_epoch_},
+      {"loader", loader_->cursor_to_json()},
+      {"scheduler",
+       {{"type", std::string(schedule_type_name(schedule_.type))},
+        {"warmup_steps", schedule_.warmup_steps},
+        {"training_steps", schedule_.training_steps},
+        {"last_epoch", state_.global_step}}},
+      {"log",
+       {{"loss_since_log", number_or_null(loss_since_log_)},
+        {"last_logged_step", last_logged_step_},
+        {"mean_token_accuracy", acc},
+        {"entropy", ent},
+        {"total_loss", number_or_null(total_loss_)},
+        {"num_tokens", total_tokens_}}},
+      {"skipped_steps", skipped_steps_},
+      {"consecutive_nonfinite", consecutive_nonfinite_},
+      {"seed", args_.seed},
+      {"world_size", comm_->size()},
+      {"per_device_train_batch_size", args_.per_device_train_batch_size},
+      {"gradient_accumulation_steps", args_.gradient_accumulation_steps},
+  };
+}
+
+void Trainer::restore_training_state(const Json& s, const std::string& source) {
+  try {
+    if (s.at("format") != "sft.trainer" || s.at("version").get<int>() != kTrainingStateVersion)
+      fail_in_file("train", {source, ""}, "not a training state this version of sft writes",
+                   "resume from a checkpoint written by `sft train`");
+    auto same = [&](const char* key, int64_t now) {
+      if (s.at(key).get<int64_t>() != now)
+        fail_in_file("train", {source, key},
+                     "the checkpoint was written with " + s.at(key).dump() + ", this run has " +
+                         std::to_string(now),
+                     "resume with the same --" + std::string(key) +
+                         " (and number of processes) as the interrupted run");
+    };
+    same("world_size", comm_->size());
+    same("per_device_train_batch_size", args_.per_device_train_batch_size);
+    same("gradient_accumulation_steps", args_.gradient_accumulation_steps);
+    state_.global_step = s.at("global_step").get<int64_t>();
+    epoch_ = s.at("epoch").get<int64_t>();
+    update_in_epoch_ = s.at("update_in_epoch").get<int64_t>();
+    loader_->restore_from_json(s.at("loader"));
+    const Json& log = s.at("log");
+    loss_since_log_ = number_from(log.at("loss_since_log"));
+    last_logged_step_ = log.at("last_logged_step").get<int64_t>();
+    acc_since_log_.clear();
+    entropy_since_log_.clear();
+    for (const Json& v : log.at("mean_token_accuracy")) acc_since_log_.push_back(number_from(v));
+    for (const Json& v : log.at("entropy")) entropy_since_log_.push_back(number_from(v));
+    total_loss_ = number_from(log.at("total_loss"));
+    total_tokens_ = log.at("num_tokens").get<int64_t>();
+    skipped_steps_ = s.at("skipped_steps").get<int64_t>();
+    consecutive_nonfinite_ = s.at("consecutive_nonfinite").get<int>();
+  } catch (const Json::exception& e) {
+    fail_in_file("train", {source, ""}, std::string("malformed training state: ") + e.what(),
+                 "resume from an intact checkpoint (an older checkpoint-<step>)");
+  }
+}
+
+std::string Trainer::resolve_resume_path() const {
+  if (!args_.resume_from_checkpoint) return "";
+  const std::string& v = *args_.resume_from_checkpoint;
+  if (v.empty() || v == "false" || v == "False") return "";
+  if (v == "true" || v == "True") {
+    const std::optional<CheckpointInfo> latest = latest_checkpoint(args_.output_dir);
+    if (!latest)
+      fail("train", "--resume_from_checkpoint true: no complete checkpoint in " + args_.output_dir +
+                        " (hint: give a checkpoint folder, or drop the flag to start afresh)");
+    return latest->path;
+  }
+  if (!std::filesystem::exists(v + "/" + kCheckpointMarker))
+    fail("train", "--resume_from_checkpoint " + v + ": not a complete checkpoint (no " +
+                      kCheckpointMarker +
+                      "; hint: use a checkpoint-<step> folder, or true for the latest in "
+                      "output_dir)");
+  return v;
+}
+
+void Trainer::resume(const std::string& path) {
+  TrainingSnapshot snapshot;
+  snapshot.model = &model_;
+  snapshot.optimizer = optimizer_.get();
+  snapshot.trainer_state = &state_;
+  read_training_checkpoint(path, snapshot);
+  restore_training_state(snapshot.training_state, path + "/training_state.json");
+  // This run's plan wins over the checkpoint's (a resume may extend max_steps).
+  state_.max_steps = plan_.max_steps;
+  state_.logging_steps = plan_.logging_steps;
+  state_.eval_steps = plan_.eval_steps;
+  state_.save_steps = plan_.save_steps;
+  state_.num_train_epochs = plan_.num_epochs;
+  if (log_) log_->truncate_after(state_.global_step);
+}
+
+std::string Trainer::save() {
+  const int64_t step = state_.global_step;
+  std::string path;
+  if (is_main()) {
+    TrainingSnapshot snapshot;
+    snapshot.model = &model_;
+    snapshot.optimizer = optimizer_.get();
+    snapshot.trainer_state = &state_;
+    snapshot.training_state = training_state_json();
+    try {
+      path = save_checkpoint(args_.output_dir, step, [&](const std::string& folder) {
+        write_training_checkpoint(folder, snapshot, setup_.export_options);
+        maybe_kill_for_test(step);
+      });
+      if (args_.save_total_limit && *args_.save_total_limit >= 1)
+        rotate_checkpoints(args_.output_dir, *args_.save_total_limit);
+    } catch (const Error& e) {
+      fail("train", "saving checkpoint-" + std::to_string(step) + " failed: " + e.what() +
+                        " (earlier checkpoints in " + args_.output_dir +
+                        " are intact; hint: check free disk space and permissions, then resume "
+                        "with --resume_from_checkpoint true)");
+    }
+    write_curves();
+    if (log_) log_->message("saved " + path);
+  }
+  if (comm_->size() > 1) comm_->barrier();
+  last_checkpoint_ = path;
+  return path;
+}
+
+}  // namespace sft

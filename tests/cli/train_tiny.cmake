@@ -1,0 +1,101 @@
+# `sft train` end to end on the tiny Qwen3 of tests/fixtures/generate_text (real tokenizer
+# and chat template) and a 16-row text JSONL: a few steps with eval, TensorBoard and
+# checkpoints; the files a run leaves; a resume from checkpoint-2 that logs the same losses;
+# --init_from_config with padded batches on a chat dataset; the refusals (non-empty
+# output_dir, --use_peft).
+# Usage: cmake -DSFT=path/to/sft -DROOT=repo -DWORK=scratch -P train_tiny.cmake
+cmake_minimum_required(VERSION 3.25)
+set(MODEL "${ROOT}/tests/fixtures/generate_text")
+set(DATA "${ROOT}/tests/fixtures/train_cli")
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(ENV{SFT_CACHE_DIR} "${WORK}/cache")
+set(COMMON --model_name_or_path "${MODEL}" --max_length 32 --per_device_train_batch_size 2
+    --gradient_accumulation_steps 2 --learning_rate 1e-3 --logging_steps 1 --save_steps 2
+    --gradient_checkpointing false --num_threads 2)
+
+function(sft_train expect_rc)
+  execute_process(COMMAND "${SFT}" train ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL ${expect_rc})
+    message(FATAL_ERROR "sft train ${ARGN}\nexit ${rc} (wanted ${expect_rc})\n${out}\n${err}")
+  endif()
+  set(train_out "${out}${err}" PARENT_SCOPE)
+endfunction()
+
+# Losses of the log_history in trainer_state.json, as one string.
+function(losses dir var)
+  file(READ "${dir}/trainer_state.json" state)
+  string(JSON n LENGTH "${state}" log_history)
+  math(EXPR last "${n} - 1")
+  set(out "")
+  foreach(i RANGE ${last})
+    string(JSON loss ERROR_VARIABLE no_loss GET "${state}" log_history ${i} loss)
+    if(NOT no_loss)
+      string(JSON step GET "${state}" log_history ${i} step)
+      string(APPEND out "${step}:${loss} ")
+    endif()
+  endforeach()
+  set(${var} "${out}" PARENT_SCOPE)
+endfunction()
+
+sft_train(0 --help)
+foreach(group "--learning_rate" "--packing" "--output_dir")
+  if(NOT train_out MATCHES "${group}")
+    message(FATAL_ERROR "sft train --help does not mention ${group}")
+  endif()
+endforeach()
+
+set(A "${WORK}/a")
+sft_train(0 ${COMMON} --dataset_name "${DATA}/train.jsonl" --output_dir "${A}" --max_steps 4
+          --eval_strategy steps --eval_steps 2 --eval_split_ratio 0.25 --report_to tensorboard)
+foreach(f model.safetensors config.json generation_config.json tokenizer.json
+          tokenizer_config.json metrics.jsonl trainer_state.json training_curves.svg
+          checkpoint-2/sft_checkpoint.json checkpoint-4/optimizer.safetensors)
+  if(NOT EXISTS "${A}/${f}")
+    message(FATAL_ERROR "sft train left no ${A}/${f}\n${train_out}")
+  endif()
+endforeach()
+file(GLOB events "${A}/runs/*/events.out.tfevents.*")
+if(NOT events)
+  message(FATAL_ERROR "no TensorBoard event file under ${A}/runs")
+endif()
+file(STRINGS "${A}/metrics.jsonl" lines REGEX "\"eval_loss\"")
+list(LENGTH lines n_eval)
+if(NOT n_eval EQUAL 2)
+  message(FATAL_ERROR "expected 2 eval logs in metrics.jsonl, got ${n_eval}")
+endif()
+if(NOT train_out MATCHES "compute[s]? in fp32")
+  message(FATAL_ERROR "the bf16-on-CPU note is missing:\n${train_out}")
+endif()
+
+# Resuming from checkpoint-2 into another folder logs the same losses, bit for bit.
+set(B "${WORK}/b")
+sft_train(0 ${COMMON} --dataset_name "${DATA}/train.jsonl" --output_dir "${B}" --max_steps 4
+          --eval_strategy steps --eval_steps 2 --eval_split_ratio 0.25
+          --resume_from_checkpoint "${A}/checkpoint-2")
+losses("${A}" la)
+losses("${B}" lb)
+if(NOT la STREQUAL lb OR la STREQUAL "")
+  message(FATAL_ERROR "resumed losses differ:\n  ${la}\n  ${lb}")
+endif()
+message(STATUS "losses: ${la}")
+
+# A non-empty output_dir is refused; --use_peft is refused.
+sft_train(1 ${COMMON} --dataset_name "${DATA}/train.jsonl" --output_dir "${A}" --max_steps 1)
+if(NOT train_out MATCHES "already exists and is not empty")
+  message(FATAL_ERROR "wrong refusal:\n${train_out}")
+endif()
+sft_train(1 ${COMMON} --dataset_name "${DATA}/train.jsonl" --output_dir "${WORK}/c" --use_peft true)
+if(NOT train_out MATCHES "LoRA is not implemented yet")
+  message(FATAL_ERROR "wrong --use_peft message:\n${train_out}")
+endif()
+
+# Random init from the config, padded batches, a chat dataset.
+set(D "${WORK}/d")
+sft_train(0 ${COMMON} --dataset_name "${DATA}/chat.jsonl" --output_dir "${D}" --max_steps 2
+          --init_from_config true --padding_free false --pad_to_multiple_of 8
+          --assistant_only_loss false --save_strategy no)
+if(NOT EXISTS "${D}/model.safetensors" OR EXISTS "${D}/checkpoint-2")
+  message(FATAL_ERROR "--init_from_config run: unexpected files in ${D}\n${train_out}")
+endif()

@@ -1,0 +1,341 @@
+// HF export: the files, TRL's eos/pad rules, sharding, reload equality, verify_export and
+// write failures. The model is the qwen3 fixture's config resized to the tiny_qwen
+// tokenizer's vocabulary (702), so every token id the tokenizer has is a row of the model.
+#include "train/export.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+
+#include "core/error.h"
+#include "io/json.h"
+#include "io/safetensors.h"
+#include "test_paths.h"
+#include "train/export_json.h"
+
+namespace sft {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+Json read_json(const std::string& path) {
+  return Json::parse(read(path));
+}
+
+constexpr int64_t kVocab = 702;  // tiny_qwen: 700 BPE tokens + <think>, </think>
+
+class Export : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::fresh_output_dir(std::string("export_") +
+                                  testing::UnitTest::GetInstance()->current_test_info()->name());
+    // Source model: the qwen3 fixture's config with the tokenizer's vocabulary; eos 0.
+    src_ = dir_ + "/src";
+    fs::create_directories(src_);
+    Json config = read_json(test::source_path("tests/fixtures/models/qwen3/config.json"));
+    config["vocab_size"] = kVocab;
+    config["eos_token_id"] = 0;
+    write(src_ + "/config.json", config.dump(2));
+    Json gen = read_json(test::source_path("tests/fixtures/models/qwen3/generation_config.json"));
+    gen["eos_token_id"] = 0;
+    write(src_ + "/generation_config.json", gen.dump(2));
+
+    // Tokenizer folder: tiny_qwen's tokenizer.json + transformers-style side files.
+    tok_ = dir_ + "/tok";
+    fs::create_directories(tok_);
+    fs::copy_file(test::source_path("tests/fixtures/tokenizers/tiny_qwen/tokenizer.json"),
+                  tok_ + "/tokenizer.json");
+    write(tok_ + "/tokenizer_config.json", R"({
+  "add_bos_token": false,
+  "chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}",
+  "eos_token": "<|endoftext|>",
+  "model_max_length": 512,
+  "pad_token": "<|endoftext|>",
+  "tokenizer_class": "Qwen2Tokenizer"
+})");
+    write(tok_ + "/special_tokens_map.json",
+          R"({"eos_token": {"content": "<|endoftext|>", "lstrip": false, "normalized": false,
+"rstrip": false, "single_word": false}, "pad_token": "<|endoftext|>"})");
+
+    model_ = std::make_unique<model::Transformer>(
+        model::Transformer::random(load_model_config(src_ + "/config.json"), 7, 0.5f));
+  }
+
+  ExportOptions options() const {
+    ExportOptions o;
+    o.source_model_dir = src_;
+    o.tokenizer_dir = tok_;
+    return o;
+  }
+
+  std::string dir_, src_, tok_;
+  std::unique_ptr<model::Transformer> model_;
+};
+
+void expect_same_parameters(const model::Transformer& a, const model::Transformer& b) {
+  const std::vector<NamedTensor> pa = a.parameters(), pb = b.parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(pa[i].name, pb[i].name);
+    ASSERT_EQ(pa[i].tensor.nbytes(), pb[i].tensor.nbytes());
+    EXPECT_EQ(0, std::memcmp(pa[i].tensor.bytes(), pb[i].tensor.bytes(), pa[i].tensor.nbytes()))
+        << pa[i].name;
+  }
+}
+
+// sft's logits on the exported model, for tools/check_export.py --logits.
+void write_sft_logits(model::Transformer& m, const std::string& path) {
+  model::Batch batch;
+  const int64_t V = m.config().vocab_size;
+  for (int64_t t = 0; t < 16; ++t) batch.tokens.push_back((t * 7919 + 13) % V);
+  Tensor logits = Tensor::zeros(DType::kF32, {16, V});
+  m.forward(batch, logits.mutable_values<float>().data());
+  Tensor ids = Tensor::borrow(DType::kI64, {16}, batch.tokens.data(), nullptr);
+  write_safetensors(path, {{"input_ids", ids}, {"logits", logits}});
+}
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_F(Export, WritesEveryFileWithTrlsEosAndPadRules) {
+  ExportOptions o = options();
+  o.eos_token = "<|im_end|>";  // id 2
+  write(dir_ + "/template.jinja", "{{ messages[0].content }}");
+  o.chat_template_path = dir_ + "/template.jinja";
+  const std::string out = dir_ + "/out";
+  export_hf_model(*model_, out, o);
+
+  for (const char* f :
+       {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
+        "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"})
+    EXPECT_TRUE(fs::is_regular_file(out + "/" + f)) << f;
+  EXPECT_FALSE(fs::exists(out + "/model.safetensors.index.json"));
+  EXPECT_EQ(read(out + "/tokenizer.json"), read(tok_ + "/tokenizer.json"));
+  EXPECT_EQ(read(out + "/chat_template.jinja"), "{{ messages[0].content }}");
+
+  const Json config = read_json(out + "/config.json");
+  EXPECT_EQ(config["eos_token_id"], 2);
+  EXPECT_EQ(config["pad_token_id"], 0);  // the tokenizer's pad token, <|endoftext|>
+  EXPECT_EQ(config["dtype"], "float32");
+  EXPECT_FALSE(config.contains("torch_dtype"));
+  EXPECT_EQ(config["rope_parameters"]["rope_theta"], 10000.0);  // other keys as the source
+  EXPECT_EQ(config["layer_types"].size(), 2u);
+
+  const Json gen = read_json(out + "/generation_config.json");
+  EXPECT_EQ(gen["eos_token_id"], Json::array({2, 0}));  // the new eos first, the old kept
+  EXPECT_EQ(gen["pad_token_id"], 0);
+  EXPECT_EQ(gen["bos_token_id"], 1);
+  EXPECT_EQ(gen["transformers_version"], export_json::kTransformersVersion);
+
+  const Json tc = read_json(out + "/tokenizer_config.json");
+  EXPECT_EQ(tc["eos_token"], "<|im_end|>");
+  EXPECT_EQ(tc["pad_token"], "<|endoftext|>");
+  EXPECT_EQ(tc["model_max_length"], 512);
+  EXPECT_EQ(tc["tokenizer_class"], "Qwen2Tokenizer");
+  EXPECT_FALSE(tc.contains("chat_template"));  // chat_template.jinja replaces it
+
+  const Json map = read_json(out + "/special_tokens_map.json");
+  EXPECT_EQ(map["eos_token"]["content"], "<|im_end|>");
+  EXPECT_EQ(map["eos_token"]["normalized"], false);
+}
+
+TEST_F(Export, EosAlreadyListedStaysWhereItIs) {
+  ExportOptions o = options();
+  o.eos_token = "<|endoftext|>";  // id 0, already the generation config's eos
+  export_hf_model(*model_, dir_ + "/out", o);
+  EXPECT_EQ(read_json(dir_ + "/out/generation_config.json")["eos_token_id"], 0);
+  EXPECT_EQ(read_json(dir_ + "/out/config.json")["eos_token_id"], 0);
+}
+
+TEST_F(Export, WithoutEosTokenKeepsTheSourceTemplateAndIds) {
+  const std::string out = dir_ + "/out";
+  export_hf_model(*model_, out, options());
+  EXPECT_EQ(read_json(out + "/config.json")["eos_token_id"], 0);
+  EXPECT_EQ(read_json(out + "/generation_config.json")["eos_token_id"], 0);
+  const Json tc = read_json(out + "/tokenizer_config.json");
+  EXPECT_EQ(tc["eos_token"], "<|endoftext|>");
+  EXPECT_TRUE(tc["chat_template"].is_string());
+  EXPECT_FALSE(fs::exists(out + "/chat_template.jinja"));
+}
+
+TEST_F(Export, PadTokenFallsBackToEos) {
+  write(tok_ + "/tokenizer_config.json", R"({"eos_token": "<|endoftext|>"})");
+  ExportOptions o = options();
+  o.eos_token = "<|im_end|>";
+  export_hf_model(*model_, dir_ + "/out", o);
+  EXPECT_EQ(read_json(dir_ + "/out/tokenizer_config.json")["pad_token"], "<|im_end|>");
+  EXPECT_EQ(read_json(dir_ + "/out/config.json")["pad_token_id"], 2);
+}
+
+TEST_F(Export, UnknownEosTokenIsAnError) {
+  ExportOptions o = options();
+  o.eos_token = "<|no_such_token|>";
+  const std::string msg = error_of([&] { export_hf_model(*model_, dir_ + "/out", o); });
+  EXPECT_NE(msg.find("[export]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("<|no_such_token|>"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(dir_ + "/out/config.json"));
+}
+
+TEST_F(Export, ShardsPastMaxShardBytesAndReloadsEqual) {
+  ExportOptions o = options();
+  o.max_shard_bytes = 100'000;
+  const std::string out = dir_ + "/out";
+  export_hf_model(*model_, out, o);
+  EXPECT_TRUE(fs::is_regular_file(out + "/model.safetensors.index.json"));
+  EXPECT_FALSE(fs::exists(out + "/model.safetensors"));
+  const Json index = read_json(out + "/model.safetensors.index.json");
+  std::set<std::string> shards;
+  for (const auto& [name, file] : index["weight_map"].items())
+    shards.insert(file.get<std::string>());
+  EXPECT_GT(shards.size(), 1u);
+  for (const std::string& s : shards) EXPECT_TRUE(fs::is_regular_file(out + "/" + s)) << s;
+  expect_same_parameters(*model_, model::Transformer::load(out));
+
+  // Exporting again unsharded into the same folder removes the stale shards and index.
+  export_hf_model(*model_, out, options());
+  EXPECT_FALSE(fs::exists(out + "/model.safetensors.index.json"));
+  for (const std::string& s : shards) EXPECT_FALSE(fs::exists(out + "/" + s)) << s;
+  expect_same_parameters(*model_, model::Transformer::load(out));
+}
+
+TEST_F(Export, VerifyPassesForEveryDtype) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    ExportOptions o = options();
+    o.dtype = dtype;
+    const std::string out = dir_ + "/out_" + std::string(dtype_name(dtype));
+    export_hf_model(*model_, out, o);
+    EXPECT_EQ(read_json(out + "/config.json")["dtype"], export_json::torch_dtype_name(dtype));
+    const std::vector<float> before = model_->parameters()[0].tensor.to_f32_vector();
+    EXPECT_NO_THROW(verify_export(*model_, out, dtype)) << dtype_name(dtype);
+    // verify rounds the in-memory weights only temporarily.
+    EXPECT_EQ(before, model_->parameters()[0].tensor.to_f32_vector());
+  }
+}
+
+TEST_F(Export, VerifyDetectsACorruptedWeightFile) {
+  const std::string out = dir_ + "/out";
+  export_hf_model(*model_, out, options());
+  std::string bytes = read(out + "/model.safetensors");
+  bytes[bytes.size() - 5] ^= 0x40;  // inside the last tensor's data
+  write(out + "/model.safetensors", bytes);
+  const std::string msg = error_of([&] { verify_export(*model_, out, DType::kF32); });
+  EXPECT_EQ(msg.rfind("[export]", 0), 0u) << msg;
+  EXPECT_NE(msg.find("differs"), std::string::npos) << msg;
+}
+
+TEST_F(Export, VerifyDetectsAConfigThatDescribesAnotherModel) {
+  const std::string out = dir_ + "/out";
+  export_hf_model(*model_, out, options());
+  Json config = read_json(out + "/config.json");
+  config["rms_norm_eps"] = 0.1;  // loads fine, computes something else
+  write(out + "/config.json", config.dump(2));
+  const std::string msg = error_of([&] { verify_export(*model_, out, DType::kF32); });
+  EXPECT_NE(msg.find("logits"), std::string::npos) << msg;
+}
+
+TEST_F(Export, WithoutSourceConfigWritesTheModelsOwn) {
+  ExportOptions o;  // a model built from a config in memory, no tokenizer
+  const std::string out = dir_ + "/out";
+  export_hf_model(*model_, out, o);
+  EXPECT_FALSE(fs::exists(out + "/tokenizer.json"));
+  const Json gen = read_json(out + "/generation_config.json");
+  EXPECT_EQ(gen["_from_model_config"], true);
+  EXPECT_EQ(gen["bos_token_id"], 1);
+  EXPECT_EQ(gen["eos_token_id"], 0);
+  EXPECT_NO_THROW(verify_export(*model_, out, DType::kF32));
+}
+
+TEST_F(Export, SourceConfigOfAnotherModelIsAnError) {
+  Json config = read_json(src_ + "/config.json");
+  config["vocab_size"] = 256;
+  write(src_ + "/config.json", config.dump(2));
+  const std::string msg = error_of([&] { export_hf_model(*model_, dir_ + "/out", options()); });
+  EXPECT_NE(msg.find("other parameters"), std::string::npos) << msg;
+}
+
+TEST_F(Export, UnwritableFolderIsAClearError) {
+  // A folder that cannot be created: its parent is a file.
+  write(dir_ + "/file", "x");
+  std::string msg = error_of([&] { export_hf_model(*model_, dir_ + "/file/out", options()); });
+  EXPECT_EQ(msg.rfind("[export] cannot create output folder", 0), 0u) << msg;
+
+  // A file that cannot be replaced (works as root too): config.json is a folder.
+  fs::create_directories(dir_ + "/out/config.json");
+  msg = error_of([&] { export_hf_model(*model_, dir_ + "/out", options()); });
+  EXPECT_EQ(msg.rfind("[export] cannot write config.json into", 0), 0u) << msg;
+
+  if (geteuid() != 0) {  // permissions do not stop root
+    fs::create_directories(dir_ + "/ro");
+    fs::permissions(dir_ + "/ro", fs::perms::owner_read | fs::perms::owner_exec);
+    msg = error_of([&] { export_hf_model(*model_, dir_ + "/ro", options()); });
+    fs::permissions(dir_ + "/ro", fs::perms::owner_all);
+    EXPECT_NE(msg.find("hint: check that the folder is writable"), std::string::npos) << msg;
+  }
+}
+
+// Folders for tools/check_export.py (transformers loads them and compares logits with
+// sft_logits.safetensors): the qwen3 and llama fixtures, and the tokenizer-sized model with
+// --eos_token. The export itself is checked here by verify_export.
+TEST_F(Export, FoldersForTheTransformersCheck) {
+  for (const char* name : {"qwen3", "llama"}) {
+    const std::string src = test::source_path("tests/fixtures/models/") + name;
+    const std::string dir = test::fresh_output_dir(std::string("export_fixture_") + name);
+    model::Transformer m = model::Transformer::load(src);
+    ExportOptions o;
+    o.source_model_dir = src;
+    export_hf_model(m, dir + "/model", o);
+    EXPECT_NO_THROW(verify_export(m, dir + "/model", DType::kF32));
+    write_sft_logits(m, dir + "/sft_logits.safetensors");
+  }
+  const std::string dir = test::fresh_output_dir("export_fixture_tiny_qwen_eos");
+  ExportOptions o = options();
+  o.eos_token = "<|im_end|>";
+  export_hf_model(*model_, dir + "/model", o);
+  EXPECT_NO_THROW(verify_export(*model_, dir + "/model", DType::kF32));
+  write_sft_logits(*model_, dir + "/sft_logits.safetensors");
+}
+
+TEST(ExportJson, ModelConfigRoundTrips) {
+  for (const char* name : {"llama", "mistral", "qwen2", "qwen3"}) {
+    const ModelConfig c =
+        load_model_config(test::source_path("tests/fixtures/models/") + name + "/config.json");
+    const ModelConfig back = parse_model_config(export_json::model_config_to_json(c), name);
+    const std::vector<ParamSpec> a = parameter_layout(c), b = parameter_layout(back);
+    ASSERT_EQ(a.size(), b.size()) << name;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].shape, b[i].shape) << a[i].name;
+    EXPECT_EQ(back.rope.type, c.rope.type) << name;
+    EXPECT_EQ(back.rope.theta, c.rope.theta) << name;
+    EXPECT_EQ(back.rope.factor, c.rope.factor) << name;
+    EXPECT_EQ(back.layer_sliding_window, c.layer_sliding_window) << name;
+    EXPECT_EQ(back.sliding_window, c.sliding_window) << name;
+    EXPECT_EQ(back.rms_norm_eps, c.rms_norm_eps) << name;
+    EXPECT_EQ(back.tie_word_embeddings, c.tie_word_embeddings) << name;
+    EXPECT_EQ(back.eos_token_ids, c.eos_token_ids) << name;
+  }
+}
+
+}  // namespace sft
