@@ -133,7 +133,7 @@ def main():
     print(f"rows: sft {n}, TRL {len(ds)}; rows that differ: {mismatches}")
     tokens = sum(len(x) for x in ds["input_ids"])
     s, tl, tp = (statistics.median(x) for x in (sft_times, trl_load, trl_prep))
-    print(f"median sft prepare: {s:.2f} s ({a.rows / s:,.0f} rows/s, {tokens / s / 1e6:.2f} M tok/s)")
+    print(f"median sft prepare: {s:.2f} s ({a.rows / s:,.0f} rows/s, {tokens / s / 1e6:.2f} M training tokens/s)")
     print(f"median TRL: {tl + tp:.2f} s (load_dataset {tl:.2f} + _prepare_dataset {tp:.2f})")
     print(f"speedup: {(tl + tp) / s:.2f}x (TRL load+prepare), {tp / s:.2f}x (_prepare_dataset only)")
     print(f"load average after: {os.getloadavg()}")

@@ -88,13 +88,6 @@ int64_t resolve_pad_id(const TrainingArgs& a, const text::Tokenizer& tok,
   return eos_id;
 }
 
-DType export_dtype(const TrainingArgs& a, const ModelConfig& config) {
-  if (a.dtype == "bfloat16") return DType::kBF16;
-  if (a.dtype == "float16") return DType::kF16;
-  if (a.dtype == "auto" && config.dtype) return *config.dtype;
-  return DType::kF32;
-}
-
 data::PrepareOptions prepare_options(const TrainingArgs& a, const std::string& tokenizer_dir,
                                      const std::string& split, bool packing) {
   data::PrepareOptions o = prepare_options_from_args(a, tokenizer_dir, default_token_cache_dir());
@@ -194,13 +187,9 @@ int run_train(const Args& argv) {
   setup.batching.pad_token_id = resolve_pad_id(args, tokenizer, tokenizer_config, eos.value_or(0));
   setup.eval_batching = setup.batching;
   setup.eval_batching.padding_free = args.padding_free || eval_packing;
-  ExportOptions& ex = setup.export_options;
-  ex.tokenizer_dir = dir.path;
-  ex.source_model_dir = dir.path;
-  ex.eos_token = args.eos_token;
-  ex.pad_token = args.pad_token;
-  ex.chat_template_path = args.chat_template_path;
-  ex.max_shard_bytes = parse_size_bytes(args.max_shard_size);
+  // Checkpoints hold F32 master weights (write_training_checkpoint); the final export uses
+  // --dtype.
+  setup.export_options = export_options_from_args(args, dir.path, dir.path);
 
   install_stop_signal_handlers();
   TrainResult result;
@@ -216,7 +205,7 @@ int run_train(const Args& argv) {
     return 0;
   }
   if (comm->rank() == 0) {
-    ex.dtype = export_dtype(args, dir.config);
+    const ExportOptions& ex = setup.export_options;
     export_hf_model(model, args.output_dir, ex);
     verify_export(model, args.output_dir, ex.dtype);
     std::fprintf(

@@ -115,8 +115,12 @@ void Progress::draw(bool final) {
   auto now = std::chrono::steady_clock::now();
   double since = std::chrono::duration<double>(now - last_draw_).count();
   if (!final && since < (tty_ ? kTtyInterval : kLineInterval)) return;
+  const ProgressSnapshot s = snapshot();
+  // A log already holding this exact count needs no second, final copy of it.
+  if (final && !tty_ && s.done == last_done_ && s.done > 0) return;
   last_draw_ = now;
-  std::string line = format_progress(label_, snapshot(), tty_ ? 30 : 0);
+  last_done_ = s.done;
+  std::string line = format_progress(label_, s, tty_ ? 30 : 0);
   // On a terminal: carriage return + clear to end of line, so a shorter line leaves no tail.
   line = tty_ ? "\r" + line + "\x1b[K" + (final ? "\n" : "") : line + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);

@@ -52,6 +52,7 @@ class Progress {
   std::atomic<uint64_t> done_{0}, tokens_{0};
   bool enabled_, tty_, finished_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;
+  uint64_t last_done_ = 0;
   std::mutex mutex_;
 };
 

@@ -57,6 +57,15 @@ void require_assistant_token(const std::vector<uint8_t>& mask) {
        "assistant's output inside them; or turn assistant_only_loss off)");
 }
 
+// TRL refuses assistant_only_loss for a dataset that is not conversational.
+void reject_assistant_only(bool assistant_only_loss, const char* format) {
+  if (!assistant_only_loss) return;
+  fail("data", std::string("assistant_only_loss needs conversational rows, and this row is ") +
+                   format +
+                   " (hint: use messages or prompt/completion message lists, or turn "
+                   "assistant_only_loss off)");
+}
+
 }  // namespace
 
 Encoder::Encoder(const text::Tokenizer& tokenizer, const chat::ChatTemplate* chat_template,
@@ -146,6 +155,7 @@ std::pair<std::vector<int32_t>, std::vector<uint8_t>> Encoder::render(const chat
 }
 
 EncodedRow Encoder::encode_row(const Text& t) const {
+  reject_assistant_only(options_.assistant_only_loss, "text");
   EncodedRow row;
   row.input_ids = tokenizer_.encode(with_eos(t.text), /*add_special_tokens=*/true);
   row.labels = row.input_ids;
@@ -176,6 +186,7 @@ EncodedRow Encoder::encode_row(const PromptCompletion& pc) const {
     chat::ChatInputs full = chat_inputs(all, pc.tools, pc.chat_template_kwargs);
     std::tie(ids, assistant) = render(full, options_.assistant_only_loss);
   } else {
+    reject_assistant_only(options_.assistant_only_loss, "a prompt-completion of strings");
     // TRL's add_eos goes to the completion; both are tokenized with special tokens.
     prompt_ids = tokenizer_.encode(pc.prompt, /*add_special_tokens=*/true);
     ids = tokenizer_.encode(pc.prompt + with_eos(pc.completion), /*add_special_tokens=*/true);
@@ -195,6 +206,7 @@ EncodedRow Encoder::encode_row(const PromptCompletion& pc) const {
 }
 
 EncodedRow Encoder::encode_row(const Tokenized& t) const {
+  reject_assistant_only(options_.assistant_only_loss, "already tokenized");
   EncodedRow row;
   row.input_ids = t.input_ids;
   if (t.labels) {

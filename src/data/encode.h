@@ -13,6 +13,10 @@
 //                     non-conversational completions get the EOS appended when missing
 //   Tokenized         input_ids used as is; labels as given, else every token trained
 //
+// assistant_only_loss on a row that is not conversational is an error, as TRL refuses it.
+// (TRL also refuses it for ShareGPT `conversations` datasets, since it checks before the
+// conversion to messages; here those rows are messages and are accepted.)
+//
 // The EOS is --eos_token when given (it must be in the vocabulary), else the tokenizer's
 // (tokenizer_config.json's eos_token, which the caller resolves into EncodeOptions, since
 // the Tokenizer only knows tokenizer.json). As in TRL, --eos_token also replaces

@@ -100,6 +100,7 @@ std::unique_ptr<chat::ChatTemplate> load_template(const PrepareOptions& options)
 std::string prepare_fingerprint(const PrepareOptions& o, const std::vector<std::string>& files) {
   Fingerprint fp;
   fp.add("version", kPrepareVersion);
+  fp.add_int("cache_format", kTokenCacheVersion);
   fp.add_int("files", static_cast<int64_t>(files.size()));
   for (const auto& f : files) fp.add_file_identity(f);
   fp.add("split", o.split);
@@ -116,6 +117,9 @@ std::string prepare_fingerprint(const PrepareOptions& o, const std::vector<std::
                                  : *o.encode.completion_only_loss ? "true"
                                                                   : "false");
   fp.add_int("assistant_only_loss", o.encode.assistant_only_loss);
+  fp.add_int("fix_double_bos", o.encode.fix_double_bos);
+  fp.add("tokenizer_eos_token",
+         o.encode.tokenizer_eos_token ? "=" + *o.encode.tokenizer_eos_token : "<none>");
   fp.add("eos_token", o.encode.eos_token ? "=" + *o.encode.eos_token : "<none>");
   fp.add_int("max_length", o.max_length.value_or(-1));
   fp.add("truncation_mode", o.truncation_mode);
@@ -150,7 +154,11 @@ std::unique_ptr<PreparedDataset> prepare_dataset(const PrepareOptions& options) 
 
   const text::Tokenizer tokenizer = text::Tokenizer::from_file(options.tokenizer_path);
   const std::unique_ptr<chat::ChatTemplate> chat_template = load_template(options);
-  const Encoder encoder(tokenizer, chat_template.get(), options.encode);
+  EncodeOptions encode = options.encode;
+  const fs::path config_path = tokenizer_folder(options.tokenizer_path) / "tokenizer_config.json";
+  if (!encode.tokenizer_eos_token && fs::exists(config_path))
+    encode.tokenizer_eos_token = text::TokenizerConfig::from_file(config_path.string()).eos_token;
+  const Encoder encoder(tokenizer, chat_template.get(), encode);
   RowPipeline pipeline;
   pipeline.encode = [&](const Example& e) { return encoder.encode(e); };
   if (encoder.eos_token_id() >= 0) pipeline.end_token_ids.push_back(encoder.eos_token_id());

@@ -63,7 +63,8 @@ struct PrepareReport {
   std::map<std::string, uint64_t> rows_dropped;  // reason → rows (invalid-row reasons too)
   uint64_t rows_truncated = 0;
   uint64_t prompt_not_prefix = 0;
-  uint64_t double_bos_fixed = 0;
+  uint64_t double_bos = 0;         // rows starting with two identical special tokens
+  uint64_t double_bos_fixed = 0;   // ... of which the first was dropped (fix_double_bos)
   uint64_t tokens = 0;             // encoded, before packing/truncation (rows dropped included)
   uint64_t output_tokens = 0;      // in the final rows (after truncation/packing)
   uint64_t trained_tokens = 0;     // labels != -100 in the final rows

@@ -46,7 +46,7 @@ std::string PrepareReport::to_text() const {
       << percent(rows_training_eos, rows_kept)
       << " of kept rows train their EOS / end-of-turn token)\n";
   out << "prompt not a prefix: " << prompt_not_prefix << "\n";
-  out << "double BOS fixed:    " << double_bos_fixed << "\n";
+  out << "double BOS:          " << double_bos << " rows (" << double_bos_fixed << " fixed)\n";
   if (packed_rows) {
     char fill[32];
     std::snprintf(fill, sizeof fill, "%.1f%%", 100.0 * packing_fill);
@@ -57,7 +57,9 @@ std::string PrepareReport::to_text() const {
     out << "row lengths (tokens, kept rows before packing):\n";
     uint64_t most = 0;
     for (uint64_t n : length_histogram) most = std::max(most, n);
-    for (size_t k = 0; k < length_histogram.size(); ++k) {
+    size_t first = 0;  // leading empty buckets say nothing
+    while (length_histogram[first] == 0) ++first;
+    for (size_t k = first; k < length_histogram.size(); ++k) {
       const uint64_t lo = k == 0 ? 0 : uint64_t(1) << k, hi = (uint64_t(1) << (k + 1)) - 1;
       char line[96];
       std::snprintf(line, sizeof line, "  %7llu-%-7llu %9llu ", (unsigned long long)lo,
@@ -78,6 +80,7 @@ Json PrepareReport::to_json() const {
               {"rows_dropped", rows_dropped},
               {"rows_truncated", rows_truncated},
               {"prompt_not_prefix", prompt_not_prefix},
+              {"double_bos", double_bos},
               {"double_bos_fixed", double_bos_fixed},
               {"tokens", tokens},
               {"output_tokens", output_tokens},
@@ -98,6 +101,7 @@ PrepareReport PrepareReport::from_json(const Json& j) {
   r.rows_dropped = j.at("rows_dropped").get<std::map<std::string, uint64_t>>();
   r.rows_truncated = j.at("rows_truncated").get<uint64_t>();
   r.prompt_not_prefix = j.at("prompt_not_prefix").get<uint64_t>();
+  r.double_bos = j.at("double_bos").get<uint64_t>();
   r.double_bos_fixed = j.at("double_bos_fixed").get<uint64_t>();
   r.tokens = j.at("tokens").get<uint64_t>();
   r.output_tokens = j.at("output_tokens").get<uint64_t>();

@@ -171,6 +171,7 @@ PrepareReport prepare_rows(const std::vector<std::string>& paths, const PrepareO
       }
       const EncodedRow& e = slot.encoded;
       report.prompt_not_prefix += e.prompt_not_prefix;
+      report.double_bos += e.double_bos;
       report.double_bos_fixed += e.double_bos_fixed;
       report.rows_truncated += slot.truncated;
       batch_tokens += slot.encoded_length;

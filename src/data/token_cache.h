@@ -8,16 +8,16 @@
 //
 // Shard format (little-endian, every section 8-byte aligned):
 //   header (64 bytes): magic "SFTTOKC\n", u32 version, u32 header size, u64 rows, u64 tokens,
-//     u64 documents, u32 payload crc32c, 16 reserved bytes, u32 crc32c of the 60 before it
+//     u64 documents, u64 payload checksum, 12 reserved bytes, u32 crc32c of the 60 before it
 //   u64 row_offsets[rows + 1]    token offset of each row (first 0, last = tokens)
 //   i32 input_ids[tokens]        (padded to 8 bytes)
 //   i32 labels[tokens]           -100 = not trained (padded to 8 bytes)
 //   u64 doc_offsets[rows + 1]    offset of each row's first document length
 //   i32 doc_lengths[documents]   per row, summing to its length (one per row when unpacked)
-// The payload crc32c is the crc32c of the five sections' crc32c values (padding excluded);
-// opening checks magic, version, header crc, the file size the header implies, the payload
-// crc and the offsets, so a truncated or corrupt shard is an error naming the file, never
-// garbage rows.
+// The payload checksum is a fast 64-bit multiply-mix hash (token_cache.cpp) of the five
+// sections' hashes (padding excluded); opening checks magic, version, header crc, the file
+// size the header implies, the payload checksum and the offsets, so a truncated or corrupt
+// shard is an error naming the file, never garbage rows.
 #pragma once
 
 #include <cstdint>
@@ -71,7 +71,8 @@ struct RowStore {
   void clear();
 };
 
-constexpr uint32_t kTokenCacheVersion = 1;
+// Part of the preparation fingerprint too, so a build with another format uses another folder.
+constexpr uint32_t kTokenCacheVersion = 2;
 
 // Writes one cache folder. Rows go to shards of about shard_tokens tokens each.
 class TokenCacheWriter {

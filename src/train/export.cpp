@@ -14,6 +14,7 @@
 #include "model/model_dir.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_config.h"
+#include "train/args.h"
 #include "train/export_json.h"
 
 namespace sft {
@@ -142,11 +143,8 @@ void check_config_describes_model(const Json& config, const model::Transformer& 
 }
 
 void export_tokenizer_files(const std::string& out_dir, const ExportOptions& o,
-                            const std::optional<Json>& tokenizer_config,
-                            const TokenChoice& tokens) {
-  std::optional<std::string> template_text;
-  if (o.chat_template_path) template_text = read_chat_template(*o.chat_template_path);
-
+                            const std::optional<Json>& tokenizer_config, const TokenChoice& tokens,
+                            const std::optional<std::string>& template_text) {
   if (!o.tokenizer_dir.empty()) {
     for (const std::string& name : present_tokenizer_files(o.tokenizer_dir)) {
       const std::string src = (fs::path(o.tokenizer_dir) / name).string();
@@ -170,14 +168,38 @@ void export_tokenizer_files(const std::string& out_dir, const ExportOptions& o,
 
 }  // namespace
 
+ExportOptions export_options_from_args(const TrainingArgs& args, const std::string& model_dir,
+                                       const std::string& tokenizer_dir) {
+  ExportOptions o;
+  o.source_model_dir = model_dir;
+  o.tokenizer_dir = tokenizer_dir;
+  o.eos_token = args.eos_token;
+  o.pad_token = args.pad_token;
+  o.chat_template_path = args.chat_template_path;
+  o.max_shard_bytes = parse_size_bytes(args.max_shard_size);
+  const std::string& dtype = args.dtype;
+  if (dtype == "auto") {
+    const fs::path config = fs::path(model_dir) / "config.json";
+    const std::optional<DType> saved = model_dir.empty() || !fs::is_regular_file(config)
+                                           ? std::nullopt
+                                           : load_model_config(config.string()).dtype;
+    o.dtype = saved == DType::kBF16 || saved == DType::kF16 ? *saved : DType::kF32;
+  } else if (dtype == "float32") {
+    o.dtype = DType::kF32;
+  } else if (dtype == "bfloat16") {
+    o.dtype = DType::kBF16;
+  } else if (dtype == "float16") {
+    o.dtype = DType::kF16;
+  } else {
+    fail(kComponent, "--dtype " + dtype +
+                         ": cannot save weights in it (hint: use auto, float32, bfloat16 or "
+                         "float16)");
+  }
+  return o;
+}
+
 void export_hf_model(const model::Transformer& model, const std::string& out_dir,
                      const ExportOptions& options) {
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec)
-    fail(kComponent, "cannot create output folder " + out_dir + ": " + ec.message() +
-                         " (hint: check the path and its permissions)");
-
   // Read every source first, so a bad input fails before anything is written.
   Json config;
   Json generation_config;  // null when the source has none
@@ -205,7 +227,15 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
   const Json out_config = export_json::export_config(config, options.dtype, tokens.ids);
   check_config_describes_model(out_config, model);
   const Json out_generation =
-      export_json::export_generation_config(generation_config, out_config, tokens.ids);
+      export_json::export_generation_config(generation_config, config, tokens.ids);
+  std::optional<std::string> template_text;
+  if (options.chat_template_path) template_text = read_chat_template(*options.chat_template_path);
+
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec)
+    fail(kComponent, "cannot create output folder " + out_dir + ": " + ec.message() +
+                         " (hint: check the path and its permissions)");
 
   // Weights first and config.json last: a folder with a config is a complete one.
   std::vector<NamedTensor> weights;
@@ -221,7 +251,7 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
                          " (hint: check that the folder is writable and the disk has space)");
   }
   remove_stale_weights(out_dir, written);
-  export_tokenizer_files(out_dir, options, tokenizer_config, tokens);
+  export_tokenizer_files(out_dir, options, tokenizer_config, tokens, template_text);
   write_output(out_dir, "generation_config.json",
                export_json::dump_like_python(out_generation, true));
   write_output(out_dir, "config.json", export_json::dump_like_python(out_config, true));

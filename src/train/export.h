@@ -37,6 +37,14 @@ struct ExportOptions {
   uint64_t max_shard_bytes = 5'000'000'000;
 };
 
+// The options a run's flags imply: --eos_token, --pad_token, --chat_template_path,
+// --max_shard_size (parse_size_bytes) and the saved dtype from --dtype, as TRL saves the model
+// in the dtype it was loaded in ("auto" = the source config's dtype, else float32).
+// `model_dir` / `tokenizer_dir` are the resolved source folders ("" = none).
+struct TrainingArgs;
+ExportOptions export_options_from_args(const TrainingArgs& args, const std::string& model_dir,
+                                       const std::string& tokenizer_dir);
+
 void export_hf_model(const model::Transformer& model, const std::string& out_dir,
                      const ExportOptions& options);
 

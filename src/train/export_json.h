@@ -40,7 +40,8 @@ struct TokenIds {
 
 Json export_config(Json config, DType dtype, const TokenIds& ids);
 // `source` is the source's generation_config.json (null when it has none); `config` is the
-// exported config.json, which seeds a missing generation config.
+// source config.json, which seeds a missing one as transformers does when loading the model,
+// before TRL's eos/pad changes apply.
 Json export_generation_config(const Json& source, const Json& config, const TokenIds& ids);
 
 // Token strings an export changes.

@@ -76,28 +76,26 @@ const TensorEntry& checked_entry(const SafetensorsFile& file, const std::string&
   return *e;
 }
 
-void copy_into(const SafetensorsFile& file, const TensorEntry& e, std::byte* dst) {
-  const Tensor t = file.tensor(e);
-  std::memcpy(dst, t.bytes(), t.nbytes());
-}
+// A checked tensor waiting to be copied: nothing is restored until every tensor has passed.
+struct PendingCopy {
+  const SafetensorsFile* file;
+  const TensorEntry* entry;
+  std::byte* dst;
+};
 
-// All tensors are checked before any is copied, so a bad checkpoint leaves the model as it was.
-void read_weights(const std::string& folder, model::Transformer& m) {
-  const SafetensorsCheckpoint ckpt = SafetensorsCheckpoint::open_dir(folder);
+void plan_weights(const SafetensorsCheckpoint& ckpt, model::Transformer& m,
+                  std::vector<PendingCopy>& copies) {
   std::set<std::string> expected;
-  const std::vector<NamedTensor> params = m.parameters();
-  for (const NamedTensor& p : params) {
+  for (const NamedTensor& p : m.parameters()) {
     expected.insert(p.name);
     if (!ckpt.contains(p.name)) bad(ckpt.source(), "tensor '" + p.name + "'", "missing");
-    checked_entry(ckpt.file_of(p.name), p.name, p.tensor.shape());
+    const SafetensorsFile& f = ckpt.file_of(p.name);
+    copies.push_back({&f, &checked_entry(f, p.name, p.tensor.shape()),
+                      reinterpret_cast<std::byte*>(m.param_data(p.name))});
   }
   for (const std::string& name : ckpt.names())
     if (!expected.count(name))
       bad(ckpt.source(), "tensor '" + name + "'", "not a parameter of this model");
-  for (const NamedTensor& p : params) {
-    const SafetensorsFile& f = ckpt.file_of(p.name);
-    copy_into(f, *f.find(p.name), reinterpret_cast<std::byte*>(m.param_data(p.name)));
-  }
 }
 
 int64_t parse_step(const SafetensorsFile& f) {
@@ -121,15 +119,11 @@ int64_t parse_step(const SafetensorsFile& f) {
   }
 }
 
-void read_optimizer(const std::string& path, const model::Transformer& m, AdamW& opt) {
-  check_moments_cover(opt, m, path);
-  const SafetensorsFile f = SafetensorsFile::open(path);
+// Returns the step; the moments join `copies`.
+int64_t plan_optimizer(const SafetensorsFile& f, const model::Transformer& m, AdamW& opt,
+                       std::vector<PendingCopy>& copies) {
+  check_moments_cover(opt, m, f.path());
   const int64_t step = parse_step(f);
-  struct Copy {
-    const TensorEntry* entry;
-    std::byte* dst;
-  };
-  std::vector<Copy> copies;
   std::set<std::string> expected;
   size_t offset = 0;
   std::byte* avg = opt.exp_avg().mutable_bytes();
@@ -138,14 +132,14 @@ void read_optimizer(const std::string& path, const model::Transformer& m, AdamW&
     for (std::byte* arena : {avg, avg_sq}) {
       const std::string name = (arena == avg ? "exp_avg." : "exp_avg_sq.") + p.name;
       expected.insert(name);
-      copies.push_back({&checked_entry(f, name, p.tensor.shape()), arena + offset});
+      copies.push_back({&f, &checked_entry(f, name, p.tensor.shape()), arena + offset});
     }
     offset += p.tensor.nbytes();
   }
   for (const TensorEntry& e : f.entries())
-    if (!expected.count(e.name)) bad(path, "tensor '" + e.name + "'", "not a moment of this model");
-  for (const Copy& c : copies) copy_into(f, *c.entry, c.dst);
-  opt.set_steps_taken(step);
+    if (!expected.count(e.name))
+      bad(f.path(), "tensor '" + e.name + "'", "not a moment of this model");
+  return step;
 }
 
 }  // namespace
@@ -176,18 +170,29 @@ void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snaps
     fail_in_file(kComponent, {folder, ""}, "no such checkpoint folder",
                  "give a checkpoint-<step> folder written by sft");
   const fs::path dir(folder);
-  // Everything is read and checked before anything is restored where possible: JSON first.
+  // Every file is read and checked before anything is restored.
   const Json training_state = read_json_file((dir / kTrainingStateFile).string(), kComponent);
   std::optional<TrainerState> trainer_state;
   if (snapshot.trainer_state) trainer_state = load_trainer_state(folder);
-  read_weights(folder, *snapshot.model);
+  std::vector<PendingCopy> copies;
+  const SafetensorsCheckpoint weights = SafetensorsCheckpoint::open_dir(folder);
+  plan_weights(weights, *snapshot.model, copies);
+  std::optional<SafetensorsFile> optimizer_file;
+  int64_t step = 0;
   if (snapshot.optimizer) {
     const std::string path = (dir / kOptimizerFile).string();
     if (!fs::is_regular_file(path))
       fail_in_file(kComponent, {path, ""}, "missing",
                    "the checkpoint was saved without optimizer state; it cannot be resumed");
-    read_optimizer(path, *snapshot.model, *snapshot.optimizer);
+    optimizer_file = SafetensorsFile::open(path);
+    step = plan_optimizer(*optimizer_file, *snapshot.model, *snapshot.optimizer, copies);
   }
+
+  for (const PendingCopy& c : copies) {
+    const Tensor t = c.file->tensor(*c.entry);
+    std::memcpy(c.dst, t.bytes(), t.nbytes());
+  }
+  if (snapshot.optimizer) snapshot.optimizer->set_steps_taken(step);
   snapshot.training_state = training_state;
   if (trainer_state) *snapshot.trainer_state = *trainer_state;
 }

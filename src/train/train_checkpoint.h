@@ -13,8 +13,7 @@
 // written into the folder checkpoint_dir.h's save_checkpoint hands over (which makes the
 // whole checkpoint atomic); reading checks every tensor's name, shape and dtype and names
 // the file and tensor when something does not fit; everything is checked before anything
-// is restored, so a bad checkpoint leaves the objects as they were (the JSON files and the
-// weights at least; see read_training_checkpoint).
+// is restored, so a bad checkpoint leaves the snapshot's objects as they were.
 #pragma once
 
 #include <string>

@@ -236,7 +236,10 @@ void Trainer::log_train(const StepStats& last, double step_time_s) {
 
 TrainResult Trainer::train() {
   const std::string resume_path = resolve_resume_path();
-  if (!resume_path.empty()) resume(resume_path);
+  if (!resume_path.empty())
+    resume(resume_path);
+  else if (log_)
+    log_->truncate_after(0);  // a fresh run (--overwrite_output_dir) starts a fresh metrics.jsonl
   if (log_) {
     log_->message("training: " + std::to_string(plan_.max_steps) + " steps (" +
                   std::to_string(plan_.num_epochs) + " epochs of " +
@@ -279,19 +282,20 @@ TrainResult Trainer::train() {
     seconds_since_log_ += step_time;
 
     const int64_t step = state_.global_step;
+    // DefaultFlowCallback: the last step evaluates and saves (steps strategies) but only logs
+    // on schedule; the epoch hooks also run when max_steps ends an epoch early.
     const bool last = step >= plan_.max_steps;
+    const bool epoch_hook = epoch_end || last;
     const bool do_log =
         args_.logging_strategy == "steps"
             ? (step % plan_.logging_steps == 0 || (step == 1 && args_.logging_first_step))
-            : args_.logging_strategy == "epoch" && epoch_end;
-    if (do_log || (last && step > last_logged_step_ && args_.logging_strategy != "no"))
-      log_train(st, step_time);
+            : args_.logging_strategy == "epoch" && epoch_hook;
+    if (do_log) log_train(st, step_time);
     if (log_) log_->progress(step, st.loss, now_s() - start, steps_this_session_);
-    if ((eval_steps && step % plan_.eval_steps == 0) || (eval_epoch && epoch_end)) evaluate();
+    if ((eval_steps && (step % plan_.eval_steps == 0 || last)) || (eval_epoch && epoch_hook))
+      evaluate();
     const bool stop = stop_requested();
-    // HF also saves at the last step whenever a save strategy is set.
-    const bool save_last = last && (save_steps || save_epoch);
-    if ((save_steps && step % plan_.save_steps == 0) || (save_epoch && epoch_end) || save_last ||
+    if ((save_steps && (step % plan_.save_steps == 0 || last)) || (save_epoch && epoch_hook) ||
         stop)
       save();
     if (stop) {

@@ -16,8 +16,8 @@
 // FLOP/s: 6 · matmul parameters · tokens + causal attention 6 · 2·H·D·n(n+1)/2 per layer and
 // document; recomputation by gradient checkpointing not counted). Eval logs eval_loss
 // (mean of per-batch mean losses weighted by rows, as HF), eval_mean_token_accuracy,
-// eval_entropy, eval_runtime, eval_samples_per_second,
-// eval_steps_per_second.
+// eval_entropy, eval_num_tokens (TRL's running train count), eval_runtime,
+// eval_samples_per_second, eval_steps_per_second.
 //
 // Faults: a non-finite loss or grad_norm stops before the optimizer step with an error
 // naming the step, or with skip_nonfinite_steps the update is skipped and counted (abort

@@ -59,6 +59,8 @@ Json Trainer::evaluate() {
     e["eval_steps_per_second"] = round_to(static_cast<double>(batches) / runtime, 3);
   }
   e["eval_entropy"] = local[4] > 0 ? local[3] / local[4] : 0.0;
+  // TRL logs its running train-token count under eval_num_tokens too.
+  e["eval_num_tokens"] = static_cast<double>(total_tokens_);
   e["eval_mean_token_accuracy"] = local[4] > 0 ? local[2] / local[4] : 0.0;
   e["epoch"] = state_.epoch;
   e["step"] = state_.global_step;

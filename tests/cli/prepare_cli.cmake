@@ -38,7 +38,8 @@ run_ok("first run" --max_length 40 --dump "${WORK}/dump.jsonl" --report --previe
 expect_same_file("--dump" "${WORK}/dump.jsonl" "${fx}/expected_dump.jsonl")
 expect_match("report" "${out}" "12 read, 4 kept, 8 dropped \\(8 no_trained_tokens\\)")
 expect_match("report" "${out}" "from cache: +no")
-expect_match("preview" "${out}" "--- row 0: [0-9]+ tokens, [0-9]+ trained, 1 document\\(s\\) ---\n<\\|im_start\\|>[^\n]*\\[\\[")
+expect_match("preview" "${out}" "--- row 0: 40 tokens, [0-9]+ trained, 1 document\\(s\\) ---\n<\\|im_start\\|>")
+expect_match("preview" "${out}" "assistant\n\\[\\[[^]]+<\\|im_end\\|>")
 
 # Warm cache: opened, not prepared again.
 run_ok("second run" --max_length 40 --report)

@@ -16,6 +16,7 @@
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "test_paths.h"
+#include "train/args.h"
 #include "train/export_json.h"
 
 namespace sft {
@@ -191,13 +192,21 @@ TEST_F(Export, PadTokenFallsBackToEos) {
   EXPECT_EQ(read_json(dir_ + "/out/config.json")["pad_token_id"], 2);
 }
 
+TEST_F(Export, BadChatTemplatePathFailsBeforeWriting) {
+  ExportOptions o = options();
+  o.chat_template_path = dir_ + "/no_such.jinja";
+  const std::string msg = error_of([&] { export_hf_model(*model_, dir_ + "/out", o); });
+  EXPECT_NE(msg.find("--chat_template_path"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(dir_ + "/out"));
+}
+
 TEST_F(Export, UnknownEosTokenIsAnError) {
   ExportOptions o = options();
   o.eos_token = "<|no_such_token|>";
   const std::string msg = error_of([&] { export_hf_model(*model_, dir_ + "/out", o); });
   EXPECT_NE(msg.find("[export]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("<|no_such_token|>"), std::string::npos) << msg;
-  EXPECT_FALSE(fs::exists(dir_ + "/out/config.json"));
+  EXPECT_FALSE(fs::exists(dir_ + "/out"));  // nothing written
 }
 
 TEST_F(Export, ShardsPastMaxShardBytesAndReloadsEqual) {
@@ -232,7 +241,7 @@ TEST_F(Export, VerifyPassesForEveryDtype) {
     const std::vector<float> before = model_->parameters()[0].tensor.to_f32_vector();
     EXPECT_NO_THROW(verify_export(*model_, out, dtype)) << dtype_name(dtype);
     // verify rounds the in-memory weights only temporarily.
-    EXPECT_EQ(before, model_->parameters()[0].tensor.to_f32_vector());
+    EXPECT_TRUE(before == model_->parameters()[0].tensor.to_f32_vector());
   }
 }
 
@@ -317,6 +326,104 @@ TEST_F(Export, FoldersForTheTransformersCheck) {
   export_hf_model(*model_, dir + "/model", o);
   EXPECT_NO_THROW(verify_export(*model_, dir + "/model", DType::kF32));
   write_sft_logits(*model_, dir + "/sft_logits.safetensors");
+}
+
+TEST_F(Export, OptionsFromTrainingArgs) {
+  TrainingArgs args;
+  args.eos_token = "<|im_end|>";
+  args.pad_token = "<|endoftext|>";
+  args.chat_template_path = "t.jinja";
+  args.max_shard_size = "100KB";
+  ExportOptions o = export_options_from_args(args, src_, tok_);
+  EXPECT_EQ(o.source_model_dir, src_);
+  EXPECT_EQ(o.tokenizer_dir, tok_);
+  EXPECT_EQ(o.eos_token, "<|im_end|>");
+  EXPECT_EQ(o.pad_token, "<|endoftext|>");
+  EXPECT_EQ(o.chat_template_path, "t.jinja");
+  EXPECT_EQ(o.max_shard_bytes, 100'000u);
+  EXPECT_EQ(o.dtype, DType::kF32);  // TrainingArgs' default --dtype float32
+
+  args.dtype = "bfloat16";
+  EXPECT_EQ(export_options_from_args(args, src_, tok_).dtype, DType::kBF16);
+  args.dtype = "auto";  // the source config's dtype
+  EXPECT_EQ(export_options_from_args(args, src_, tok_).dtype, DType::kF32);
+  Json config = read_json(src_ + "/config.json");
+  config["dtype"] = "float16";
+  write(src_ + "/config.json", config.dump(2));
+  EXPECT_EQ(export_options_from_args(args, src_, tok_).dtype, DType::kF16);
+  EXPECT_EQ(export_options_from_args(args, "", "").dtype, DType::kF32);
+  args.dtype = "int8";
+  EXPECT_NE(error_of([&] { export_options_from_args(args, src_, tok_); }).find("--dtype int8"),
+            std::string::npos);
+}
+
+// Goldens from tools/make_export_goldens.py: TRL's SFTTrainer eos/pad steps + save_pretrained.
+TEST(ExportGoldens, ConfigAndGenerationConfigAreTrlsBytes) {
+  const std::string fixtures = test::source_path("tests/fixtures/export");
+  struct Case {
+    const char* name;
+    const char* tokenizer_config;
+    std::optional<std::string> eos;
+    bool with_generation_config = true;
+  };
+  for (const Case& c : {Case{"eos_im_end", "with_pad", "<|im_end|>"},
+                        Case{"eos_im_end_no_pad", "without_pad", "<|im_end|>"},
+                        Case{"no_eos", "with_pad", std::nullopt},
+                        Case{"eos_no_gen_config", "with_pad", "<|im_end|>", false}}) {
+    const std::string dir = test::fresh_output_dir(std::string("export_golden_") + c.name);
+    fs::create_directories(dir + "/tok");
+    fs::copy_file(test::source_path("tests/fixtures/tokenizers/tiny_qwen/tokenizer.json"),
+                  dir + "/tok/tokenizer.json");
+    fs::copy_file(fixtures + "/source/" + c.tokenizer_config + ".json",
+                  dir + "/tok/tokenizer_config.json");
+    const model::Transformer m =
+        model::Transformer::random(load_model_config(fixtures + "/source/config.json"), 1);
+    ExportOptions o;
+    o.source_model_dir = fixtures + "/source";
+    if (!c.with_generation_config) {
+      fs::create_directories(dir + "/src");
+      fs::copy_file(fixtures + "/source/config.json", dir + "/src/config.json");
+      o.source_model_dir = dir + "/src";
+    }
+    o.tokenizer_dir = dir + "/tok";
+    o.eos_token = c.eos;
+    export_hf_model(m, dir + "/out", o);
+    for (const char* f : {"config.json", "generation_config.json"})
+      EXPECT_EQ(read(dir + "/out/" + f), read(fixtures + "/" + c.name + "/" + f))
+          << c.name << " " << f;
+  }
+}
+
+// The real Qwen3 tokenizer folder (../shared, skipped when absent): the model's vocabulary
+// (Qwen3's 151936 rows) covers the tokenizer's ids (151669), as in the released models.
+TEST(ExportRealTokenizer, Qwen3EosAndPadIds) {
+  const std::optional<std::string> assets = test::shared_assets_dir();
+  if (!assets) GTEST_SKIP() << "../shared/assets not present";
+  const std::string tok = *assets + "/tokenizers/qwen3";
+  const std::string dir = test::fresh_output_dir("export_real_qwen3");
+  Json config = read_json(test::source_path("tests/fixtures/models/qwen3/config.json"));
+  config["vocab_size"] = 151936;
+  config["eos_token_id"] = 151643;
+  fs::create_directories(dir + "/src");
+  write(dir + "/src/config.json", config.dump(2));
+  model::Transformer m = model::Transformer::random(load_model_config(dir + "/src/config.json"), 3);
+  ExportOptions o;
+  o.source_model_dir = dir + "/src";
+  o.tokenizer_dir = tok;
+  o.eos_token = "<|im_end|>";
+  o.dtype = DType::kBF16;
+  export_hf_model(m, dir + "/out", o);
+  EXPECT_EQ(read_json(dir + "/out/config.json")["eos_token_id"], 151645);
+  EXPECT_EQ(read_json(dir + "/out/config.json")["pad_token_id"], 151643);  // <|endoftext|>
+  EXPECT_EQ(read_json(dir + "/out/generation_config.json")["eos_token_id"],
+            Json::array({151645, 151643}));
+  const Json src_tc = read_json(tok + "/tokenizer_config.json");
+  Json tc = read_json(dir + "/out/tokenizer_config.json");
+  EXPECT_EQ(tc["eos_token"], "<|im_end|>");
+  tc["eos_token"] = src_tc["eos_token"];
+  EXPECT_EQ(tc, src_tc);  // nothing else changed (added_tokens_decoder, chat_template, ...)
+  EXPECT_EQ(read(dir + "/out/tokenizer.json"), read(tok + "/tokenizer.json"));
+  EXPECT_NO_THROW(verify_export(m, dir + "/out", DType::kBF16));
 }
 
 TEST(ExportJson, ModelConfigRoundTrips) {

@@ -248,3 +248,35 @@ TEST(Trainer, EvaluatesAndRotatesCheckpoints) {
 
 }  // namespace
 }  // namespace sft
+
+namespace sft {
+namespace {
+
+TEST(Trainer, FailedSaveIsAClearErrorAndLeavesNoPartialCheckpoint) {
+  TrainingArgs a = base_args(test::fresh_output_dir("trainer_failed_save"));
+  model::Transformer m = model::Transformer::random(test::tiny_config(), 5);
+  std::unique_ptr<Comm> comm = make_local_comm();
+  TrainerSetup s;
+  s.args = &a;
+  s.model = &m;
+  s.train = &dataset();
+  s.comm = comm.get();
+  s.console_progress = false;
+  s.export_options.chat_template_path = a.output_dir + "/missing.jinja";  // the save fails
+  Trainer t(s);
+  try {
+    t.train();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("saving checkpoint-2 failed"), std::string::npos) << what;
+    EXPECT_NE(what.find("are intact"), std::string::npos) << what;
+  }
+  EXPECT_TRUE(list_checkpoints(a.output_dir).empty());
+  for (const auto& entry : fs::directory_iterator(a.output_dir))
+    EXPECT_EQ(entry.path().filename().string().find(".checkpoint"), std::string::npos)
+        << entry.path();
+}
+
+}  // namespace
+}  // namespace sft
