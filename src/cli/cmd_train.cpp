@@ -181,6 +181,7 @@ int run_train(const Args& argv) {
   setup.train = train_rows.get();
   setup.eval = eval_rows.get();
   setup.comm = comm.get();
+  setup.shuffle = args.train_sampling_strategy != "sequential";
   setup.batching.padding_free = args.padding_free || args.packing;
   setup.batching.pad_to_multiple_of = args.pad_to_multiple_of;
   setup.batching.pad_token_id = resolve_pad_id(args, tokenizer, tokenizer_config, eos.value_or(0));

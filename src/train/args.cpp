@@ -97,6 +97,8 @@ OptionSet training_options(TrainingArgs& a) {
              "recompute activations in backward");
   o.add_int("seed", &a.seed, training, "seed for init, shuffling and sampling");
   o.add_optional_int("data_seed", &a.data_seed, training, "seed for data order (default: --seed)");
+  o.add_string("train_sampling_strategy", &a.train_sampling_strategy, training,
+               "random (seeded shuffle per epoch) or sequential (dataset order every epoch)");
   o.add_optional_bool("bf16", &a.bf16, training,
                       "bf16 matmul inputs, fp32 accumulation and master weights");
   o.add_bool("fp16", &a.fp16, training, "fp16 mixed precision (GPU only)");
@@ -191,6 +193,7 @@ void validate_training_args(TrainingArgs& a) {
   require_one_of("save_strategy", a.save_strategy, {"no", "steps", "epoch", "best"});
   require_one_of("logging_strategy", a.logging_strategy, {"no", "steps", "epoch"});
   require_one_of("optim", a.optim, {"adamw_torch", "adamw_torch_fused", "adamw"});
+  require_one_of("train_sampling_strategy", a.train_sampling_strategy, {"random", "sequential"});
   require_positive("per_device_train_batch_size",
                    static_cast<double>(a.per_device_train_batch_size));
   require_positive("per_device_eval_batch_size", static_cast<double>(a.per_device_eval_batch_size));

@@ -69,7 +69,8 @@ struct TrainingArgs {
   bool gradient_checkpointing = true;
   int64_t seed = 42;
   std::optional<int64_t> data_seed;
-  std::optional<bool> bf16;  // SFTConfig: None means "bf16 unless fp16"
+  std::string train_sampling_strategy = "random";  // or "sequential" (transformers 5.x)
+  std::optional<bool> bf16;                        // SFTConfig: None means "bf16 unless fp16"
   bool fp16 = false;
 
   // Optimizer and schedule

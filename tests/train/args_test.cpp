@@ -69,6 +69,7 @@ TEST(TrainingArgs, DefaultsAreSftConfigs) {
   EXPECT_EQ(a.lora_r, 16);
   EXPECT_EQ(a.lora_alpha, 32);
   EXPECT_FALSE(a.completion_only_loss.has_value());
+  EXPECT_EQ(a.train_sampling_strategy, "random");  // transformers' RandomSampler
 }
 
 TEST(TrainingArgs, RelationsAreChecked) {
@@ -86,6 +87,10 @@ TEST(TrainingArgs, RelationsAreChecked) {
   EXPECT_NE(
       error_of(base + "--packing_strategy ffd").find("is not one of: bfd, bfd_split, wrapped"),
       std::string::npos);
+  EXPECT_NE(error_of(base + "--train_sampling_strategy group_by_length")
+                .find("is not one of: random, sequential"),
+            std::string::npos);
+  EXPECT_EQ(error_of(base + "--train_sampling_strategy sequential"), "");
   EXPECT_NE(error_of(base + "--report_to wandb").find("--report_to 'wandb'"), std::string::npos);
   EXPECT_NE(error_of(base + "--gradient_accumulation_steps 0").find("must be positive"),
             std::string::npos);

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Per-step training goldens from TRL's SFTTrainer, for `sft train` to match (tests/cli/train_trl_parity.cmake).
+
+Writes tests/fixtures/trl_parity/:
+  model/       a tiny Qwen3 (2 layers, hidden 64, GQA 4/2 heads, qk-norm, tied embeddings, HF's default
+               init, seed 0) saved by transformers in float32, with the tiny_qwen tokenizer (702 ids) and
+               a ChatML template (tests/fixtures/chat_templates/chatml.jinja), pad <|endoftext|> (0),
+               eos <|im_end|> (2);
+  data.jsonl   41 conversational rows ({"messages": [...]}, some with a system turn, some multi-turn),
+               seeded, 22..195 tokens once rendered, so max_length 128 truncates four of them
+               and packing puts 1 to 5 documents in a row;
+  <config>.json for each configuration in CONFIGS: {"config", "flags" (the `sft train` / `trl sft`
+               flags, paths relative to the repository root, output_dir left out), "steps": [{"step",
+               "loss", "grad_norm", "learning_rate", "epoch", "num_tokens", "mean_token_accuracy",
+               "entropy"}, ...]} with the values exactly as the Trainer handed them to its callbacks
+               (Python floats of fp32 tensors; nothing rounded).
+
+Run: ~/.venv-sft/bin/python tools/make_trl_train_goldens.py   (CPU, fp32, about a minute)
+
+How TRL 1.16 / transformers 5.24 run these configurations (what `sft train` must reproduce):
+
+Data. The rows are rendered with the tokenizer's chat template and tokenized (no EOS is appended to
+conversational rows: the template already ends every turn with <|im_end|>\\n). With no mask
+(assistant_only_loss false, not prompt-completion) labels = input_ids. Without packing each row is
+truncated to max_length (keep_start). With --packing (strategy bfd) rows longer than max_length are
+truncated to max_length and packed best-fit-decreasing into rows of at most max_length tokens, each
+carrying its documents' lengths (seq_lengths); this is the order the packed dataset has.
+--train_sampling_strategy sequential makes the train sampler a SequentialSampler, so micro-batch i holds
+dataset rows [2i, 2i+1] and every epoch repeats the same order (the default is a RandomSampler seeded by
+--seed). The dataloader does not drop the last, short batch: 41 unpacked rows give 21 micro-batches per
+epoch, the last with one row.
+
+Collation. Without packing (padding_free false): rows are right-padded with pad_token_id to the longest
+row of the micro-batch, labels padded with -100, attention_mask 1 on real tokens; positions are 0..n-1
+per row. With bfd packing, padding_free is on: the micro-batch's rows are concatenated into ONE row of
+sum(lengths) tokens (no padding), position_ids restart at 0 at every document, labels are set to -100
+wherever position_ids == 0 (the first token of each document, which is never a target anyway), and there
+is no attention_mask; transformers derives a block-diagonal causal mask from the position_ids (a new
+document wherever consecutive positions do not increase by 1), so documents never attend to each other.
+
+Loss. TRL's compute_loss runs the model with a fused LM head: position t predicts labels[t+1] of the same
+row (labels shifted by one; position 0 is never a target), per-token loss = -log softmax(logits)[label],
+zero where the label is -100. The Trainer counts, once per optimizer step, the targets of the whole
+accumulation window: N = sum over the window's micro-batches of count(labels[:, 1:] != -100)
+(model_accepts_loss_kwargs is true for Qwen3ForCausalLM, so num_items_in_batch is computed;
+average_tokens_across_devices is true but with one process it multiplies by 1). Each micro-batch's loss is
+sum(per-token loss of the micro-batch) / N (not divided again by gradient_accumulation_steps, because the
+loss is already "scaled for GA"), its gradient is accumulated, and the logged value is the sum of the
+micro-batch losses over the window divided by the number of optimizer steps since the last log (1 with
+logging_steps 1). So:
+
+    logged loss(step) = sum over all targets in the step's window of -log p(target) / N(window)
+
+i.e. the token-weighted mean NLL over the whole window (NOT the mean of per-micro-batch means), and
+the gradient is the gradient of that same quantity. A short last window of an epoch (fewer micro-batches)
+is normalised by its own N.
+
+grad_norm is the global L2 norm of all gradients (tied embedding/LM head counted once) BEFORE clipping
+(torch.nn.utils.clip_grad_norm_ with max_grad_norm 1.0, which then scales the gradients by
+1/(norm + 1e-6) when norm > 1). learning_rate is the rate the optimizer step used (read before the
+scheduler steps): linear decay lr * (1 - k / max_steps) for step k = 0.., with warmup where the config
+asks for it. AdamW is torch's (betas 0.9/0.999, eps 1e-8, weight decay 0 unless the config sets it;
+decay is not applied to biases or any parameter whose name matches a norm: *_norm, norm, layernorm).
+
+Other logged keys (TRL's own metrics, averaged over the micro-batches of the logging window, i.e. a mean
+of per-micro-batch values, NOT token-weighted across micro-batches): mean_token_accuracy = per
+micro-batch (#targets whose label is the argmax) / (#targets); entropy = per micro-batch mean entropy of
+the predicted distribution over the targets; num_tokens = cumulative tokens fed so far, counting
+attention_mask.sum() without packing (real tokens, not padding) and the flattened row length with
+padding-free packing. epoch = completed epochs + micro-batches done in this epoch / micro-batches per
+epoch.
+
+bf16 must be off (SFTConfig's default turns it on, which on CPU autocasts to bf16): --bf16 false.
+"""
+
+import json
+import random
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+from datasets import load_dataset
+from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM, TrainerCallback
+from trl import SFTConfig, SFTTrainer
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "tests" / "fixtures" / "trl_parity"
+MODEL = OUT / "model"
+DATA = OUT / "data.jsonl"
+NUM_ROWS = 41
+
+# The flags every configuration shares, as `sft train` takes them (and `trl sft` would).
+COMMON = [
+    "--model_name_or_path", "tests/fixtures/trl_parity/model",
+    "--dataset_name", "tests/fixtures/trl_parity/data.jsonl",
+    "--max_steps", "20",
+    "--logging_steps", "1",
+    "--per_device_train_batch_size", "2",
+    "--max_length", "128",
+    "--learning_rate", "1e-3",
+    "--seed", "42",
+    "--bf16", "false",
+    "--train_sampling_strategy", "sequential",
+    "--report_to", "none",
+]
+CONFIGS = {
+    "nopack_gas1": ["--gradient_accumulation_steps", "1"],
+    "nopack_gas4": ["--gradient_accumulation_steps", "4"],
+    "bfd_gas1": ["--gradient_accumulation_steps", "1", "--packing", "--packing_strategy", "bfd"],
+    "bfd_gas4": ["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd"],
+    # Schedule, warmup, weight decay and a clip that binds on every step, on the packed GAS 4 path.
+    "bfd_gas4_cosine_wd": ["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd",
+                           "--lr_scheduler_type", "cosine", "--warmup_steps", "3", "--weight_decay", "0.1",
+                           "--max_grad_norm", "0.5"],
+}
+
+WORDS = ("the a of to and in is it you that he was for on are with as his they be at one have this from or "
+         "had by word but what some we can out other were all there when up use your how said an each she "
+         "which do their time if will way about many then them write would like so these her long make thing "
+         "see him two has look more day could go come did number sound no most people my over know water "
+         "than call first who may down side been now find any new work part take get place made live where "
+         "after back little only round man year came show every good me give our under name very through "
+         "just form sentence great think say help low line differ turn cause much mean before move right "
+         "boy old too same tell does set three want air well also play small end put home read hand port "
+         "large spell add even land here must big high such follow act why ask men change went light kind "
+         "off need house picture try us again animal point mother world near build self earth father").split()
+
+
+def sentence(rng: random.Random, lo: int, hi: int) -> str:
+    words = [rng.choice(WORDS) for _ in range(rng.randint(lo, hi))]
+    text = " ".join(words)
+    return text[0].upper() + text[1:] + rng.choice([".", "?", "!", "."])
+
+
+def make_rows() -> list[dict]:
+    rng = random.Random(20261129)
+    rows = []
+    for i in range(NUM_ROWS):
+        messages = []
+        if i % 5 == 0:
+            messages.append({"role": "system", "content": sentence(rng, 2, 4)})
+        turns = 4 if i % 13 == 6 else 2 if i % 7 == 3 else 1
+        for _ in range(turns):
+            size = rng.choice([(1, 2), (2, 3), (3, 5), (5, 10)])
+            messages.append({"role": "user", "content": sentence(rng, *size)})
+            size = rng.choice([(1, 2), (2, 4), (3, 7), (6, 16)])
+            messages.append({"role": "assistant", "content": sentence(rng, *size)})
+        rows.append({"messages": messages})
+    return rows
+
+
+def make_fixture() -> None:
+    shutil.rmtree(OUT, ignore_errors=True)
+    MODEL.mkdir(parents=True)
+    shutil.copy(REPO / "tests/fixtures/tokenizers/tiny_qwen/tokenizer.json", MODEL / "tokenizer.json")
+    template = (REPO / "tests/fixtures/chat_templates/chatml.jinja").read_text()
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
+              "bos_token": None, "chat_template": template, "model_max_length": 256}
+    (MODEL / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+    torch.manual_seed(0)
+    model = Qwen3ForCausalLM(Qwen3Config(
+        vocab_size=702, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, max_position_embeddings=256, tie_word_embeddings=True,
+        attention_dropout=0.0, bos_token_id=None, eos_token_id=2, pad_token_id=0))
+    model.save_pretrained(MODEL)
+
+    with DATA.open("w") as f:
+        for row in make_rows():
+            f.write(json.dumps(row) + "\n")
+
+
+class Recorder(TrainerCallback):
+    """Keeps the log dicts exactly as the Trainer passes them on (log_history holds the same floats)."""
+
+    def __init__(self) -> None:
+        self.steps = []
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs:
+            keys = ("loss", "grad_norm", "learning_rate", "epoch", "num_tokens", "mean_token_accuracy", "entropy")
+            self.steps.append({"step": state.global_step, **{k: logs[k] for k in keys if k in logs}})
+
+
+def flags_to_config(flags: list[str], output_dir: str) -> SFTConfig:
+    """The SFTConfig `trl sft` would build from these flags (bare flags are booleans)."""
+    kwargs, i = {}, 0
+    while i < len(flags):
+        name = flags[i][2:]
+        if i + 1 < len(flags) and not flags[i + 1].startswith("--"):
+            kwargs[name], i = flags[i + 1], i + 2
+        else:
+            kwargs[name], i = "true", i + 1
+    script_only = {k: kwargs.pop(k) for k in ("model_name_or_path", "dataset_name")}
+    typed = {}
+    for name, value in kwargs.items():
+        field = SFTConfig.__dataclass_fields__[name]
+        default = field.default
+        if isinstance(default, bool) or name in ("bf16", "packing"):
+            typed[name] = value.lower() == "true"
+        elif isinstance(default, int) and not isinstance(default, bool):
+            typed[name] = int(value)
+        elif isinstance(default, float) or name in ("learning_rate", "warmup_steps"):
+            typed[name] = float(value)
+        elif name == "report_to":
+            typed[name] = [] if value == "none" else value.split(",")
+        else:
+            typed[name] = value
+    # Python-only settings: CPU even where a GPU is visible, no files beyond what the run needs.
+    return SFTConfig(output_dir=output_dir, use_cpu=True, save_strategy="no", disable_tqdm=True, **typed), script_only
+
+
+def first_step_by_hand(dataset, args: SFTConfig) -> dict:
+    """Step 1 computed independently: each document of the first window's rows run alone, the token-weighted
+    mean NLL over the window, and the global gradient norm of that loss."""
+    model = Qwen3ForCausalLM.from_pretrained(MODEL)
+    rows = dataset.select(range(args.per_device_train_batch_size * args.gradient_accumulation_steps))
+    nll, count = torch.zeros(()), 0
+    for row in rows:
+        ids = torch.tensor(row["input_ids"])
+        for doc in ids.split(row.get("seq_lengths") or [len(ids)]):
+            logits = model(doc[None]).logits[0, :-1]
+            nll = nll + torch.nn.functional.cross_entropy(logits, doc[1:], reduction="sum")
+            count += len(doc) - 1
+    loss = nll / count
+    loss.backward()
+    grad_norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))
+    return {"loss": loss.item(), "grad_norm": grad_norm.item()}
+
+
+def run(name: str, extra: list[str]) -> dict:
+    flags = COMMON + extra
+    with tempfile.TemporaryDirectory() as tmp:
+        args, script = flags_to_config(flags, tmp)
+        dataset = load_dataset("json", data_files=str(REPO / script["dataset_name"]), split="train")
+        recorder = Recorder()
+        trainer = SFTTrainer(model=str(REPO / script["model_name_or_path"]), args=args, train_dataset=dataset,
+                             callbacks=[recorder])
+        expected_first = first_step_by_hand(trainer.train_dataset, args)
+        trainer.train()
+    assert len(recorder.steps) == 20, recorder.steps
+    for key, value in expected_first.items():  # the docstring's reading of the Trainer, checked
+        got = recorder.steps[0][key]
+        assert abs(got - value) <= 1e-5 * abs(value), (name, key, got, value)
+    return {"config": name, "flags": flags, "steps": recorder.steps}
+
+
+def main() -> None:
+    torch.set_num_threads(1)  # a tiny model; more threads only add contention
+    make_fixture()
+    tokenizer = AutoTokenizer.from_pretrained(MODEL)
+    lengths = [len(tokenizer.apply_chat_template(r["messages"], tokenize=True, return_dict=True)["input_ids"])
+               for r in make_rows()]
+    print(f"{len(lengths)} rows, rendered lengths {min(lengths)}..{max(lengths)}, "
+          f"{sum(n > 128 for n in lengths)} longer than 128", file=sys.stderr)
+    for name, extra in CONFIGS.items():
+        golden = run(name, extra)
+        (OUT / f"{name}.json").write_text(json.dumps(golden, indent=1) + "\n")
+        first, last = golden["steps"][0], golden["steps"][-1]
+        print(f"{name}: loss {first['loss']:.6f} -> {last['loss']:.6f}, grad_norm {first['grad_norm']:.4f}",
+              file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
