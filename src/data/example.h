@@ -7,6 +7,8 @@
 //
 // Messages keep every key they came with (name, tool_call_id, ...) so a chat template sees
 // what transformers' apply_chat_template would see; message_list_to_json gives it back.
+// JSON values are RowJson (row_json.h): keys in the dataset's order, down to tool schemas
+// and tool-call arguments, so a template's tojson prints what Python prints.
 #pragma once
 
 #include <cstdint>
