@@ -8,10 +8,10 @@ trainer.train_dataset are the goldens. Writes tests/fixtures/sft_encode/goldens.
 
 Rows are built so that Arrow's struct unification (datasets fills keys missing from a
 struct with None) does not change what the template sees: tools are JSON strings (TRL
-json.loads them) and tool call arguments are strings. The tool schemas' keys are sorted:
-data::Example holds JSON with sorted keys (nlohmann::json), so a template that prints a
-schema with tojson sees sorted keys, while Python keeps the file's order (a known gap of
-the row reader, not of the encoder).
+json.loads them) and tool call arguments are strings, except in the key-order case, whose
+rows all share one tools list and one set of argument keys. Keys keep their order (schemas
+list "type" before "function", arguments "unit" before "city"): a template that prints them
+with tojson shows the file's order, which the C++ row reader must keep too.
 
 Usage: ~/.venv-sft/bin/python tools/make_sft_encode_goldens.py
 """
@@ -48,9 +48,28 @@ TOOLS = json.dumps(
                 },
             },
         }
-    ],
-    sort_keys=True,
+    ]
 )
+
+# Key order that is not alphabetical at every level; the same for every row, so Arrow's
+# struct unification adds no keys.
+ORDERED_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "unit": {"type": "string", "description": "celsius or fahrenheit"},
+                    "city": {"type": "string", "description": "the city"},
+                },
+                "required": ["unit", "city"],
+            },
+        },
+    }
+]
 
 TEXTS = [
     "Hello world",
@@ -145,6 +164,22 @@ def messages_rows(tools):
         rows = [{"messages": m, "tools": None} for m in CONVERSATIONS]
         rows += [{"messages": m, "tools": TOOLS} for m in TOOL_CONVERSATIONS]
     return rows
+
+
+def key_order_rows():
+    def call(unit, city):
+        return {"role": "assistant", "content": "",
+                "tool_calls": [{"type": "function",
+                                "function": {"name": "get_weather",
+                                             "arguments": {"unit": unit, "city": city}}}]}
+
+    convs = [
+        [user("Weather in Paris?"), call("celsius", "Paris"), {"role": "tool", "content": "21C"},
+         assistant("21C in Paris.")],
+        [system("Use tools."), user("Weather in Austin?"), call("fahrenheit", "Austin"),
+         {"role": "tool", "content": "90F"}, assistant("90F.")],
+    ]
+    return [{"messages": m, "tools": ORDERED_TOOLS} for m in convs]
 
 
 def sharegpt_rows():
@@ -242,6 +277,7 @@ def main():
         ("text_double_bos_llama2", "llama2", None, {}, bos_rows("<s>")),
         ("messages_qwen3", "qwen3", None, {}, messages_rows(tools=True)),
         ("messages_llama3_1", "llama3_1", None, {}, messages_rows(tools=False)),
+        ("messages_tools_key_order_qwen3", "qwen3", None, {}, key_order_rows()),
         ("messages_assistant_only_qwen3", "qwen3", GEN_TEMPLATE, {"assistant_only_loss": True},
          messages_rows(tools=True)),
         ("messages_assistant_only_llama3_1", "llama3_1", GEN_TEMPLATE,

@@ -14,34 +14,6 @@ namespace {
 
 constexpr int32_t kIgnore = -100;
 
-// Example keeps messages as nlohmann::json; the template takes ordered JSON.
-jinja::OrderedJson to_ordered(const Json& j) {
-  switch (j.type()) {
-    case Json::value_t::object: {
-      jinja::OrderedJson out = jinja::OrderedJson::object();
-      for (auto it = j.begin(); it != j.end(); ++it) out[it.key()] = to_ordered(it.value());
-      return out;
-    }
-    case Json::value_t::array: {
-      jinja::OrderedJson out = jinja::OrderedJson::array();
-      for (const Json& v : j) out.push_back(to_ordered(v));
-      return out;
-    }
-    case Json::value_t::string:
-      return j.get_ref<const std::string&>();
-    case Json::value_t::boolean:
-      return j.get<bool>();
-    case Json::value_t::number_integer:
-      return j.get<int64_t>();
-    case Json::value_t::number_unsigned:
-      return j.get<uint64_t>();
-    case Json::value_t::number_float:
-      return j.get<double>();
-    default:
-      return nullptr;
-  }
-}
-
 // TRL's common_prefix_length.
 size_t common_prefix_length(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   size_t n = 0;
@@ -128,17 +100,18 @@ const chat::ChatTemplate& Encoder::require_template() const {
   return *chat_template_;
 }
 
-chat::ChatInputs Encoder::chat_inputs(const std::vector<Message>& messages, const Json& tools,
-                                      const Json& kwargs) const {
+// Rows are ordered JSON (row_json.h), the type the template takes: keys reach it in the
+// file's order, as tojson shows them in transformers.
+chat::ChatInputs Encoder::chat_inputs(const std::vector<Message>& messages, const RowJson& tools,
+                                      const RowJson& kwargs) const {
   chat::ChatInputs in;
-  in.messages = to_ordered(message_list_to_json(messages));
-  if (!tools.is_null()) in.tools = to_ordered(tools);
+  in.messages = message_list_to_json(messages);
+  if (!tools.is_null()) in.tools = tools;
   // TRL replaces tokenizer.eos_token, which apply_chat_template passes to the template;
   // a row's own kwargs still win, as in transformers.
   if (options_.eos_token) in.kwargs["eos_token"] = *options_.eos_token;
   if (kwargs.is_object())
-    for (auto it = kwargs.begin(); it != kwargs.end(); ++it)
-      in.kwargs[it.key()] = to_ordered(it.value());
+    for (auto it = kwargs.begin(); it != kwargs.end(); ++it) in.kwargs[it.key()] = it.value();
   return in;
 }
 

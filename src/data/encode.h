@@ -91,8 +91,8 @@ class Encoder {
   const std::string& require_eos() const;
   std::string with_eos(const std::string& s) const;  // TRL's add_eos
   const chat::ChatTemplate& require_template() const;
-  chat::ChatInputs chat_inputs(const std::vector<Message>& messages, const Json& tools,
-                               const Json& kwargs) const;
+  chat::ChatInputs chat_inputs(const std::vector<Message>& messages, const RowJson& tools,
+                               const RowJson& kwargs) const;
   std::pair<std::vector<int32_t>, std::vector<uint8_t>> render(const chat::ChatInputs& in,
                                                                bool with_mask) const;
 

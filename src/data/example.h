@@ -7,6 +7,8 @@
 //
 // Messages keep every key they came with (name, tool_call_id, ...) so a chat template sees
 // what transformers' apply_chat_template would see; message_list_to_json gives it back.
+// JSON values are RowJson (row_json.h): keys in the dataset's order, down to tool schemas
+// and tool-call arguments, so a template's tojson prints what Python prints.
 #pragma once
 
 #include <cstdint>
@@ -15,16 +17,16 @@
 #include <variant>
 #include <vector>
 
-#include "io/json.h"
+#include "data/row_json.h"
 
 namespace sft::data {
 
 struct Message {
-  std::string role;  // system, developer, user, assistant or tool
-  Json content;      // a string, null (assistant turns with tool_calls) or a list of parts
-  Json tool_calls;   // null when absent
+  std::string role;    // system, developer, user, assistant or tool
+  RowJson content;     // a string, null (assistant turns with tool_calls) or a list of parts
+  RowJson tool_calls;  // null when absent
   std::optional<std::string> reasoning_content;
-  Json extra = Json::object();  // every other key, as given
+  RowJson extra = RowJson::object();  // every other key, as given
 };
 
 struct Text {
@@ -33,16 +35,16 @@ struct Text {
 
 struct Conversation {
   std::vector<Message> messages;
-  Json tools;                 // a list of tool schemas, or null
-  Json chat_template_kwargs;  // an object, or null
+  RowJson tools;                 // a list of tool schemas, or null
+  RowJson chat_template_kwargs;  // an object, or null
 };
 
 struct PromptCompletion {
   bool conversational = false;
   std::string prompt, completion;                             // when !conversational
   std::vector<Message> prompt_messages, completion_messages;  // when conversational
-  Json tools;
-  Json chat_template_kwargs;
+  RowJson tools;
+  RowJson chat_template_kwargs;
 };
 
 struct Tokenized {
@@ -53,7 +55,7 @@ struct Tokenized {
 using Example = std::variant<Text, Conversation, PromptCompletion, Tokenized>;
 
 // The message as an object (role, content, tool_calls, reasoning_content, extra keys).
-Json message_to_json(const Message& m);
-Json message_list_to_json(const std::vector<Message>& messages);
+RowJson message_to_json(const Message& m);
+RowJson message_list_to_json(const std::vector<Message>& messages);
 
 }  // namespace sft::data

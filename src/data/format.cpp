@@ -18,23 +18,23 @@ struct RowIssue {
   throw RowIssue{p, std::move(message)};
 }
 
-bool present(const Json& row, const std::string& key) {
+bool present(const RowJson& row, const std::string& key) {
   auto it = row.find(key);
   return it != row.end() && !it->is_null();
 }
 
 // TRL's test: a non-empty list whose first element is an object with a "role".
-bool looks_conversational(const Json& v) {
+bool looks_conversational(const RowJson& v) {
   return v.is_array() && !v.empty() && v[0].is_object() && v[0].contains("role");
 }
 
-bool looks_sharegpt(const Json& row) {
+bool looks_sharegpt(const RowJson& row) {
   auto it = row.find("conversations");
   return it != row.end() && it->is_array() && !it->empty() && (*it)[0].is_object() &&
          (*it)[0].contains("from") && (*it)[0].contains("value");
 }
 
-void check_utf8(const Json& v, const std::string& path) {
+void check_utf8(const RowJson& v, const std::string& path) {
   if (v.is_string()) {
     if (auto bad = find_invalid_utf8(v.get_ref<const std::string&>()))
       issue(RowProblem::kInvalidUtf8,
@@ -51,7 +51,7 @@ void check_utf8(const Json& v, const std::string& path) {
   }
 }
 
-std::string take_string(Json& row, const std::string& key) {
+std::string take_string(RowJson& row, const std::string& key) {
   auto it = row.find(key);
   if (it == row.end() || it->is_null()) issue(RowProblem::kMissingField, "no '" + key + "' field");
   if (!it->is_string())
@@ -71,7 +71,7 @@ bool known_role(const std::string& role) {
          role == "tool";
 }
 
-Message to_message(Json&& m, bool sharegpt, const std::string& where) {
+Message to_message(RowJson&& m, bool sharegpt, const std::string& where) {
   if (!m.is_object())
     issue(RowProblem::kWrongType, where + " is " + json_type_name(m) + ", expected an object");
   if (sharegpt) {
@@ -126,7 +126,7 @@ Message to_message(Json&& m, bool sharegpt, const std::string& where) {
   return out;
 }
 
-std::vector<Message> take_messages(Json& row, const std::string& key, bool sharegpt) {
+std::vector<Message> take_messages(RowJson& row, const std::string& key, bool sharegpt) {
   auto it = row.find(key);
   if (it == row.end() || it->is_null()) issue(RowProblem::kMissingField, "no '" + key + "' field");
   if (!it->is_array())
@@ -140,13 +140,13 @@ std::vector<Message> take_messages(Json& row, const std::string& key, bool share
   return out;
 }
 
-Json take_tools(Json& row) {
+RowJson take_tools(RowJson& row) {
   auto it = row.find("tools");
   if (it == row.end() || it->is_null()) return nullptr;
-  Json tools = std::move(*it);
+  RowJson tools = std::move(*it);
   if (tools.is_string()) {  // TRL json.loads a string column (how Parquet files often hold them)
     try {
-      tools = parse_json_strict(tools.get_ref<const std::string&>(), "data", "tools");
+      tools = parse_ordered_json_strict(tools.get_ref<const std::string&>(), "data", "tools");
     } catch (const Error& e) {
       issue(RowProblem::kWrongType,
             std::string("'tools' is a string that is not JSON: ") + e.what());
@@ -157,7 +157,7 @@ Json take_tools(Json& row) {
   return tools;
 }
 
-Json take_kwargs(Json& row) {
+RowJson take_kwargs(RowJson& row) {
   auto it = row.find("chat_template_kwargs");
   if (it == row.end() || it->is_null()) return nullptr;
   if (!it->is_object())
@@ -166,7 +166,7 @@ Json take_kwargs(Json& row) {
   return std::move(*it);
 }
 
-std::vector<int32_t> take_ids(Json& row, const std::string& key) {
+std::vector<int32_t> take_ids(RowJson& row, const std::string& key) {
   auto it = row.find(key);
   if (it == row.end() || it->is_null()) issue(RowProblem::kMissingField, "no '" + key + "' field");
   if (!it->is_array())
@@ -174,7 +174,7 @@ std::vector<int32_t> take_ids(Json& row, const std::string& key) {
           "'" + key + "' is " + json_type_name(*it) + ", expected a list of token ids");
   std::vector<int32_t> ids;
   ids.reserve(it->size());
-  for (const Json& v : *it) {
+  for (const RowJson& v : *it) {
     if (!v.is_number_integer() || v.get<int64_t>() < std::numeric_limits<int32_t>::min() ||
         v.get<int64_t>() > std::numeric_limits<int32_t>::max())
       issue(RowProblem::kWrongType,
@@ -184,7 +184,7 @@ std::vector<int32_t> take_ids(Json& row, const std::string& key) {
   return ids;
 }
 
-Example convert(Json& row, const DetectedFormat& f, const FormatOptions& options) {
+Example convert(RowJson& row, const DetectedFormat& f, const FormatOptions& options) {
   switch (f.format) {
     case DatasetFormat::kTokenized: {
       Tokenized t;
@@ -257,7 +257,7 @@ const char* format_name(const DetectedFormat& f) {
   return "unknown";
 }
 
-bool apply_column_mapping(Json& row, const FormatOptions& options, const RowRef& where,
+bool apply_column_mapping(RowJson& row, const FormatOptions& options, const RowRef& where,
                           RowErrors& errors) {
   for (const auto& [target, source] : options.columns) {
     auto it = row.find(source);
@@ -266,14 +266,15 @@ bool apply_column_mapping(Json& row, const FormatOptions& options, const RowRef&
                     "no '" + source + "' column to read as '" + target + "'");
       return false;
     }
-    Json value = std::move(*it);
+    RowJson value = std::move(*it);
     row.erase(it);
     row[target] = std::move(value);
   }
   return true;
 }
 
-DetectedFormat detect_format(const Json& row, const FormatOptions& options, const RowRef& where) {
+DetectedFormat detect_format(const RowJson& row, const FormatOptions& options,
+                             const RowRef& where) {
   DetectedFormat f;
   if (row.contains("input_ids")) {
     f.format = DatasetFormat::kTokenized;
@@ -302,7 +303,7 @@ DetectedFormat detect_format(const Json& row, const FormatOptions& options, cons
   return f;
 }
 
-std::optional<Example> to_example(Json&& row, const DetectedFormat& format,
+std::optional<Example> to_example(RowJson&& row, const DetectedFormat& format,
                                   const FormatOptions& options, const RowRef& where,
                                   RowErrors& errors) {
   try {
@@ -317,7 +318,7 @@ std::optional<Example> to_example(Json&& row, const DetectedFormat& format,
 DetectedFormat read_examples(const std::vector<std::string>& paths, const FormatOptions& options,
                              RowErrors& errors, const ExampleVisitor& visit) {
   std::optional<DetectedFormat> format;
-  read_rows(paths, errors, [&](Json&& row, const RowRef& where) {
+  read_rows(paths, errors, [&](RowJson&& row, const RowRef& where) {
     if (!apply_column_mapping(row, options, where, errors)) return;
     if (!format) format = detect_format(row, options, where);
     if (auto example = to_example(std::move(row), *format, options, where, errors))

@@ -44,15 +44,15 @@ const char* format_name(const DetectedFormat& f);  // "conversational (ShareGPT)
 
 // Applies the column mapping in place; a missing source column is reported to `errors`
 // (false = the row was skipped).
-bool apply_column_mapping(Json& row, const FormatOptions& options, const RowRef& where,
+bool apply_column_mapping(RowJson& row, const FormatOptions& options, const RowRef& where,
                           RowErrors& errors);
 
 // Detects the format from a (mapped) row; throws "[data] ..." naming the columns it saw
 // when no format fits.
-DetectedFormat detect_format(const Json& row, const FormatOptions& options, const RowRef& where);
+DetectedFormat detect_format(const RowJson& row, const FormatOptions& options, const RowRef& where);
 
 // Checks and converts one (mapped) row; nullopt when it was skipped (counted in `errors`).
-std::optional<Example> to_example(Json&& row, const DetectedFormat& format,
+std::optional<Example> to_example(RowJson&& row, const DetectedFormat& format,
                                   const FormatOptions& options, const RowRef& where,
                                   RowErrors& errors);
 

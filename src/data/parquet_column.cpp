@@ -79,16 +79,16 @@ std::vector<uint16_t> decode_levels(std::span<const uint8_t> bytes, int max_leve
   return out;
 }
 
-Json to_json_int(int64_t v, const LeafColumn& leaf) {
+RowJson to_json_int(int64_t v, const LeafColumn& leaf) {
   if (leaf.annotation == Annotation::kUnsignedInt) {
-    if (leaf.type == PhysicalType::kInt32) return Json(uint64_t(uint32_t(v)));
-    return Json(uint64_t(v));
+    if (leaf.type == PhysicalType::kInt32) return RowJson(uint64_t(uint32_t(v)));
+    return RowJson(uint64_t(v));
   }
-  return Json(v);
+  return RowJson(v);
 }
 
 // Appends `n` PLAIN-encoded values from `c` to `out`.
-void decode_plain(Cursor& c, const LeafColumn& leaf, size_t n, std::vector<Json>& out) {
+void decode_plain(Cursor& c, const LeafColumn& leaf, size_t n, std::vector<RowJson>& out) {
   switch (leaf.type) {
     case PhysicalType::kBoolean: {
       auto b = c.take((n + 7) / 8, "PLAIN booleans");
@@ -140,7 +140,7 @@ void decode_plain(Cursor& c, const LeafColumn& leaf, size_t n, std::vector<Json>
 
 // Appends `n` values of a data page body (after the levels) in `encoding`.
 void decode_values(Cursor& c, int32_t encoding, const LeafColumn& leaf, size_t n,
-                   const std::vector<Json>* dictionary, std::vector<Json>& out) {
+                   const std::vector<RowJson>* dictionary, std::vector<RowJson>& out) {
   if (n == 0) return;
   if (encoding == 0) return decode_plain(c, leaf, n, out);
   if (encoding == 2 || encoding == 8) {
@@ -229,7 +229,7 @@ ColumnValues read_column_chunk(std::span<const uint8_t> file_bytes, const Column
   auto chunk = file_bytes.subspan(start, meta.total_compressed_size);
 
   ColumnValues out;
-  std::vector<Json> dictionary;
+  std::vector<RowJson> dictionary;
   bool has_dictionary = false;
   size_t pos = 0;
   while (out.num_levels < uint64_t(meta.num_values)) {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "data/parquet_metadata.h"
-#include "io/json.h"
+#include "data/row_json.h"
 
 namespace sft::data {
 
@@ -27,10 +27,10 @@ struct LeafColumn {
 };
 
 struct ColumnValues {
-  std::vector<uint16_t> def;  // empty when max_def == 0 (every slot holds a value)
-  std::vector<uint16_t> rep;  // empty when max_rep == 0 (every slot starts a row)
-  std::vector<Json> values;   // the non-null values, in order
-  size_t num_levels = 0;      // value slots (= rows when max_rep == 0)
+  std::vector<uint16_t> def;    // empty when max_def == 0 (every slot holds a value)
+  std::vector<uint16_t> rep;    // empty when max_rep == 0 (every slot starts a row)
+  std::vector<RowJson> values;  // the non-null values, in order
+  size_t num_levels = 0;        // value slots (= rows when max_rep == 0)
 };
 
 // Decodes the chunk described by `meta` from the whole file held in memory.

@@ -182,7 +182,7 @@ void collect_paths(const ParquetField& f, std::vector<const ParquetField*>& path
 }
 
 // Places one leaf column's values into the rows (see the Dremel note in the header).
-void assemble(std::vector<Json>& rows, const std::vector<const ParquetField*>& path,
+void assemble(std::vector<RowJson>& rows, const std::vector<const ParquetField*>& path,
               ColumnValues& col, const std::string& file) {
   const LeafColumn& leaf = path.back()->leaf;
   const std::string where = "column '" + leaf.name + "'";
@@ -197,7 +197,7 @@ void assemble(std::vector<Json>& rows, const std::vector<const ParquetField*>& p
       started = true;
       if (row >= rows.size()) fail_parquet(file, where, "more rows than the row group declares");
     }
-    Json* slot = &rows[row][path[0]->name];
+    RowJson* slot = &rows[row][path[0]->name];
     for (size_t k = 0; k < path.size(); ++k) {
       const ParquetField& f = *path[k];
       if (d < f.def_present) break;  // null: the slot stays null
@@ -206,10 +206,10 @@ void assemble(std::vector<Json>& rows, const std::vector<const ParquetField*>& p
           fail_parquet(file, where, "definition levels promise more values than the pages hold");
         *slot = std::move(col.values[value++]);
       } else if (f.kind == ParquetField::Kind::kStruct) {
-        if (!slot->is_object()) *slot = Json::object();
+        if (!slot->is_object()) *slot = RowJson::object();
         slot = &(*slot)[path[k + 1]->name];
       } else {
-        if (!slot->is_array()) *slot = Json::array();
+        if (!slot->is_array()) *slot = RowJson::array();
         if (d < f.def_nonempty) break;  // an empty list
         if (r < f.rep_level) {
           index[k] = 0;
@@ -283,7 +283,7 @@ void ParquetFile::init() {
                      std::to_string(metadata_.num_rows));
 }
 
-std::vector<Json> ParquetFile::read_row_group(size_t index) const {
+std::vector<RowJson> ParquetFile::read_row_group(size_t index) const {
   const RowGroupMeta& rg = metadata_.row_groups.at(index);
   std::vector<ColumnValues> columns;
   columns.reserve(leaf_paths_.size());
@@ -299,16 +299,16 @@ std::vector<Json> ParquetFile::read_row_group(size_t index) const {
           name_, "column '" + leaf.name + "'",
           "holds fewer values than the row group's " + std::to_string(rg.num_rows) + " rows");
   }
-  std::vector<Json> rows(rg.num_rows, Json::object());
+  std::vector<RowJson> rows(rg.num_rows, RowJson::object());
   for (size_t c = 0; c < leaf_paths_.size(); ++c) assemble(rows, leaf_paths_[c], columns[c], name_);
   return rows;
 }
 
-void ParquetFile::for_each_row(const std::function<void(Json&&, uint64_t)>& fn) const {
+void ParquetFile::for_each_row(const std::function<void(RowJson&&, uint64_t)>& fn) const {
   uint64_t row = 0;
   for (size_t g = 0; g < metadata_.row_groups.size(); ++g) {
-    std::vector<Json> rows = read_row_group(g);
-    for (Json& r : rows) fn(std::move(r), row++);
+    std::vector<RowJson> rows = read_row_group(g);
+    for (RowJson& r : rows) fn(std::move(r), row++);
   }
 }
 

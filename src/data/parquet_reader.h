@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "data/parquet_metadata.h"
-#include "io/json.h"
+#include "data/row_json.h"
 
 namespace sft {
 class MappedFile;
@@ -50,9 +50,9 @@ class ParquetFile {
   const std::string& schema_signature() const { return signature_; }
 
   // Decodes one row group into rows (JSON objects, one key per top-level column).
-  std::vector<Json> read_row_group(size_t index) const;
+  std::vector<RowJson> read_row_group(size_t index) const;
   // Every row in order; `row` counts from 0 across row groups.
-  void for_each_row(const std::function<void(Json&& row, uint64_t index)>& fn) const;
+  void for_each_row(const std::function<void(RowJson&& row, uint64_t index)>& fn) const;
 
  private:
   ParquetFile();

@@ -35,9 +35,9 @@ void read_jsonl_text(std::string_view text, const std::string& path, RowErrors& 
     ++line_no;
     if (line.empty()) continue;
     RowRef where{&path, line_no, true};
-    Json row;
+    RowJson row;
     try {
-      row = parse_json_strict(line, "data", path);
+      row = parse_ordered_json_strict(line, "data", path);
     } catch (const JsonError& e) {
       bool utf8 = e.kind() == JsonError::Kind::kInvalidUtf8;
       std::string detail = e.detail();
@@ -59,9 +59,9 @@ void read_jsonl_text(std::string_view text, const std::string& path, RowErrors& 
 void read_json_file(const std::string& path, RowErrors& errors, const RowVisitor& visit) {
   auto mapping = MappedFile::open(path);
   std::string_view text(reinterpret_cast<const char*>(mapping->bytes().data()), mapping->size());
-  Json doc;
+  RowJson doc;
   try {
-    doc = parse_json_strict(text, "data", path);
+    doc = parse_ordered_json_strict(text, "data", path);
   } catch (const JsonError& e) {
     // datasets reads JSON Lines from .json files too; a syntax error past the first line is
     // the sign of one.
@@ -72,7 +72,7 @@ void read_json_file(const std::string& path, RowErrors& errors, const RowVisitor
       return read_jsonl_text(text, path, errors, visit);
     throw;
   }
-  const Json* rows = &doc;
+  const RowJson* rows = &doc;
   if (doc.is_object()) {
     rows = nullptr;
     if (doc.size() == 1 && doc.begin()->is_array()) rows = &*doc.begin();
@@ -85,14 +85,14 @@ void read_json_file(const std::string& path, RowErrors& errors, const RowVisitor
     fail_in_file("data", {path, ""}, "expected an array of rows, got " + json_type_name(*rows),
                  "a .json dataset is an array of objects");
   uint64_t index = 0;
-  for (const Json& row : *rows) {
+  for (const RowJson& row : *rows) {
     RowRef where{&path, index++, false};
     if (!row.is_object()) {
       errors.report(RowProblem::kNotObject, where,
                     "expected a JSON object, got " + json_type_name(row));
       continue;
     }
-    visit(Json(row), where);
+    visit(RowJson(row), where);
   }
 }
 
@@ -139,7 +139,7 @@ void read_rows(const std::vector<std::string>& paths, RowErrors& errors, const R
                         uint64_t(file.num_rows()));
           break;
         }
-        file.for_each_row([&](Json&& row, uint64_t index) {
+        file.for_each_row([&](RowJson&& row, uint64_t index) {
           visit(std::move(row), RowRef{&path, index, false});
         });
         break;
@@ -148,9 +148,9 @@ void read_rows(const std::vector<std::string>& paths, RowErrors& errors, const R
   }
 }
 
-std::vector<Json> read_all_rows(const std::vector<std::string>& paths, RowErrors& errors) {
-  std::vector<Json> rows;
-  read_rows(paths, errors, [&](Json&& row, const RowRef&) { rows.push_back(std::move(row)); });
+std::vector<RowJson> read_all_rows(const std::vector<std::string>& paths, RowErrors& errors) {
+  std::vector<RowJson> rows;
+  read_rows(paths, errors, [&](RowJson&& row, const RowRef&) { rows.push_back(std::move(row)); });
   return rows;
 }
 

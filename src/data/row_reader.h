@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "data/row_errors.h"
-#include "io/json.h"
+#include "data/row_json.h"
 
 namespace sft::data {
 
-using RowVisitor = std::function<void(Json&& row, const RowRef& where)>;
+using RowVisitor = std::function<void(RowJson&& row, const RowRef& where)>;
 
 enum class FileFormat { kJsonl, kJson, kParquet };
 
@@ -31,6 +31,6 @@ void read_rows(const std::string& path, RowErrors& errors, const RowVisitor& vis
 void read_rows(const std::vector<std::string>& paths, RowErrors& errors, const RowVisitor& visit);
 
 // Convenience for tests and small datasets: every row in memory.
-std::vector<Json> read_all_rows(const std::vector<std::string>& paths, RowErrors& errors);
+std::vector<RowJson> read_all_rows(const std::vector<std::string>& paths, RowErrors& errors);
 
 }  // namespace sft::data

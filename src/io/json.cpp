@@ -18,10 +18,8 @@ std::string strip_nlohmann_prefix(const std::string& what) {
              : what;
 }
 
-}  // namespace
-
-Json parse_json_strict(std::string_view text, std::string_view component,
-                       const std::string& source) {
+template <class J>
+J parse_strict(std::string_view text, std::string_view component, const std::string& source) {
   if (auto bad = find_invalid_utf8(text)) {
     std::string place = "byte " + std::to_string(*bad);
     throw JsonError(component,
@@ -33,18 +31,18 @@ Json parse_json_strict(std::string_view text, std::string_view component,
   std::vector<std::set<std::string>> seen_keys;
   std::vector<std::string> key_path;
   std::string duplicate;
-  auto on_event = [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
+  auto on_event = [&](int /*depth*/, typename J::parse_event_t event, J& parsed) {
     switch (event) {
-      case Json::parse_event_t::object_start:
+      case J::parse_event_t::object_start:
         seen_keys.emplace_back();
         key_path.emplace_back();
         break;
-      case Json::parse_event_t::object_end:
+      case J::parse_event_t::object_end:
         seen_keys.pop_back();
         key_path.pop_back();
         break;
-      case Json::parse_event_t::key: {
-        const std::string& key = parsed.get_ref<const std::string&>();
+      case J::parse_event_t::key: {
+        const std::string& key = parsed.template get_ref<const std::string&>();
         key_path.back() = key;
         if (!seen_keys.back().insert(key).second && duplicate.empty()) {
           for (size_t i = 0; i + 1 < key_path.size(); ++i) duplicate += key_path[i] + ".";
@@ -57,10 +55,10 @@ Json parse_json_strict(std::string_view text, std::string_view component,
     }
     return true;
   };
-  Json value;
+  J value;
   try {
-    value = Json::parse(text.begin(), text.end(), on_event);
-  } catch (const Json::exception& e) {
+    value = J::parse(text.begin(), text.end(), on_event);
+  } catch (const typename J::exception& e) {
     std::string detail = strip_nlohmann_prefix(e.what());
     throw JsonError(
         component,
@@ -78,29 +76,50 @@ Json parse_json_strict(std::string_view text, std::string_view component,
   return value;
 }
 
+template <class J>
+std::string type_name(const J& value) {
+  switch (value.type()) {
+    case J::value_t::object:
+      return "object";
+    case J::value_t::array:
+      return "array";
+    case J::value_t::string:
+      return "string";
+    case J::value_t::boolean:
+      return "boolean";
+    case J::value_t::null:
+      return "null";
+    case J::value_t::number_integer:
+    case J::value_t::number_unsigned:
+    case J::value_t::number_float:
+      return "number";
+    default:
+      return "value";
+  }
+}
+
+}  // namespace
+
+Json parse_json_strict(std::string_view text, std::string_view component,
+                       const std::string& source) {
+  return parse_strict<Json>(text, component, source);
+}
+
+OrderedJson parse_ordered_json_strict(std::string_view text, std::string_view component,
+                                      const std::string& source) {
+  return parse_strict<OrderedJson>(text, component, source);
+}
+
 Json read_json_file(const std::string& path, std::string_view component) {
   return parse_json_strict(read_text_file(path, component), component, path);
 }
 
 std::string json_type_name(const Json& value) {
-  switch (value.type()) {
-    case Json::value_t::object:
-      return "object";
-    case Json::value_t::array:
-      return "array";
-    case Json::value_t::string:
-      return "string";
-    case Json::value_t::boolean:
-      return "boolean";
-    case Json::value_t::null:
-      return "null";
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned:
-    case Json::value_t::number_float:
-      return "number";
-    default:
-      return "value";
-  }
+  return type_name(value);
+}
+
+std::string json_type_name(const OrderedJson& value) {
+  return type_name(value);
 }
 
 }  // namespace sft

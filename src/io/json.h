@@ -3,6 +3,8 @@
 // nlohmann::json accepts duplicate keys (last one wins) — a silent way for a broken
 // file to mean two things — so parse_json_strict rejects them, and it reports invalid
 // UTF-8 by byte offset before parsing. Syntax errors carry nlohmann's line/column.
+// OrderedJson keeps object keys in the file's order (as Python's dict does) for values that
+// reach a chat template's tojson (dataset rows); everything else uses Json (sorted keys).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 namespace sft {
 
 using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
 
 class JsonError : public Error {
  public:
@@ -33,11 +36,15 @@ class JsonError : public Error {
 // Throws JsonError (with `component` and `source`, usually a file name, in the message).
 Json parse_json_strict(std::string_view text, std::string_view component,
                        const std::string& source);
+// The same checks and errors, keeping the keys' order.
+OrderedJson parse_ordered_json_strict(std::string_view text, std::string_view component,
+                                      const std::string& source);
 
 // Reads and strictly parses a JSON file.
 Json read_json_file(const std::string& path, std::string_view component);
 
 // "object", "array", "string", "number", "boolean", "null" — for "expected X, got Y" errors.
 std::string json_type_name(const Json& value);
+std::string json_type_name(const OrderedJson& value);
 
 }  // namespace sft

@@ -17,8 +17,9 @@
 namespace sft::data {
 namespace {
 
-const Json& goldens() {
-  static const Json g = parse_json_strict(
+// Ordered: rows go back to JSONL with the keys in the order TRL saw them.
+const RowJson& goldens() {
+  static const RowJson g = parse_ordered_json_strict(
       read_text_file(test::source_path("tests/fixtures/sft_encode/goldens.json"), "test"), "test",
       "sft_encode/goldens.json");
   return g;
@@ -30,7 +31,7 @@ struct CaseResult {
   size_t prompt_not_prefix = 0;
 };
 
-CaseResult run_case(const Json& c, const std::string& tokenizers_dir) {
+CaseResult run_case(const RowJson& c, const std::string& tokenizers_dir) {
   const std::string name = c["name"].get<std::string>();
   const std::string tok_dir = tokenizers_dir + "/" + c["tokenizer"].get<std::string>();
   // Loading a real tokenizer dominates the test's time: once per tokenizer.
@@ -48,7 +49,7 @@ CaseResult run_case(const Json& c, const std::string& tokenizers_dir) {
   else if (std::optional<std::string> source = config.chat_template())
     tmpl.emplace(*source, special);  // llama2's tokenizer has none: text rows only
 
-  const Json& o = c["options"];
+  const RowJson& o = c["options"];
   EncodeOptions options;
   if (o.contains("completion_only_loss")) options.completion_only_loss = o["completion_only_loss"];
   options.assistant_only_loss = o.value("assistant_only_loss", false);
@@ -57,7 +58,7 @@ CaseResult run_case(const Json& c, const std::string& tokenizers_dir) {
   Encoder encoder(tok, tmpl ? &*tmpl : nullptr, options);
 
   std::string jsonl;
-  for (const Json& r : c["rows"]) jsonl += r["row"].dump() + "\n";
+  for (const RowJson& r : c["rows"]) jsonl += r["row"].dump() + "\n";
   std::string path = test_util::write_file("encode_golden_" + name, "rows.jsonl", jsonl);
   std::vector<Example> examples;
   RowErrors errors(false);
@@ -69,13 +70,13 @@ CaseResult run_case(const Json& c, const std::string& tokenizers_dir) {
   std::optional<int32_t> bos = config.bos_token ? tok.token_to_id(*config.bos_token) : std::nullopt;
   CaseResult result;
   for (size_t i = 0; i < examples.size() && i < c["rows"].size(); ++i) {
-    const Json& want = c["rows"][i];
+    const RowJson& want = c["rows"][i];
     EncodedRow got = encoder.encode(examples[i]);
     EXPECT_EQ(got.input_ids, want["input_ids"].get<std::vector<int32_t>>())
         << name << " row " << i << ": " << want["row"].dump();
     EXPECT_EQ(got.labels, want["labels"].get<std::vector<int32_t>>())
         << name << " row " << i << ": " << want["row"].dump();
-    const Json& ids = want["input_ids"];
+    const RowJson& ids = want["input_ids"];
     bool want_double = bos && ids.size() >= 2 && ids[0] == *bos && ids[1] == *bos;
     EXPECT_EQ(got.double_bos, want_double) << name << " row " << i;
     EXPECT_FALSE(got.double_bos_fixed);
@@ -92,7 +93,7 @@ TEST(EncodeGolden, MatchesTrlForEveryCase) {
   std::optional<std::string> assets = test::shared_assets_dir();
   if (!assets) GTEST_SKIP() << "../shared/assets not present";
   size_t cases = 0, rows = 0, double_bos = 0, prompt_not_prefix = 0;
-  for (const Json& c : goldens()["cases"]) {
+  for (const RowJson& c : goldens()["cases"]) {
     CaseResult r = run_case(c, *assets + "/tokenizers");
     double_bos += r.double_bos;
     prompt_not_prefix += r.prompt_not_prefix;

@@ -55,9 +55,9 @@ TEST(Format, ConversationalWithToolsAndReasoning) {
   EXPECT_EQ(c.messages[2].tool_calls.size(), 1u);
   EXPECT_EQ(c.messages[3].extra["name"], "calc");
   EXPECT_EQ(c.messages[4].reasoning_content, "think");
-  EXPECT_EQ(c.tools, Json::parse(R"([{"type": "function"}])"));  // a JSON string is parsed
+  EXPECT_EQ(c.tools, RowJson::parse(R"([{"type": "function"}])"));  // a JSON string is parsed
   EXPECT_EQ(message_to_json(c.messages[3]),
-            Json::parse(R"({"role": "tool", "content": "42", "name": "calc"})"));
+            RowJson::parse(R"({"role": "tool", "content": "42", "name": "calc"})"));
 }
 
 TEST(Format, PromptCompletionStringsAndMessages) {
@@ -154,13 +154,13 @@ TEST(Format, InvalidUtf8InParquetStyleRow) {
   // JSONL rejects it while parsing; rows from Parquet are checked when converted.
   RowErrors errors(true);
   std::string file = "x.parquet";
-  auto e = to_example(Json{{"text", std::string("ok \xc3\x28")}}, DetectedFormat{}, {},
+  auto e = to_example(RowJson{{"text", std::string("ok \xc3\x28")}}, DetectedFormat{}, {},
                       RowRef{&file, 7, false}, errors);
   EXPECT_FALSE(e.has_value());
   EXPECT_EQ(errors.count(RowProblem::kInvalidUtf8), 1u);
   RowErrors strict(false);
   EXPECT_THAT(error_of([&] {
-                to_example(Json{{"text", std::string("ok \xc3\x28")}}, DetectedFormat{}, {},
+                to_example(RowJson{{"text", std::string("ok \xc3\x28")}}, DetectedFormat{}, {},
                            RowRef{&file, 7, false}, strict);
               }),
               HasSubstr("x.parquet: row 7: invalid UTF-8 in 'text' at byte 3"));

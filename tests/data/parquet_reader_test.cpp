@@ -13,17 +13,18 @@
 namespace sft::data {
 namespace {
 
-std::vector<Json> expected_rows(const std::string& name) {
+// Ordered: the .jsonl lists keys in schema order, and == on RowJson compares key order too.
+std::vector<RowJson> expected_rows(const std::string& name) {
   std::ifstream in(test::source_path("tests/fixtures/parquet/" + name + ".expected.jsonl"));
-  std::vector<Json> rows;
-  for (std::string line; std::getline(in, line);) rows.push_back(Json::parse(line));
+  std::vector<RowJson> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(RowJson::parse(line));
   return rows;
 }
 
-std::vector<Json> read_all(const std::string& path) {
-  std::vector<Json> rows;
+std::vector<RowJson> read_all(const std::string& path) {
+  std::vector<RowJson> rows;
   ParquetFile f = ParquetFile::open(path);
-  f.for_each_row([&](Json&& row, uint64_t index) {
+  f.for_each_row([&](RowJson&& row, uint64_t index) {
     EXPECT_EQ(index, rows.size());
     rows.push_back(std::move(row));
   });
@@ -34,7 +35,7 @@ class ParquetFixtures : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ParquetFixtures, MatchesPyarrowRowByRow) {
   const std::string dataset = GetParam();
-  const std::vector<Json> expected = expected_rows(dataset);
+  const std::vector<RowJson> expected = expected_rows(dataset);
   ASSERT_FALSE(expected.empty());
   int files = 0;
   for (const char* codec : {"none", "snappy", "gzip", "zstd"}) {
@@ -44,7 +45,7 @@ TEST_P(ParquetFixtures, MatchesPyarrowRowByRow) {
         SCOPED_TRACE(name);
         ParquetFile f = ParquetFile::open(test::source_path("tests/fixtures/parquet/" + name));
         EXPECT_GT(f.num_row_groups(), 1u);  // row_group_size=10 in the generator
-        std::vector<Json> rows = read_all(f.path());
+        std::vector<RowJson> rows = read_all(f.path());
         ASSERT_EQ(rows.size(), expected.size());
         for (size_t i = 0; i < rows.size(); ++i) ASSERT_EQ(rows[i], expected[i]) << "row " << i;
         ++files;

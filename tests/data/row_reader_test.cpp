@@ -18,7 +18,7 @@ TEST(RowReader, JsonlRowsWithBlankLinesAndCrlf) {
   auto path = write_file("jsonl_ok", "a.jsonl", "{\"text\": \"a\"}\r\n\n  \n{\"text\": \"b\"}");
   RowErrors errors(false);
   std::vector<uint64_t> lines;
-  read_rows(path, errors, [&](Json&& row, const RowRef& where) {
+  read_rows(path, errors, [&](RowJson&& row, const RowRef& where) {
     EXPECT_TRUE(row.contains("text"));
     lines.push_back(where.number);
   });
@@ -58,6 +58,34 @@ TEST(RowReader, JsonArrayAndDataField) {
   auto bad = write_file("json_bad", "d.json", "[{\"text\": \"a\"}, 3]");
   EXPECT_THAT(error_of([&] { read_all_rows({bad}, errors); }),
               HasSubstr(bad + ": row 1: expected a JSON object, got number"));
+}
+
+// Keys in the file's order at every depth, as Python's dicts keep them (a template's tojson
+// prints them so); dump() lists an object's keys in its stored order.
+TEST(RowReader, KeysKeepTheFilesOrder) {
+  const std::string row =
+      R"({"zeta":1,"tools":[{"type":"function","function":{"name":"f","description":"d",)"
+      R"("parameters":{"type":"object","properties":{"unit":{},"city":{}}}}}],"alpha":null})";
+  auto jsonl = write_file("order_jsonl", "a.jsonl", row + "\n" + row + "\n");
+  auto json = write_file("order_json", "b.json", "[" + row + "]");
+  auto field = write_file("order_field", "c.json", "{\"data\": [" + row + "]}");
+  RowErrors errors(false);
+  auto rows = read_all_rows({jsonl, json, field}, errors);
+  ASSERT_EQ(rows.size(), 4u);
+  for (const RowJson& r : rows) EXPECT_EQ(r.dump(), row);
+}
+
+TEST(RowReader, ParquetKeysKeepTheSchemaOrder) {
+  // types' columns and the fields of its list of structs are not in alphabetical order.
+  RowErrors errors(false);
+  auto rows = read_all_rows(
+      {sft::test::source_path("tests/fixtures/parquet/types_none_plain_v1.parquet")}, errors);
+  ASSERT_FALSE(rows.empty());
+  std::vector<std::string> keys;
+  for (auto it = rows[0].begin(); it != rows[0].end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"i32", "i64", "i8", "u32", "f32", "f64", "flag", "req",
+                                            "text", "ints", "nested", "tool_calls", "lol"}));
+  EXPECT_EQ(rows[0]["tool_calls"][0].dump(), R"({"name":"quote\"","args":[true]})");
 }
 
 TEST(RowReader, UnknownExtension) {

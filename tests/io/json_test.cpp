@@ -45,4 +45,32 @@ TEST(Json, RejectsInvalidUtf8ByOffset) {
   }
 }
 
+TEST(Json, OrderedParseKeepsKeyOrderAndTheSameChecks) {
+  const std::string text = R"({"z":1,"a":{"y":[{"q":1,"b":2}],"c":null}})";
+  EXPECT_EQ(parse_ordered_json_strict(text, "test", "x.json").dump(), text);
+  EXPECT_EQ(parse_json_strict(text, "test", "x.json").dump(),
+            R"({"a":{"c":null,"y":[{"b":2,"q":1}]},"z":1})");
+  try {
+    parse_ordered_json_strict(R"({"a": [{"b": 1, "b": 2}]})", "test", "x.json");
+    FAIL();
+  } catch (const JsonError& e) {
+    EXPECT_EQ(e.kind(), JsonError::Kind::kDuplicateKey);
+    EXPECT_EQ(e.detail(), "a.b");
+  }
+  try {
+    parse_ordered_json_strict("{\"a\": \"\xFF\"}", "test", "x.json");
+    FAIL();
+  } catch (const JsonError& e) {
+    EXPECT_EQ(e.kind(), JsonError::Kind::kInvalidUtf8);
+  }
+  try {
+    parse_ordered_json_strict("{\n  oops\n}", "test", "x.json");
+    FAIL();
+  } catch (const JsonError& e) {
+    EXPECT_EQ(e.kind(), JsonError::Kind::kSyntax);
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(json_type_name(OrderedJson::array()), "array");
+}
+
 }  // namespace sft
