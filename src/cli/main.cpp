@@ -1,14 +1,20 @@
 // sft: supervised fine-tuning of Hugging Face decoder LLMs.
 //
-// Dispatches `sft <command> ...` to the commands cli/cmd_*.cpp register and is the one place where errors
-// are caught: the message goes to stderr and the exit code is 1 (2 for usage errors).
+// Dispatches `sft <command> ...` to the commands cli/cmd_*.cpp register and is the one place where
+// errors are caught: the message goes to stderr and the exit code is 1 (2 for usage errors). When
+// OpenBLAS fell back to slow generic kernels on this CPU, it first re-executes itself with
+// OPENBLAS_CORETYPE set (ops/blas_kernels.h).
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string_view>
 
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "ops/backend.h"
+#include "ops/blas_kernels.h"
 
 namespace {
 
@@ -27,6 +33,10 @@ void print_help() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const char* coretype = sft::ops::better_blas_coretype()) {
+    setenv("OPENBLAS_CORETYPE", coretype, 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: carry on with the slow kernels
+  }
   if (argc < 2) {
     print_help();
     return 2;
@@ -37,7 +47,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (first == "--version" || first == "-V") {
-    std::printf("sft %s (backends: %s)\n", SFT_VERSION, sft::compiled_backends().c_str());
+    std::printf("sft %s (backends: %s; OpenBLAS kernels: %s)\n", SFT_VERSION,
+                sft::compiled_backends().c_str(), sft::ops::blas_kernel_name().c_str());
     return 0;
   }
   for (const sft::cli::Command& c : sft::cli::registered_commands()) {
