@@ -56,9 +56,8 @@ void read_jsonl_text(std::string_view text, const std::string& path, RowErrors& 
   }
 }
 
-void read_json_file(const std::string& path, RowErrors& errors, const RowVisitor& visit) {
-  auto mapping = MappedFile::open(path);
-  std::string_view text(reinterpret_cast<const char*>(mapping->bytes().data()), mapping->size());
+void read_json_text(std::string_view text, const std::string& path, RowErrors& errors,
+                    const RowVisitor& visit) {
   RowJson doc;
   try {
     doc = parse_ordered_json_strict(text, "data", path);
@@ -107,6 +106,14 @@ FileFormat file_format_of(const std::string& path) {
        "'" + path + "' is not a dataset file sft can read (hint: use .jsonl, .json or .parquet)");
 }
 
+void read_rows_from_text(std::string_view text, FileFormat format, const std::string& name,
+                         RowErrors& errors, const RowVisitor& visit) {
+  if (format == FileFormat::kParquet)
+    fail("data", name + ": Parquet is read from a file, not from text");
+  if (format == FileFormat::kJsonl) return read_jsonl_text(text, name, errors, visit);
+  read_json_text(text, name, errors, visit);
+}
+
 void read_rows(const std::string& path, RowErrors& errors, const RowVisitor& visit) {
   read_rows(std::vector<std::string>{path}, errors, visit);
 }
@@ -116,16 +123,14 @@ void read_rows(const std::vector<std::string>& paths, RowErrors& errors, const R
   std::string first_parquet;
   for (const std::string& path : paths) {
     switch (file_format_of(path)) {
-      case FileFormat::kJsonl: {
+      case FileFormat::kJsonl:
+      case FileFormat::kJson: {
         auto mapping = MappedFile::open(path);
         std::string_view text(reinterpret_cast<const char*>(mapping->bytes().data()),
                               mapping->size());
-        read_jsonl_text(text, path, errors, visit);
+        read_rows_from_text(text, file_format_of(path), path, errors, visit);
         break;
       }
-      case FileFormat::kJson:
-        read_json_file(path, errors, visit);
-        break;
       case FileFormat::kParquet: {
         ParquetFile file = ParquetFile::open(path);
         if (!first_schema) {

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/row_errors.h"
@@ -28,6 +29,9 @@ enum class FileFormat { kJsonl, kJson, kParquet };
 FileFormat file_format_of(const std::string& path);
 
 void read_rows(const std::string& path, RowErrors& errors, const RowVisitor& visit);
+// JSON Lines or JSON already in memory (`name` stands for the file in messages).
+void read_rows_from_text(std::string_view text, FileFormat format, const std::string& name,
+                         RowErrors& errors, const RowVisitor& visit);
 void read_rows(const std::vector<std::string>& paths, RowErrors& errors, const RowVisitor& visit);
 
 // Convenience for tests and small datasets: every row in memory.
