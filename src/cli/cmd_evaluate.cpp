@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "data/format.h"
 #include "data/row_errors.h"
+#include "io/options.h"
 #include "model/generate.h"
 #include "model/model_dir.h"
 #include "model/transformer.h"
@@ -59,10 +60,6 @@ std::string strip(const std::string& s) {
   return s.substr(begin, s.find_last_not_of(kSpace) - begin + 1);
 }
 
-jinja::OrderedJson ordered(const Json& j, const std::string& source) {
-  return chat::parse_ordered_json(j.dump(), source);
-}
-
 // The reference is the last message: an assistant turn with string content.
 std::string reference_answer(const std::vector<data::Message>& messages,
                              const FileLocation& where) {
@@ -80,7 +77,7 @@ Item to_item(data::Example&& example, const FileLocation& where) {
   Item item;
   item.where = where;
   std::vector<data::Message> prompt;
-  Json tools, kwargs;
+  data::RowJson tools, kwargs;
   if (auto* c = std::get_if<data::Conversation>(&example)) {
     item.reference = reference_answer(c->messages, where);
     prompt.assign(c->messages.begin(), c->messages.end() - 1);
@@ -98,65 +95,56 @@ Item to_item(data::Example&& example, const FileLocation& where) {
     fail_in_file("evaluate", where, "the row is not conversational",
                  "evaluate needs `messages` or conversational `prompt` + `completion` rows");
   }
-  item.prompt = ordered(data::message_list_to_json(prompt), where.file);
-  if (!tools.is_null()) item.tools = ordered(tools, where.file);
-  if (kwargs.is_object()) item.kwargs = ordered(kwargs, where.file);
+  // Rows keep the file's key order (data::RowJson), which the template must see as is.
+  item.prompt = data::message_list_to_json(prompt);
+  if (!tools.is_null()) item.tools = std::move(tools);
+  if (kwargs.is_object()) item.kwargs = std::move(kwargs);
   return item;
 }
 
-int64_t count_flag(const std::string& flag, const std::string& v) {
-  try {
-    size_t used = 0;
-    const long long n = std::stoll(v, &used);
-    if (used == v.size() && n >= 0) return n;
-  } catch (const std::exception&) {
-  }
-  fail("cli", flag + " expects a non-negative integer, got '" + v + "'");
-}
+// Flags: the names and help live in kUsage; OptionSet parses and names the closest flag.
+struct EvaluateFlags {
+  std::string model, dataset, tokenizer;
+  int64_t max_new_tokens = 32, limit = 0, show_failures = 5;
+  std::optional<double> min_exact_match;
+};
 
-double fraction_flag(const std::string& flag, const std::string& v) {
-  try {
-    size_t used = 0;
-    const double d = std::stod(v, &used);
-    if (used == v.size() && d >= 0 && d <= 1) return d;
-  } catch (const std::exception&) {
-  }
-  fail("cli", flag + " expects a number in [0, 1], got '" + v + "'");
+EvaluateFlags parse_flags(const Args& args) {
+  EvaluateFlags f;
+  OptionSet options("evaluate");
+  const std::string group = "evaluate";
+  options.add_string("model", &f.model, group, "model folder or Hub id");
+  options.add_string("dataset", &f.dataset, group, "held-out conversations");
+  options.add_string("tokenizer", &f.tokenizer, group, "tokenizer folder (default: the model)");
+  options.add_int("max_new_tokens", &f.max_new_tokens, group, "longest answer generated");
+  options.add_int("limit", &f.limit, group, "only the first N rows (0: all)");
+  options.add_int("show_failures", &f.show_failures, group, "mismatches printed");
+  options.add_optional_float("min_exact_match", &f.min_exact_match, group,
+                             "fail below this exact match");
+  if (!options.parse(args).empty()) fail("cli", "sft evaluate takes no positional arguments");
+  for (const auto* n : {&f.max_new_tokens, &f.limit, &f.show_failures})
+    if (*n < 0) fail("cli", "sft evaluate: counts must be non-negative (see --help)");
+  if (f.min_exact_match && (*f.min_exact_match < 0 || *f.min_exact_match > 1))
+    fail("cli", "--min_exact_match expects a number in [0, 1]");
+  return f;
 }
 
 }  // namespace
 
 int run_evaluate(const Args& args) {
-  std::string model_path, tokenizer_path, dataset;
-  int64_t max_new_tokens = 32, limit = 0, show_failures = 5;
-  std::optional<double> min_exact_match;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) fail("cli", "sft evaluate: " + a + " needs a value");
-      return args[++i];
-    };
+  for (const std::string& a : args) {
     if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (a == "--model") {
-      model_path = value();
-    } else if (a == "--dataset") {
-      dataset = value();
-    } else if (a == "--tokenizer") {
-      tokenizer_path = value();
-    } else if (a == "--max_new_tokens") {
-      max_new_tokens = count_flag(a, value());
-    } else if (a == "--limit") {
-      limit = count_flag(a, value());
-    } else if (a == "--show_failures") {
-      show_failures = count_flag(a, value());
-    } else if (a == "--min_exact_match") {
-      min_exact_match = fraction_flag(a, value());
-    } else {
-      fail("cli", "sft evaluate: unknown argument '" + a + "' (see --help)");
     }
   }
+  const EvaluateFlags flags = parse_flags(args);
+  const std::string& model_path = flags.model;
+  const std::string& dataset = flags.dataset;
+  std::string tokenizer_path = flags.tokenizer;
+  const int64_t max_new_tokens = flags.max_new_tokens, limit = flags.limit,
+                show_failures = flags.show_failures;
+  const std::optional<double> min_exact_match = flags.min_exact_match;
   if (model_path.empty() || dataset.empty()) {
     std::fputs(kUsage, stderr);
     return 2;
