@@ -20,6 +20,12 @@ void matmul(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, bool 
             bool trans_b, bool accumulate, int64_t lda = 0, int64_t ldb = 0, int64_t ldc = 0,
             bool parallel = true);
 
+// The same product with bf16 operands (raw bits, round-to-nearest-even bf16 as core/half.h)
+// and fp32 accumulation into an fp32 C: the shape of torch's bf16 autocast matmuls.
+void matmul_bf16(float* c, const uint16_t* a, const uint16_t* b, int64_t M, int64_t N, int64_t K,
+                 bool trans_a, bool trans_b, bool accumulate, int64_t lda = 0, int64_t ldb = 0,
+                 int64_t ldc = 0);
+
 // fn(begin, end) over contiguous chunks of [0, n) on the default pool; serial when n is small
 // relative to `grain` (work items per chunk worth a thread hand-off).
 void parallel_rows(int64_t n, int64_t grain, void (*fn)(void*, int64_t, int64_t), void* ctx);
