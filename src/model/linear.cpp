@@ -1,44 +1,38 @@
-// linear forward/backward on ops::matmul. See linear.h.
+// Linear forward/backward and the LM head's fused loss, on ops::matmul. See linear.h.
 #include "model/linear.h"
 
-#include "ops/ops.h"
+#include "core/error.h"
 
 namespace sft::model {
 
-template <typename T>
-void linear_forward(T* y, const T* x, const T* w, const T* b, int64_t N, int64_t I, int64_t O) {
-  ops::matmul(y, x, w, N, O, I, false, true, false);
-  if (b) {
-    ops::parallel_for_rows(N, 64, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i)
-        for (int64_t o = 0; o < O; ++o) y[i * O + o] += b[o];
-    });
-  }
+ops::View Linear::weight_for(const ops::View& x) const {
+  if (x.dtype != DType::kBF16) return weight->value;
+  if (weight->bf16.empty())
+    fail("model", "bf16 input to '" + weight->spec.name + "', which has no bf16 copy");
+  return weight->bf16;
 }
 
-template <typename T>
-void linear_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, int64_t N, int64_t I,
-                     int64_t O, bool accumulate_dx) {
-  if (dx) ops::matmul(dx, dy, w, N, I, O, false, false, accumulate_dx);
-  ops::matmul(dw, dy, x, O, I, N, true, false, true);
-  if (db) {
-    ops::parallel_for_rows(O, 64, [&](int64_t lo, int64_t hi) {
-      for (int64_t o = lo; o < hi; ++o) {
-        T acc = 0;
-        for (int64_t i = 0; i < N; ++i) acc += dy[i * O + o];
-        db[o] += acc;
-      }
-    });
-  }
+void Linear::forward(ops::View y, ops::View x) const {
+  ops::matmul(y, x, weight_for(x), false, true, false);
+  if (bias) ops::add_bias(y, bias->value);
 }
 
-template void linear_forward<float>(float*, const float*, const float*, const float*, int64_t,
-                                    int64_t, int64_t);
-template void linear_forward<double>(double*, const double*, const double*, const double*, int64_t,
-                                     int64_t, int64_t);
-template void linear_backward<float>(float*, float*, float*, const float*, const float*,
-                                     const float*, int64_t, int64_t, int64_t, bool);
-template void linear_backward<double>(double*, double*, double*, const double*, const double*,
-                                      const double*, int64_t, int64_t, int64_t, bool);
+void Linear::backward(ops::View dx, ops::View dy, ops::View x, ops::View dy16,
+                      bool accumulate_dx) const {
+  if (bias) ops::bias_backward(bias->grad, dy);
+  ops::View g = dy;
+  if (x.dtype == DType::kBF16) {
+    ops::cast(dy16, dy);
+    g = dy16;
+  }
+  if (!dx.empty()) ops::matmul(dx, g, weight_for(x), false, false, accumulate_dx);
+  ops::matmul(weight->grad, g, x, true, false, true);
+}
+
+ops::LmHeadStats Linear::cross_entropy(ops::View dx, ops::View logits, ops::View x,
+                                       const int64_t* targets, double scale, bool train) const {
+  return ops::lm_head_cross_entropy(train ? dx : ops::View{}, train ? weight->grad : ops::View{},
+                                    logits, x, weight_for(x), targets, scale);
+}
 
 }  // namespace sft::model

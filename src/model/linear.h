@@ -1,24 +1,42 @@
-// The one projection choke point: every q/k/v/o/gate/up/down projection and the LM head go
-// through linear_forward / linear_backward, so LoRA (and its merge) will live in one place.
+// Linear: the one projection choke point. Every q/k/v/o/gate/up/down projection and the LM
+// head go through it, so the compute dtype, LoRA (an adapter beside the weight, its forward,
+// backward and merge) and tensor-parallel splits (a weight that is a slice of the full one,
+// with the reduction after it) each live in this one place.
 //
-// y = x Wᵀ + b, with W stored as transformers stores nn.Linear weights: (O, I).
-// Signature rule: outputs first, then inputs, weights, then sizes. Parameter grads
-// accumulate (+=). dx overwrites (=) unless accumulate_dx is set, which lets q, k and v
-// projections of one input sum their input gradients without a temporary.
+// y = x Wᵀ + b with W stored as transformers stores nn.Linear weights: (O, I).
+// Compute dtype follows the input view: an f32 (or f64) x multiplies the master weight; a bf16
+// x multiplies the weight's bf16 copy with fp32 accumulation (torch autocast's bf16 matmul).
+// Signature rule: outputs first, then inputs; parameter grads accumulate (+=), dx overwrites
+// (=) unless accumulate_dx, which lets q, k and v of one input sum their input gradients.
 // Dimensions: N rows, I in features, O out features.
 #pragma once
 
-#include <cstdint>
+#include "model/parameters.h"
+#include "ops/ops.h"
 
 namespace sft::model {
 
-// y (N, O) =; x (N, I); w (O, I); b (O) or null.
-template <typename T>
-void linear_forward(T* y, const T* x, const T* w, const T* b, int64_t N, int64_t I, int64_t O);
+struct Linear {
+  const Parameter* weight = nullptr;  // (O, I)
+  const Parameter* bias = nullptr;    // (1, O) or null
 
-// dx (N, I) = or +=; dw (O, I) +=; db (O) += (may be null); dy (N, O); x; w.
-template <typename T>
-void linear_backward(T* dx, T* dw, T* db, const T* dy, const T* x, const T* w, int64_t N, int64_t I,
-                     int64_t O, bool accumulate_dx = false);
+  int64_t in_features() const { return weight->value.cols; }
+  int64_t out_features() const { return weight->value.rows; }
+
+  // y (N, O) f32 =; x (N, I) f32 or bf16.
+  void forward(ops::View y, ops::View x) const;
+  // dx (N, I) f32 = or +=, or empty; dW, db +=; dy (N, O) f32; x as in forward. With a bf16 x,
+  // dy16 (N, O) bf16 is scratch that receives dy rounded (the bf16 gradient autocast uses).
+  void backward(ops::View dx, ops::View dy, ops::View x, ops::View dy16,
+                bool accumulate_dx = false) const;
+
+  // The LM head: cross-entropy of x Wᵀ against targets, fused (ops::lm_head_cross_entropy);
+  // with `train`, dx = and dW += the gradient of scale · Σ loss.
+  ops::LmHeadStats cross_entropy(ops::View dx, ops::View logits, ops::View x,
+                                 const int64_t* targets, double scale, bool train) const;
+
+ private:
+  ops::View weight_for(const ops::View& x) const;
+};
 
 }  // namespace sft::model

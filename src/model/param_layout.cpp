@@ -2,39 +2,92 @@
 
 namespace sft {
 
-std::vector<ParamSpec> parameter_layout(const ModelConfig& c) {
-  const int64_t V = c.vocab_size, C = c.hidden_size, I = c.intermediate_size;
-  const int64_t H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
-  std::vector<ParamSpec> out;
-  out.push_back({"model.embed_tokens.weight", {V, C}, ParamRole::kEmbedding, -1});
-  for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
-    const std::string p = "model.layers." + std::to_string(layer) + ".";
-    auto add = [&](const std::string& name, Shape shape, ParamRole role) {
-      out.push_back({p + name, std::move(shape), role, layer});
-    };
-    add("input_layernorm.weight", {C}, ParamRole::kNorm);
-    add("self_attn.q_proj.weight", {H * D, C}, ParamRole::kAttention);
-    if (c.qkv_bias) add("self_attn.q_proj.bias", {H * D}, ParamRole::kAttention);
-    add("self_attn.k_proj.weight", {Hkv * D, C}, ParamRole::kAttention);
-    if (c.qkv_bias) add("self_attn.k_proj.bias", {Hkv * D}, ParamRole::kAttention);
-    add("self_attn.v_proj.weight", {Hkv * D, C}, ParamRole::kAttention);
-    if (c.qkv_bias) add("self_attn.v_proj.bias", {Hkv * D}, ParamRole::kAttention);
-    add("self_attn.o_proj.weight", {C, H * D}, ParamRole::kAttention);
-    if (c.o_bias) add("self_attn.o_proj.bias", {C}, ParamRole::kAttention);
-    if (c.qk_norm) {
-      add("self_attn.q_norm.weight", {D}, ParamRole::kNorm);
-      add("self_attn.k_norm.weight", {D}, ParamRole::kNorm);
-    }
-    add("post_attention_layernorm.weight", {C}, ParamRole::kNorm);
-    add("mlp.gate_proj.weight", {I, C}, ParamRole::kMlp);
-    if (c.mlp_bias) add("mlp.gate_proj.bias", {I}, ParamRole::kMlp);
-    add("mlp.up_proj.weight", {I, C}, ParamRole::kMlp);
-    if (c.mlp_bias) add("mlp.up_proj.bias", {I}, ParamRole::kMlp);
-    add("mlp.down_proj.weight", {C, I}, ParamRole::kMlp);
-    if (c.mlp_bias) add("mlp.down_proj.bias", {C}, ParamRole::kMlp);
+namespace {
+
+// A decoder layer's tensors in HF order: the one list of their names under model.layers.N.
+struct LayerTensor {
+  ParamSlot slot;
+  const char* leaf;
+  ParamRole role;
+};
+constexpr LayerTensor kLayerTensors[] = {
+    {ParamSlot::kInputNorm, "input_layernorm.weight", ParamRole::kNorm},
+    {ParamSlot::kQ, "self_attn.q_proj.weight", ParamRole::kAttention},
+    {ParamSlot::kQBias, "self_attn.q_proj.bias", ParamRole::kBias},
+    {ParamSlot::kK, "self_attn.k_proj.weight", ParamRole::kAttention},
+    {ParamSlot::kKBias, "self_attn.k_proj.bias", ParamRole::kBias},
+    {ParamSlot::kV, "self_attn.v_proj.weight", ParamRole::kAttention},
+    {ParamSlot::kVBias, "self_attn.v_proj.bias", ParamRole::kBias},
+    {ParamSlot::kO, "self_attn.o_proj.weight", ParamRole::kAttention},
+    {ParamSlot::kOBias, "self_attn.o_proj.bias", ParamRole::kBias},
+    {ParamSlot::kQNorm, "self_attn.q_norm.weight", ParamRole::kNorm},
+    {ParamSlot::kKNorm, "self_attn.k_norm.weight", ParamRole::kNorm},
+    {ParamSlot::kPostNorm, "post_attention_layernorm.weight", ParamRole::kNorm},
+    {ParamSlot::kGate, "mlp.gate_proj.weight", ParamRole::kMlp},
+    {ParamSlot::kGateBias, "mlp.gate_proj.bias", ParamRole::kBias},
+    {ParamSlot::kUp, "mlp.up_proj.weight", ParamRole::kMlp},
+    {ParamSlot::kUpBias, "mlp.up_proj.bias", ParamRole::kBias},
+    {ParamSlot::kDown, "mlp.down_proj.weight", ParamRole::kMlp},
+    {ParamSlot::kDownBias, "mlp.down_proj.bias", ParamRole::kBias},
+};
+
+// The shape of a layer tensor under this config, or {} when the config has no such tensor.
+Shape layer_tensor_shape(const ModelConfig& c, ParamSlot slot) {
+  const int64_t C = c.hidden_size, I = c.intermediate_size;
+  const int64_t Q = c.num_attention_heads * c.head_dim, KV = c.num_key_value_heads * c.head_dim;
+  switch (slot) {
+    case ParamSlot::kInputNorm:
+    case ParamSlot::kPostNorm:
+      return {C};
+    case ParamSlot::kQ:
+      return {Q, C};
+    case ParamSlot::kK:
+    case ParamSlot::kV:
+      return {KV, C};
+    case ParamSlot::kO:
+      return {C, Q};
+    case ParamSlot::kQBias:
+      return c.qkv_bias ? Shape{Q} : Shape{};
+    case ParamSlot::kKBias:
+    case ParamSlot::kVBias:
+      return c.qkv_bias ? Shape{KV} : Shape{};
+    case ParamSlot::kOBias:
+      return c.o_bias ? Shape{C} : Shape{};
+    case ParamSlot::kQNorm:
+    case ParamSlot::kKNorm:
+      return c.qk_norm ? Shape{c.head_dim} : Shape{};
+    case ParamSlot::kGate:
+    case ParamSlot::kUp:
+      return {I, C};
+    case ParamSlot::kDown:
+      return {C, I};
+    case ParamSlot::kGateBias:
+    case ParamSlot::kUpBias:
+      return c.mlp_bias ? Shape{I} : Shape{};
+    case ParamSlot::kDownBias:
+      return c.mlp_bias ? Shape{C} : Shape{};
+    default:
+      return {};
   }
-  out.push_back({"model.norm.weight", {C}, ParamRole::kNorm, -1});
-  if (!c.tie_word_embeddings) out.push_back({"lm_head.weight", {V, C}, ParamRole::kLmHead, -1});
+}
+
+}  // namespace
+
+std::vector<ParamSpec> parameter_layout(const ModelConfig& c) {
+  const int64_t V = c.vocab_size, C = c.hidden_size;
+  std::vector<ParamSpec> out;
+  out.push_back(
+      {"model.embed_tokens.weight", {V, C}, ParamRole::kEmbedding, -1, ParamSlot::kEmbed});
+  for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
+    const std::string prefix = "model.layers." + std::to_string(layer) + ".";
+    for (const LayerTensor& t : kLayerTensors) {
+      Shape shape = layer_tensor_shape(c, t.slot);
+      if (!shape.empty()) out.push_back({prefix + t.leaf, std::move(shape), t.role, layer, t.slot});
+    }
+  }
+  out.push_back({"model.norm.weight", {C}, ParamRole::kNorm, -1, ParamSlot::kFinalNorm});
+  if (!c.tie_word_embeddings)
+    out.push_back({"lm_head.weight", {V, C}, ParamRole::kLmHead, -1, ParamSlot::kLmHead});
   return out;
 }
 

@@ -13,14 +13,45 @@
 
 namespace sft {
 
-enum class ParamRole { kEmbedding, kAttention, kMlp, kNorm, kLmHead };
+enum class ParamRole { kEmbedding, kAttention, kMlp, kNorm, kBias, kLmHead };
+
+// Which tensor a parameter is: the model's own three, or one of a decoder layer's.
+enum class ParamSlot {
+  kEmbed,
+  kFinalNorm,
+  kLmHead,
+  kInputNorm,
+  kQ,
+  kQBias,
+  kK,
+  kKBias,
+  kV,
+  kVBias,
+  kO,
+  kOBias,
+  kQNorm,
+  kKNorm,
+  kPostNorm,
+  kGate,
+  kGateBias,
+  kUp,
+  kUpBias,
+  kDown,
+  kDownBias,
+};
 
 struct ParamSpec {
   std::string name;  // e.g. "model.layers.0.self_attn.q_proj.weight"
   Shape shape;
   ParamRole role;
   int layer;  // -1 for parameters outside the decoder layers
+  ParamSlot slot;
 };
+
+// HF Trainer's get_decay_parameter_names: weight decay skips norm weights and biases.
+inline bool weight_decay_applies(ParamRole role) {
+  return role != ParamRole::kNorm && role != ParamRole::kBias;
+}
 
 // Every trainable parameter in HF order; lm_head.weight only when embeddings are untied.
 std::vector<ParamSpec> parameter_layout(const ModelConfig& config);

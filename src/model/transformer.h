@@ -1,15 +1,20 @@
-// Transformer: the Llama / Mistral / Qwen2 / Qwen3 decoder in fp32 on CPU, with explicit
-// forward and backward per layer (no autograd), as llm.c does.
+// Transformer: the Llama / Mistral / Qwen2 / Qwen3 decoder with explicit forward and backward
+// per layer (no autograd), as llm.c does: embedding, DecoderLayer × L, final norm, and the LM
+// head fused with its cross-entropy. Compute is fp32 (the spec) or bf16 (set_compute_dtype:
+// bf16 matmul inputs and weight copies, fp32 master weights, gradients and residual stream).
 //
-// Memory: parameters, gradients and activations each live in one arena; WeightViews are named
-// views into the parameter (or gradient) arena under transformers' names (parameter_layout).
+// Memory: parameters and gradients live in the ParameterSet's arenas, activations and
+// backward scratch in two more arenas carved per batch shape (grown, never shrunk, so the step
+// loop stops allocating once the longest batch has been seen).
 // A batch is a packed, padding-free stream of documents: positions restart at each document
 // and attention never crosses one, so a packed batch equals its documents run alone.
 //
 // Loss convention (transformers'): labels are aligned with tokens and shifted here, so position
 // t is scored against labels[t + 1] when t + 1 is in the same document and labels[t + 1] ≠ -100.
 // forward returns (sum, count); the caller normalises. backward(scale) adds
-// d(scale · loss_sum)/dθ to the gradient arena (+=, so micro-batches accumulate).
+// d(scale · loss_sum)/dθ to the gradient arena (+=, so micro-batches accumulate). Given the
+// scale already in forward, the LM head produces its gradient in that pass (the fused head:
+// logits are computed once per step).
 // Dimensions: T tokens, C hidden, I intermediate, H heads, Hkv kv heads, D head dim, V vocab,
 // L layers.
 #pragma once
@@ -18,34 +23,20 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include "core/arena.h"
 #include "core/tensor.h"
 #include "io/safetensors.h"
 #include "model/config.h"
-#include "model/lm_head_loss.h"
+#include "model/decoder_layer.h"
 #include "model/param_layout.h"
+#include "model/parameters.h"
+#include "ops/ops.h"
 
 namespace sft::model {
 
-// Views of one decoder layer's tensors in a parameter or gradient arena (null = absent).
-struct LayerWeights {
-  float* input_norm = nullptr;                 // (C)
-  float *q_w = nullptr, *q_b = nullptr;        // (H·D, C), (H·D)
-  float *k_w = nullptr, *k_b = nullptr;        // (Hkv·D, C), (Hkv·D)
-  float *v_w = nullptr, *v_b = nullptr;        // (Hkv·D, C), (Hkv·D)
-  float *o_w = nullptr, *o_b = nullptr;        // (C, H·D), (C)
-  float *q_norm = nullptr, *k_norm = nullptr;  // (D) Qwen3
-  float* post_norm = nullptr;                  // (C)
-  float *gate_w = nullptr, *gate_b = nullptr;  // (I, C), (I)
-  float *up_w = nullptr, *up_b = nullptr;      // (I, C), (I)
-  float *down_w = nullptr, *down_b = nullptr;  // (C, I), (C)
-};
-
-struct WeightViews {
-  float* embed = nullptr;  // (V, C)
-  std::vector<LayerWeights> layers;
-  float* final_norm = nullptr;  // (C)
-  float* lm_head = nullptr;     // (V, C); == embed when tied
-};
+using LossStats = ops::LmHeadStats;
 
 struct Batch {
   std::vector<int64_t> tokens;       // (T)
@@ -60,19 +51,6 @@ struct KvCache {
   std::vector<std::vector<float>> k, v;  // per layer (capacity, Hkv, D), after RoPE
 };
 
-// Saved activations of one decoder layer (views into the activation arena).
-struct LayerActs {
-  float *ln1 = nullptr, *rstd1 = nullptr;              // (T, C), (T)
-  float *q_raw = nullptr, *q_rstd = nullptr;           // (T, H·D), (T·H)   before q_norm (Qwen3)
-  float *k_raw = nullptr, *k_rstd = nullptr;           // (T, Hkv·D), (T·Hkv)
-  float *q = nullptr, *k = nullptr, *v = nullptr;      // (T, H·D), (T, Hkv·D) ×2, after RoPE
-  float* probs = nullptr;                              // Σ_docs (H, n, n)
-  float* att = nullptr;                                // (T, H·D)
-  float* x_mid = nullptr;                              // (T, C) residual after attention
-  float *ln2 = nullptr, *rstd2 = nullptr;              // (T, C), (T)
-  float *gate = nullptr, *up = nullptr, *h = nullptr;  // (T, I)
-};
-
 class Transformer {
  public:
   // Loads config.json + safetensors (any float dtype) into fp32 master weights.
@@ -80,21 +58,34 @@ class Transformer {
   // Random N(0, std) weights, norms = 1, biases = 0 (benchmarks, tests).
   static Transformer random(const ModelConfig& config, uint64_t seed, float std = 0.02f);
 
+  Transformer(Transformer&&) noexcept;
+  Transformer& operator=(Transformer&&) noexcept;
+  ~Transformer();
+
   const ModelConfig& config() const { return config_; }
   const std::vector<ParamSpec>& layout() const { return layout_; }
-  int64_t num_parameters() const { return static_cast<int64_t>(params_.size()); }
+  ParameterSet& params() { return params_; }
+  const ParameterSet& params() const { return params_; }
+  int64_t num_parameters() const { return params_.numel(); }
 
   // Named parameter / gradient tensors (borrowed views; valid while this object lives).
-  std::vector<NamedTensor> parameters() const;
-  std::vector<NamedTensor> gradients() const;
+  std::vector<NamedTensor> parameters() const { return params_.named_values(); }
+  std::vector<NamedTensor> gradients() const { return params_.named_grads(); }
   float* param_data(const std::string& name);
   float* grad_data(const std::string& name);
-  void zero_grad();
+  void zero_grad() { params_.zero_grads(); }
 
-  // Runs the batch; fills logits (T, V) when non-null. Saves activations for backward.
-  LossStats forward(const Batch& batch, float* logits = nullptr);
+  // kF32 (default) or kBF16. bf16 allocates the weights' bf16 copies; call
+  // params().refresh_bf16_copies() after changing the master weights.
+  void set_compute_dtype(DType dtype);
+  DType compute_dtype() const { return compute_; }
+
+  // Runs the batch; fills logits (T, V) when non-null. Saves activations for backward. With
+  // loss_scale, the LM head's gradient of loss_scale · loss_sum is produced in this pass.
+  LossStats forward(const Batch& batch, float* logits = nullptr,
+                    std::optional<double> loss_scale = std::nullopt);
   // Gradients of scale · loss_sum of the last forward, accumulated (+=) into gradients().
-  void backward(float scale);
+  void backward(double scale);
 
   // Keep only each layer's input and recompute the rest during backward (transformers'
   // gradient_checkpointing): activation memory of one layer instead of L, one extra forward.
@@ -103,6 +94,10 @@ class Transformer {
   // Named activations of the last forward ("layers.0.attn_norm", ...), for debug dumps
   // (with gradient checkpointing only the last layer's are kept).
   std::vector<NamedTensor> activations() const;
+  // Bytes of the activation arena the last forward carved (saved for backward).
+  size_t activation_bytes() const { return acts_bytes_; }
+  // Arena growths so far (the step loop must stop allocating: tests count these).
+  int64_t arena_allocations() const { return acts_.allocations() + bwd_.allocations(); }
 
   // Generation: a fresh cache for up to `capacity` tokens; decode appends `n` tokens and
   // writes the logits of the last one (V).
@@ -114,29 +109,34 @@ class Transformer {
 
  private:
   explicit Transformer(ModelConfig config);
-  WeightViews views_into(std::vector<float>& arena) const;
   void check_batch(const Batch& batch) const;
   void prepare(const Batch& batch);
   void layer_forward(int64_t l);
+  AttentionInputs attention_inputs(int64_t l) const;
 
   ModelConfig config_;
   std::vector<ParamSpec> layout_;
-  std::vector<int64_t> offsets_;  // of each layout entry in the arenas
-  std::vector<float> params_, grads_;
-  WeightViews w_, g_;
-
-  // State of the last forward.
-  int64_t T_ = 0;
-  std::vector<int64_t> tokens_, targets_, positions_, doc_starts_, doc_lens_, probs_offsets_;
-  std::vector<float> acts_;  // activation arena
-  std::vector<float> bwd_;   // backward scratch arena
-  std::vector<float> cos_, sin_;
-  std::vector<float> lm_workspace_;
-  float* resid_ = nullptr;  // (L + 1, T, C): embedding output, then each layer's output
-  float *lnf_ = nullptr, *rstdf_ = nullptr;
-  std::vector<LayerActs> la_;
-  bool has_forward_ = false;
+  ParameterSet params_;
+  std::vector<DecoderLayer> layers_;
+  Linear lm_head_;
+  const Parameter* embed_ = nullptr;
+  const Parameter* final_norm_ = nullptr;
+  DType compute_ = DType::kF32;
   bool gradient_checkpointing_ = false;
+
+  // State of the last forward (views into acts_; host vectors reuse their capacity).
+  int64_t T_ = 0;
+  std::vector<int64_t> tokens_, targets_, positions_;
+  std::vector<ops::AttentionSegment> segments_;
+  Arena acts_, bwd_, decode_;
+  size_t acts_bytes_ = 0;
+  ops::View resid_;               // (L + 1, T, C): embedding output, then each layer's output
+  ops::View lnf_, rstdf_, dlnf_;  // (T, C) compute dtype, (T, 1), (T, C) LM head's dx
+  ops::View cos_, sin_;           // (T, D/2)
+  std::vector<LayerActivations> la_;
+  LayerScratch scratch_;
+  std::optional<double> head_grad_scale_;  // the LM head's gradient is in dlnf_ for this scale
+  bool has_forward_ = false;
 };
 
 }  // namespace sft::model

@@ -1,16 +1,12 @@
 // Transformer decoding with a KV cache: runs new tokens against the cached keys/values of the
-// tokens before them (one sequence), for generation. Same layer kernels as training, with the
-// attention's query offset set to the cache length. See transformer.h.
+// tokens before them (one sequence), for generation. The same decoder_layer_forward as
+// training, with keys and values written into the cache and one attention segment at the
+// cache's length. See transformer.h.
 #include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "core/error.h"
-#include "model/attention.h"
-#include "model/embedding.h"
-#include "model/linear.h"
-#include "model/mlp.h"
-#include "model/rmsnorm.h"
 #include "model/rope.h"
 #include "model/transformer.h"
 
@@ -28,8 +24,8 @@ KvCache Transformer::new_cache(int64_t capacity) const {
 
 void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* last_logits) {
   const ModelConfig& c = config_;
-  const int64_t C = c.hidden_size, I = c.intermediate_size, H = c.num_attention_heads,
-                Hkv = c.num_key_value_heads, D = c.head_dim, V = c.vocab_size;
+  const int64_t C = c.hidden_size, KV = c.num_key_value_heads * c.head_dim, D = c.head_dim,
+                V = c.vocab_size;
   const int64_t p0 = cache.length;
   if (n <= 0) fail("model", "decode needs at least one token");
   if (p0 + n > cache.capacity)
@@ -39,54 +35,45 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
     if (ids[i] < 0 || ids[i] >= V)
       fail("model", "token id " + std::to_string(ids[i]) + " is outside the vocabulary");
 
+  const LayerShape shape = LayerShape::of(c, n, compute_);
+  LayerActivations acts;
+  LayerScratch scratch;
+  ops::View x, y, cos, sin, last_norm, last_norm32, last_rstd;
+  carve(decode_, [&](Carver& cv) {
+    acts = carve_layer_activations(cv, shape, /*own_kv=*/false);
+    scratch = carve_layer_scratch(cv, shape, false);
+    x = ops::view_of(cv.take<float>(n * C), n, C);
+    y = ops::view_of(cv.take<float>(n * C), n, C);
+    cos = ops::view_of(cv.take<float>(n * D / 2), n, D / 2);
+    sin = ops::view_of(cv.take<float>(n * D / 2), n, D / 2);
+    last_norm32 = ops::view_of(cv.take<float>(C), 1, C);
+    last_norm = compute_ == DType::kBF16 ? ops::view_of(cv.take<uint16_t>(C), 1, C) : last_norm32;
+    last_rstd = ops::view_of(cv.take<float>(1), 1, 1);
+  });
   std::vector<int64_t> pos(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) pos[static_cast<size_t>(i)] = p0 + i;
-  const RopeFrequencies freqs = rope_frequencies(c, p0 + n);
-  std::vector<float> cs(static_cast<size_t>(n * D / 2)), sn(cs.size());
-  rope_tables(cs.data(), sn.data(), freqs, pos.data(), n);
+  rope_tables(cos.as<float>(), sin.as<float>(), rope_frequencies(c, p0 + n), pos.data(), n);
 
-  std::vector<float> x(static_cast<size_t>(n * C)), ln(x.size()), rstd(static_cast<size_t>(n * H));
-  std::vector<float> q(static_cast<size_t>(n * H * D)), qn(q.size()),
-      k(static_cast<size_t>(n * Hkv * D));
-  std::vector<float> att(q.size()), probs(static_cast<size_t>(H * n * (p0 + n)));
-  std::vector<float> gate(static_cast<size_t>(n * I)), up(gate.size()), h(gate.size()),
-      tmp(x.size());
-  embedding_forward(x.data(), ids, w_.embed, n, C);
+  // The new tokens attend to the cache and to each other: one segment at offset p0.
+  const ops::AttentionSegment segment{0, n, 0, p0 + n, p0};
+  ops::embedding_forward(x, ids, embed_->value);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    const LayerWeights& w = w_.layers[static_cast<size_t>(l)];
-    float* kc = cache.k[static_cast<size_t>(l)].data() + p0 * Hkv * D;
-    float* vc = cache.v[static_cast<size_t>(l)].data() + p0 * Hkv * D;
-    rmsnorm_forward(ln.data(), rstd.data(), x.data(), w.input_norm, n, C, c.rms_norm_eps);
-    linear_forward(q.data(), ln.data(), w.q_w, w.q_b, n, C, H * D);
-    linear_forward(k.data(), ln.data(), w.k_w, w.k_b, n, C, Hkv * D);
-    linear_forward(vc, ln.data(), w.v_w, w.v_b, n, C, Hkv * D);
-    if (c.qk_norm) {
-      rmsnorm_forward(qn.data(), rstd.data(), q.data(), w.q_norm, n * H, D, c.rms_norm_eps);
-      rmsnorm_forward(kc, rstd.data(), k.data(), w.k_norm, n * Hkv, D, c.rms_norm_eps);
-      q.swap(qn);
-    } else {
-      std::memcpy(kc, k.data(), k.size() * sizeof(float));
-    }
-    rope_forward(q.data(), cs.data(), sn.data(), n, H, D);
-    rope_forward(kc, cs.data(), sn.data(), n, Hkv, D);
-    const bool sliding = static_cast<size_t>(l) < c.layer_sliding_window.size() &&
-                         c.layer_sliding_window[static_cast<size_t>(l)] && c.sliding_window;
-    attention_forward(att.data(), probs.data(), q.data(), cache.k[static_cast<size_t>(l)].data(),
-                      cache.v[static_cast<size_t>(l)].data(),
-                      AttentionShape{n, p0 + n, p0, H, Hkv, D, sliding ? *c.sliding_window : 0});
-    linear_forward(tmp.data(), att.data(), w.o_w, w.o_b, n, H * D, C);
-    for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
-    rmsnorm_forward(ln.data(), rstd.data(), x.data(), w.post_norm, n, C, c.rms_norm_eps);
-    linear_forward(gate.data(), ln.data(), w.gate_w, w.gate_b, n, C, I);
-    linear_forward(up.data(), ln.data(), w.up_w, w.up_b, n, C, I);
-    swiglu_forward(h.data(), gate.data(), up.data(), n * I);
-    linear_forward(tmp.data(), h.data(), w.down_w, w.down_b, n, I, C);
-    for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
+    float* kc = cache.k[static_cast<size_t>(l)].data();
+    float* vc = cache.v[static_cast<size_t>(l)].data();
+    acts.k = ops::view_of(kc + p0 * KV, n, KV);  // this call's keys and values go to the cache
+    acts.v = ops::view_of(vc + p0 * KV, n, KV);
+    const AttentionInputs attn{
+        ops::view_of(kc, p0 + n, KV), ops::view_of(vc, p0 + n, KV), {&segment, 1}, cos, sin};
+    decoder_layer_forward(y, acts, scratch, x, attn, layers_[static_cast<size_t>(l)]);
+    std::swap(x, y);
   }
   cache.length = p0 + n;
-  const float* last = x.data() + (n - 1) * C;
-  rmsnorm_forward(ln.data(), rstd.data(), last, w_.final_norm, 1, C, c.rms_norm_eps);
-  linear_forward(last_logits, ln.data(), w_.lm_head, static_cast<const float*>(nullptr), 1, C, V);
+  ops::rmsnorm_forward(last_norm32, last_rstd, x.row_range(n - 1, 1), final_norm_->value,
+                       c.rms_norm_eps);
+  if (last_norm.data != last_norm32.data) ops::cast(last_norm, last_norm32);
+  const int64_t no_target = -1;
+  lm_head_.cross_entropy(ops::View{}, ops::view_of(last_logits, 1, V), last_norm, &no_target, 0,
+                         false);
 }
 
 }  // namespace sft::model

@@ -1,4 +1,12 @@
-// ops: the numeric primitives the model may call. Nothing here knows about models.
+// ops: every kernel the model, the loss and the optimizer call. Nothing here knows about models.
+//
+// Two levels. The kernels at the bottom take Views (ops/view.h: dtype, shape, device) and
+// dispatch to a backend's implementation: ops/cpu/ (the fp32/fp64 reference kernels are the
+// executable spec; fast paths are chosen at run time), ops/cuda/ when built. The host
+// primitives just below (matmul on raw pointers, parallel_rows) are what CPU kernels use.
+//
+// Signature rule of every forward/backward pair: outputs first, then saved activations,
+// inputs, weights, then sizes. Parameter grads accumulate (+=); activation grads overwrite (=).
 //
 // Every matrix multiply in sft goes through ops::matmul, so its implementation (OpenBLAS
 // today; oneDNN, own microkernels or cuBLASLt later) can be swapped in one place.
@@ -7,6 +15,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+
+#include "ops/attention.h"
+#include "ops/lm_head_ce.h"
+#include "ops/view.h"
 
 namespace sft::ops {
 
@@ -37,5 +50,53 @@ void parallel_for_rows(int64_t n, int64_t grain, F&& f) {
       n, grain, [](void* ctx, int64_t b, int64_t e) { (*static_cast<F*>(ctx))(b, e); },
       static_cast<void*>(&f));
 }
+
+// ---- kernels on views -----------------------------------------------------------------
+// Dimension names: N rows, C features, T tokens, H heads, D head dim, V vocab.
+
+// c (M, N) =, or += with accumulate, op(a) · op(b), op = transpose when asked. c is f32 (f64
+// for the reference); a and b are both f32, both bf16 (fp32 accumulation) or both f64.
+void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate);
+
+// y = w · x / sqrt(mean(x²) + eps) per row: out (N, C) =, rstd (N, 1) =; x (N, C); w (1, C).
+void rmsnorm_forward(View out, View rstd, View x, View w, double eps);
+// dx (N, C) =; dw (1, C) +=; dout; x and rstd as saved.
+void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w);
+
+// In place on x (T, NH·D) with cos, sin (T, D/2): rotation by +θ (forward) or −θ (backward).
+void rope_forward(View x, View cos, View sin);
+void rope_backward(View dx, View cos, View sin);
+
+// h = silu(gate) · up elementwise: h =; backward dgate, dup =.
+void swiglu_forward(View h, View gate, View up);
+void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
+
+// out (T, C) = table[ids]; backward dtable (V, C) += scatter of dout in token order.
+void embedding_forward(View out, const int64_t* ids, View table);
+void embedding_backward(View dtable, View dout, const int64_t* ids);
+
+// Attention over segments (ops/attention.h): out (Tq, H·D) =, lse (Tq, H) = the log-sum-exp
+// saved for backward; q (Tq, H·D); k, v (Tk, Hkv·D). Backward: dq =, dk and dv = on the key
+// rows the segments cover.
+void attention_forward(View out, View lse, View q, View k, View v,
+                       std::span<const AttentionSegment> segments, const AttentionDims& dims);
+void attention_backward(View dq, View dk, View dv, View dout, View out, View lse, View q, View k,
+                        View v, std::span<const AttentionSegment> segments,
+                        const AttentionDims& dims);
+
+// LM head + cross-entropy in one pass, never (T × V): x (T, C), w (V, C); targets[t] the id
+// scored at row t or -1. With dx/dw given, the gradient of scale · Σ loss is produced here:
+// dx (T, C) = (unscored rows 0), dw (V, C) +=. logits (T, V) = x wᵀ for every row when given.
+// x and w are f32 (f64 reference) or bf16 (dx, dw, logits f32).
+LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
+                                  const int64_t* targets, double scale);
+
+// dst += src (same shape). dst and src may differ in dtype only as f32 += bf16.
+void add(View dst, View src);
+// y (N, O) += b (1, O) broadcast over rows; db (1, O) += column sums of dy (N, O).
+void add_bias(View y, View b);
+void bias_backward(View db, View dy);
+// dst = src converted (f32 ↔ bf16 round-to-nearest-even, f32 ↔ f64).
+void cast(View dst, View src);
 
 }  // namespace sft::ops

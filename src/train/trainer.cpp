@@ -21,10 +21,6 @@ double now_s() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-bool is_bias(const std::string& name) {
-  return name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
-}
-
 }  // namespace
 
 Trainer::Trainer(const TrainerSetup& s)
@@ -48,18 +44,8 @@ Trainer::Trainer(const TrainerSetup& s)
 
   model_.zero_grad();
   model_.set_gradient_checkpointing(args_.gradient_checkpointing);
-  const std::vector<NamedTensor> params = model_.parameters();
-  const std::vector<NamedTensor> grads = model_.gradients();
-  params_ = reinterpret_cast<float*>(const_cast<std::byte*>(params.front().tensor.bytes()));
-  grads_ = reinterpret_cast<float*>(const_cast<std::byte*>(grads.front().tensor.bytes()));
-  num_params_ = static_cast<size_t>(model_.num_parameters());
   // HF's get_decay_parameter_names: no weight decay for biases and norm weights.
-  for (size_t i = 0; i < params.size(); ++i) {
-    const float* p = reinterpret_cast<const float*>(params[i].tensor.bytes());
-    slices_.push_back({static_cast<size_t>(p - params_),
-                       static_cast<size_t>(params[i].tensor.numel()),
-                       model_.layout()[i].role != ParamRole::kNorm && !is_bias(params[i].name)});
-  }
+  slices_ = model_.params().decay_slices();
   const ParamCounts counts = count_parameters(model_.layout());
   matmul_params_ = counts.total - counts.embeddings + (counts.lm_head == 0 ? counts.embeddings : 0);
   flos_params_ = counts.total - counts.embeddings;  // HF: num_parameters(exclude_embeddings=True)
@@ -69,7 +55,7 @@ Trainer::Trainer(const TrainerSetup& s)
   ao.beta2 = args_.adam_beta2;
   ao.eps = args_.adam_epsilon;
   ao.weight_decay = args_.weight_decay;
-  optimizer_ = std::make_unique<AdamW>(num_params_, ao);
+  optimizer_ = std::make_unique<AdamW>(static_cast<size_t>(model_.num_parameters()), ao);
   const int64_t warmup =
       resolve_warmup_steps(args_.warmup_steps, args_.warmup_ratio, plan_.max_steps);
   const Json kwargs =
@@ -143,8 +129,11 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
   StepStats st;
   double loss_sum = 0;
   for (size_t i = 0; i < mbs.size(); ++i) {
-    const model::LossStats ls = model_.forward(mbs[i].batch);
-    if (n_global > 0) model_.backward(static_cast<float>(1.0 / n_global));
+    // The loss scale is known before the forward, so the LM head's gradient comes with it.
+    const double scale = n_global > 0 ? 1.0 / n_global : 0.0;
+    const model::LossStats ls =
+        n_global > 0 ? model_.forward(mbs[i].batch, nullptr, scale) : model_.forward(mbs[i].batch);
+    if (n_global > 0) model_.backward(scale);
     loss_sum += ls.loss_sum;
     local[3 * i] = static_cast<double>(ls.count);
     local[3 * i + 1] = static_cast<double>(ls.correct);
@@ -161,7 +150,7 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
     std::vector<float> buf(local.begin(), local.end());
     comm_->all_reduce_sum(buf);
     local.assign(buf.begin(), buf.end());
-    comm_->all_reduce_sum(std::span<float>(grads_, num_params_));
+    comm_->all_reduce_sum(model_.params().grads());
     st.tokens = static_cast<int64_t>(local[tail + 1]);
     st.padded_tokens = static_cast<int64_t>(local[tail + 2]);
   }
@@ -177,8 +166,8 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
 void Trainer::apply_update(StepStats& st) {
   const int64_t step = state_.global_step + 1;
   st.grad_norm = args_.max_grad_norm > 0
-                     ? clip_grad_norm(std::span<float>(grads_, num_params_), args_.max_grad_norm)
-                     : global_grad_norm(std::span<const float>(grads_, num_params_));
+                     ? clip_grad_norm(model_.params().grads(), args_.max_grad_norm)
+                     : global_grad_norm(std::span<const float>(model_.params().grads()));
   const bool finite = std::isfinite(st.loss) && std::isfinite(st.grad_norm);
   if (!finite) {
     const std::string what = "step " + std::to_string(step) + ": loss " + std::to_string(st.loss) +
@@ -195,8 +184,9 @@ void Trainer::apply_update(StepStats& st) {
   } else {
     consecutive_nonfinite_ = 0;
     const double lr = args_.learning_rate * schedule_factor(schedule_, state_.global_step);
-    optimizer_->step(std::span<float>(params_, num_params_),
-                     std::span<const float>(grads_, num_params_), slices_, lr);
+    model::ParameterSet& params = model_.params();
+    optimizer_->step(params.values(), params.grads(), slices_, lr);
+    if (params.has_bf16_copies()) params.refresh_bf16_copies();
   }
   model_.zero_grad();
 }

@@ -127,9 +127,6 @@ class Trainer {
   ScheduleConfig schedule_;
   TrainerState state_;
   std::unique_ptr<MetricsLog> log_;
-  float* params_ = nullptr;
-  float* grads_ = nullptr;
-  size_t num_params_ = 0;
   int64_t matmul_params_ = 0;
   int64_t flos_params_ = 0;
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace sft::model {
+namespace sft::ops::cpu {
 
 // out (T, C) = wte[ids]; ids (T) must be in [0, V) (checked by the caller).
 template <typename T>
@@ -14,4 +14,4 @@ void embedding_forward(T* out, const int64_t* ids, const T* wte, int64_t Tn, int
 template <typename T>
 void embedding_backward(T* dwte, const T* dout, const int64_t* ids, int64_t Tn, int64_t C);
 
-}  // namespace sft::model
+}  // namespace sft::ops::cpu

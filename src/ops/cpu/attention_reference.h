@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-namespace sft::model {
+namespace sft::ops::cpu {
 
 struct AttentionShape {
   int64_t Tq = 0, Tk = 0, q_offset = 0;
@@ -32,4 +32,4 @@ template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, T* scratch, const T* dout, const T* probs, const T* q,
                         const T* k, const T* v, const AttentionShape& s);
 
-}  // namespace sft::model
+}  // namespace sft::ops::cpu

@@ -1,15 +1,15 @@
 // SwiGLU forward/backward. See mlp.h.
-#include "model/mlp.h"
+#include "ops/cpu/swiglu.h"
 
 #include <cmath>
 
 #include "ops/ops.h"
 
-namespace sft::model {
+namespace sft::ops::cpu {
 
 template <typename T>
 void swiglu_forward(T* h, const T* gate, const T* up, int64_t N) {
-  ops::parallel_for_rows(N, 1 << 14, [&](int64_t b, int64_t e) {
+  parallel_for_rows(N, 1 << 14, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const T g = gate[i];
       const T sig = T(1) / (T(1) + std::exp(-g));
@@ -21,7 +21,7 @@ void swiglu_forward(T* h, const T* gate, const T* up, int64_t N) {
 template <typename T>
 void swiglu_backward(T* dgate, T* dup, const T* dh, const T* gate, const T* up, int64_t N) {
   // d silu(g)/dg = σ(g) (1 + g (1 − σ(g)))
-  ops::parallel_for_rows(N, 1 << 14, [&](int64_t b, int64_t e) {
+  parallel_for_rows(N, 1 << 14, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const T g = gate[i];
       const T sig = T(1) / (T(1) + std::exp(-g));
@@ -39,4 +39,4 @@ template void swiglu_backward<float>(float*, float*, const float*, const float*,
 template void swiglu_backward<double>(double*, double*, const double*, const double*, const double*,
                                       int64_t);
 
-}  // namespace sft::model
+}  // namespace sft::ops::cpu

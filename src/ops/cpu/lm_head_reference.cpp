@@ -1,5 +1,5 @@
 // Chunked LM head + cross-entropy. See lm_head_loss.h.
-#include "model/lm_head_loss.h"
+#include "ops/cpu/lm_head_reference.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "ops/ops.h"
 
-namespace sft::model {
+namespace sft::ops::cpu {
 
 namespace {
 
@@ -71,11 +71,11 @@ LossStats lm_head_loss_forward(T* logits, const T* x, const T* w, const int64_t*
     T* xs = z + m * V;
     for (int64_t i = 0; i < m; ++i)
       std::memcpy(xs + i * C, x + rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(T));
-    ops::matmul(z, xs, w, m, V, C, false, true, false);
+    matmul(z, xs, w, m, V, C, false, true, false);
     if (logits)
       for (int64_t i = 0; i < m; ++i)
         std::memcpy(logits + rows[c0 + i] * V, z + i * V, static_cast<size_t>(V) * sizeof(T));
-    ops::parallel_for_rows(m, 4, [&](int64_t b, int64_t e) {
+    parallel_for_rows(m, 4, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const int64_t tgt = targets[rows[c0 + i]];
         if (tgt >= 0) stats[i] = row_stats(z + i * V, V, tgt, false, T(0));
@@ -109,12 +109,12 @@ void lm_head_loss_backward(T* dx, T* dw, const T* x, const T* w, const int64_t* 
     T* dxs = xs + m * C;
     for (int64_t i = 0; i < m; ++i)
       std::memcpy(xs + i * C, x + rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(T));
-    ops::matmul(z, xs, w, m, V, C, false, true, false);
-    ops::parallel_for_rows(m, 4, [&](int64_t b, int64_t e) {
+    matmul(z, xs, w, m, V, C, false, true, false);
+    parallel_for_rows(m, 4, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) row_stats(z + i * V, V, targets[rows[c0 + i]], true, scale);
     });
-    ops::matmul(dxs, z, w, m, C, V, false, false, false);
-    ops::matmul(dw, z, xs, V, C, m, true, false, true);
+    matmul(dxs, z, w, m, C, V, false, false, false);
+    matmul(dw, z, xs, V, C, m, true, false, true);
     for (int64_t i = 0; i < m; ++i)
       std::memcpy(dx + rows[c0 + i] * C, dxs + i * C, static_cast<size_t>(C) * sizeof(T));
   }
@@ -132,4 +132,4 @@ template void lm_head_loss_backward<double>(double*, double*, const double*, con
                                             const int64_t*, double, int64_t, int64_t, int64_t,
                                             std::vector<double>&);
 
-}  // namespace sft::model
+}  // namespace sft::ops::cpu

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace sft::model {
+namespace sft::ops::cpu {
 
 // out (N, C), rstd (N) saved for backward; x (N, C); w (C).
 template <typename T>
@@ -20,4 +20,4 @@ template <typename T>
 void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, const T* w, int64_t N,
                       int64_t C);
 
-}  // namespace sft::model
+}  // namespace sft::ops::cpu

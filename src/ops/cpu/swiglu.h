@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace sft::model {
+namespace sft::ops::cpu {
 
 // h (N) =; gate, up (N).
 template <typename T>
@@ -17,4 +17,4 @@ void swiglu_forward(T* h, const T* gate, const T* up, int64_t N);
 template <typename T>
 void swiglu_backward(T* dgate, T* dup, const T* dh, const T* gate, const T* up, int64_t N);
 
-}  // namespace sft::model
+}  // namespace sft::ops::cpu

@@ -1,13 +1,13 @@
-// Attention forward/backward per document; every product goes through ops::matmul.
+// Attention forward/backward per document; every product goes through matmul.
 // See attention.h for the contract and masking rule.
-#include "model/attention.h"
+#include "ops/cpu/attention_reference.h"
 
 #include <cmath>
 #include <limits>
 
 #include "ops/ops.h"
 
-namespace sft::model {
+namespace sft::ops::cpu {
 
 namespace {
 
@@ -28,9 +28,9 @@ void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
   for (int64_t h = 0; h < s.H; ++h) {
     const int64_t g = h / group;
     T* P = probs + h * s.Tq * s.Tk;
-    ops::matmul(P, q + h * s.D, k + g * s.D, s.Tq, s.Tk, s.D, false, true, false, s.H * s.D,
-                s.Hkv * s.D, s.Tk);
-    ops::parallel_for_rows(s.Tq, 16, [&](int64_t b, int64_t e) {
+    matmul(P, q + h * s.D, k + g * s.D, s.Tq, s.Tk, s.D, false, true, false, s.H * s.D, s.Hkv * s.D,
+           s.Tk);
+    parallel_for_rows(s.Tq, 16, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         T* row = P + i * s.Tk;
         int64_t lo, hi;
@@ -51,8 +51,8 @@ void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
         for (int64_t j = hi; j < s.Tk; ++j) row[j] = 0;
       }
     });
-    ops::matmul(out + h * s.D, P, v + g * s.D, s.Tq, s.D, s.Tk, false, false, false, s.Tk,
-                s.Hkv * s.D, s.H * s.D);
+    matmul(out + h * s.D, P, v + g * s.D, s.Tq, s.D, s.Tk, false, false, false, s.Tk, s.Hkv * s.D,
+           s.H * s.D);
   }
 }
 
@@ -66,12 +66,12 @@ void attention_backward(T* dq, T* dk, T* dv, T* scratch, const T* dout, const T*
     const bool first_in_group = h % group == 0;  // overwrite dk/dv, later heads add
     const T* P = probs + h * s.Tq * s.Tk;
     // dV += Pᵀ dO
-    ops::matmul(dv + g * s.D, P, dout + h * s.D, s.Tk, s.D, s.Tq, true, false, !first_in_group,
-                s.Tk, s.H * s.D, s.Hkv * s.D);
+    matmul(dv + g * s.D, P, dout + h * s.D, s.Tk, s.D, s.Tq, true, false, !first_in_group, s.Tk,
+           s.H * s.D, s.Hkv * s.D);
     // dP = dO Vᵀ, then dS = P ⊙ (dP − rowsum(P ⊙ dP)) · scale
-    ops::matmul(scratch, dout + h * s.D, v + g * s.D, s.Tq, s.Tk, s.D, false, true, false,
-                s.H * s.D, s.Hkv * s.D, s.Tk);
-    ops::parallel_for_rows(s.Tq, 16, [&](int64_t b, int64_t e) {
+    matmul(scratch, dout + h * s.D, v + g * s.D, s.Tq, s.Tk, s.D, false, true, false, s.H * s.D,
+           s.Hkv * s.D, s.Tk);
+    parallel_for_rows(s.Tq, 16, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         T* d = scratch + i * s.Tk;
         const T* p = P + i * s.Tk;
@@ -81,10 +81,10 @@ void attention_backward(T* dq, T* dk, T* dv, T* scratch, const T* dout, const T*
       }
     });
     // dQ = dS K ; dK += dSᵀ Q
-    ops::matmul(dq + h * s.D, scratch, k + g * s.D, s.Tq, s.D, s.Tk, false, false, false, s.Tk,
-                s.Hkv * s.D, s.H * s.D);
-    ops::matmul(dk + g * s.D, scratch, q + h * s.D, s.Tk, s.D, s.Tq, true, false, !first_in_group,
-                s.Tk, s.H * s.D, s.Hkv * s.D);
+    matmul(dq + h * s.D, scratch, k + g * s.D, s.Tq, s.D, s.Tk, false, false, false, s.Tk,
+           s.Hkv * s.D, s.H * s.D);
+    matmul(dk + g * s.D, scratch, q + h * s.D, s.Tk, s.D, s.Tq, true, false, !first_in_group, s.Tk,
+           s.H * s.D, s.Hkv * s.D);
   }
 }
 
@@ -99,4 +99,4 @@ template void attention_backward<double>(double*, double*, double*, double*, con
                                          const double*, const double*, const double*, const double*,
                                          const AttentionShape&);
 
-}  // namespace sft::model
+}  // namespace sft::ops::cpu

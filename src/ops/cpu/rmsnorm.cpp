@@ -1,16 +1,16 @@
 // RMSNorm forward/backward. See rmsnorm.h for the contract.
-#include "model/rmsnorm.h"
+#include "ops/cpu/rmsnorm.h"
 
 #include <cmath>
 #include <vector>
 
 #include "ops/ops.h"
 
-namespace sft::model {
+namespace sft::ops::cpu {
 
 template <typename T>
 void rmsnorm_forward(T* out, T* rstd, const T* x, const T* w, int64_t N, int64_t C, double eps) {
-  ops::parallel_for_rows(N, 64, [&](int64_t b, int64_t e) {
+  parallel_for_rows(N, 64, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const T* xi = x + i * C;
       T ss = 0;
@@ -27,7 +27,7 @@ template <typename T>
 void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, const T* w, int64_t N,
                       int64_t C) {
   // y_j = w_j x_j r  ⇒  dx_j = r (w_j dy_j − x_j r² · mean_k(w_k dy_k x_k)).
-  ops::parallel_for_rows(N, 64, [&](int64_t b, int64_t e) {
+  parallel_for_rows(N, 64, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const T* xi = x + i * C;
       const T* gi = dout + i * C;
@@ -40,7 +40,7 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, co
     }
   });
   // dw summed over rows in a fixed order (serial over rows, parallel over features).
-  ops::parallel_for_rows(C, 256, [&](int64_t b, int64_t e) {
+  parallel_for_rows(C, 256, [&](int64_t b, int64_t e) {
     for (int64_t j = b; j < e; ++j) {
       T acc = 0;
       for (int64_t i = 0; i < N; ++i) acc += dout[i * C + j] * x[i * C + j] * rstd[i];
@@ -58,4 +58,4 @@ template void rmsnorm_backward<float>(float*, float*, const float*, const float*
 template void rmsnorm_backward<double>(double*, double*, const double*, const double*,
                                        const double*, const double*, int64_t, int64_t);
 
-}  // namespace sft::model
+}  // namespace sft::ops::cpu

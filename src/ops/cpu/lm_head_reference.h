@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace sft::model {
+namespace sft::ops::cpu {
 
 struct LossStats {
   double loss_sum = 0;     // Σ cross-entropy over scored tokens
@@ -30,4 +30,4 @@ template <typename T>
 void lm_head_loss_backward(T* dx, T* dw, const T* x, const T* w, const int64_t* targets, T scale,
                            int64_t Tn, int64_t C, int64_t V, std::vector<T>& workspace);
 
-}  // namespace sft::model
+}  // namespace sft::ops::cpu

@@ -1,11 +1,11 @@
 // Embedding forward/backward. See embedding.h.
-#include "model/embedding.h"
+#include "ops/cpu/embedding.h"
 
 #include <cstring>
 
 #include "ops/ops.h"
 
-namespace sft::model {
+namespace sft::ops::cpu {
 
 template <typename T>
 void embedding_forward(T* out, const int64_t* ids, const T* wte, int64_t Tn, int64_t C) {
@@ -16,7 +16,7 @@ void embedding_forward(T* out, const int64_t* ids, const T* wte, int64_t Tn, int
 template <typename T>
 void embedding_backward(T* dwte, const T* dout, const int64_t* ids, int64_t Tn, int64_t C) {
   // Parallel over features, serial over tokens: repeated ids add in token order.
-  ops::parallel_for_rows(C, 64, [&](int64_t b, int64_t e) {
+  parallel_for_rows(C, 64, [&](int64_t b, int64_t e) {
     for (int64_t t = 0; t < Tn; ++t) {
       T* row = dwte + ids[t] * C;
       const T* g = dout + t * C;
@@ -30,4 +30,4 @@ template void embedding_forward<double>(double*, const int64_t*, const double*, 
 template void embedding_backward<float>(float*, const float*, const int64_t*, int64_t, int64_t);
 template void embedding_backward<double>(double*, const double*, const int64_t*, int64_t, int64_t);
 
-}  // namespace sft::model
+}  // namespace sft::ops::cpu

@@ -1,0 +1,206 @@
+// Decoder layer forward/backward as ops:: calls. See decoder_layer.h.
+#include "model/decoder_layer.h"
+
+#include <algorithm>
+
+namespace sft::model {
+
+namespace {
+
+template <typename T>
+ops::View take(Carver& cv, int64_t rows, int64_t cols) {
+  return ops::view_of(cv.take<T>(rows * cols), rows, cols);
+}
+
+ops::View take_as(Carver& cv, DType dtype, int64_t rows, int64_t cols) {
+  return dtype == DType::kBF16 ? take<uint16_t>(cv, rows, cols) : take<float>(cv, rows, cols);
+}
+
+Linear linear(const ParameterSet& p, ParamSlot w, ParamSlot b, int layer) {
+  return Linear{&p.at(w, layer), p.find(b, layer)};
+}
+
+// Per-head views for q_norm / k_norm: (T, NH·D) as (T·NH, D).
+ops::View per_head(const ops::View& v, int64_t D) {
+  return v.reshaped(v.numel() / D, D);
+}
+
+// rmsnorm into `out`, through the f32 scratch when `out` is bf16.
+void norm_into(ops::View out, ops::View rstd, ops::View scratch, ops::View x, ops::View w,
+               double eps) {
+  if (out.dtype == DType::kBF16) {
+    ops::rmsnorm_forward(scratch, rstd, x, w, eps);
+    ops::cast(out, scratch);
+  } else {
+    ops::rmsnorm_forward(out, rstd, x, w, eps);
+  }
+}
+
+}  // namespace
+
+DecoderLayer DecoderLayer::bind(const ParameterSet& p, const ModelConfig& c, int layer) {
+  DecoderLayer d;
+  d.q = linear(p, ParamSlot::kQ, ParamSlot::kQBias, layer);
+  d.k = linear(p, ParamSlot::kK, ParamSlot::kKBias, layer);
+  d.v = linear(p, ParamSlot::kV, ParamSlot::kVBias, layer);
+  d.o = linear(p, ParamSlot::kO, ParamSlot::kOBias, layer);
+  d.gate = linear(p, ParamSlot::kGate, ParamSlot::kGateBias, layer);
+  d.up = linear(p, ParamSlot::kUp, ParamSlot::kUpBias, layer);
+  d.down = linear(p, ParamSlot::kDown, ParamSlot::kDownBias, layer);
+  d.input_norm = &p.at(ParamSlot::kInputNorm, layer);
+  d.post_norm = &p.at(ParamSlot::kPostNorm, layer);
+  d.q_norm = p.find(ParamSlot::kQNorm, layer);
+  d.k_norm = p.find(ParamSlot::kKNorm, layer);
+  const size_t l = static_cast<size_t>(layer);
+  const bool sliding =
+      l < c.layer_sliding_window.size() && c.layer_sliding_window[l] && c.sliding_window;
+  d.dims = {c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+            sliding ? *c.sliding_window : 0};
+  d.eps = c.rms_norm_eps;
+  return d;
+}
+
+LayerShape LayerShape::of(const ModelConfig& c, int64_t tokens, DType compute) {
+  return {tokens,
+          c.hidden_size,
+          c.intermediate_size,
+          c.num_attention_heads,
+          c.num_key_value_heads,
+          c.head_dim,
+          c.qk_norm,
+          compute};
+}
+
+LayerActivations carve_layer_activations(Carver& cv, const LayerShape& s, bool own_kv) {
+  const int64_t T = s.T, Q = s.H * s.D, KV = s.Hkv * s.D;
+  const bool bf16 = s.compute == DType::kBF16;
+  LayerActivations a;
+  a.ln1 = take_as(cv, s.compute, T, s.C);
+  a.rstd1 = take<float>(cv, T, 1);
+  if (s.qk_norm) {
+    a.q_raw = take<float>(cv, T, Q);
+    a.q_rstd = take<float>(cv, T * s.H, 1);
+    a.k_raw = take<float>(cv, T, KV);
+    a.k_rstd = take<float>(cv, T * s.Hkv, 1);
+  }
+  a.q = take<float>(cv, T, Q);
+  if (own_kv) {
+    a.k = take<float>(cv, T, KV);
+    a.v = take<float>(cv, T, KV);
+  }
+  a.att = take<float>(cv, T, Q);
+  a.lse = take<float>(cv, T, s.H);
+  a.att_in = bf16 ? take<uint16_t>(cv, T, Q) : a.att;
+  a.x_mid = take<float>(cv, T, s.C);
+  a.ln2 = take_as(cv, s.compute, T, s.C);
+  a.rstd2 = take<float>(cv, T, 1);
+  a.gate = take<float>(cv, T, s.I);
+  a.up = take<float>(cv, T, s.I);
+  a.h = take_as(cv, s.compute, T, s.I);
+  return a;
+}
+
+LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward) {
+  const int64_t T = s.T, Q = s.H * s.D, KV = s.Hkv * s.D;
+  LayerScratch g;
+  if (s.compute == DType::kBF16) {
+    g.norm_out = take<float>(cv, T, s.C);
+    g.h32 = take<float>(cv, T, s.I);
+  }
+  if (!backward) return g;
+  g.dres = take<float>(cv, T, s.C);
+  g.dtmp = take<float>(cv, T, s.C);
+  g.dln = take<float>(cv, T, s.C);
+  g.datt = take<float>(cv, T, Q);
+  g.dq = take<float>(cv, T, Q);
+  g.dk = take<float>(cv, T, KV);
+  g.dv = take<float>(cv, T, KV);
+  if (s.qk_norm) {
+    g.dq2 = take<float>(cv, T, Q);
+    g.dk2 = take<float>(cv, T, KV);
+  }
+  g.dh = take<float>(cv, T, s.I);
+  g.dgate = take<float>(cv, T, s.I);
+  g.dup = take<float>(cv, T, s.I);
+  if (s.compute == DType::kBF16) {
+    g.dy16 = take<uint16_t>(cv, T, std::max({s.I, s.C, Q}));
+    g.att32 = take<float>(cv, T, Q);
+  }
+  return g;
+}
+
+void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, ops::View x,
+                           const AttentionInputs& attn, const DecoderLayer& w) {
+  const int64_t D = w.dims.D;
+  norm_into(a.ln1, a.rstd1, s.norm_out, x, w.input_norm->value, w.eps);
+  if (w.q_norm) {
+    w.q.forward(a.q_raw, a.ln1);
+    w.k.forward(a.k_raw, a.ln1);
+    ops::rmsnorm_forward(per_head(a.q, D), a.q_rstd, per_head(a.q_raw, D), w.q_norm->value, w.eps);
+    ops::rmsnorm_forward(per_head(a.k, D), a.k_rstd, per_head(a.k_raw, D), w.k_norm->value, w.eps);
+  } else {
+    w.q.forward(a.q, a.ln1);
+    w.k.forward(a.k, a.ln1);
+  }
+  w.v.forward(a.v, a.ln1);
+  ops::rope_forward(a.q, attn.cos, attn.sin);
+  ops::rope_forward(a.k, attn.cos, attn.sin);
+  ops::attention_forward(a.att, a.lse, a.q, attn.k_all, attn.v_all, attn.segments, w.dims);
+  if (a.att_in.data != a.att.data) ops::cast(a.att_in, a.att);
+  w.o.forward(a.x_mid, a.att_in);
+  ops::add(a.x_mid, x);
+  norm_into(a.ln2, a.rstd2, s.norm_out, a.x_mid, w.post_norm->value, w.eps);
+  w.gate.forward(a.gate, a.ln2);
+  w.up.forward(a.up, a.ln2);
+  if (a.h.dtype == DType::kBF16) {
+    ops::swiglu_forward(s.h32, a.gate, a.up);
+    ops::cast(a.h, s.h32);
+  } else {
+    ops::swiglu_forward(a.h, a.gate, a.up);
+  }
+  w.down.forward(out, a.h);
+  ops::add(out, a.x_mid);
+}
+
+void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::View x,
+                            const AttentionInputs& attn, const DecoderLayer& w) {
+  const int64_t D = w.dims.D;
+  // The bf16 copy of a linear's output gradient (bf16 compute only).
+  auto dy16 = [&](const ops::View& dy) {
+    return g.dy16.empty() ? g.dy16 : g.dy16.first(dy.rows, dy.cols);
+  };
+  // MLP: g.dres is d(layer output).
+  w.down.backward(g.dh, g.dres, a.h, dy16(g.dres));
+  ops::swiglu_backward(g.dgate, g.dup, g.dh, a.gate, a.up);
+  w.gate.backward(g.dln, g.dgate, a.ln2, dy16(g.dgate));
+  w.up.backward(g.dln, g.dup, a.ln2, dy16(g.dup), true);
+  ops::rmsnorm_backward(g.dtmp, w.post_norm->grad, g.dln, a.x_mid, a.rstd2, w.post_norm->value);
+  ops::add(g.dres, g.dtmp);  // d x_mid
+  // Attention.
+  w.o.backward(g.datt, g.dres, a.att_in, dy16(g.dres));
+  ops::View att = a.att;
+  if (!g.att32.empty()) {
+    ops::cast(g.att32, a.att_in);
+    att = g.att32;
+  }
+  ops::attention_backward(g.dq, g.dk, g.dv, g.datt, att, a.lse, a.q, attn.k_all, attn.v_all,
+                          attn.segments, w.dims);
+  ops::rope_backward(g.dq, attn.cos, attn.sin);
+  ops::rope_backward(g.dk, attn.cos, attn.sin);
+  ops::View dq = g.dq, dk = g.dk;
+  if (w.q_norm) {
+    ops::rmsnorm_backward(per_head(g.dq2, D), w.q_norm->grad, per_head(g.dq, D),
+                          per_head(a.q_raw, D), a.q_rstd, w.q_norm->value);
+    ops::rmsnorm_backward(per_head(g.dk2, D), w.k_norm->grad, per_head(g.dk, D),
+                          per_head(a.k_raw, D), a.k_rstd, w.k_norm->value);
+    dq = g.dq2;
+    dk = g.dk2;
+  }
+  w.q.backward(g.dln, dq, a.ln1, dy16(dq));
+  w.k.backward(g.dln, dk, a.ln1, dy16(dk), true);
+  w.v.backward(g.dln, g.dv, a.ln1, dy16(g.dv), true);
+  ops::rmsnorm_backward(g.dtmp, w.input_norm->grad, g.dln, x, a.rstd1, w.input_norm->value);
+  ops::add(g.dres, g.dtmp);  // d(layer input)
+}
+
+}  // namespace sft::model

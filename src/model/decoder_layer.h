@@ -1,0 +1,88 @@
+// One Llama / Mistral / Qwen2 / Qwen3 decoder layer as a list of ops:: calls on views —
+// training forward, its backward, and (the same forward) decoding against a KV cache:
+//   ln1 = rmsnorm(x); q, k, v = linear(ln1) [→ q_norm, k_norm]; rope(q, k);
+//   att = attention(q, k, v); x_mid = x + o(att); ln2 = rmsnorm(x_mid);
+//   out = x_mid + down(swiglu(gate(ln2), up(ln2)))
+// Under bf16 compute the inputs of the seven projections (ln1, att, ln2, h) are kept in bf16
+// and multiplied with the weights' bf16 copies, fp32 accumulation; everything else is fp32.
+// Signature rule: outputs first, then saved activations, inputs, weights; parameter grads
+// accumulate (+=), activation grads overwrite (=).
+// Dimensions: T tokens, C hidden, I intermediate, H heads, Hkv kv heads, D head dim.
+#pragma once
+
+#include <span>
+
+#include "core/arena.h"
+#include "model/config.h"
+#include "model/linear.h"
+#include "model/parameters.h"
+#include "ops/ops.h"
+
+namespace sft::model {
+
+struct DecoderLayer {
+  Linear q, k, v, o, gate, up, down;
+  const Parameter* input_norm = nullptr;  // (C)
+  const Parameter* post_norm = nullptr;   // (C)
+  const Parameter* q_norm = nullptr;      // (D) Qwen3, else null
+  const Parameter* k_norm = nullptr;      // (D)
+  ops::AttentionDims dims;                // heads, head dim and this layer's sliding window
+  double eps = 1e-6;
+
+  static DecoderLayer bind(const ParameterSet& params, const ModelConfig& config, int layer);
+};
+
+// Activations of one layer over T tokens (views into an activation arena). k and v are where
+// this call's keys and values go: the layer's own rows in training, the cache rows in decoding.
+struct LayerActivations {
+  ops::View ln1, rstd1;     // (T, C) compute dtype, (T, 1)
+  ops::View q_raw, q_rstd;  // (T, H·D), (T·H, 1) before q_norm (qk_norm only)
+  ops::View k_raw, k_rstd;  // (T, Hkv·D), (T·Hkv, 1)
+  ops::View q, k, v;        // (T, H·D), (T, Hkv·D) ×2, after norm and rope
+  ops::View att, lse;       // (T, H·D) f32, (T, H)
+  ops::View att_in;         // (T, H·D) the o projection's input (att itself, or bf16)
+  ops::View x_mid;          // (T, C) residual after attention
+  ops::View ln2, rstd2;     // (T, C) compute dtype, (T, 1)
+  ops::View gate, up, h;    // (T, I) f32; h in the compute dtype
+};
+
+// Scratch of one forward or backward call, shared by all layers (never saved).
+struct LayerScratch {
+  ops::View norm_out;          // (T, C) f32 rmsnorm output before the bf16 cast
+  ops::View h32;               // (T, I) f32 swiglu output before the bf16 cast
+  ops::View dres, dtmp, dln;   // (T, C)
+  ops::View datt, dq, dk, dv;  // (T, H·D), (T, Hkv·D) ×2
+  ops::View dq2, dk2;          // (T, H·D), (T, Hkv·D) before rope's inverse (qk_norm)
+  ops::View dh, dgate, dup;    // (T, I)
+  ops::View dy16;              // (T, max(I, C, H·D)) bf16 gradient of a linear's output
+  ops::View att32;             // (T, H·D) f32 copy of a bf16 att for attention_backward
+};
+
+struct LayerShape {
+  int64_t T = 0, C = 0, I = 0, H = 0, Hkv = 0, D = 0;
+  bool qk_norm = false;
+  DType compute = DType::kF32;  // kF32 or kBF16
+  static LayerShape of(const ModelConfig& config, int64_t tokens, DType compute);
+};
+
+// Carves one layer's activations; k and v are left empty when `own_kv` is false (decoding
+// points them at the cache).
+LayerActivations carve_layer_activations(Carver& cv, const LayerShape& s, bool own_kv = true);
+LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward);
+
+// Where attention reads keys and values from and how the rows pair up.
+struct AttentionInputs {
+  ops::View k_all, v_all;  // (Tk, Hkv·D), including this call's rows
+  std::span<const ops::AttentionSegment> segments;
+  ops::View cos, sin;  // (T, D/2) rope tables of this call's rows
+};
+
+// out (T, C) =; acts saved; x (T, C) the layer input.
+void decoder_layer_forward(ops::View out, LayerActivations& acts, LayerScratch& scratch,
+                           ops::View x, const AttentionInputs& attn, const DecoderLayer& w);
+
+// scratch.dres holds d(out) on entry and d(x) on return; weight grads +=.
+void decoder_layer_backward(LayerScratch& scratch, const LayerActivations& acts, ops::View x,
+                            const AttentionInputs& attn, const DecoderLayer& w);
+
+}  // namespace sft::model

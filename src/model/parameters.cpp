@@ -1,0 +1,117 @@
+// ParameterSet: layout of the arenas and the views into them. See parameters.h.
+#include "model/parameters.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "ops/ops.h"
+
+namespace sft::model {
+
+namespace {
+
+// (rows, cols) of a parameter: matrices as stored, vectors as one row.
+std::pair<int64_t, int64_t> matrix_shape(const Shape& s) {
+  if (s.size() == 2) return {s[0], s[1]};
+  return {1, shape_numel(s)};
+}
+
+bool is_matmul_weight(const ParamSpec& p) {
+  return p.shape.size() == 2 && p.role != ParamRole::kNorm && p.role != ParamRole::kBias;
+}
+
+}  // namespace
+
+ParameterSet::ParameterSet(const std::vector<ParamSpec>& layout, Device device)
+    : values_(device), grads_(device), bf16_(device) {
+  // Packed back to back in layout order: the flat arena is the concatenation that optimizer
+  // moments and checkpoints use.
+  for (const ParamSpec& spec : layout) {
+    Parameter p;
+    p.spec = spec;
+    p.offset = numel_;
+    p.decay = weight_decay_applies(spec.role);
+    numel_ += shape_numel(spec.shape);
+    params_.push_back(std::move(p));
+  }
+  values_.reserve(size() * sizeof(float));
+  float* base = reinterpret_cast<float*>(values_.data());
+  for (Parameter& p : params_) {
+    const auto [rows, cols] = matrix_shape(p.spec.shape);
+    p.value = ops::view_of(base + p.offset, rows, cols, device);
+  }
+}
+
+const Parameter* ParameterSet::find(ParamSlot slot, int layer) const {
+  for (const Parameter& p : params_)
+    if (p.spec.slot == slot && p.spec.layer == layer) return &p;
+  return nullptr;
+}
+
+const Parameter& ParameterSet::at(ParamSlot slot, int layer) const {
+  const Parameter* p = find(slot, layer);
+  if (!p)
+    fail("model", "no parameter for slot " + std::to_string(static_cast<int>(slot)) + " of layer " +
+                      std::to_string(layer));
+  return *p;
+}
+
+const Parameter& ParameterSet::named(const std::string& name) const {
+  for (const Parameter& p : params_)
+    if (p.spec.name == name) return p;
+  fail("model", "no parameter named '" + name + "'");
+}
+
+std::vector<ParamSlice> ParameterSet::decay_slices() const {
+  std::vector<ParamSlice> out;
+  for (const Parameter& p : params_)
+    out.push_back({static_cast<size_t>(p.offset), static_cast<size_t>(p.value.numel()), p.decay});
+  return out;
+}
+
+void ParameterSet::allocate_grads() {
+  if (has_grads()) return;
+  grads_.reserve(size() * sizeof(float));
+  float* base = reinterpret_cast<float*>(grads_.data());
+  for (Parameter& p : params_) {
+    p.grad = p.value;
+    p.grad.data = base + p.offset;
+  }
+}
+
+void ParameterSet::zero_grads() {
+  if (!has_grads()) return allocate_grads();  // a fresh arena is zero-filled
+  std::memset(grads_.data(), 0, size() * sizeof(float));
+}
+
+void ParameterSet::enable_bf16_copies() {
+  if (has_bf16_copies()) return;
+  bf16_.reserve(size() * sizeof(uint16_t));
+  uint16_t* base = reinterpret_cast<uint16_t*>(bf16_.data());
+  for (Parameter& p : params_)
+    if (is_matmul_weight(p.spec))
+      p.bf16 = ops::view_of(base + p.offset, p.value.rows, p.value.cols, p.value.device);
+  refresh_bf16_copies();
+}
+
+void ParameterSet::refresh_bf16_copies() {
+  for (const Parameter& p : params_)
+    if (!p.bf16.empty()) ops::cast(p.bf16, p.value);
+}
+
+std::vector<NamedTensor> ParameterSet::named_values() const {
+  std::vector<NamedTensor> out;
+  for (const Parameter& p : params_)
+    out.push_back({p.spec.name, Tensor::borrow(DType::kF32, p.spec.shape, p.value.data, nullptr)});
+  return out;
+}
+
+std::vector<NamedTensor> ParameterSet::named_grads() const {
+  std::vector<NamedTensor> out;
+  if (!has_grads()) return out;
+  for (const Parameter& p : params_)
+    out.push_back({p.spec.name, Tensor::borrow(DType::kF32, p.spec.shape, p.grad.data, nullptr)});
+  return out;
+}
+
+}  // namespace sft::model

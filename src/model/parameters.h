@@ -1,0 +1,80 @@
+// ParameterSet: the model's trainable tensors as named views over three arenas — fp32 master
+// values, fp32 gradients, and (under bf16 compute) bf16 copies of the matmul weights — with
+// what optim, checkpoints and export need to know about each: its HF name and shape, its role
+// (and so whether weight decay applies), and its offset in the flat arena (a ZeRO shard or a
+// tensor-parallel slice is a range of those offsets).
+//
+// The flat spans are what the optimizer, clipping and gradient all-reduce work on; the views
+// are what the model computes with. Gradients exist once allocate_grads() has run; the bf16
+// copies once enable_bf16_copies() has run, and they are refreshed (refresh_bf16_copies) after
+// every change of the master values.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/tensor.h"
+#include "io/safetensors.h"
+#include "model/param_layout.h"
+#include "ops/view.h"
+#include "optim/adamw.h"
+
+namespace sft::model {
+
+struct Parameter {
+  ParamSpec spec;
+  int64_t offset = 0;  // elements into the flat arenas
+  ops::View value;     // fp32 master weights, (rows, cols) = shape, vectors as (1, n)
+  ops::View grad;      // fp32; empty until allocate_grads()
+  ops::View bf16;      // bf16 copy for matmuls; empty unless enabled and a matrix
+  bool decay = true;   // weight decay applies
+};
+
+class ParameterSet {
+ public:
+  explicit ParameterSet(const std::vector<ParamSpec>& layout, Device device = Device::kCpu);
+  ParameterSet(ParameterSet&&) = default;
+  ParameterSet& operator=(ParameterSet&&) = default;
+
+  std::span<Parameter> all() { return params_; }
+  std::span<const Parameter> all() const { return params_; }
+  const Parameter& at(ParamSlot slot, int layer = -1) const;
+  const Parameter* find(ParamSlot slot, int layer = -1) const;
+  const Parameter& named(const std::string& name) const;
+
+  int64_t numel() const { return numel_; }
+  std::span<float> values() { return {reinterpret_cast<float*>(values_.data()), size()}; }
+  std::span<const float> values() const {
+    return {reinterpret_cast<const float*>(values_.data()), size()};
+  }
+  std::span<float> grads() { return {reinterpret_cast<float*>(grads_.data()), grads_size()}; }
+  std::span<const float> grads() const {
+    return {reinterpret_cast<const float*>(grads_.data()), grads_size()};
+  }
+  bool has_grads() const { return grads_.capacity() > 0; }
+  // Runs of the flat arena with their weight-decay flag, for AdamW.
+  std::vector<ParamSlice> decay_slices() const;
+
+  void allocate_grads();
+  void zero_grads();
+
+  void enable_bf16_copies();
+  bool has_bf16_copies() const { return bf16_.capacity() > 0; }
+  void refresh_bf16_copies();
+
+  // Borrowed views under HF names, for checkpoints and export.
+  std::vector<NamedTensor> named_values() const;
+  std::vector<NamedTensor> named_grads() const;
+
+ private:
+  size_t size() const { return static_cast<size_t>(numel_); }
+  size_t grads_size() const { return has_grads() ? size() : 0; }
+
+  std::vector<Parameter> params_;
+  int64_t numel_ = 0;
+  Arena values_, grads_, bf16_;
+};
+
+}  // namespace sft::model

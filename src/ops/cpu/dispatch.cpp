@@ -1,0 +1,192 @@
+// The CPU backend behind the view-level ops of ops.h: checks each view's device, dtype and
+// shape, then calls the typed kernel (fp32, or fp64 for the reference and conformance runs).
+#include <string>
+
+#include "ops/cpu/elementwise.h"
+#include "ops/cpu/embedding.h"
+#include "ops/cpu/rmsnorm.h"
+#include "ops/cpu/rope.h"
+#include "ops/cpu/swiglu.h"
+#include "ops/ops.h"
+
+namespace sft::ops {
+
+namespace {
+
+void require_cpu(const char* op, std::initializer_list<View> views) {
+  for (const View& v : views)
+    if (!v.empty() && v.device != Device::kCpu)
+      fail("ops", std::string(op) + ": a " + device_name(v.device) +
+                      " view reached the CPU kernels (this build has no " + device_name(v.device) +
+                      " kernel for it)");
+}
+
+void require(bool ok, const char* op, const std::string& what) {
+  if (!ok) fail("ops", std::string(op) + ": " + what);
+}
+
+std::string shape(const View& v) {
+  return "(" + std::to_string(v.rows) + ", " + std::to_string(v.cols) + ")";
+}
+
+// Calls f(T{}) with T the element type of an f32 or f64 view.
+template <typename F>
+void on_float_type(const char* op, const View& v, F&& f) {
+  if (v.dtype == DType::kF32) return f(float{});
+  if (v.dtype == DType::kF64) return f(double{});
+  fail("ops", std::string(op) + ": no kernel for " + std::string(dtype_name(v.dtype)));
+}
+
+}  // namespace
+
+void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate) {
+  require_cpu("matmul", {c, a, b});
+  const int64_t M = trans_a ? a.cols : a.rows, K = trans_a ? a.rows : a.cols;
+  const int64_t Kb = trans_b ? b.cols : b.rows, N = trans_b ? b.rows : b.cols;
+  require(K == Kb && c.rows == M && c.cols == N, "matmul",
+          "shapes " + shape(c) + " = " + shape(a) + (trans_a ? "ᵀ" : "") + " · " + shape(b) +
+              (trans_b ? "ᵀ" : "") + " do not fit");
+  if (a.dtype == DType::kBF16 && b.dtype == DType::kBF16)
+    return matmul_bf16(c.as<float>(), a.as<uint16_t>(), b.as<uint16_t>(), M, N, K, trans_a, trans_b,
+                       accumulate);
+  on_float_type("matmul", c, [&](auto t) {
+    using T = decltype(t);
+    matmul(c.as<T>(), a.as<T>(), b.as<T>(), M, N, K, trans_a, trans_b, accumulate);
+  });
+}
+
+void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
+  require_cpu("rmsnorm", {out, rstd, x, w});
+  require(out.numel() == x.numel() && rstd.numel() == x.rows && w.numel() == x.cols, "rmsnorm",
+          "x " + shape(x) + ", out " + shape(out) + ", w " + shape(w));
+  on_float_type("rmsnorm", x, [&](auto t) {
+    using T = decltype(t);
+    cpu::rmsnorm_forward(out.as<T>(), rstd.as<T>(), x.as<T>(), w.as<T>(), x.rows, x.cols, eps);
+  });
+}
+
+void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
+  require_cpu("rmsnorm_backward", {dx, dw, dout, x, rstd, w});
+  require(dx.numel() == x.numel() && dout.numel() == x.numel() && dw.numel() == x.cols,
+          "rmsnorm_backward", "x " + shape(x) + ", dx " + shape(dx) + ", dw " + shape(dw));
+  on_float_type("rmsnorm_backward", x, [&](auto t) {
+    using T = decltype(t);
+    cpu::rmsnorm_backward(dx.as<T>(), dw.as<T>(), dout.as<T>(), x.as<T>(), rstd.as<T>(), w.as<T>(),
+                          x.rows, x.cols);
+  });
+}
+
+namespace {
+void rope(View x, View cos, View sin, bool backward) {
+  require_cpu("rope", {x, cos, sin});
+  const int64_t D = 2 * cos.cols;
+  require(cos.rows == x.rows && sin.numel() == cos.numel() && D > 0 && x.cols % D == 0, "rope",
+          "x " + shape(x) + ", cos " + shape(cos));
+  on_float_type("rope", x, [&](auto t) {
+    using T = decltype(t);
+    if (backward)
+      cpu::rope_backward(x.as<T>(), cos.as<T>(), sin.as<T>(), x.rows, x.cols / D, D);
+    else
+      cpu::rope_forward(x.as<T>(), cos.as<T>(), sin.as<T>(), x.rows, x.cols / D, D);
+  });
+}
+}  // namespace
+
+void rope_forward(View x, View cos, View sin) {
+  rope(x, cos, sin, false);
+}
+
+void rope_backward(View dx, View cos, View sin) {
+  rope(dx, cos, sin, true);
+}
+
+void swiglu_forward(View h, View gate, View up) {
+  require_cpu("swiglu", {h, gate, up});
+  require(h.numel() == gate.numel() && up.numel() == gate.numel(), "swiglu",
+          "gate " + shape(gate) + ", up " + shape(up) + ", h " + shape(h));
+  on_float_type("swiglu", gate, [&](auto t) {
+    using T = decltype(t);
+    cpu::swiglu_forward(h.as<T>(), gate.as<T>(), up.as<T>(), gate.numel());
+  });
+}
+
+void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
+  require_cpu("swiglu_backward", {dgate, dup, dh, gate, up});
+  require(
+      dh.numel() == gate.numel() && dgate.numel() == gate.numel() && dup.numel() == gate.numel(),
+      "swiglu_backward", "gate " + shape(gate) + ", dh " + shape(dh));
+  on_float_type("swiglu_backward", gate, [&](auto t) {
+    using T = decltype(t);
+    cpu::swiglu_backward(dgate.as<T>(), dup.as<T>(), dh.as<T>(), gate.as<T>(), up.as<T>(),
+                         gate.numel());
+  });
+}
+
+void embedding_forward(View out, const int64_t* ids, View table) {
+  require_cpu("embedding", {out, table});
+  require(out.cols == table.cols, "embedding", "out " + shape(out) + ", table " + shape(table));
+  on_float_type("embedding", table, [&](auto t) {
+    using T = decltype(t);
+    cpu::embedding_forward(out.as<T>(), ids, table.as<T>(), out.rows, out.cols);
+  });
+}
+
+void embedding_backward(View dtable, View dout, const int64_t* ids) {
+  require_cpu("embedding_backward", {dtable, dout});
+  require(dout.cols == dtable.cols, "embedding_backward",
+          "dout " + shape(dout) + ", dtable " + shape(dtable));
+  on_float_type("embedding_backward", dtable, [&](auto t) {
+    using T = decltype(t);
+    cpu::embedding_backward(dtable.as<T>(), dout.as<T>(), ids, dout.rows, dout.cols);
+  });
+}
+
+void add(View dst, View src) {
+  require_cpu("add", {dst, src});
+  require(dst.numel() == src.numel(), "add", "dst " + shape(dst) + ", src " + shape(src));
+  if (dst.dtype == DType::kF32 && src.dtype == DType::kBF16)
+    return cpu::add(dst.as<float>(), src.as<uint16_t>(), dst.numel());
+  on_float_type("add", dst, [&](auto t) {
+    using T = decltype(t);
+    cpu::add(dst.as<T>(), src.as<T>(), dst.numel());
+  });
+}
+
+void add_bias(View y, View b) {
+  require_cpu("add_bias", {y, b});
+  require(b.numel() == y.cols, "add_bias", "y " + shape(y) + ", b " + shape(b));
+  on_float_type("add_bias", y, [&](auto t) {
+    using T = decltype(t);
+    cpu::add_bias(y.as<T>(), b.as<T>(), y.rows, y.cols);
+  });
+}
+
+void bias_backward(View db, View dy) {
+  require_cpu("bias_backward", {db, dy});
+  require(db.numel() == dy.cols, "bias_backward", "dy " + shape(dy) + ", db " + shape(db));
+  on_float_type("bias_backward", dy, [&](auto t) {
+    using T = decltype(t);
+    cpu::bias_backward(db.as<T>(), dy.as<T>(), dy.rows, dy.cols);
+  });
+}
+
+void cast(View dst, View src) {
+  require_cpu("cast", {dst, src});
+  require(dst.numel() == src.numel(), "cast", "dst " + shape(dst) + ", src " + shape(src));
+  const int64_t n = src.numel();
+  const DType to = dst.dtype, from = src.dtype;
+  if (to == DType::kBF16 && from == DType::kF32)
+    return cpu::cast(dst.as<uint16_t>(), src.as<float>(), n);
+  if (to == DType::kF32 && from == DType::kBF16)
+    return cpu::cast(dst.as<float>(), src.as<uint16_t>(), n);
+  if (to == DType::kF64 && from == DType::kF32)
+    return cpu::cast(dst.as<double>(), src.as<float>(), n);
+  if (to == DType::kF32 && from == DType::kF64)
+    return cpu::cast(dst.as<float>(), src.as<double>(), n);
+  if (to == DType::kF32 && from == DType::kF32)
+    return cpu::cast(dst.as<float>(), src.as<float>(), n);
+  fail("ops", "cast: no kernel from " + std::string(dtype_name(from)) + " to " +
+                  std::string(dtype_name(to)));
+}
+
+}  // namespace sft::ops

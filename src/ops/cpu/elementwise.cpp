@@ -1,0 +1,76 @@
+// Elementwise CPU kernels. See elementwise.h.
+#include "ops/cpu/elementwise.h"
+
+#include <type_traits>
+
+#include "core/half.h"
+#include "ops/ops.h"
+
+namespace sft::ops::cpu {
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 15;
+
+template <typename To, typename From>
+To convert(From x) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (std::is_same_v<From, uint16_t>) {
+    return static_cast<To>(bf16_to_f32(x));
+  } else if constexpr (std::is_same_v<To, uint16_t>) {
+    return f32_to_bf16(static_cast<float>(x));
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+}  // namespace
+
+template <typename T, typename Src>
+void add(T* dst, const Src* src, int64_t n) {
+  parallel_for_rows(n, kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] += convert<T>(src[i]);
+  });
+}
+
+template <typename T>
+void add_bias(T* y, const T* b, int64_t N, int64_t O) {
+  parallel_for_rows(N, 64, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      for (int64_t o = 0; o < O; ++o) y[i * O + o] += b[o];
+  });
+}
+
+template <typename T>
+void bias_backward(T* db, const T* dy, int64_t N, int64_t O) {
+  parallel_for_rows(O, 64, [&](int64_t lo, int64_t hi) {
+    for (int64_t o = lo; o < hi; ++o) {
+      T acc = 0;
+      for (int64_t i = 0; i < N; ++i) acc += dy[i * O + o];
+      db[o] += acc;
+    }
+  });
+}
+
+template <typename To, typename From>
+void cast(To* dst, const From* src, int64_t n) {
+  parallel_for_rows(n, kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] = convert<To>(src[i]);
+  });
+}
+
+template void add<float, float>(float*, const float*, int64_t);
+template void add<float, uint16_t>(float*, const uint16_t*, int64_t);
+template void add<double, double>(double*, const double*, int64_t);
+template void add_bias<float>(float*, const float*, int64_t, int64_t);
+template void add_bias<double>(double*, const double*, int64_t, int64_t);
+template void bias_backward<float>(float*, const float*, int64_t, int64_t);
+template void bias_backward<double>(double*, const double*, int64_t, int64_t);
+template void cast<uint16_t, float>(uint16_t*, const float*, int64_t);
+template void cast<float, uint16_t>(float*, const uint16_t*, int64_t);
+template void cast<double, float>(double*, const float*, int64_t);
+template void cast<float, double>(float*, const double*, int64_t);
+template void cast<float, float>(float*, const float*, int64_t);
+
+}  // namespace sft::ops::cpu
