@@ -134,14 +134,17 @@ int run_train(const Args& argv) {
   if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
   check_output_dir(args);
   std::unique_ptr<Comm> comm = make_comm_from_environment();
-  if (args.bf16.value_or(false) || args.fp16)
-    log_info("[train] --", args.fp16 ? "fp16" : "bf16",
-             ": this CPU build computes in fp32 (weights, gradients and optimizer state)");
+  if (args.fp16)
+    log_info(
+        "[train] --fp16: the CPU backend has no fp16 kernels; it computes in fp32 "
+        "(use --bf16 for mixed precision)");
 
   const ModelDir dir = open_model_dir(args.model_name_or_path, args.model_revision);
   model::Transformer model = args.init_from_config
                                  ? init_from_config(dir, static_cast<uint64_t>(args.seed))
                                  : model::Transformer::load(dir.path);
+  // TRL's bf16 (its default): bf16 matmuls with fp32 accumulation over fp32 master weights.
+  if (args.bf16.value_or(false)) model.set_compute_dtype(DType::kBF16);
   const text::Tokenizer tokenizer = text::Tokenizer::from_file(dir.path);
   std::optional<text::TokenizerConfig> tokenizer_config;
   if (fs::exists(dir.path + "/tokenizer_config.json"))

@@ -63,10 +63,15 @@ void verify_export(model::Transformer& model, const std::string& dir, DType dtyp
                              "' differs from the trained model at element " + std::to_string(at) +
                              " (hint: the written files are corrupt; export again)");
     }
+    // Both sides compute as the trained model does (bf16 copies of the same weights).
+    reloaded.set_compute_dtype(model.compute_dtype());
     reloaded_logits = logits_of(reloaded, batch);
   }
 
   // The reference: the in-memory model on weights rounded as saved (restored afterwards).
+  auto refresh_copies = [&] {
+    if (model.params().has_bf16_copies()) model.params().refresh_bf16_copies();
+  };
   std::vector<float> backup;
   if (dtype != DType::kF32) {
     for (const NamedTensor& p : model.parameters()) {
@@ -75,6 +80,7 @@ void verify_export(model::Transformer& model, const std::string& dir, DType dtyp
       const std::vector<float> r = rounded(p.tensor, dtype);
       std::memcpy(model.param_data(p.name), r.data(), r.size() * sizeof(float));
     }
+    refresh_copies();
   }
   auto restore = [&] {
     size_t offset = 0;
@@ -83,6 +89,7 @@ void verify_export(model::Transformer& model, const std::string& dir, DType dtyp
       std::memcpy(model.param_data(p.name), backup.data() + offset, n * sizeof(float));
       offset += n;
     }
+    refresh_copies();
   };
   std::vector<float> expected;
   try {

@@ -192,6 +192,9 @@ void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snaps
     const Tensor t = c.file->tensor(*c.entry);
     std::memcpy(c.dst, t.bytes(), t.nbytes());
   }
+  // bf16 compute multiplies copies of the master weights: they must follow the restored ones.
+  model::ParameterSet& params = snapshot.model->params();
+  if (params.has_bf16_copies()) params.refresh_bf16_copies();
   if (snapshot.optimizer) snapshot.optimizer->set_steps_taken(step);
   snapshot.training_state = training_state;
   if (trainer_state) *snapshot.trainer_state = *trainer_state;

@@ -21,6 +21,15 @@ LmHeadStats run(T* dx, T* dw, T* logits, const T* x, const T* w, const int64_t* 
 
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale) {
+  if (x.dtype == DType::kBF16) {  // bf16 values, fp32 arithmetic
+    thread_local std::vector<float> x32, w32;
+    x32.resize(static_cast<size_t>(x.numel()));
+    w32.resize(static_cast<size_t>(w.numel()));
+    cast(view_of(x32.data(), x.rows, x.cols), x);
+    cast(view_of(w32.data(), w.rows, w.cols), w);
+    return lm_head_cross_entropy(dx, dw, logits, view_of(x32.data(), x.rows, x.cols),
+                                 view_of(w32.data(), w.rows, w.cols), targets, scale);
+  }
   if (x.dtype == DType::kF64)
     return run(dx.empty() ? nullptr : dx.as<double>(), dw.empty() ? nullptr : dw.as<double>(),
                logits.empty() ? nullptr : logits.as<double>(), x.as<double>(), w.as<double>(),
