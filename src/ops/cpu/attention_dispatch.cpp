@@ -6,6 +6,7 @@
 
 #include "ops/cpu/attention_reference.h"
 #include "ops/ops.h"
+#include "ops/profile.h"
 
 namespace sft::ops {
 
@@ -56,6 +57,7 @@ void backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const 
 
 void attention_forward(View out, View /*lse*/, View q, View k, View v,
                        std::span<const AttentionSegment> segments, const AttentionDims& dims) {
+  const ScopedOp op("attention_forward");
   if (q.dtype == DType::kF64)
     return forward(out.as<double>(), q.as<double>(), k.as<double>(), v.as<double>(), segments,
                    dims);
@@ -65,6 +67,7 @@ void attention_forward(View out, View /*lse*/, View q, View k, View v,
 void attention_backward(View dq, View dk, View dv, View dout, View /*out*/, View /*lse*/, View q,
                         View k, View v, std::span<const AttentionSegment> segments,
                         const AttentionDims& dims) {
+  const ScopedOp op("attention_backward");
   if (q.dtype == DType::kF64)
     return backward(dq.as<double>(), dk.as<double>(), dv.as<double>(), dout.as<double>(),
                     q.as<double>(), k.as<double>(), v.as<double>(), segments, dims);

@@ -3,6 +3,7 @@
 
 #include "ops/cpu/lm_head_reference.h"
 #include "ops/ops.h"
+#include "ops/profile.h"
 
 namespace sft::ops {
 
@@ -21,6 +22,7 @@ LmHeadStats run(T* dx, T* dw, T* logits, const T* x, const T* w, const int64_t* 
 
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale) {
+  const ScopedOp op("lm_head_cross_entropy");
   if (x.dtype == DType::kBF16) {  // bf16 values, fp32 arithmetic
     thread_local std::vector<float> x32, w32;
     x32.resize(static_cast<size_t>(x.numel()));
