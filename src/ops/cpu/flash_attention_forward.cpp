@@ -33,15 +33,11 @@ T softmax_row(T* row, int64_t nk, int64_t a, int64_t b, T scale, T* m, T* l) {
     for (int64_t j = 0; j < nk; ++j) row[j] = T(0);
     return T(1);
   }
-  T mx = *m;
-  for (int64_t j = a; j < b; ++j) mx = std::max(mx, row[j] * scale);
+  const T mx = flash::scaled_max(row + a, b - a, scale, *m);
   const T alpha = *m == -std::numeric_limits<T>::infinity() ? T(0) : flash::exp_score(*m - mx);
-  T sum = 0;
   for (int64_t j = 0; j < a; ++j) row[j] = T(0);
-  for (int64_t j = a; j < b; ++j) {
-    row[j] = flash::exp_score(row[j] * scale - mx);
-    sum += row[j];
-  }
+  for (int64_t j = a; j < b; ++j) row[j] = flash::exp_score(row[j] * scale - mx);
+  const T sum = flash::lane_sum(row + a, b - a);
   for (int64_t j = b; j < nk; ++j) row[j] = T(0);
   *l = *l * alpha + sum;
   *m = mx;
