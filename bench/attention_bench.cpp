@@ -15,6 +15,7 @@ namespace {
 
 using sft::ops::AttentionSegment;
 
+const sft::ops::AttentionWorkspace kDefault;  // the default tile shape
 constexpr int64_t kH = 16, kHkv = 8, kD = 128, kT = 1024;
 
 std::vector<int64_t> documents(int64_t which) {
@@ -113,10 +114,10 @@ void eager(benchmark::State& state, int64_t which, bool backward) {
 
 // Arg 0: 0 = one 1024-token document, 1 = five documents of about 200.
 void BM_FlashForward(benchmark::State& s) {
-  flash(s, s.range(0), false, 64, 64);
+  flash(s, s.range(0), false, kDefault.q_tile, kDefault.k_tile);
 }
 void BM_FlashForwardBackward(benchmark::State& s) {
-  flash(s, s.range(0), true, 64, 64);
+  flash(s, s.range(0), true, kDefault.q_tile, kDefault.k_tile);
 }
 void BM_EagerForward(benchmark::State& s) {
   eager(s, s.range(0), false);
@@ -124,9 +125,9 @@ void BM_EagerForward(benchmark::State& s) {
 void BM_EagerForwardBackward(benchmark::State& s) {
   eager(s, s.range(0), true);
 }
-// Args: q tile, k tile; one 1024-token document, forward + backward.
+// Args: q tile, k tile, documents (as above); forward + backward.
 void BM_FlashTiles(benchmark::State& s) {
-  flash(s, 0, true, s.range(0), s.range(1));
+  flash(s, s.range(2), true, s.range(0), s.range(1));
 }
 
 BENCHMARK(BM_FlashForward)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -134,7 +135,7 @@ BENCHMARK(BM_FlashForwardBackward)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond
 BENCHMARK(BM_EagerForward)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_EagerForwardBackward)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_FlashTiles)
-    ->ArgsProduct({{32, 64, 128}, {64, 128}})
+    ->ArgsProduct({{32, 64, 128}, {64, 128}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

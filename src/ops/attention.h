@@ -36,12 +36,15 @@ struct AttentionDims {
 };
 
 // Scratch for the tiled kernels, grown on first use and reused; keep one per caller thread.
-// Tile sizes: 64 queries × 64 keys measured fastest for D = 64..128 on the 2-core Xeon/Zen VMs
-// (bench/attention_bench.cpp, BM_FlashTiles): 32-query tiles double the K/V re-reads, 128-key
-// tiles waste more of the diagonal tile on masked scores and leave the (64 × 128) score tile
-// plus accumulators outside L1. Tests shrink them to exercise partial and masked tiles.
+// Tile sizes, measured with bench_attention BM_FlashTiles (one thread, forward + backward of a
+// Qwen3-0.6B layer, 2-core Xeon VM): 128 queries × 64 keys was fastest or tied on both one
+// 1024-token document (254 ms; 64×64 267, 128×128 244, 32×64 300) and ~200-token documents
+// (83 ms; 64×64 83.5, 128×128 88, 32×128 95). Short query tiles re-stream K/V more often; long
+// key tiles waste more of the diagonal tile on masked scores (documents of ~200 feel it) and
+// push the score tile and the dK/dV accumulators out of L1/L2. Tests shrink them to exercise
+// partial and masked tiles.
 struct AttentionWorkspace {
-  int64_t q_tile = 64;
+  int64_t q_tile = 128;
   int64_t k_tile = 64;
   int64_t max_threads = 0;  // 0 = every thread of the default pool; 1 = serial on the caller
 

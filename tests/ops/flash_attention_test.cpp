@@ -167,7 +167,8 @@ const std::vector<int64_t> kDocs = {1, 7, 64, 130};
 TEST(FlashAttention, PackedDocumentsMatchEagerReference) {
   for (int64_t D : {16, 64, 128})
     for (auto [H, Hkv] : {std::pair<int64_t, int64_t>{4, 2}, {4, 4}})
-      expect_matches_reference(packed(kDocs, H, Hkv, D, 0), 64, 64);
+      expect_matches_reference(packed(kDocs, H, Hkv, D, 0), AttentionWorkspace{}.q_tile,
+                               AttentionWorkspace{}.k_tile);
 }
 
 TEST(FlashAttention, PartialAndSmallTilesMatchEagerReference) {
