@@ -46,7 +46,9 @@ struct AttentionDims {
 struct AttentionWorkspace {
   int64_t q_tile = 128;
   int64_t k_tile = 64;
-  int64_t max_threads = 0;  // 0 = every thread of the default pool; 1 = serial on the caller
+  // 0 = every thread of the default pool; 1 = serial on the caller (required when the caller
+  // itself runs inside a default-pool task: the pool is not reentrant).
+  int64_t max_threads = 0;
 
   // Internal: at least `bytes` bytes, 64-byte aligned, contents unspecified.
   std::byte* reserve(size_t bytes);

@@ -39,9 +39,7 @@ void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, co
 
   for (int64_t i = 0; i < s.q_len; ++i) {
     const int64_t row = (s.q_begin + i) * HD + h * d.D;
-    T dot = 0;
-    for (int64_t x = 0; x < d.D; ++x) dot += dout[row + x] * out[row + x];
-    delta[(s.q_begin + i) * d.H + h] = dot;
+    delta[(s.q_begin + i) * d.H + h] = flash::lane_dot(dout + row, out + row, d.D);
     for (int64_t x = 0; x < d.D; ++x) dq[row + x] = T(0);
   }
 

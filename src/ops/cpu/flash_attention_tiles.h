@@ -87,7 +87,7 @@ inline double exp_score(double x) {
   return std::exp(x);
 }
 
-// max(x[0..n) · scale) and Σ x[0..n) over 8 interleaved lanes combined in a fixed order, so clang
+// max(x[0..n) · scale), Σ x·y and Σ x over 8 interleaved lanes combined in a fixed order, so clang
 // vectorises them without -ffast-math (max is exact in any order; the sum order is fixed).
 template <typename T>
 T scaled_max(const T* x, int64_t n, T scale, T init) {
@@ -98,6 +98,16 @@ T scaled_max(const T* x, int64_t n, T scale, T init) {
   for (; j < n; ++j) lane[0] = std::max(lane[0], x[j] * scale);
   for (int64_t l = 1; l < 8; ++l) lane[0] = std::max(lane[0], lane[l]);
   return lane[0];
+}
+
+template <typename T>
+T lane_dot(const T* x, const T* y, int64_t n) {
+  T lane[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int64_t l = 0; l < 8; ++l) lane[l] += x[j + l] * y[j + l];
+  for (int64_t l = 0; j < n; ++j, ++l) lane[l] += x[j] * y[j];
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
 template <typename T>
