@@ -9,7 +9,9 @@
 // races. Splitting by key tile instead would need a second pass recomputing S and dP for dQ
 // (seven matmuls); with H items per document the pool stays busy on these 2-core machines.
 // A kv head shared by a group of query heads gets one partial dK, dV per query head (in
-// workspace); a last pass sums them over the group in head order.
+// workspace: 2 · Tk · H · D values, transient, not saved across layers); a last pass sums them
+// over the group in head order. Parallelism is segments × H items (16 per document for
+// Qwen3-0.6B): enough for a few cores; wider machines want items split by key tile too.
 #include "ops/cpu/flash_attention_tiles.h"
 
 namespace sft::ops {
