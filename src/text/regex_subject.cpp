@@ -5,6 +5,7 @@
 #include "text/regex_subject.h"
 
 #include <pcre2.h>
+#include <utf8proc.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -205,6 +206,12 @@ void scan_explicit(std::string_view p, Ranges& out) {
   out.swap(merged);
 }
 
+// The simple upper- (or lower-) case mapping of `c`.
+char32_t case_partner(char32_t c, bool upper) {
+  auto u = static_cast<utf8proc_int32_t>(c);
+  return static_cast<char32_t>(upper ? utf8proc_toupper(u) : utf8proc_tolower(u));
+}
+
 }  // namespace
 
 const std::vector<std::pair<char32_t, char32_t>>& pcre2_category_gaps() {
@@ -234,7 +241,11 @@ SubjectRewriter::SubjectRewriter(std::string_view pattern) {
         c = next - 1;
         continue;
       }
-      if (g.contains(c) || named(c) || is_whitespace(c)) continue;
+      // Not a character the pattern names, nor one whose case partner it names (caseless
+      // parts), nor whitespace (\s and \R are lists of characters, not a category).
+      if (g.contains(c) || named(c) || named(case_partner(c, true)) ||
+          named(case_partner(c, false)) || is_whitespace(c))
+        continue;
       stand_ins_[k][len - 1] = c;
     }
   }
@@ -261,7 +272,8 @@ std::string_view SubjectRewriter::rewrite(std::string_view text, std::string& st
     len = utf8_len(static_cast<unsigned char>(b));
     if (!g.lead_has_gap[b]) continue;
     // The character's 256-code-point block straight from its bytes: most characters stop here.
-    unsigned block = len == 2 ? (b & 0x1F) >> 2
+    unsigned block = len == 1   ? 0
+                     : len == 2 ? (b & 0x1F) >> 2
                      : len == 3
                          ? ((b & 0x0F) << 4) | ((p[i + 1] & 0x3F) >> 2)
                          : ((b & 0x07) << 10) | ((p[i + 1] & 0x3F) << 4) | ((p[i + 2] & 0x3F) >> 2);

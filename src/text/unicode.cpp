@@ -1,4 +1,5 @@
-// See unicode.h. Character properties come from utf8proc's category tables.
+// See unicode.h. Character properties come from utf8proc's category tables; hf_category
+// (unicode_categories.h) from the table generated out of HF's regex engine.
 #include "text/unicode.h"
 
 #include "text/unicode_categories.h"
