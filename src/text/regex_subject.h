@@ -12,9 +12,9 @@
 //
 // Exact when the pattern looks at characters through general categories (\p{L}, \p{Nd}, \w,
 // \d, \s, `.`, classes and negations of these) or through explicit characters and ranges:
-// stand-ins are chosen outside the pattern's explicit characters, and a code point the
-// pattern names explicitly is left as it is. Script properties (\p{Han}) and \X still follow
-// PCRE2's own tables.
+// stand-ins are chosen outside the pattern's explicit characters (and their case partners),
+// and a code point the pattern names explicitly is left as it is (PCRE2's view of it then).
+// Script properties (\p{Han}) and \X still follow PCRE2's own tables.
 #pragma once
 
 #include <array>
