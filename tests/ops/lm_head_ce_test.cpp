@@ -216,14 +216,14 @@ TEST(LmHeadCe, UnscoredRowsGiveZeroGradientAndNoStatistics) {
 
 TEST(LmHeadCe, TiesCountTheFirstMaximumAsThePrediction) {
   // Vocabulary rows 1 and 3 are equal, so their logits tie exactly and are the maximum.
-  Problem p{2, 2, 4, {1, 0, 1, 0}, {-1, 0, 2, 0, -1, 0, 2, 0}, {1, 3}};
+  Problem p{3, 2, 4, {1, 0, 1, 0, 1, 0}, {-1, 0, 2, 0, -1, 0, 2, 0}, {1, 1, 3}};
   LmHeadWorkspace ws;
   const LmHeadStats s = lm_head_cross_entropy<double>(nullptr, nullptr, nullptr, p.x.data(),
-                                                      p.w.data(), p.y.data(), 1.0, 2, 2, 4, ws);
-  EXPECT_EQ(s.count, 2);
-  EXPECT_EQ(s.correct, 1);  // target 1 is the first max; target 3 ties but comes later
+                                                      p.w.data(), p.y.data(), 1.0, 3, 2, 4, ws);
+  EXPECT_EQ(s.count, 3);
+  EXPECT_EQ(s.correct, 2);  // target 1 is the first max; target 3 ties but comes later
   const double lse = std::log(2 * std::exp(2.0) + 2 * std::exp(-1.0));
-  EXPECT_NEAR(s.loss_sum, 2 * (lse - 2.0), 1e-14);
+  EXPECT_NEAR(s.loss_sum, 3 * (lse - 2.0), 1e-14);
 }
 
 TEST(LmHeadCe, SingleRowAndLogitsOutput) {
