@@ -95,7 +95,7 @@ void BM_Fused(benchmark::State& state) {
 BENCHMARK(BM_Fused)
     ->ArgNames({"C", "m", "vb"})
     ->ArgsProduct({{512, 1024}, {0}, {0}})
-    ->ArgsProduct({{512, 1024}, {32, 64, 128, 256}, {0, 8192}})
+    ->ArgsProduct({{512, 1024}, {32, 64, 128, 256, 512}, {0, 8192}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

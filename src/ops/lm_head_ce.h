@@ -11,12 +11,15 @@
 // and dW read+written once per chunk, so the chunk height m sets how often the 151936 × C weight
 // streams through the cache: T/m times. m is as large as the memory for Z allows (m·V·4 bytes).
 //
-// Why these defaults (measured on the 2-core Sapphire Rapids dev box with OpenBLAS Haswell
-// kernels, T=1024, V=151936, fp32; bench/lm_head_bench.cpp, numbers in docs/benchmarks.md
-// terms in the lmhead report): see kDefaultRowsPerChunk / kDefaultVocabBlock in
-// ops/cpu/lm_head_ce.cpp and the comment there. A vocabulary-blocked second pass (dZ_b used for
-// both products while in cache) is available through LmHeadWorkspace::vocab_block for machines
-// where it pays.
+// The row pass is memory-light (one row at a time in L2) and the three products run at the
+// matmul backend's rate, so the kernel is compute-bound once m is large: m = 256 by default
+// (measured: 220 → 256 → 512 rows gain 1% and 4% at C = 512, 2% and 2% at C = 1024; 32 rows cost
+// 1.7x), with Z = 156 MB in fp32; the table is in ops/cpu/lm_head_ce.cpp. Splitting the two
+// gradient products into vocabulary blocks (dZ_b reused from cache by both) measured the same as
+// whole rows on this box, so it is off by default; LmHeadWorkspace::vocab_block turns it on for
+// a backend where it pays. The statistics need the whole row's log-sum-exp before any dlogit,
+// so a row's logits are held until its row pass: blocking the logits product itself by
+// vocabulary would only pay with a second exp per logit (online log-sum-exp), which we avoid.
 //
 // Numerics: exp in the compute dtype, per-row sums in double, the statistics reduced over rows
 // in row order, so results are bit-identical for a given thread count (the matmuls split over

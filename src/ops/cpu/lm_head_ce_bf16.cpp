@@ -19,8 +19,8 @@ LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, 
   const bool grad = dx || dw;
   const int64_t n = select_rows(ws, targets, Tn, V, false);
   if (n == 0 || V <= 0) return total;
-  const int64_t R = chunk_rows(ws, n, C, V);
-  const int64_t VB = vocab_block(ws, C, V);
+  const int64_t R = chunk_rows(ws, n, V, 6);  // fp32 logits + bf16 dlogits
+  const int64_t VB = vocab_block(ws, V);
   grow(ws.f32, R * (V + C));
   grow(ws.b16, R * (C + (grad ? V : 0)));
   float* z = ws.f32.data();

@@ -72,17 +72,19 @@ inline int64_t select_rows(LmHeadWorkspace& ws, const int64_t* targets, int64_t 
 }
 
 // Rows per chunk: ws.rows_per_chunk, else the measured default (see lm_head_ce.cpp), never more
-// than the rows to compute.
-int64_t default_rows_per_chunk(int64_t C, int64_t V);
-int64_t default_vocab_block(int64_t C, int64_t V);
+// than the rows to compute; element_bytes is what one logit holds
+// (fp32 4, fp64 8, bf16 6: fp32 logits + bf16 dlogits).
+int64_t default_rows_per_chunk(int64_t V, int64_t element_bytes);
+int64_t default_vocab_block(int64_t V);
 
-inline int64_t chunk_rows(const LmHeadWorkspace& ws, int64_t n, int64_t C, int64_t V) {
-  const int64_t m = ws.rows_per_chunk > 0 ? ws.rows_per_chunk : default_rows_per_chunk(C, V);
+inline int64_t chunk_rows(const LmHeadWorkspace& ws, int64_t n, int64_t V, int64_t element_bytes) {
+  const int64_t m =
+      ws.rows_per_chunk > 0 ? ws.rows_per_chunk : default_rows_per_chunk(V, element_bytes);
   return std::max<int64_t>(1, std::min(m, n));
 }
 
-inline int64_t vocab_block(const LmHeadWorkspace& ws, int64_t C, int64_t V) {
-  const int64_t b = ws.vocab_block > 0 ? ws.vocab_block : default_vocab_block(C, V);
+inline int64_t vocab_block(const LmHeadWorkspace& ws, int64_t V) {
+  const int64_t b = ws.vocab_block > 0 ? ws.vocab_block : default_vocab_block(V);
   return b <= 0 || b >= V ? V : b;
 }
 
