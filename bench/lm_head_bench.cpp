@@ -11,6 +11,7 @@
 // neighbours (wall time then depends on who else is running).
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -123,6 +124,35 @@ BENCHMARK(BM_Today)
     ->Arg(1024)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// Not a timing: the fused float statistics against today's forward at the full shape (the unit
+// test checks ≤1e-6 relative on a small vocabulary; here the sums run over 151936 logits).
+void BM_StatsAgainstToday(benchmark::State& state) {
+  const int64_t C = state.range(0);
+  const Inputs& in = inputs(C);
+  sft::ops::LmHeadWorkspace ws;
+  std::vector<float> scratch, dx(static_cast<size_t>(kTokens * C)),
+      dw(static_cast<size_t>(kVocab * C));
+  sft::ops::LmHeadStats fused;
+  sft::model::LossStats today;
+  for (auto _ : state) {
+    fused = sft::ops::lm_head_cross_entropy<float>(dx.data(), dw.data(), nullptr, in.x.data(),
+                                                   in.w.data(), in.y.data(), 1.0f / kTokens,
+                                                   kTokens, C, kVocab, ws);
+    today = sft::model::lm_head_loss_forward<float>(nullptr, in.x.data(), in.w.data(), in.y.data(),
+                                                    kTokens, C, kVocab, scratch);
+  }
+  state.counters["loss_rel_diff"] = std::fabs(fused.loss_sum - today.loss_sum) / today.loss_sum;
+  state.counters["entropy_rel_diff"] =
+      std::fabs(fused.entropy_sum - today.entropy_sum) / today.entropy_sum;
+  state.counters["correct_diff"] = static_cast<double>(fused.correct - today.correct);
+  state.counters["loss_per_token"] = fused.loss_sum / static_cast<double>(fused.count);
+}
+BENCHMARK(BM_StatsAgainstToday)
+    ->ArgName("C")
+    ->Arg(512)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 // bf16 mixed precision; today's matmul_bf16 is a widening reference, so this measures the
 // interface, not a fast kernel, until the oneDNN/AMX path lands.
