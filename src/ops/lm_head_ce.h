@@ -9,7 +9,7 @@
 // set (the row is V·4 bytes = 594 KiB for Qwen), max, exp once, double sums, then Z becomes
 // dZ = scale·(softmax − onehot) in place; then dX_c = dZ W and dW += dZᵀ X_c. W is read twice
 // and dW read+written once per chunk, so the chunk height m sets how often the 151936 × C weight
-// streams through the cache: T/m times. m is as large as the memory for Z allows (m·V·4 bytes).
+// streams through the cache: T/m times, against m·V·4 bytes held for Z.
 //
 // The row pass is memory-light (one row at a time in L2) and the three products run at the
 // matmul backend's rate, so the kernel is compute-bound once m is large: m = 256 by default
