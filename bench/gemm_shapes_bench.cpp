@@ -6,7 +6,9 @@
 //   fwd  y[T, O]  = x[T, I] · Wᵀ         dx  dx[T, I] = dy[T, O] · W
 //   dw   dW[O, I] += dy[T, O]ᵀ · x[T, I]
 // in f32 on OpenBLAS (our pool split) and on oneDNN, and in bf16 (f32 out) on oneDNN, each
-// through the same entry points ops::matmul uses. The label is the kernel oneDNN picked.
+// through the same entry points ops::matmul uses. The label is the kernel oneDNN picked. CPU
+// time is the whole process's, so on a shared machine GFLOP per (CPU time / threads) estimates
+// the idle rate.
 // Run: build/bench/bench_gemm_shapes --benchmark_repetitions=5 --benchmark_report_aggregates_only
 //      (SFT_NUM_THREADS sets the thread count; --benchmark_filter=0.6B/lm_head etc.)
 #include <benchmark/benchmark.h>

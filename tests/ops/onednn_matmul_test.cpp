@@ -65,10 +65,44 @@ TEST(OnednnMatmul, F32MatchesFp64ForEveryLayout) {
       }
 }
 
-TEST(OnednnMatmul, OpsMatmulFloatOnLargeShapes) {
-  // Large enough for the automatic policy to consider oneDNN.
-  for (bool ta : {false, true})
-    for (bool tb : {false, true}) check(ta, tb, tb, 160, 300, 400, 1, true);
+// ops::matmul<float> routes by size (matmul.cpp): small products stay on OpenBLAS (no oneDNN
+// primitive is created), ≥ 2^31 multiply-adds go to oneDNN. The large product is checked on a
+// sample of entries against fp64, and rerun bit-identically.
+TEST(OnednnMatmul, OpsMatmulFloatRoutesBySize) {
+  if (std::getenv("SFT_MATMUL_F32")) GTEST_SKIP() << "SFT_MATMUL_F32 overrides the policy";
+  {
+    const size_t before = onednn::cached_primitives();
+    check(false, true, false, 70, 90, 80, 0, true);
+    EXPECT_EQ(onednn::cached_primitives(), before) << "a small product went to oneDNN";
+  }
+  const int64_t M = 1024, N = 2048, K = 1024;
+  for (bool ta : {false, true}) {
+    const bool tb = !ta, acc = ta;
+    Rng rng(37, ta);
+    std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * N)),
+        c(static_cast<size_t>(M * N));
+    for (float& x : a) x = rng.normal();
+    for (float& x : b) x = rng.normal();
+    for (float& x : c) x = rng.normal();
+    const std::vector<float> before = c;
+    std::vector<float> again = c;
+    const size_t cached = onednn::cached_primitives();
+    matmul(c.data(), a.data(), b.data(), M, N, K, ta, tb, acc);
+    EXPECT_GT(onednn::cached_primitives(), cached) << "a large product did not go to oneDNN";
+    matmul(again.data(), a.data(), b.data(), M, N, K, ta, tb, acc);
+    EXPECT_EQ(c, again);
+    for (int s = 0; s < 256; ++s) {
+      const int64_t i = static_cast<int64_t>(rng.below(M)), j = static_cast<int64_t>(rng.below(N));
+      double want = acc ? double(before[i * N + j]) : 0.0, mag = std::fabs(want);
+      for (int64_t k = 0; k < K; ++k) {
+        const double p =
+            double(ta ? a[k * M + i] : a[i * K + k]) * double(tb ? b[j * K + k] : b[k * N + j]);
+        want += p;
+        mag += std::fabs(p);
+      }
+      ASSERT_NEAR(c[i * N + j], want, (double(K) + 2) * 1.2e-7 * mag) << i << "," << j;
+    }
+  }
 }
 
 TEST(OnednnMatmul, HonoursMaxCpuIsa) {

@@ -33,13 +33,17 @@ F32Library f32_override() {
   return choice;
 }
 
-// Measured with bench/gemm_shapes_bench.cpp on the model's shapes (see the report in the
-// commit and docs/benchmarks.md).
-bool prefer_onednn(int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b) {
-  (void)trans_a;
-  (void)trans_b;
+// Measured with bench/gemm_shapes_bench.cpp on this project's shapes (2 threads, Sapphire
+// Rapids VM, a heavily shared machine): on the LM head (1024 × 151936 × 512) oneDNN's AVX-512
+// brgemm ran 1.6–1.9× faster than OpenBLAS's Haswell kernels; at 0.3–0.8 G multiply-adds (the
+// 103M model's projections) the two were within ±20% either way, and below that oneDNN's
+// OpenMP barriers and its per-shape JIT (tens of ms per new shape: attention's per-document
+// products would pay it constantly) lose. So only products of ≥ 2^31 multiply-adds, where
+// oneDNN clearly pays and shapes recur every step, go to oneDNN. Transposes do not matter:
+// every layout of the model reaches the same brgemm kernel.
+bool prefer_onednn(int64_t M, int64_t N, int64_t K) {
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  return work >= double(1 << 24);
+  return work >= 2147483648.0;
 }
 
 }  // namespace
@@ -50,8 +54,7 @@ void matmul(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, bool 
   if constexpr (std::is_same_v<T, float>) {
     const F32Library lib = f32_override();
     if (parallel && M > 0 && N > 0 && K > 0 &&
-        (lib == F32Library::onednn ||
-         (lib == F32Library::automatic && prefer_onednn(M, N, K, trans_a, trans_b)))) {
+        (lib == F32Library::onednn || (lib == F32Library::automatic && prefer_onednn(M, N, K)))) {
       onednn::matmul(onednn::Operand::f32, c, a, b, M, N, K, trans_a, trans_b, accumulate,
                      lda ? lda : (trans_a ? M : K), ldb ? ldb : (trans_b ? K : N), ldc ? ldc : N);
       return;

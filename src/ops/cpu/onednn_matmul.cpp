@@ -16,11 +16,17 @@
 //   set on each new caller thread; it is looked up with dlsym so that nothing here links an
 //   OpenMP runtime of its own and a non-OpenMP oneDNN build is fine too). While the caller
 //   runs oneDNN our pool's workers sleep on their condition variable, so the machine holds
-//   exactly pool-size busy threads. Running oneDNN single-threaded inside each pool worker was
-//   measured and rejected: with one thread oneDNN 2.6 picks gemm:jit over the brgemm AMX
-//   kernels. Callers must therefore not be pool workers; a mutex serialises accidental
-//   concurrent callers (the cached memory objects are shared) rather than letting OpenMP teams
-//   multiply.
+//   exactly pool-size busy threads. Running oneDNN single-threaded inside each pool worker on a
+//   slice of the output was tried and rejected: in a probe the slices (C strided by the full N)
+//   were dispatched to gemm:jit instead of the brgemm AMX kernels, each slice re-packs the shared
+//   operand, and oneDNN's own partition over a pool-sized team is what its kernels are tuned for.
+//   Callers must therefore not be pool workers; a mutex serialises accidental concurrent callers
+//   (the cached memory objects are shared) rather than letting OpenMP teams multiply.
+// - Known cost: after a region libgomp's idle team threads spin (GOMP_SPINCOUNT, 300k pauses by
+//   default) before sleeping, competing with our pool's next loop; and on an oversubscribed
+//   machine spinning barriers make small oneDNN calls slower than OpenBLAS. Both are read from
+//   the environment when libgomp loads (OMP_WAIT_POLICY=PASSIVE stops the spinning), which is
+//   why small f32 problems stay on OpenBLAS (matmul.cpp).
 // - Determinism: oneDNN's static OpenMP partition depends only on the shape and the team
 //   size, so a given thread count gives bit-identical results run to run (tests check it).
 #include "ops/cpu/onednn_matmul.h"
