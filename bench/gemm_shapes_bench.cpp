@@ -92,6 +92,10 @@ std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
 }
 
 void run(benchmark::State& state, Gemm g, Library lib) {
+  if (lib == Library::onednn_bf16 && !sft::ops::onednn::supports_bf16()) {
+    state.SkipWithError("skipped: oneDNN has no bf16 matmul on this CPU (below AVX-512)");
+    return;
+  }
   const int64_t a_size = g.M * g.K, b_size = g.K * g.N;
   const std::vector<float> a = random_floats(a_size, 1), b = random_floats(b_size, 2);
   std::vector<float> c(static_cast<size_t>(g.M * g.N), 0.0f);
