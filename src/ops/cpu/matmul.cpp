@@ -33,17 +33,17 @@ F32Library f32_override() {
   return choice;
 }
 
-// Measured with bench/gemm_shapes_bench.cpp on this project's shapes (2 threads, Sapphire
-// Rapids VM, a heavily shared machine): on the LM head (1024 × 151936 × 512) oneDNN's AVX-512
-// brgemm ran 1.6–1.9× faster than OpenBLAS's Haswell kernels; at 0.3–0.8 G multiply-adds (the
-// 103M model's projections) the two were within ±20% either way, and below that oneDNN's
-// OpenMP barriers and its per-shape JIT (tens of ms per new shape: attention's per-document
-// products would pay it constantly) lose. So only products of ≥ 2^31 multiply-adds, where
-// oneDNN clearly pays and shapes recur every step, go to oneDNN. Transposes do not matter:
-// every layout of the model reaches the same brgemm kernel.
+// Measured with bench/gemm_shapes_bench.cpp (2 threads, Sapphire Rapids VM, a shared machine):
+// on the LM head (1024 × 151936 × 512, all three passes) oneDNN's AVX-512 brgemm ran 1.8–2.1×
+// faster than OpenBLAS's Haswell kernels, on Qwen3-0.6B's projections (1–3 G multiply-adds)
+// 1.2–1.6×; on the 103M model's projections (0.1–0.8 G) it was 0.9–1.3× at 0.8 G and 0.5–0.7×
+// below, where oneDNN's OpenMP barriers and its per-shape JIT (tens of ms per new shape, which
+// attention's per-document products would pay constantly) lose. So products of ≥ 2^30
+// multiply-adds go to oneDNN. Transposes do not matter: every layout of the model reaches the
+// same brgemm kernel.
 bool prefer_onednn(int64_t M, int64_t N, int64_t K) {
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  return work >= 2147483648.0;
+  return work >= 1073741824.0;
 }
 
 }  // namespace
