@@ -65,9 +65,9 @@ TEST(OnednnMatmul, F32MatchesFp64ForEveryLayout) {
       }
 }
 
-// ops::matmul<float> routes by size (matmul.cpp): small products stay on OpenBLAS (no oneDNN
-// primitive is created), ≥ 2^30 multiply-adds go to oneDNN. The large product is checked on a
-// sample of entries against fp64, and rerun bit-identically.
+// ops::matmul<float> routes by shape (matmul.cpp): small products stay on OpenBLAS (no oneDNN
+// primitive is created); ≥ 2^30 multiply-adds with B transposed or ≤ 2048 wide go to oneDNN.
+// The large product is checked on a sample of entries against fp64 and rerun bit-identically.
 TEST(OnednnMatmul, OpsMatmulFloatRoutesBySize) {
   if (std::getenv("SFT_MATMUL_F32")) GTEST_SKIP() << "SFT_MATMUL_F32 overrides the policy";
   {

@@ -35,15 +35,17 @@ F32Library f32_override() {
 
 // Measured with bench/gemm_shapes_bench.cpp (2 threads, Sapphire Rapids VM, a shared machine):
 // on the LM head (1024 × 151936 × 512, all three passes) oneDNN's AVX-512 brgemm ran 1.8–2.1×
-// faster than OpenBLAS's Haswell kernels, on Qwen3-0.6B's projections (1–3 G multiply-adds)
-// 1.2–1.6×; on the 103M model's projections (0.1–0.8 G) it was 0.9–1.3× at 0.8 G and 0.5–0.7×
-// below, where oneDNN's OpenMP barriers and its per-shape JIT (tens of ms per new shape, which
-// attention's per-document products would pay constantly) lose. So products of ≥ 2^30
-// multiply-adds go to oneDNN. Transposes do not matter: every layout of the model reaches the
-// same brgemm kernel.
-bool prefer_onednn(int64_t M, int64_t N, int64_t K) {
+// faster than OpenBLAS's Haswell kernels, on most of Qwen3-0.6B's projections (1–3 G
+// multiply-adds) 1.1–1.6×; but with a plain (not transposed) B that is 3072 wide (0.6B's
+// down-projection dx and dW) it ran at 0.4×, and at 1536 wide (103M) 0.9–1.0×. Below 1 G
+// multiply-adds (the 103M model's projections) it was 0.5–0.7× at 0.1–0.5 G: its OpenMP barriers
+// and per-shape JIT (tens of ms per new shape, which attention's per-document products would
+// pay constantly) lose there. Hence the rule: oneDNN for ≥ 2^30 multiply-adds when B is
+// transposed or at most 2048 wide; OpenBLAS otherwise. It is a pure function of the shape, so
+// the choice (and the result) never depends on timing.
+bool prefer_onednn(int64_t M, int64_t N, int64_t K, bool trans_b) {
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  return work >= 1073741824.0;
+  return work >= 1073741824.0 && (trans_b || N <= 2048);
 }
 
 }  // namespace
@@ -54,7 +56,8 @@ void matmul(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, bool 
   if constexpr (std::is_same_v<T, float>) {
     const F32Library lib = f32_override();
     if (parallel && M > 0 && N > 0 && K > 0 &&
-        (lib == F32Library::onednn || (lib == F32Library::automatic && prefer_onednn(M, N, K)))) {
+        (lib == F32Library::onednn ||
+         (lib == F32Library::automatic && prefer_onednn(M, N, K, trans_b)))) {
       onednn::matmul(onednn::Operand::f32, c, a, b, M, N, K, trans_a, trans_b, accumulate,
                      lda ? lda : (trans_a ? M : K), ldb ? ldb : (trans_b ? K : N), ldc ? ldc : N);
       return;
