@@ -37,9 +37,9 @@ F32Library f32_override() {
 // on the LM head (1024 × 151936 × 512, all three passes) oneDNN's AVX-512 brgemm ran 1.8–2.1×
 // faster than OpenBLAS's Haswell kernels, on most of Qwen3-0.6B's projections (1–3 G
 // multiply-adds) 1.1–1.6×; but with a plain (not transposed) B that is 3072 wide (0.6B's
-// down-projection dx and dW) it ran at 0.4×, and at 1536 wide (103M) 0.9–1.0×. Below 1 G
-// multiply-adds (the 103M model's projections) it was 0.5–0.7× at 0.1–0.5 G: its OpenMP barriers
-// and per-shape JIT (tens of ms per new shape, which attention's per-document products would
+// down-projection dx and dW) it ran at 0.4×. On the 103M model's projections it was 0.9–1.4×
+// at 0.8 G multiply-adds and 0.35–0.9× at 0.1–0.3 G: its OpenMP barriers and per-shape JIT
+// (tens of ms per new shape, which attention's per-document products would
 // pay constantly) lose there. Hence the rule: oneDNN for ≥ 2^30 multiply-adds when B is
 // transposed or at most 2048 wide; OpenBLAS otherwise. It is a pure function of the shape, so
 // the choice (and the result) never depends on timing.
