@@ -27,6 +27,7 @@
 #include "dist/comm.h"
 #include "model/model_dir.h"
 #include "model/transformer.h"
+#include "ops/profile.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_config.h"
 #include "train/args.h"
@@ -201,6 +202,8 @@ int run_train(const Args& argv) {
     result = trainer.train();
   }
   uninstall_stop_signal_handlers();
+  // SFT_PROFILE=1: where the training steps' time went, op by op (before export adds to it).
+  if (ops::profiling() && comm->rank() == 0) std::fputs(ops::op_profile_table().c_str(), stderr);
   if (result.interrupted) {
     std::fprintf(stderr, "stopped at step %lld; checkpoint %s\nresume with:\n  %s\n",
                  static_cast<long long>(result.global_step), result.last_checkpoint.c_str(),

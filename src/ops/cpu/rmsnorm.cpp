@@ -39,13 +39,18 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, co
       for (int64_t j = 0; j < C; ++j) dxi[j] = r * (w[j] * gi[j] - xi[j] * c);
     }
   });
-  // dw summed over rows in a fixed order (serial over rows, parallel over features).
+  // dw summed over rows in a fixed order (serial over rows, parallel over features). Rows are
+  // the outer loop so memory is read contiguously; each feature still sums its rows in order.
   parallel_for_rows(C, 256, [&](int64_t b, int64_t e) {
-    for (int64_t j = b; j < e; ++j) {
-      T acc = 0;
-      for (int64_t i = 0; i < N; ++i) acc += dout[i * C + j] * x[i * C + j] * rstd[i];
-      dw[j] += acc;
+    thread_local std::vector<T> acc;  // this worker's own, grown once
+    acc.assign(static_cast<size_t>(e - b), T(0));
+    for (int64_t i = 0; i < N; ++i) {
+      const T* gi = dout + i * C;
+      const T* xi = x + i * C;
+      const T r = rstd[i];
+      for (int64_t j = b; j < e; ++j) acc[static_cast<size_t>(j - b)] += gi[j] * xi[j] * r;
     }
+    for (int64_t j = b; j < e; ++j) dw[j] += acc[static_cast<size_t>(j - b)];
   });
 }
 
