@@ -117,6 +117,8 @@ class Transformer {
   // inv_freq for a document of n tokens: computed once, except for dynamic scaling past the
   // trained context, which depends on n.
   const RopeFrequencies& rope_for(int64_t n);
+  // The fused LM head over the batch's rows (not the padding), with or without its gradient.
+  LossStats head(float* logits, double scale, bool train);
 
   ModelConfig config_;
   std::vector<ParamSpec> layout_;
@@ -129,7 +131,7 @@ class Transformer {
   bool gradient_checkpointing_ = false;
 
   // State of the last forward (views into acts_; host vectors reuse their capacity).
-  int64_t T_ = 0;
+  int64_t T_ = 0, T_real_ = 0;  // tokens in the arenas (padded under bf16), tokens of the batch
   std::vector<int64_t> tokens_, targets_, positions_;
   std::vector<ops::AttentionSegment> segments_;
   RopeFrequencies rope_, rope_long_;

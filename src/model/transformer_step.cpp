@@ -48,9 +48,17 @@ void Transformer::check_batch(const Batch& b) const {
 
 void Transformer::prepare(const Batch& b) {
   const ModelConfig& c = config_;
-  const int64_t T = static_cast<int64_t>(b.tokens.size());
+  const int64_t T_real = static_cast<int64_t>(b.tokens.size());
+  // bf16 runs on oneDNN, which compiles a kernel for every new matrix shape (tens of ms each):
+  // the token count is padded to a multiple of kTokenQuantum with an unscored document of
+  // token 0 that no real token attends to and that adds nothing to any gradient.
+  constexpr int64_t kTokenQuantum = 64;
+  const int64_t T = compute_ == DType::kBF16
+                        ? (T_real + kTokenQuantum - 1) / kTokenQuantum * kTokenQuantum
+                        : T_real;
   const int64_t C = c.hidden_size, D = c.head_dim, L = c.num_hidden_layers;
   tokens_.assign(b.tokens.begin(), b.tokens.end());
+  tokens_.resize(static_cast<size_t>(T), 0);
   positions_.assign(static_cast<size_t>(T), 0);
   targets_.assign(static_cast<size_t>(T), -1);
   segments_.clear();
@@ -60,13 +68,15 @@ void Transformer::prepare(const Batch& b) {
     for (int64_t i = 0; i < n; ++i) {
       positions_[start + i] = i;
       // position t is scored against labels[t + 1] inside the same document only
-      if (!b.labels.empty() && i + 1 < n && b.labels[start + i + 1] != -100)
-        targets_[start + i] = b.labels[start + i + 1];
+      const int64_t next = start + i + 1;
+      if (!b.labels.empty() && i + 1 < n && next < T_real && b.labels[next] != -100)
+        targets_[start + i] = b.labels[next];
     }
     start += n;
   };
-  if (b.doc_lengths.empty()) add_document(T);
+  if (b.doc_lengths.empty()) add_document(T_real);
   for (int64_t n : b.doc_lengths) add_document(n);
+  if (T > T_real) add_document(T - T_real);
 
   const LayerShape shape = LayerShape::of(c, T, compute_);
   const size_t layer_sets = gradient_checkpointing_ ? 1 : static_cast<size_t>(L);
@@ -93,6 +103,7 @@ void Transformer::prepare(const Batch& b) {
                 positions_.data() + seg.q_begin, seg.q_len);
   }
   T_ = T;
+  T_real_ = T_real;
 }
 
 const RopeFrequencies& Transformer::rope_for(int64_t n) {
@@ -129,9 +140,17 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   if (lnf_.data != norm_out.data) ops::cast(lnf_, norm_out);
   has_forward_ = true;
   head_grad_scale_ = loss_scale;
-  const ops::View logits_view = logits ? ops::view_of(logits, T, config_.vocab_size) : ops::View{};
-  return lm_head_.cross_entropy(dlnf_, logits_view, lnf_, targets_.data(), loss_scale.value_or(0),
-                                loss_scale.has_value());
+  return head(logits, loss_scale.value_or(0), loss_scale.has_value());
+}
+
+LossStats Transformer::head(float* logits, double scale, bool train) {
+  // The LM head sees the batch's own rows; the padding rows get no gradient.
+  const int64_t Tr = T_real_;
+  const ops::View logits_view = logits ? ops::view_of(logits, Tr, config_.vocab_size) : ops::View{};
+  const LossStats s = lm_head_.cross_entropy(dlnf_.row_range(0, Tr), logits_view,
+                                             lnf_.row_range(0, Tr), targets_.data(), scale, train);
+  if (train && T_ > Tr) ops::zero(dlnf_.row_range(Tr, T_ - Tr));
+  return s;
 }
 
 void Transformer::backward(double scale) {
@@ -141,8 +160,7 @@ void Transformer::backward(double scale) {
   const int64_t T = T_, L = c.num_hidden_layers;
   if (head_grad_scale_ && *head_grad_scale_ != scale)
     fail("model", "backward scale differs from the one the forward's LM head used");
-  if (!head_grad_scale_)  // the unfused path: the head's gradient is computed now
-    lm_head_.cross_entropy(dlnf_, ops::View{}, lnf_, targets_.data(), scale, true);
+  if (!head_grad_scale_) head(nullptr, scale, true);  // unfused: the head's gradient now
   // The backward scratch also serves the layer recomputation of gradient checkpointing.
   carve(bwd_, [&](Carver& cv) {
     scratch_ = carve_layer_scratch(cv, LayerShape::of(c, T, compute_), true);

@@ -108,6 +108,8 @@ double sum_of_squares(View x);
 // x *= factor.
 void scale(View x, float factor);
 
+// x = 0.
+void zero(View x);
 // dst = src converted (f32 ↔ bf16 round-to-nearest-even, f32 ↔ f64).
 void cast(View dst, View src);
 

@@ -1,5 +1,6 @@
 // The CPU backend behind the view-level ops of ops.h: checks each view's device, dtype and
 // shape, then calls the typed kernel (fp32, or fp64 for the reference and conformance runs).
+#include <cstring>
 #include <string>
 
 #include "ops/cpu/elementwise.h"
@@ -201,6 +202,12 @@ void bias_backward(View db, View dy) {
     using T = decltype(t);
     cpu::bias_backward(db.as<T>(), dy.as<T>(), dy.rows, dy.cols);
   });
+}
+
+void zero(View x) {
+  const ScopedOp op("zero");
+  require_cpu("zero", {x});
+  if (!x.empty()) std::memset(x.data, 0, static_cast<size_t>(x.numel()) * dtype_size(x.dtype));
 }
 
 void cast(View dst, View src) {
