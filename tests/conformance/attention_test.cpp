@@ -5,13 +5,15 @@
 // central finite differences. The backward always gets the out and lse its own forward returned.
 //
 // Tolerances (max |err| / max |ref|), f32: 1e-5 for out, dq, dk, dv and lse (softmax in fp32).
-// lse is checked against an in-test f64 log-sum-exp whenever the backend writes it (the eager
-// CPU kernel of today does not; a tiled kernel must).
+// Forward also against eager attention written out in f64 in this file (1e-5 f32, 1e-12 f64);
+// lse against its log-sum-exp whenever the backend writes lse (the eager CPU kernel of today
+// does not; a tiled kernel must).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conformance.h"
@@ -99,53 +101,69 @@ TEST(ConformanceAttention, ForwardAndBackward) {
         {DType::kF32}, uniform_tolerance(1e-5));
 }
 
-// The log-sum-exp of the scaled scores per (query, head) in f64; NaN where no key is visible.
-Values expected_lse(const AttentionCase& c, DType grid) {
+// Eager attention written out in f64, independent of the kernels (after the swap the f64
+// "reference" is the tiled kernel too): out, and lse per (query, head). A fully masked row has out
+// 0 and lse NaN (not compared).
+struct NaiveAttention {
+  Values out, lse;
+};
+
+NaiveAttention naive_attention(const AttentionCase& c, DType grid) {
   const AttentionDims& d = c.dims;
   const Values q = random_values(c.Tq * d.H * d.D, 1, 1.0, grid);
   const Values k = random_values(c.Tk * d.Hkv * d.D, 2, 1.0, grid);
-  Values lse(c.Tq * d.H, kNaN);
+  const Values v = random_values(c.Tk * d.Hkv * d.D, 3, 1.0, grid);
+  NaiveAttention r{Values(c.Tq * d.H * d.D, 0.0), Values(c.Tq * d.H, kNaN)};
   const double scale = 1 / std::sqrt(double(d.D));
   for (const AttentionSegment& s : c.segments)
     for (int64_t i = 0; i < s.q_len; ++i)
       for (int64_t h = 0; h < d.H; ++h) {
-        const int64_t pos = s.q_offset + i, g = h / (d.H / d.Hkv);
-        std::vector<double> scores;
+        const int64_t pos = s.q_offset + i, g = h / (d.H / d.Hkv), row = s.q_begin + i;
+        std::vector<std::pair<int64_t, double>> scores;  // (key row, scaled score)
         for (int64_t j = 0; j < s.k_len; ++j) {
           if (j > pos || (d.window > 0 && pos - j >= d.window)) continue;
           double dotp = 0;
           for (int64_t e = 0; e < d.D; ++e)
-            dotp += q[((s.q_begin + i) * d.H + h) * d.D + e] *
-                    k[((s.k_begin + j) * d.Hkv + g) * d.D + e];
-          scores.push_back(dotp * scale);
+            dotp += q[(row * d.H + h) * d.D + e] * k[((s.k_begin + j) * d.Hkv + g) * d.D + e];
+          scores.push_back({s.k_begin + j, dotp * scale});
         }
         if (scores.empty()) continue;
         double mx = -std::numeric_limits<double>::infinity(), sum = 0;
-        for (double x : scores) mx = std::max(mx, x);
-        for (double x : scores) sum += std::exp(x - mx);
-        lse[(s.q_begin + i) * d.H + h] = mx + std::log(sum);
+        for (const auto& sc : scores) mx = std::max(mx, sc.second);
+        for (const auto& sc : scores) sum += std::exp(sc.second - mx);
+        r.lse[row * d.H + h] = mx + std::log(sum);
+        for (const auto& sc : scores) {
+          const double p = std::exp(sc.second - mx) / sum;
+          for (int64_t e = 0; e < d.D; ++e)
+            r.out[(row * d.H + h) * d.D + e] += p * v[(sc.first * d.Hkv + g) * d.D + e];
+        }
       }
-  return lse;
+  return r;
 }
 
-TEST(ConformanceAttention, LogSumExpWhenWritten) {
+TEST(ConformanceAttention, MatchesNaiveAttention) {
   for (const Backend& be : backends()) {
     if (!be.available()) continue;
     for (DType dt : {DType::kF32, DType::kF64}) {
+      const double tol = dt == DType::kF64 ? 1e-12 : 1e-5;
       for (const AttentionCase& c : cases()) {
-        SCOPED_TRACE("attention lse: " + c.name + " on " + be.name + " in " +
+        SCOPED_TRACE("attention vs naive: " + c.name + " on " + be.name + " in " +
                      std::string(dtype_name(dt)));
-        const Values got = run_attention_full(c, be, {dt, DType::kF32}).lse;
-        const Values want = expected_lse(c, DType::kF32);
+        const AttentionRun got = run_attention_full(c, be, {dt, DType::kF32});
+        const NaiveAttention want = naive_attention(c, DType::kF32);
+        EXPECT_LE(relative_error(got.out, want.out), tol) << "out";
+        // lse is compared whenever the backend writes it (a kernel that saves it must).
         size_t written = 0, visible = 0;
-        for (size_t i = 0; i < want.size(); ++i)
-          if (!std::isnan(want[i])) ++visible, written += !std::isnan(got[i]);
+        Values g, w;
+        for (size_t i = 0; i < want.lse.size(); ++i)
+          if (!std::isnan(want.lse[i])) {
+            ++visible;
+            if (!std::isnan(got.lse[i])) ++written;
+            g.push_back(got.lse[i]), w.push_back(want.lse[i]);
+          }
         if (written == 0) continue;  // this backend's kernel does not save lse
         EXPECT_EQ(written, visible) << "lse written for only some rows";
-        Values g, w;
-        for (size_t i = 0; i < want.size(); ++i)
-          if (!std::isnan(want[i])) g.push_back(got[i]), w.push_back(want[i]);
-        EXPECT_LE(relative_error(g, w), dt == DType::kF64 ? 1e-12 : 1e-5);
+        EXPECT_LE(relative_error(g, w), tol) << "lse";
       }
     }
   }

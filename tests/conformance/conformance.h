@@ -236,6 +236,14 @@ inline double fd_error(Values& x, const std::function<double()>& f, const Values
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// What a += output gained: after − before (the gradient checks start += outputs from random
+// values, so a kernel that overwrites instead of accumulating fails them).
+inline Values gained(const Values& after, const Values& before) {
+  Values d(after.size());
+  for (size_t i = 0; i < d.size(); ++i) d[i] = after[i] - before[i];
+  return d;
+}
+
 // An f64 CPU view over a host vector (the finite-difference checks run the reference directly).
 inline View host_view(Values& v, int64_t rows, int64_t cols) {
   return ops::view_of(v.data(), rows, cols);
