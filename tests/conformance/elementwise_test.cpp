@@ -23,7 +23,7 @@ struct Shape {
     return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
   }
 };
-const Shape kShapes[] = {{1, 1}, {7, 13}, {1, 1027}, {257, 3}};
+const Shape kShapes[] = {{1, 1}, {7, 13}, {1, 1027}, {257, 3}, {64, 1027}};  // last: parallel split
 
 // dst (f32 or f64) += src, where src is bf16 in the bf16 mode.
 Outputs run_add(const Shape& s, const Backend& be, Mode m) {
@@ -78,7 +78,7 @@ Values cast_inputs() {
               inf,
               -inf,
               std::numeric_limits<float>::quiet_NaN()};
-  const Values r = random_values(1000, 9, 10.0, DType::kF32);
+  const Values r = random_values(40000, 9, 10.0, DType::kF32);  // enough to split over threads
   v.insert(v.end(), r.begin(), r.end());
   return v;
 }
