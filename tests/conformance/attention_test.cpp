@@ -1,8 +1,9 @@
 // Conformance of ops::attention_forward / attention_backward on views: packed documents (segments
-// of length 1 included), GQA, sliding windows, decode offsets against a KV cache, two sequences
-// decoding in one call, and a query row that the window masks entirely (its output and gradients
-// are 0, as the reference gives). f32 against the f64 CPU run; the f64 backward against f64
-// central finite differences. The backward always gets the out and lse its own forward returned.
+// of length 1 included), GQA, sliding windows that hide whole tiles and keys no query sees,
+// decode offsets against a KV cache, two sequences decoding in one call. f32 against the f64 CPU
+// run; the f64 backward against f64 central finite differences. The backward always gets the out
+// and lse its own forward returned. A query past the last key (its row fully masked) is either
+// refused with an error naming attention or gives out = 0, never NaN.
 //
 // Tolerances (max |err| / max |ref|), f32: 1e-5 for out, dq, dk, dv and lse (softmax in fp32).
 // Forward also against eager attention written out in f64 in this file (1e-5 f32, 1e-12 f64);
@@ -61,9 +62,9 @@ std::vector<AttentionCase> cases() {
       decode("decode 1 against 9", 1, 9, 8, {4, 1, 16, 0}),
       decode("decode 3 against 11, window 4", 3, 11, 8, {2, 2, 8, 4}),
       decode("decode 3 against 70, window 16, GQA 4/2", 3, 70, 67, {4, 2, 32, 16}),
-      // Query 2 sits at position 5 with window 2: keys 4 and 5 would be visible, but there are
-      // only 4 keys, so its row is fully masked; keys 0 and 1 are seen by no query.
-      decode("fully masked row", 3, 4, 3, {2, 1, 4, 2}),
+      // The window hides most key tiles of each query tile, and keys no query sees (dk, dv = 0).
+      packed("document 200, window 8", {200}, {2, 1, 8, 8}),
+      decode("decode 2 against 40, window 3: keys 0..35 unseen", 2, 40, 38, {2, 2, 4, 3}),
       {"two sequences decoding", 3, 9, {2, 2, 8, 0}, {{0, 2, 0, 6, 4}, {2, 1, 6, 3, 2}}},
   };
 }
@@ -169,6 +170,30 @@ TEST(ConformanceAttention, MatchesNaiveAttention) {
   }
 }
 
+// Query 2 sits at position 5 with window 2: keys 4 and 5 would be visible, but there are only 4
+// keys, so its row is fully masked. The eager reference gives out = 0 there; a kernel may refuse
+// such a segment instead (every query seeing its own position is what training and decode pass).
+TEST(ConformanceAttention, QueryPastTheLastKeyIsRefusedOrZero) {
+  const AttentionCase c = decode("fully masked row", 3, 4, 3, {2, 1, 4, 2});
+  for (const Backend& be : backends()) {
+    if (!be.available()) continue;
+    for (DType dt : {DType::kF32, DType::kF64}) {
+      SCOPED_TRACE(std::string(be.name) + " in " + std::string(dtype_name(dt)));
+      AttentionRun r;
+      try {
+        r = run_attention_full(c, be, {dt, DType::kF32});
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("attention"), std::string::npos) << e.what();
+        continue;
+      }
+      const int64_t HD = c.dims.H * c.dims.D;
+      for (int64_t x = 2 * HD; x < 3 * HD; ++x) EXPECT_EQ(r.out[x], 0) << "out of the masked row";
+      for (const Values* g : {&r.out, &r.dq, &r.dk, &r.dv})
+        for (double x : *g) ASSERT_TRUE(std::isfinite(x));
+    }
+  }
+}
+
 void check_attention_fd(const AttentionCase& c) {
   SCOPED_TRACE("attention fd: " + c.name);
   const AttentionDims& d = c.dims;
@@ -199,7 +224,7 @@ TEST(ConformanceAttention, BackwardMatchesFiniteDifferences) {
   check_attention_fd(packed("documents 1 6, GQA 4/2", {1, 6}, {4, 2, 4, 0}));
   check_attention_fd(packed("documents 7 3, window 3", {7, 3}, {2, 1, 4, 3}));
   check_attention_fd(decode("decode 3 against 8", 3, 8, 5, {2, 2, 4, 0}));
-  check_attention_fd(decode("fully masked row", 3, 4, 3, {2, 1, 4, 2}));
+  check_attention_fd(decode("decode 2 against 9, window 3", 2, 9, 7, {2, 1, 4, 3}));
   check_attention_fd(
       {"two sequences decoding", 3, 9, {2, 2, 2, 0}, {{0, 2, 0, 6, 4}, {2, 1, 6, 3, 2}}});
 }

@@ -6,8 +6,10 @@
 // the f64 reference run sees exactly the same values, widened exactly. check_conformance runs the
 // case on each backend in each tested dtype, twice (the reruns must be bit-identical), and compares
 // every output with the f64 CPU run: max |got − ref| / max |ref| ≤ the op's stated tolerance.
+// SFT_CONFORMANCE_REPORT=1 prints every measured error next to its tolerance.
 // Outputs the op overwrites (=) start as NaN, so a kernel that reads or skips them fails; outputs
-// it accumulates into (+=) start from random values.
+// it accumulates into (+=) start from small random values (kAccumulateStart): large enough that
+// overwriting instead of adding fails, small enough not to hide the gradient's own error.
 //
 // A second backend plugs in by adding one entry to backends(): a name, its Device, an available()
 // check, and allocate/release/upload/download of raw bytes (for the CPU: new/delete and memcpy).
@@ -19,6 +21,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -72,6 +76,9 @@ struct Mode {
   DType grid = DType::kF32;
   bool reference() const { return dtype == DType::kF64; }
 };
+
+// The scale of the random starting values of += outputs (2⁻¹⁰: products stay exact on every grid).
+inline constexpr double kAccumulateStart = 0x1p-10;
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -197,6 +204,9 @@ inline void check_conformance(const std::string& what, const RunFn& run,
         const double err = relative_error(got[i].second, ref[i].second);
         const double limit = tol(dt, ref[i].first);
         EXPECT_LE(err, limit) << "output " << ref[i].first << " of " << what;
+        if (std::getenv("SFT_CONFORMANCE_REPORT"))  // the measured errors, for choosing tolerances
+          std::printf("%s | %s | %s | %s | %.3g | %.3g\n", what.c_str(), backend.name,
+                      std::string(dtype_name(dt)).c_str(), ref[i].first.c_str(), err, limit);
         EXPECT_TRUE(bit_identical(got[i].second, again[i].second))
             << "output " << ref[i].first << " of " << what << " differs between reruns";
       }

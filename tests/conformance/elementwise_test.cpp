@@ -47,7 +47,7 @@ Outputs run_bias(const Shape& s, const Backend& be, Mode m) {
   Buffer Y(be, m.dtype, s.rows, s.cols, random_values(n, 1, 1.0, m.grid));
   Buffer B(be, m.dtype, 1, s.cols, random_values(s.cols, 2, 1.0, m.grid));
   Buffer DY(be, m.dtype, s.rows, s.cols, random_values(n, 3, 1.0, m.grid));
-  Buffer DB(be, m.dtype, 1, s.cols, random_values(s.cols, 4, 1.0, m.grid));  // +=
+  Buffer DB(be, m.dtype, 1, s.cols, random_values(s.cols, 4, kAccumulateStart, m.grid));
   ops::add_bias(Y.view(), B.view());
   ops::bias_backward(DB.view(), DY.view());
   return {{"y", Y.read()}, {"db", DB.read()}};

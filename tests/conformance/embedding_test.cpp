@@ -24,7 +24,7 @@ Outputs run_embedding(const EmbeddingCase& c, const Backend& be, Mode m) {
   Buffer table(be, m.dtype, c.V, c.C, random_values(c.V * c.C, 1, 1.0, m.grid));
   Buffer out(be, m.dtype, T, c.C, Values(T * c.C, kNaN));
   Buffer dout(be, m.dtype, T, c.C, random_values(T * c.C, 2, 1.0, m.grid));
-  Buffer dtable(be, m.dtype, c.V, c.C, random_values(c.V * c.C, 3, 1.0, m.grid));  // +=
+  Buffer dtable(be, m.dtype, c.V, c.C, random_values(c.V * c.C, 3, kAccumulateStart, m.grid));
   ops::embedding_forward(out.view(), ids.data(), table.view());
   ops::embedding_backward(dtable.view(), dout.view(), ids.data());
   return {{"out", out.read()}, {"dtable", dtable.read()}};

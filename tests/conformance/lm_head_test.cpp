@@ -53,7 +53,7 @@ Outputs run_lm_head(const LmHeadCase& c, const Backend& be, Mode m) {
   IdBuffer targets(be, c.targets);
   Buffer X(be, m.dtype, T, c.C, x), W(be, m.dtype, c.V, c.C, w);
   Buffer DX(be, out, T, c.C, Values(T * c.C, kNaN));
-  Buffer DW(be, out, c.V, c.C, random_values(c.V * c.C, 3, 1.0, DType::kF32));  // +=
+  Buffer DW(be, out, c.V, c.C, random_values(c.V * c.C, 3, kAccumulateStart, DType::kF32));
   Buffer L(be, out, T, c.V, Values(T * c.V, kNaN));
   const ops::LmHeadStats s = ops::lm_head_cross_entropy(
       c.gradients ? DX.view() : View{}, c.gradients ? DW.view() : View{},

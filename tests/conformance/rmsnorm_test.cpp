@@ -23,7 +23,7 @@ Outputs run_rmsnorm(const RmsNormCase& c, const Backend& be, Mode m) {
   const Values x = random_values(n, 1, c.x_scale, m.grid);
   const Values w = random_values(static_cast<size_t>(c.C), 2, 1.0, m.grid);
   const Values dout = random_values(n, 3, 1.0, m.grid);
-  const Values dw0 = random_values(static_cast<size_t>(c.C), 4, 1.0, m.grid);
+  const Values dw0 = random_values(static_cast<size_t>(c.C), 4, kAccumulateStart, m.grid);
   Buffer X(be, m.dtype, c.N, c.C, x), W(be, m.dtype, 1, c.C, w), DO(be, m.dtype, c.N, c.C, dout);
   Buffer O(be, m.dtype, c.N, c.C, Values(n, kNaN)), R(be, m.dtype, c.N, 1, Values(c.N, kNaN));
   Buffer DX(be, m.dtype, c.N, c.C, Values(n, kNaN)), DW(be, m.dtype, 1, c.C, dw0);
