@@ -26,6 +26,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,8 +102,10 @@ class Buffer {
  public:
   Buffer(const Backend& backend, DType dtype, int64_t rows, int64_t cols, const Values& values)
       : backend_(backend), dtype_(dtype), rows_(rows), cols_(cols) {
-    EXPECT_EQ(static_cast<int64_t>(values.size()), rows * cols) << "buffer size";
     const size_t n = static_cast<size_t>(rows * cols);
+    if (values.size() != n)
+      throw std::invalid_argument("test buffer of " + std::to_string(n) + " elements given " +
+                                  std::to_string(values.size()) + " values");
     bytes_ = std::max<size_t>(1, n * dtype_size(dtype));
     data_ = backend.allocate(bytes_);
     std::vector<unsigned char> host(bytes_);
