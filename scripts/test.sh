@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs what is needed, builds in Release with tests, runs the whole
+# The test command: installs what is needed, checks the formatting of the C++ files the latest
+# change touches (scripts/check_format.sh), builds in Release with tests, runs the whole
 # suite through ctest; then the same suite built with AddressSanitizer + UBSan.
 # Exits non-zero on any failure. Set SFT_SKIP_SANITIZE=1 to run the Release pass only.
 set -euo pipefail
@@ -9,6 +10,9 @@ scripts/setup.sh
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell}
 
 status=0
+
+echo "== Format of the changed C++ files"
+scripts/check_format.sh || status=1
 
 echo "== Release build and tests"
 scripts/build.sh build -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=ON

@@ -9,6 +9,7 @@
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "io/mapped_file.h"
+#include "io/options.h"
 
 namespace sft::cli {
 
@@ -18,15 +19,31 @@ using OJ = jinja::OrderedJson;
 
 constexpr const char* kUsage =
     "usage: sft chat-template --tokenizer PATH --messages FILE.json [options]\n\n"
-    "Prints the conversation rendered by the tokenizer's chat template, byte-exact.\n"
-    "  --tokenizer PATH            tokenizer folder or its tokenizer_config.json\n"
-    "  --messages FILE.json        a list of messages, or an object with \"messages\"\n"
-    "  --tools FILE.json           a list of tool schemas\n"
-    "  --add_generation_prompt     end with the assistant header\n"
-    "  --continue_final_message    leave the last message open\n"
-    "  --kwargs JSON               extra template variables, e.g. '{\"enable_thinking\": false}'\n"
-    "  --template FILE.jinja       use this template instead (alias --chat_template_path)\n"
-    "  --mask                      print assistant spans as JSON instead of the text\n";
+    "Prints the conversation rendered by the tokenizer's chat template, byte-exact.\n";
+
+struct ChatTemplateFlags {
+  std::string tokenizer, messages, tools, kwargs, template_path;
+  bool add_generation_prompt = false, continue_final_message = false, mask = false;
+};
+
+OptionSet chat_template_options(ChatTemplateFlags& f) {
+  OptionSet o("chat-template");
+  const std::string in = "input", render = "rendering", out = "output";
+  o.add_string("tokenizer", &f.tokenizer, in, "tokenizer folder or its tokenizer_config.json");
+  o.add_string("messages", &f.messages, in,
+               "FILE.json: a list of messages, or an object with \"messages\"");
+  o.add_string("tools", &f.tools, in, "FILE.json: a list of tool schemas");
+  o.add_string("template", &f.template_path, in, "FILE.jinja to use instead of the tokenizer's");
+  o.add_string("chat_template_path", &f.template_path, in, "the same as --template");
+  o.add_bool("add_generation_prompt", &f.add_generation_prompt, render,
+             "end with the assistant header");
+  o.add_bool("continue_final_message", &f.continue_final_message, render,
+             "leave the last message open");
+  o.add_string("kwargs", &f.kwargs, render,
+               "extra template variables, e.g. '{\"enable_thinking\": false}'");
+  o.add_bool("mask", &f.mask, out, "print assistant spans as JSON instead of the text");
+  return o;
+}
 
 size_t char_index(const std::string& text, size_t byte) {
   size_t n = 0;
@@ -38,73 +55,53 @@ size_t char_index(const std::string& text, size_t byte) {
 }  // namespace
 
 int run_chat_template(const Args& args) {
-  std::string tokenizer, messages_path, tools_path, kwargs_text, template_path;
-  chat::ChatInputs inputs;
-  bool mask = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) fail("cli", "sft chat-template: " + a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--tokenizer") {
-      tokenizer = value();
-    } else if (a == "--messages") {
-      messages_path = value();
-    } else if (a == "--tools") {
-      tools_path = value();
-    } else if (a == "--kwargs") {
-      kwargs_text = value();
-    } else if (a == "--template" || a == "--chat_template_path") {
-      template_path = value();
-    } else if (a == "--add_generation_prompt") {
-      inputs.add_generation_prompt = true;
-    } else if (a == "--continue_final_message") {
-      inputs.continue_final_message = true;
-    } else if (a == "--mask") {
-      mask = true;
-    } else {
-      fail("cli", "sft chat-template: unknown argument '" + a + "' (see --help)");
-    }
+  ChatTemplateFlags f;
+  OptionSet options = chat_template_options(f);
+  if (options.asks_for_help(args)) {
+    std::printf("%s%s", kUsage, options.help().c_str());
+    return 0;
   }
-  if (messages_path.empty() || (tokenizer.empty() && template_path.empty())) {
+  const std::vector<std::string> positional = options.parse(args);
+  if (!positional.empty())
+    fail_usage("cli", "sft chat-template takes only --flags, got '" + positional.front() + "'");
+  if (f.messages.empty() || (f.tokenizer.empty() && f.template_path.empty())) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  OJ messages = chat::parse_ordered_json(read_text_file(messages_path, "chat"), messages_path);
+  chat::ChatInputs inputs;
+  inputs.add_generation_prompt = f.add_generation_prompt;
+  inputs.continue_final_message = f.continue_final_message;
+  OJ messages = chat::parse_ordered_json(read_text_file(f.messages, "chat"), f.messages);
   if (messages.is_object() && messages.contains("messages")) messages = messages["messages"];
   if (!messages.is_array()) {
-    fail_in_file("chat", {messages_path, ""},
+    fail_in_file("chat", {f.messages, ""},
                  "expected a list of messages, got " + std::string(messages.type_name()),
                  "write [{\"role\": \"user\", \"content\": \"...\"}, ...]");
   }
   inputs.messages = std::move(messages);
-  if (!tools_path.empty())
-    inputs.tools = chat::parse_ordered_json(read_text_file(tools_path, "chat"), tools_path);
-  if (!kwargs_text.empty()) {
-    inputs.kwargs = chat::parse_ordered_json(kwargs_text, "--kwargs");
+  if (!f.tools.empty())
+    inputs.tools = chat::parse_ordered_json(read_text_file(f.tools, "chat"), f.tools);
+  if (!f.kwargs.empty()) {
+    inputs.kwargs = chat::parse_ordered_json(f.kwargs, "--kwargs");
     if (!inputs.kwargs.is_object())
       fail("cli", "sft chat-template: --kwargs must be a JSON object");
   }
 
   std::optional<chat::ChatTemplate> tmpl;
-  if (template_path.empty()) {
-    tmpl.emplace(chat::ChatTemplate::from_tokenizer(tokenizer, !inputs.tools.is_null()));
+  if (f.template_path.empty()) {
+    tmpl.emplace(chat::ChatTemplate::from_tokenizer(f.tokenizer, !inputs.tools.is_null()));
   } else {
     chat::SpecialTokens tokens;
-    if (!tokenizer.empty()) {
-      std::filesystem::path p(tokenizer);
+    if (!f.tokenizer.empty()) {
+      std::filesystem::path p(f.tokenizer);
       std::filesystem::path config =
           std::filesystem::is_directory(p) ? p / "tokenizer_config.json" : p;
       tokens = chat::special_tokens_from_config(read_json_file(config.string(), "chat"));
     }
-    tmpl.emplace(chat::ChatTemplate::from_file(template_path, tokens));
+    tmpl.emplace(chat::ChatTemplate::from_file(f.template_path, tokens));
   }
   std::string text;
-  if (!mask) {
+  if (!f.mask) {
     text = tmpl->apply(inputs);
   } else {
     chat::AssistantMask m = chat::assistant_mask(*tmpl, inputs);

@@ -15,6 +15,7 @@
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "io/json.h"
+#include "io/options.h"
 #include "io/safetensors.h"
 #include "model/transformer.h"
 
@@ -27,9 +28,24 @@ constexpr const char* kUsage =
     "                         [--backward] [--activations]\n\n"
     "FILE.json: {\"input_ids\": [...], \"labels\": [...], \"doc_lengths\": [...]}; labels\n"
     "(-100 = ignored) default to input_ids, doc_lengths to one document.\n"
-    "Writes logits (f32 [T, V]) and loss (f32, mean over shifted labelled targets);\n"
-    "  --backward     also grad.<parameter name> for every parameter (of that mean loss)\n"
-    "  --activations  also act.<name> for every named intermediate (layers.N.attn_norm, ...)\n";
+    "Writes logits (f32 [T, V]) and loss (f32, mean over shifted labelled targets).\n";
+
+struct ForwardFlags {
+  std::string model, tokens, out;
+  bool backward = false, activations = false;
+};
+
+OptionSet forward_options(ForwardFlags& f) {
+  OptionSet o("debug forward");
+  o.add_string("model", &f.model, "input", "model folder or Hub id");
+  o.add_string("tokens", &f.tokens, "input", "FILE.json with input_ids, labels, doc_lengths");
+  o.add_string("out", &f.out, "output", "FILE.safetensors to write");
+  o.add_bool("backward", &f.backward, "output",
+             "also grad.<parameter name> for every parameter (of that mean loss)");
+  o.add_bool("activations", &f.activations, "output",
+             "also act.<name> for every named intermediate (layers.N.attn_norm, ...)");
+  return o;
+}
 
 std::vector<int64_t> id_list(const Json& j, const char* key, const std::string& file,
                              bool required) {
@@ -54,45 +70,27 @@ std::vector<int64_t> id_list(const Json& j, const char* key, const std::string& 
 }
 
 int run_debug_forward(const Args& args) {
-  std::string model_path, tokens_path, out_path;
-  bool backward = false, activations = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) fail("cli", "sft debug forward: " + a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--model") {
-      model_path = value();
-    } else if (a == "--tokens") {
-      tokens_path = value();
-    } else if (a == "--out") {
-      out_path = value();
-    } else if (a == "--backward") {
-      backward = true;
-    } else if (a == "--activations") {
-      activations = true;
-    } else {
-      fail("cli", "sft debug forward: unknown argument '" + a + "' (see --help)");
-    }
+  ForwardFlags f;
+  OptionSet options = forward_options(f);
+  if (options.asks_for_help(args)) {
+    std::printf("%s%s", kUsage, options.help().c_str());
+    return 0;
   }
-  if (model_path.empty() || tokens_path.empty() || out_path.empty()) {
+  const std::vector<std::string> positional = options.parse(args);
+  if (!positional.empty())
+    fail_usage("cli", "sft debug forward takes only --flags, got '" + positional.front() + "'");
+  if (f.model.empty() || f.tokens.empty() || f.out.empty()) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  const Json j = read_json_file(tokens_path, "debug");
+  const Json j = read_json_file(f.tokens, "debug");
   if (!j.is_object())
-    fail_in_file("debug", {tokens_path, ""}, "expected a JSON object",
-                 "give {\"input_ids\": [...]}");
-  model::Batch batch{id_list(j, "input_ids", tokens_path, true),
-                     id_list(j, "labels", tokens_path, false),
-                     id_list(j, "doc_lengths", tokens_path, false)};
+    fail_in_file("debug", {f.tokens, ""}, "expected a JSON object", "give {\"input_ids\": [...]}");
+  model::Batch batch{id_list(j, "input_ids", f.tokens, true), id_list(j, "labels", f.tokens, false),
+                     id_list(j, "doc_lengths", f.tokens, false)};
   if (batch.labels.empty()) batch.labels = batch.tokens;
 
-  model::Transformer m = model::Transformer::load(model_path);
+  model::Transformer m = model::Transformer::load(f.model);
   const int64_t T = static_cast<int64_t>(batch.tokens.size()), V = m.config().vocab_size;
   Tensor logits = Tensor::zeros(DType::kF32, {T, V});
   const model::LossStats s = m.forward(batch, logits.mutable_values<float>().data());
@@ -101,28 +99,33 @@ int run_debug_forward(const Args& args) {
       s.count ? static_cast<float>(s.loss_sum / static_cast<double>(s.count))
               : std::numeric_limits<float>::quiet_NaN();
   std::vector<NamedTensor> out = {{"logits", logits}, {"loss", loss}};
-  if (activations)
+  if (f.activations)
     for (const NamedTensor& a : m.activations()) out.push_back({"act." + a.name, a.tensor.clone()});
-  if (backward && s.count > 0) {
+  if (f.backward && s.count > 0) {
     m.zero_grad();
     m.backward(1.0f / static_cast<float>(s.count));
     for (const NamedTensor& g : m.gradients()) out.push_back({"grad." + g.name, g.tensor});
   }
-  write_safetensors(out_path, out);
+  write_safetensors(f.out, out);
   std::printf("tokens %lld, documents %zu, targets %lld, loss %.6f -> %s\n",
               static_cast<long long>(T),
               batch.doc_lengths.empty() ? size_t{1} : batch.doc_lengths.size(),
-              static_cast<long long>(s.count), double(loss.values<float>()[0]), out_path.c_str());
+              static_cast<long long>(s.count), double(loss.values<float>()[0]), f.out.c_str());
   return 0;
 }
 
 int run_debug(const Args& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
-    return args.empty() ? 2 : 0;
+    if (args.empty()) {
+      std::fputs(kUsage, stderr);
+      return 2;
+    }
+    ForwardFlags f;
+    std::printf("%s%s", kUsage, forward_options(f).help().c_str());
+    return 0;
   }
   if (args[0] == "forward") return run_debug_forward(Args(args.begin() + 1, args.end()));
-  fail("cli", "sft debug: unknown tool '" + args[0] + "' (available: forward)");
+  fail_usage("cli", "sft debug: unknown tool '" + args[0] + "' (available: forward)");
 }
 
 }  // namespace

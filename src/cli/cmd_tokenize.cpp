@@ -10,6 +10,7 @@
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "io/json.h"
+#include "io/options.h"
 #include "text/tokenizer.h"
 
 namespace sft::cli {
@@ -21,14 +22,30 @@ constexpr const char* kUsage =
     "STR)\n"
     "       sft tokenize --tokenizer PATH --decode [--skip_special_tokens] (--input FILE.jsonl | "
     "--text '[ids]')\n\n"
-    "PATH is a folder holding tokenizer.json, or the file itself.\n"
-    "  --input FILE           one JSON string per line (JSON arrays of ids with --decode); - is "
-    "stdin\n"
-    "  --text STR             one input given on the command line (raw text, not JSON)\n"
-    "  --add_special_tokens   apply the post-processor (e.g. add <bos>)\n"
-    "  --split_special_tokens tokenize special tokens' text as ordinary text\n"
-    "  --decode               ids → text\n"
-    "  --skip_special_tokens  with --decode: drop special tokens\n";
+    "PATH is a folder holding tokenizer.json, or the file itself.\n";
+
+struct TokenizeFlags {
+  std::string tokenizer, input, text;
+  bool add_special_tokens = false, split_special_tokens = false, decode = false,
+       skip_special_tokens = false;
+};
+
+OptionSet tokenize_options(TokenizeFlags& f) {
+  OptionSet o("tokenize");
+  const std::string in = "input", enc = "encoding", dec = "decoding";
+  o.add_string("tokenizer", &f.tokenizer, in, "folder holding tokenizer.json, or the file");
+  o.add_string("input", &f.input, in,
+               "FILE.jsonl: one JSON string per line (arrays of ids with --decode); - is stdin");
+  o.add_string("text", &f.text, in, "one input given on the command line (raw text, not JSON)");
+  o.add_bool("add_special_tokens", &f.add_special_tokens, enc,
+             "apply the post-processor (e.g. add <bos>)");
+  o.add_bool("split_special_tokens", &f.split_special_tokens, enc,
+             "tokenize special tokens' text as ordinary text");
+  o.add_bool("decode", &f.decode, dec, "ids -> text");
+  o.add_bool("skip_special_tokens", &f.skip_special_tokens, dec,
+             "with --decode: drop special tokens");
+  return o;
+}
 
 std::string ids_json(const std::vector<int32_t>& ids) {
   std::string s = "[";
@@ -50,43 +67,25 @@ std::vector<int32_t> parse_ids(const std::string& line, const std::string& where
 }  // namespace
 
 int run_tokenize(const Args& args) {
-  std::string path, input, text;
-  bool have_text = false, add_special = false, decode = false, skip_special = false,
-       split_special = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) fail("tokenize", a + " needs a value\n" + kUsage);
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--tokenizer")
-      path = value();
-    else if (a == "--input")
-      input = value();
-    else if (a == "--text")
-      text = value(), have_text = true;
-    else if (a == "--add_special_tokens")
-      add_special = true;
-    else if (a == "--split_special_tokens")
-      split_special = true;
-    else if (a == "--decode")
-      decode = true;
-    else if (a == "--skip_special_tokens")
-      skip_special = true;
-    else
-      fail("tokenize", "unknown argument '" + a + "'\n" + kUsage);
+  TokenizeFlags f;
+  OptionSet options = tokenize_options(f);
+  if (options.asks_for_help(args)) {
+    std::printf("%s%s", kUsage, options.help().c_str());
+    return 0;
   }
-  if (path.empty() || (input.empty() == !have_text))
-    fail("tokenize", std::string("give --tokenizer and exactly one of --input/--text\n") + kUsage);
-  text::Tokenizer tok = text::Tokenizer::from_file(path);
-  tok.set_split_special_tokens(split_special);
+  const std::vector<std::string> positional = options.parse(args);
+  if (!positional.empty())
+    fail_usage("tokenize", "sft tokenize takes only --flags, got '" + positional.front() + "'");
+  const bool have_text = options.was_set("text");
+  if (f.tokenizer.empty() || (f.input.empty() == !have_text))
+    fail_usage("tokenize",
+               std::string("give --tokenizer and exactly one of --input/--text\n") + kUsage);
+  text::Tokenizer tok = text::Tokenizer::from_file(f.tokenizer);
+  tok.set_split_special_tokens(f.split_special_tokens);
 
   auto handle = [&](const std::string& line, const std::string& where, bool raw) {
-    if (decode) {
-      std::string out = tok.decode(parse_ids(line, where), skip_special);
+    if (f.decode) {
+      std::string out = tok.decode(parse_ids(line, where), f.skip_special_tokens);
       std::cout << Json(out).dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
     } else {
       std::string s = line;
@@ -95,24 +94,24 @@ int run_tokenize(const Args& args) {
         if (!j.is_string()) fail("tokenize", where + ": expected a JSON string");
         s = j.get<std::string>();
       }
-      std::cout << ids_json(tok.encode(s, add_special)) << "\n";
+      std::cout << ids_json(tok.encode(s, f.add_special_tokens)) << "\n";
     }
   };
   if (have_text) {
-    handle(text, "--text", !decode);
+    handle(f.text, "--text", !f.decode);
     return 0;
   }
   std::ifstream file;
   std::istream* in = &std::cin;
-  if (input != "-") {
-    file.open(input);
-    if (!file) fail("tokenize", "cannot open '" + input + "': " + errno_text(errno));
+  if (f.input != "-") {
+    file.open(f.input);
+    if (!file) fail("tokenize", "cannot open '" + f.input + "': " + errno_text(errno));
     in = &file;
   }
   std::string line;
   for (size_t n = 1; std::getline(*in, line); ++n) {
     if (line.empty()) continue;
-    handle(line, input + ": line " + std::to_string(n), false);
+    handle(line, f.input + ": line " + std::to_string(n), false);
   }
   return 0;
 }

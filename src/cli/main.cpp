@@ -1,7 +1,7 @@
 // sft: supervised fine-tuning of Hugging Face decoder LLMs.
 //
 // Dispatches `sft <command> ...` to the commands cli/cmd_*.cpp register and is the one place where
-// errors are caught: the message goes to stderr and the exit code is 1 (2 for usage errors). When
+// errors are caught: the message goes to stderr and the exit code is 1 (2 for a UsageError). When
 // OpenBLAS fell back to slow generic kernels on this CPU, it first re-executes itself with
 // OPENBLAS_CORETYPE set (ops/blas_kernels.h).
 #include <unistd.h>
@@ -13,6 +13,7 @@
 
 #include "cli/command_registry.h"
 #include "core/error.h"
+#include "io/options.h"  // UsageError
 #include "ops/backend.h"
 #include "ops/blas_kernels.h"
 
@@ -56,6 +57,9 @@ int main(int argc, char** argv) {
     sft::cli::Args args(argv + 2, argv + argc);
     try {
       return c.run(args);
+    } catch (const sft::UsageError& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 2;
     } catch (const sft::Error& e) {
       std::fprintf(stderr, "error: %s\n", e.what());
       return 1;

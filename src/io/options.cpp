@@ -14,6 +14,7 @@ namespace sft {
 namespace {
 
 constexpr std::string_view kComponent = "args";
+constexpr std::string_view kCommandLine = "command line";
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -116,6 +117,10 @@ Json yaml_to_json(const YAML::Node& node) {
 }
 
 }  // namespace
+
+void fail_usage(std::string_view component, std::string_view message) {
+  throw UsageError(component, message);
+}
 
 Option& OptionSet::add(Option option) {
   options_.push_back(std::move(option));
@@ -243,13 +248,17 @@ std::string OptionSet::closest(std::string_view name) const {
 void OptionSet::apply(const Option& option, const std::optional<std::string>& text,
                       const std::string& source) {
   if (!text && !option.optional) {
-    fail(kComponent, source + ": --" + option.name + " cannot be None");
+    const std::string message = source + ": --" + option.name + " cannot be None";
+    if (source == kCommandLine) fail_usage(kComponent, message);
+    fail(kComponent, message);
   }
   try {
     option.set_text(text);
   } catch (const BadValue& bad) {
-    fail(kComponent, source + ": --" + option.name + " expects " + bad.expected + ", got '" +
-                         text.value_or("") + "'");
+    const std::string message = source + ": --" + option.name + " expects " + bad.expected +
+                                ", got '" + text.value_or("") + "'";
+    if (source == kCommandLine) fail_usage(kComponent, message);
+    fail(kComponent, message);
   }
   set_.insert(option.name);
 }
@@ -279,22 +288,39 @@ std::vector<std::string> OptionSet::parse(const std::vector<std::string>& tokens
     }
     const Option* option = find(name);
     if (option == nullptr) {
-      fail(kComponent, "sft " + command_ + ": unknown option --" + name + " (did you mean --" +
-                           closest(name) + "? see `sft " + command_ + " --help`)");
+      fail_usage(kComponent, "sft " + command_ + ": unknown option --" + name +
+                                 " (did you mean --" + closest(name) + "? see `sft " + command_ +
+                                 " --help`)");
     }
     if (!value) {
       const bool next_is_value = i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0;
       if (option->type == OptionType::kBool && !next_is_value) {
         value = "true";
       } else if (!next_is_value) {
-        fail(kComponent, "sft " + command_ + ": --" + name + " needs a value");
+        fail_usage(kComponent, "sft " + command_ + ": --" + name + " needs a value");
       } else {
         value = tokens[++i];
       }
     }
-    apply(*option, is_none(*value) && option->optional ? std::nullopt : value, "command line");
+    apply(*option, is_none(*value) && option->optional ? std::nullopt : value,
+          std::string(kCommandLine));
   }
   return positional;
+}
+
+bool OptionSet::asks_for_help(const std::vector<std::string>& tokens) const {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& token = tokens[i];
+    if (token == "--help" || token == "-h") return true;
+    if (token.rfind("--", 0) != 0 || token.find('=') != std::string::npos) continue;
+    // As parse(): a flag with a value takes the next token unless that is a flag. A boolean's
+    // optional value is never `-h`, so `--mask -h` asks for help.
+    const std::string name = token.substr(2);
+    const Option* option = find(name);
+    const bool takes_value = name == "config" || (option && option->type != OptionType::kBool);
+    if (takes_value && i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0) ++i;
+  }
+  return false;
 }
 
 void OptionSet::apply_yaml_file(const std::string& path) {

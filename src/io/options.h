@@ -5,7 +5,9 @@
 // `--name`; `--config FILE.yaml` loads the same keys from YAML first, and flags given on the
 // command line override it (as TRL's TrlParser). `None`/`null` resets an optional value.
 // Unknown names fail naming the closest valid option; bad values name the option and the
-// source (command line, or YAML file and line).
+// source (command line, or YAML file and line). Mistakes on the command line throw
+// UsageError, which cli/main.cpp turns into exit code 2 (docs/cli.md); YAML mistakes are
+// errors in a file (exit 1).
 #pragma once
 
 #include <functional>
@@ -15,9 +17,18 @@
 #include <string_view>
 #include <vector>
 
+#include "core/error.h"
 #include "io/json.h"
 
 namespace sft {
+
+// A command called the wrong way: unknown flag, flag without its value, bad value, missing
+// required flag. Exit code 2, so that scripts can tell it from a run that failed.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+[[noreturn]] void fail_usage(std::string_view component, std::string_view message);
 
 enum class OptionType { kBool, kInt, kFloat, kString, kStringList, kJson };
 
@@ -56,6 +67,9 @@ class OptionSet {
   // Applies `--config FILE` (if any) and then every other token; returns positional tokens.
   std::vector<std::string> parse(const std::vector<std::string>& tokens);
   void apply_yaml_file(const std::string& path);
+  // Whether `--help` or `-h` stands where a flag may stand (not as the value of a flag that
+  // takes one, as in `--text -h`). Checked before parse() so help works with other mistakes.
+  bool asks_for_help(const std::vector<std::string>& tokens) const;
 
   // Options given explicitly (command line or YAML), for defaults that depend on others.
   bool was_set(const std::string& name) const { return set_.count(name) != 0; }

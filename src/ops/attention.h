@@ -1,21 +1,81 @@
-// Attention over packed documents, tiled with an online softmax (flash-attention style).
-// (Interface as agreed with the attention kernel's author; see ops/cpu/ for the kernel.)
+// Tiled (flash-style) scaled dot-product attention on runs of packed documents.
+//
+// softmax(q kᵀ / sqrt(D) + mask) v, as transformers' eager attention (ops/cpu/attention_reference.h
+// is the eager reference), but computed tile by tile with an online softmax: forward saves only the
+// log-sum-exp per query and head (Tq·H values) instead of the (H, n, n) probabilities, and
+// backward recomputes the probabilities from it. Tiles the causal / window mask hides entirely
+// are never visited.
+//
+// Segment: one run of queries against one run of keys (a packed document, or a sequence against
+// its KV cache). Queries are rows [q_begin, q_begin + q_len) of q; keys/values rows
+// [k_begin, k_begin + k_len) of k, v. Query i sits at absolute position q_offset + i; key j is
+// visible when j ≤ q_offset + i and, with window > 0, q_offset + i − j < window. Every query must
+// see its own position: q_offset + q_len ≤ k_len. Query head h reads kv head h / (H / Hkv).
+// Segments of one call do not overlap in q rows (nor, for backward, in k rows).
+//
+// Signature rule: outputs first, then saved activations, inputs, then sizes; activation grads
+// overwrite (=). Dimensions: Tq query rows, Tk key rows, H heads, Hkv kv heads, D head dim.
+// T = float computes in fp32 (running max, sum and accumulator included), T = double in fp64.
+// Deterministic: each output element is produced by one work item in a fixed order, so results
+// are bit-identical for any thread count. No heap allocation once the workspace has grown.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 namespace sft::ops {
 
-// One run of queries against one run of keys (a packed document, or a sequence against its
-// KV cache). Queries are rows [q_begin, q_begin + q_len) of q; keys/values rows
-// [k_begin, k_begin + k_len) of k, v. Query i sits at absolute position q_offset + i; key j
-// is visible when j <= q_offset + i and, with window > 0, q_offset + i - j < window.
 struct AttentionSegment {
   int64_t q_begin = 0, q_len = 0, k_begin = 0, k_len = 0, q_offset = 0;
 };
+
 struct AttentionDims {
-  int64_t H = 0, Hkv = 0, D = 0, window = 0;
+  int64_t H = 0, Hkv = 0, D = 0, window = 0;  // window 0 = no sliding window
 };
+
+// Scratch for the tiled kernels, grown on first use and reused; keep one per caller thread.
+// Tile sizes, measured with bench_attention BM_FlashTiles (one thread, forward + backward of a
+// Qwen3-0.6B layer, 2-core Xeon VM): 128 queries × 64 keys was fastest or tied on both one
+// 1024-token document (254 ms; 64×64 267, 128×128 244, 32×64 300) and ~200-token documents
+// (83 ms; 64×64 83.5, 128×128 88, 32×128 95). Short query tiles re-stream K/V more often; long
+// key tiles waste more of the diagonal tile on masked scores (documents of ~200 feel it) and
+// push the score tile and the dK/dV accumulators out of L1/L2. Tests shrink them to exercise
+// partial and masked tiles.
+struct AttentionWorkspace {
+  int64_t q_tile = 128;
+  int64_t k_tile = 64;
+  // 0 = every thread of the default pool; 1 = serial on the caller (required when the caller
+  // itself runs inside a default-pool task: the pool is not reentrant).
+  int64_t max_threads = 0;
+
+  // Internal: at least `bytes` bytes, 64-byte aligned, contents unspecified.
+  std::byte* reserve(size_t bytes);
+  size_t capacity() const { return capacity_; }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const;
+  };
+  std::unique_ptr<std::byte[], Free> data_;
+  size_t capacity_ = 0;
+};
+
+// out (Tq, H, D) =; lse (Tq, H) = log-sum-exp of the scaled scores per query and head, saved
+// for backward; q (Tq, H, D); k, v (Tk, Hkv, D); rows contiguous, strides H·D resp. Hkv·D.
+// Rows outside every segment are untouched.
+template <typename T>
+void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
+                       std::span<const AttentionSegment> segments, const AttentionDims& dims,
+                       AttentionWorkspace& ws);
+
+// dq (Tq, H, D) =; dk, dv (Tk, Hkv, D) = (rows outside every segment untouched; a key row seen
+// by several heads of its group sums them); dout (Tq, H, D); out and lse as forward returned
+// them; q, k, v the forward inputs.
+template <typename T>
+void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const T* lse, const T* q,
+                        const T* k, const T* v, std::span<const AttentionSegment> segments,
+                        const AttentionDims& dims, AttentionWorkspace& ws);
 
 }  // namespace sft::ops

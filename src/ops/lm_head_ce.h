@@ -1,15 +1,76 @@
-// Fused LM head + cross-entropy: statistics of one call.
+// Fused LM head + token cross-entropy: logits, loss statistics and both gradients in one call.
+//
+// The trainer knows the loss scale (1 / trained tokens of the global batch) before the forward,
+// so the gradient is produced here and the backward does nothing for the head. Each logit is
+// computed once (6·T·C·V FLOPs with both gradients, not the 8 of forward + recomputing backward),
+// and the (T × V) logits are never materialised: the scored rows go through in chunks of m rows.
+//
+// Per chunk: Z (m × V) = X_c Wᵀ (one product, W streams once); per row, in one L2-resident pass
+// set (the row is V·4 bytes = 594 KiB for Qwen), max, exp once, double sums, then Z becomes
+// dZ = scale·(softmax − onehot) in place; then dX_c = dZ W and dW += dZᵀ X_c. W is read twice
+// and dW read+written once per chunk, so the chunk height m sets how often the 151936 × C weight
+// streams through the cache: T/m times, against m·V·4 bytes held for Z.
+//
+// The row pass is memory-light (one row at a time in L2) and the three products run at the
+// matmul backend's rate, so the kernel is compute-bound once m is large: m = 256 by default
+// (measured: 220 → 256 → 512 rows gain 1% and 4% at C = 512, 2% and 2% at C = 1024; 32 rows cost
+// 1.7x), with Z = 156 MB in fp32; the table is in ops/cpu/lm_head_ce.cpp. Splitting the two
+// gradient products into vocabulary blocks (dZ_b reused from cache by both) measured the same as
+// whole rows on this box, so it is off by default; LmHeadWorkspace::vocab_block turns it on for
+// a backend where it pays. The statistics need the whole row's log-sum-exp before any dlogit,
+// so a row's logits are held until its row pass: blocking the logits product itself by
+// vocabulary would only pay with a second exp per logit (online log-sum-exp), which we avoid.
+//
+// Numerics: exp in the compute dtype, per-row sums in double, the statistics reduced over rows
+// in row order, so results are bit-identical for a given thread count (the matmuls split over
+// output rows/columns only). The float path reproduces model::lm_head_loss_forward's statistics.
+//
+// Signature rule: outputs first, then inputs, weights, then sizes. dx overwrites (=), dw
+// accumulates (+=). Dimensions: Tn tokens, C hidden, V vocabulary.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace sft::ops {
 
 struct LmHeadStats {
-  double loss_sum = 0;
-  int64_t count = 0;
-  int64_t correct = 0;
-  double entropy_sum = 0;
+  double loss_sum = 0;     // Σ cross-entropy over scored rows
+  int64_t count = 0;       // scored rows
+  int64_t correct = 0;     // scored rows whose argmax (first max on ties) equals the target
+  double entropy_sum = 0;  // Σ entropy of the softmax over scored rows
 };
+
+// Reusable buffers, grown on first use to the largest size asked for and never shrunk, so a
+// training loop allocates once. The two tuning knobs are for benchmarks; 0 = the default.
+struct LmHeadWorkspace {
+  int64_t rows_per_chunk = 0;  // m: rows whose logits are held at once (memory m·V·4 bytes)
+  int64_t vocab_block = 0;     // vocabulary block of the gradient products; 0 or ≥ V = whole rows
+
+  std::vector<int64_t> rows;     // the rows computed, in order
+  std::vector<float> f32;        // float/bf16 path: Z chunk, dX chunk, X chunk
+  std::vector<double> f64;       // double path: the same
+  std::vector<uint16_t> b16;     // bf16 path: X chunk, dZ chunk rounded to bf16
+  std::vector<double> row_loss;  // per-row statistics of a chunk, reduced in row order
+  std::vector<double> row_entropy;
+  std::vector<uint8_t> row_correct;
+};
+
+// x (Tn, C); w (V, C) as nn.Linear stores it; targets (Tn): the id scored at row t, or -1.
+// dx (Tn, C) = scale · dLoss/dx (unscored rows → 0), or null; dw (V, C) += scale · dLoss/dw, or
+// null (both null = evaluation: statistics only). logits (Tn, V) = x wᵀ for every row when
+// non-null; otherwise only scored rows are computed.
+// Loss = Σ over scored rows of CE; correct = argmax == target; entropy of the softmax.
+template <typename T>  // float, double
+LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* w,
+                                  const int64_t* targets, T scale, int64_t Tn, int64_t C, int64_t V,
+                                  LmHeadWorkspace& ws);
+
+// bf16 mixed precision (torch autocast semantics): x and w are bf16 bits; logits with fp32
+// accumulation (ops::matmul_bf16), softmax statistics in fp32 with double sums; dlogits rounded
+// to bf16 before the two gradient products (autocast's bf16 grad); dx fp32 =, dw fp32 +=.
+LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
+                                       const int64_t* targets, float scale, int64_t Tn, int64_t C,
+                                       int64_t V, LmHeadWorkspace& ws);
 
 }  // namespace sft::ops

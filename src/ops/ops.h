@@ -96,6 +96,18 @@ void add(View dst, View src);
 // y (N, O) += b (1, O) broadcast over rows; db (1, O) += column sums of dy (N, O).
 void add_bias(View y, View b);
 void bias_backward(View db, View dy);
+// AdamW's element update as torch's single-tensor CPU path computes it, operation by operation
+// in fp32 (optim/adamw.h derives the scalars): p, m, v updated in place from g.
+struct AdamWScalars {
+  float neg_step_size, bc2_sqrt, eps, lerp_weight, beta2, one_minus_beta2, decay_factor;
+  bool decay;
+};
+void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k);
+// Σ x² in double over fixed-size blocks (the order never depends on the thread count).
+double sum_of_squares(View x);
+// x *= factor.
+void scale(View x, float factor);
+
 // dst = src converted (f32 ↔ bf16 round-to-nearest-even, f32 ↔ f64).
 void cast(View dst, View src);
 

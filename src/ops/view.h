@@ -77,7 +77,7 @@ struct View {
 };
 
 template <typename T>
-View view_of(T* data, int64_t rows, int64_t cols, Device device = Device::kCpu) {
+View view_of(const T* data, int64_t rows, int64_t cols, Device device = Device::kCpu) {
   return View{const_cast<void*>(static_cast<const void*>(data)), ViewDType<T>::value, rows, cols,
               device};
 }

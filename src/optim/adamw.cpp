@@ -3,13 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "core/thread_pool.h"
-
-// torch's CPU kernels do not fuse multiply-adds here; fusing would change the last bits.
-// (GCC in ISO C++ mode does not contract by default; clang does within a statement.)
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#endif
+#include "ops/ops.h"
 
 namespace sft {
 
@@ -43,21 +37,13 @@ void AdamW::step(std::span<float> params, std::span<const float> grads,
 
   float* m = exp_avg_.mutable_values<float>().data();
   float* v = exp_avg_sq_.mutable_values<float>().data();
+  ops::AdamWScalars k{neg_step_size, bc2_sqrt,        eps,          lerp_weight,
+                      beta2,         one_minus_beta2, decay_factor, false};
   for (const ParamSlice& slice : slices) {
-    const bool decay = use_decay && slice.decay;
-    default_thread_pool().parallel_for(slice.size, [&](size_t, size_t begin, size_t end) {
-      for (size_t k = slice.offset + begin; k < slice.offset + end; ++k) {
-        float p = params[k];
-        const float g = grads[k];
-        if (decay) p = p * decay_factor;
-        // torch.lerp with weight < 0.5: start + weight * (end - start)
-        m[k] = m[k] + lerp_weight * (g - m[k]);
-        v[k] = v[k] * beta2;
-        v[k] = v[k] + one_minus_beta2 * g * g;
-        const float denom = std::sqrt(v[k]) / bc2_sqrt + eps;
-        params[k] = p + neg_step_size * m[k] / denom;
-      }
-    });
+    k.decay = use_decay && slice.decay;
+    const int64_t n = static_cast<int64_t>(slice.size);
+    auto view = [&](auto* base) { return ops::view_of(base + slice.offset, 1, n); };
+    ops::adamw_update(view(params.data()), view(grads.data()), view(m), view(v), k);
   }
 }
 

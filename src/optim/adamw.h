@@ -7,7 +7,8 @@
 //   p *= 1 - lr·wd;  m = lerp(m, g, 1-β1);  v = β2·v + (1-β2)·g²;
 //   p += -(lr / (1-β1^t)) · m / (sqrt(v) / sqrt(1-β2^t) + eps)
 // Weight decay applies only to slices marked `decay` (HF excludes norms and biases).
-// Elementwise, so any thread split gives identical results.
+// Elementwise, so any thread split gives identical results. The element kernel is
+// ops::adamw_update (ops/cpu/optimizer_kernels.cpp, compiled without FP contraction).
 #pragma once
 
 #include <cstddef>

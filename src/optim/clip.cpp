@@ -1,31 +1,14 @@
 #include "optim/clip.h"
 
 #include <cmath>
-#include <vector>
 
-#include "core/thread_pool.h"
+#include "ops/ops.h"
 
 namespace sft {
 
-namespace {
-// Fixed-size blocks (not thread chunks) so the summation order never depends on the pool size.
-constexpr size_t kBlock = 1 << 14;
-}  // namespace
-
 double global_grad_norm(std::span<const float> grads) {
-  const size_t blocks = (grads.size() + kBlock - 1) / kBlock;
-  std::vector<double> partial(blocks, 0.0);
-  default_thread_pool().parallel_for(blocks, [&](size_t, size_t begin, size_t end) {
-    for (size_t b = begin; b < end; ++b) {
-      double sum = 0.0;
-      const size_t stop = std::min(grads.size(), (b + 1) * kBlock);
-      for (size_t i = b * kBlock; i < stop; ++i) sum += static_cast<double>(grads[i]) * grads[i];
-      partial[b] = sum;
-    }
-  });
-  double total = 0.0;
-  for (double p : partial) total += p;
-  return std::sqrt(total);
+  return std::sqrt(
+      ops::sum_of_squares(ops::view_of(grads.data(), 1, static_cast<int64_t>(grads.size()))));
 }
 
 double clip_grad_norm(std::span<float> grads, double max_norm) {
@@ -33,10 +16,8 @@ double clip_grad_norm(std::span<float> grads, double max_norm) {
   if (max_norm <= 0 || !std::isfinite(norm)) return norm;
   const double coef = max_norm / (norm + 1e-6);
   if (coef >= 1.0) return norm;
-  const float scale = static_cast<float>(coef);
-  default_thread_pool().parallel_for(grads.size(), [&](size_t, size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) grads[i] *= scale;
-  });
+  ops::scale(ops::view_of(grads.data(), 1, static_cast<int64_t>(grads.size())),
+             static_cast<float>(coef));
   return norm;
 }
 

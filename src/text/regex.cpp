@@ -78,8 +78,10 @@ std::string translate_oniguruma_pattern(std::string_view p) {
   return out;
 }
 
-Regex::Regex(std::string_view pattern) : pattern_(pattern) {
-  std::string translated = translate_oniguruma_pattern(pattern);
+Regex::Regex(std::string_view pattern) : Regex(pattern, translate_oniguruma_pattern(pattern)) {}
+
+Regex::Regex(std::string_view pattern, const std::string& translated)
+    : pattern_(pattern), subject_(translated) {
   int error = 0;
   PCRE2_SIZE offset = 0;
   auto* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),

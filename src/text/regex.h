@@ -1,6 +1,7 @@
 // Regexes as tokenizer.json files write them (Oniguruma syntax in HF `tokenizers`), run with
 // PCRE2 in UTF + UCP mode with the JIT. Patterns are translated where the two engines
-// disagree: `\s` becomes Oniguruma's White_Space set (PCRE2's also holds U+180E).
+// disagree: `\s` becomes Oniguruma's White_Space set (PCRE2's also holds U+180E). HF's
+// newer Unicode tables are honoured by rewriting the subject (regex_subject.h).
 //
 // A Regex is immutable after construction and safe to use from many threads (each thread
 // keeps its own match data and JIT stack).
@@ -11,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "text/regex_subject.h"
 
 namespace sft::text {
 
@@ -28,19 +31,24 @@ class Regex {
   // `text` (valid UTF-8), left to right.
   template <typename F>
   void for_each_match(std::string_view text, F&& on_match) const {
+    std::string rewritten;  // only filled for text PCRE2 would classify unlike HF
+    std::string_view subject = subject_.rewrite(text, rewritten);
     size_t pos = 0, begin, end;
-    while (next_match(text, pos, &begin, &end)) {
+    while (next_match(subject, pos, &begin, &end)) {
       on_match(begin, end);
       pos = end;
     }
   }
 
-  // The first non-empty match at or after byte `pos`; false when there is none.
-  bool next_match(std::string_view text, size_t pos, size_t* begin, size_t* end) const;
-
  private:
+  Regex(std::string_view pattern, const std::string& translated);
+  // The first non-empty match at or after byte `pos` of the rewritten subject; false when
+  // there is none.
+  bool next_match(std::string_view subject, size_t pos, size_t* begin, size_t* end) const;
+
   std::string pattern_;
   void* code_ = nullptr;  // pcre2_code_8
+  SubjectRewriter subject_;
 };
 
 // Oniguruma → PCRE2 pattern translation (exposed for tests).

@@ -1,5 +1,8 @@
-// See unicode.h. Character properties come from utf8proc's category tables.
+// See unicode.h. Character properties come from utf8proc's category tables; hf_category
+// (unicode_categories.h) from the table generated out of HF's regex engine.
 #include "text/unicode.h"
+
+#include "text/unicode_categories.h"
 
 #include <utf8proc.h>
 
@@ -247,6 +250,13 @@ std::string utf8_lossy(std::string_view bytes) {
     i += k;
   }
   return out;
+}
+
+GeneralCategory hf_category(char32_t c) {
+  const CategoryRun* end = kHfCategoryRuns + kHfCategoryRunCount;
+  const CategoryRun* run = std::upper_bound(
+      kHfCategoryRuns, end, c, [](char32_t x, const CategoryRun& r) { return x < r.first; });
+  return static_cast<GeneralCategory>(std::prev(run)->category);
 }
 
 }  // namespace sft::text

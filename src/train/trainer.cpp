@@ -134,6 +134,13 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
     const model::LossStats ls =
         n_global > 0 ? model_.forward(mbs[i].batch, nullptr, scale) : model_.forward(mbs[i].batch);
     if (n_global > 0) model_.backward(scale);
+    if (!reported_activations_ && log_) {
+      reported_activations_ = true;
+      log_->message(
+          "[train] saved activations: " + std::to_string(model_.activation_bytes() >> 20) +
+          " MiB for a micro-batch of " + std::to_string(mbs[i].batch.tokens.size()) + " tokens (" +
+          (model_.compute_dtype() == DType::kBF16 ? "bf16" : "fp32") + " compute)");
+    }
     loss_sum += ls.loss_sum;
     local[3 * i] = static_cast<double>(ls.count);
     local[3 * i + 1] = static_cast<double>(ls.correct);

@@ -136,6 +136,7 @@ class Trainer {
   // Logging accumulators since the last log (saved in checkpoints, so a resume logs the same).
   double loss_since_log_ = 0;
   int64_t last_logged_step_ = 0;
+  bool reported_activations_ = false;
   std::vector<double> acc_since_log_, entropy_since_log_;
   double total_loss_ = 0;  // Σ step losses (train_loss at the end)
   int64_t total_tokens_ = 0;

@@ -80,9 +80,9 @@ TEST(AssistantMask, NotPrefixPreservingNamesTheTurn) {
 }
 
 TEST(AssistantMask, QwenThreeMultiTurnIsNotPrefixPreserving) {
-  auto assets = test::shared_assets_dir();
-  if (!assets) GTEST_SKIP() << "../shared/assets absent";
-  ChatTemplate tmpl = ChatTemplate::from_tokenizer(*assets + "/tokenizers/qwen3");
+  const auto qwen_dir = test::require_shared_asset("tokenizers/qwen3");
+  if (!qwen_dir) return;
+  ChatTemplate tmpl = ChatTemplate::from_tokenizer(*qwen_dir);
   ChatInputs in;
   in.messages = OJ::parse(R"([{"role":"user","content":"a"},{"role":"assistant","content":"b"},
       {"role":"user","content":"c"},{"role":"assistant","content":"d"}])");

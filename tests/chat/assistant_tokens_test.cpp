@@ -1,6 +1,6 @@
 // Token-level assistant masks against transformers: apply_chat_template(tokenize=True,
 // return_dict=True, return_assistant_tokens_mask=True) with chatml_generation.jinja, for
-// tiny fixture tokenizers and (when ../shared is present) real ones, must give the same
+// tiny fixture tokenizers and real ones from ../shared (test_paths.h), must give the same
 // input_ids and assistant_masks (tools/make_chat_mask_goldens.py).
 #include <gtest/gtest.h>
 
@@ -90,10 +90,10 @@ INSTANTIATE_TEST_SUITE_P(AssistantTokens, TinyMasks,
 class RealMasks : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(RealMasks, MatchTransformers) {
-  auto shared = test::shared_assets_dir();
-  if (!shared) GTEST_SKIP() << "../shared/assets absent: real tokenizers not checked";
   std::string name = GetParam();
-  check_tokenizer(name, *shared + "/tokenizers/" + name);
+  const auto dir = test::require_shared_asset("tokenizers/" + name);
+  if (!dir) return;
+  check_tokenizer(name, *dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(AssistantTokens, RealMasks, ::testing::Values("qwen3", "llama3_1"));

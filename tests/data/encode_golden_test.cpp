@@ -2,7 +2,7 @@
 // (tools/make_sft_encode_goldens.py: a real SFTTrainer's train_dataset with packing off and
 // no truncation) the rows, read through the dataset format reader as `sft` reads them, must
 // encode to identical input_ids and labels. Needs the real tokenizers in ../shared/assets
-// (skipped without them).
+// (fails without them unless SFT_ALLOW_MISSING_ASSETS=1; tests/test_paths.h).
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -90,11 +90,11 @@ CaseResult run_case(const RowJson& c, const std::string& tokenizers_dir) {
 }
 
 TEST(EncodeGolden, MatchesTrlForEveryCase) {
-  std::optional<std::string> assets = test::shared_assets_dir();
-  if (!assets) GTEST_SKIP() << "../shared/assets not present";
+  const std::optional<std::string> tokenizers = test::require_shared_asset("tokenizers");
+  if (!tokenizers) return;
   size_t cases = 0, rows = 0, double_bos = 0, prompt_not_prefix = 0;
   for (const RowJson& c : goldens()["cases"]) {
-    CaseResult r = run_case(c, *assets + "/tokenizers");
+    CaseResult r = run_case(c, *tokenizers);
     double_bos += r.double_bos;
     prompt_not_prefix += r.prompt_not_prefix;
     rows += r.rows;

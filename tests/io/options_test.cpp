@@ -87,6 +87,39 @@ TEST(Options, ErrorsNameTheFlagAndSuggest) {
   EXPECT_EQ(error_of({"--rate"}), "[args] sft demo: --rate needs a value");
 }
 
+// Command-line mistakes are usage errors (exit 2); the same mistakes in a YAML file are not.
+TEST(Options, CommandLineMistakesAreUsageErrors) {
+  Fields f;
+  for (const std::vector<std::string>& tokens : std::vector<std::vector<std::string>>{
+           {"--cuont", "3"}, {"--count", "many"}, {"--rate"}, {"--count", "None"}}) {
+    EXPECT_THROW(options_for(f).parse(tokens), UsageError) << tokens[0];
+  }
+  const std::string dir = test::fresh_output_dir("options_usage");
+  std::ofstream(dir + "/c.yaml") << "count: many\n";
+  try {
+    options_for(f).parse({"--config", dir + "/c.yaml"});
+    ADD_FAILURE() << "a bad YAML value must fail";
+  } catch (const UsageError&) {
+    ADD_FAILURE() << "a bad value in a file is not a usage error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("c.yaml: line 1: --count expects an integer"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Options, AsksForHelpOnlyWhereAFlagStands) {
+  Fields f;
+  const OptionSet o = options_for(f);
+  EXPECT_TRUE(o.asks_for_help({"--count", "3", "--help"}));
+  EXPECT_TRUE(o.asks_for_help({"-h"}));
+  EXPECT_TRUE(o.asks_for_help({"--flag", "-h"}));      // a boolean's value is never -h
+  EXPECT_TRUE(o.asks_for_help({"--nmae", "--help"}));  // even after a mistake
+  EXPECT_FALSE(o.asks_for_help({"--name", "-h"}));     // the value of --name
+  EXPECT_FALSE(o.asks_for_help({"--name=--help"}));
+  EXPECT_FALSE(o.asks_for_help({"--count", "3"}));
+}
+
 TEST(Options, YamlConfigThenFlagsOverride) {
   const std::string dir = test::fresh_output_dir("options_yaml");
   std::ofstream(dir + "/c.yaml")

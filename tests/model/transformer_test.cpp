@@ -83,7 +83,10 @@ TEST_P(Packed, EqualsDocumentsRunAlone) {
     max_diff = std::max(max_diff, std::fabs(double(logits[i]) - alone[i]));
     max_abs = std::max(max_abs, std::fabs(double(alone[i])));
   }
-  EXPECT_LE(max_diff, 1e-6 * max_abs);
+  // fp32 noise only: projections run as one GEMM over all tokens vs one per document, and the
+  // tiled attention's online softmax rounds per tile (measured up to 1.05e-6 · max|logit|);
+  // a masking bug shows as 1e-2 or more.
+  EXPECT_LE(max_diff, 2e-6 * max_abs);
   EXPECT_EQ(s.count, sum.count);
   EXPECT_EQ(s.correct, sum.correct);
   EXPECT_NEAR(s.loss_sum, sum.loss_sum, 1e-5);

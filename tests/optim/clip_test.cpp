@@ -39,3 +39,17 @@ TEST(ClipGradNorm, NormDoesNotDependOnLength) {
 }
 
 }  // namespace sft
+
+namespace sft {
+namespace {
+
+// Many blocks over both pool threads: every block's partial sum reaches the total.
+TEST(ClipGradNorm, LongGradientsSpreadOverThreads) {
+  std::vector<float> g(5'000'000, 0.5f);
+  EXPECT_DOUBLE_EQ(global_grad_norm(g), std::sqrt(5'000'000 * 0.25));
+  EXPECT_DOUBLE_EQ(clip_grad_norm(g, 1.0), std::sqrt(5'000'000 * 0.25));
+  EXPECT_NEAR(global_grad_norm(g), 1.0, 1e-5);
+}
+
+}  // namespace
+}  // namespace sft

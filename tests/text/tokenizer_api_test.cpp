@@ -128,13 +128,15 @@ TEST(TokenizerConfigTest, ReadsRealAndFixtureConfigs) {
     EXPECT_NE(std::string(e.what()).find("chat_template: expected a string"), std::string::npos);
   }
 
-  auto shared = test::shared_assets_dir();
-  if (!shared) GTEST_SKIP() << "../shared/assets absent: real tokenizer_config.json not checked";
-  TokenizerConfig qwen = TokenizerConfig::from_file(*shared + "/tokenizers/qwen3");
+  const auto qwen_dir = test::require_shared_asset("tokenizers/qwen3");
+  if (!qwen_dir) return;
+  TokenizerConfig qwen = TokenizerConfig::from_file(*qwen_dir);
   EXPECT_EQ(qwen.eos_token, "<|im_end|>");
   EXPECT_TRUE(qwen.chat_template().has_value());
   EXPECT_EQ(qwen.model_max_length, 131072);
-  TokenizerConfig llama2 = TokenizerConfig::from_file(*shared + "/tokenizers/llama2");
+  const auto llama2_dir = test::require_shared_asset("tokenizers/llama2");
+  if (!llama2_dir) return;
+  TokenizerConfig llama2 = TokenizerConfig::from_file(*llama2_dir);
   EXPECT_EQ(llama2.bos_token, "<s>");
   EXPECT_EQ(llama2.add_bos_token, true);
 }

@@ -126,10 +126,10 @@ INSTANTIATE_TEST_SUITE_P(Tokenizers, TinyParity,
 class RealParity : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(RealParity, MatchesHfTokenizers) {
-  auto shared = test::shared_assets_dir();
-  if (!shared) GTEST_SKIP() << "../shared/assets absent: real tokenizers not checked";
   std::string name = GetParam();
-  check_parity(name, *shared + "/tokenizers/" + name + "/tokenizer.json", kSanitizerStride);
+  const auto file = test::require_shared_asset("tokenizers/" + name + "/tokenizer.json");
+  if (!file) return;
+  check_parity(name, *file, kSanitizerStride);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, RealParity,

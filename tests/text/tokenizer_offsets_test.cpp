@@ -109,10 +109,10 @@ INSTANTIATE_TEST_SUITE_P(Tokenizers, TinyOffsets,
 class RealOffsets : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(RealOffsets, MatchHfTokenizers) {
-  auto shared = test::shared_assets_dir();
-  if (!shared) GTEST_SKIP() << "../shared/assets absent: real tokenizers not checked";
   std::string name = GetParam();
-  check_offsets(name, Tokenizer::from_file(*shared + "/tokenizers/" + name));
+  const auto dir = test::require_shared_asset("tokenizers/" + name);
+  if (!dir) return;
+  check_offsets(name, Tokenizer::from_file(*dir));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, RealOffsets,

@@ -394,12 +394,12 @@ TEST(ExportGoldens, ConfigAndGenerationConfigAreTrlsBytes) {
   }
 }
 
-// The real Qwen3 tokenizer folder (../shared, skipped when absent): the model's vocabulary
+// The real Qwen3 tokenizer folder (../shared; see require_shared_asset): the model's vocabulary
 // (Qwen3's 151936 rows) covers the tokenizer's ids (151669), as in the released models.
 TEST(ExportRealTokenizer, Qwen3EosAndPadIds) {
-  const std::optional<std::string> assets = test::shared_assets_dir();
-  if (!assets) GTEST_SKIP() << "../shared/assets not present";
-  const std::string tok = *assets + "/tokenizers/qwen3";
+  const std::optional<std::string> qwen_dir = test::require_shared_asset("tokenizers/qwen3");
+  if (!qwen_dir) return;
+  const std::string tok = *qwen_dir;
   const std::string dir = test::fresh_output_dir("export_real_qwen3");
   Json config = read_json(test::source_path("tests/fixtures/models/qwen3/config.json"));
   config["vocab_size"] = 151936;

@@ -8,6 +8,7 @@
 #include "ops/cpu/rope.h"
 #include "ops/cpu/swiglu.h"
 #include "ops/ops.h"
+#include "ops/profile.h"
 
 namespace sft::ops {
 
@@ -37,9 +38,24 @@ void on_float_type(const char* op, const View& v, F&& f) {
   fail("ops", std::string(op) + ": no kernel for " + std::string(dtype_name(v.dtype)));
 }
 
+struct MatmulCall {
+  const View &c, &a;
+  int64_t K;
+  bool ta, tb;
+};
+
+std::string matmul_detail(const void* p) {
+  const MatmulCall& m = *static_cast<const MatmulCall*>(p);
+  return std::string(dtype_name(m.a.dtype)) + " M=" + std::to_string(m.c.rows) +
+         " N=" + std::to_string(m.c.cols) + " K=" + std::to_string(m.K) + (m.ta ? " ta" : "") +
+         (m.tb ? " tb" : "");
+}
+
 }  // namespace
 
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate) {
+  const MatmulCall call{c, a, trans_a ? a.rows : a.cols, trans_a, trans_b};
+  const ScopedOp op("matmul", matmul_detail, &call);
   require_cpu("matmul", {c, a, b});
   const int64_t M = trans_a ? a.cols : a.rows, K = trans_a ? a.rows : a.cols;
   const int64_t Kb = trans_b ? b.cols : b.rows, N = trans_b ? b.rows : b.cols;
@@ -56,6 +72,7 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
 }
 
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
+  const ScopedOp op("rmsnorm_forward");
   require_cpu("rmsnorm", {out, rstd, x, w});
   require(out.numel() == x.numel() && rstd.numel() == x.rows && w.numel() == x.cols, "rmsnorm",
           "x " + shape(x) + ", out " + shape(out) + ", w " + shape(w));
@@ -66,6 +83,7 @@ void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
 }
 
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
+  const ScopedOp op("rmsnorm_backward");
   require_cpu("rmsnorm_backward", {dx, dw, dout, x, rstd, w});
   require(dx.numel() == x.numel() && dout.numel() == x.numel() && dw.numel() == x.cols,
           "rmsnorm_backward", "x " + shape(x) + ", dx " + shape(dx) + ", dw " + shape(dw));
@@ -78,6 +96,7 @@ void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
 
 namespace {
 void rope(View x, View cos, View sin, bool backward) {
+  const ScopedOp op(backward ? "rope_backward" : "rope_forward");
   require_cpu("rope", {x, cos, sin});
   const int64_t D = 2 * cos.cols;
   require(cos.rows == x.rows && sin.numel() == cos.numel() && D > 0 && x.cols % D == 0, "rope",
@@ -101,6 +120,7 @@ void rope_backward(View dx, View cos, View sin) {
 }
 
 void swiglu_forward(View h, View gate, View up) {
+  const ScopedOp op("swiglu_forward");
   require_cpu("swiglu", {h, gate, up});
   require(h.numel() == gate.numel() && up.numel() == gate.numel(), "swiglu",
           "gate " + shape(gate) + ", up " + shape(up) + ", h " + shape(h));
@@ -111,6 +131,7 @@ void swiglu_forward(View h, View gate, View up) {
 }
 
 void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
+  const ScopedOp op("swiglu_backward");
   require_cpu("swiglu_backward", {dgate, dup, dh, gate, up});
   require(
       dh.numel() == gate.numel() && dgate.numel() == gate.numel() && dup.numel() == gate.numel(),
@@ -123,6 +144,7 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
 }
 
 void embedding_forward(View out, const int64_t* ids, View table) {
+  const ScopedOp op("embedding_forward");
   require_cpu("embedding", {out, table});
   require(out.cols == table.cols, "embedding", "out " + shape(out) + ", table " + shape(table));
   on_float_type("embedding", table, [&](auto t) {
@@ -132,6 +154,7 @@ void embedding_forward(View out, const int64_t* ids, View table) {
 }
 
 void embedding_backward(View dtable, View dout, const int64_t* ids) {
+  const ScopedOp op("embedding_backward");
   require_cpu("embedding_backward", {dtable, dout});
   require(dout.cols == dtable.cols, "embedding_backward",
           "dout " + shape(dout) + ", dtable " + shape(dtable));
@@ -142,6 +165,7 @@ void embedding_backward(View dtable, View dout, const int64_t* ids) {
 }
 
 void add(View dst, View src) {
+  const ScopedOp op("add");
   require_cpu("add", {dst, src});
   require(dst.numel() == src.numel(), "add", "dst " + shape(dst) + ", src " + shape(src));
   if (dst.dtype == DType::kF32 && src.dtype == DType::kBF16)
@@ -153,6 +177,7 @@ void add(View dst, View src) {
 }
 
 void add_bias(View y, View b) {
+  const ScopedOp op("add_bias");
   require_cpu("add_bias", {y, b});
   require(b.numel() == y.cols, "add_bias", "y " + shape(y) + ", b " + shape(b));
   on_float_type("add_bias", y, [&](auto t) {
@@ -162,6 +187,7 @@ void add_bias(View y, View b) {
 }
 
 void bias_backward(View db, View dy) {
+  const ScopedOp op("bias_backward");
   require_cpu("bias_backward", {db, dy});
   require(db.numel() == dy.cols, "bias_backward", "dy " + shape(dy) + ", db " + shape(db));
   on_float_type("bias_backward", dy, [&](auto t) {
@@ -171,6 +197,7 @@ void bias_backward(View db, View dy) {
 }
 
 void cast(View dst, View src) {
+  const ScopedOp op("cast");
   require_cpu("cast", {dst, src});
   require(dst.numel() == src.numel(), "cast", "dst " + shape(dst) + ", src " + shape(src));
   const int64_t n = src.numel();

@@ -1,42 +1,66 @@
-// ops::lm_head_cross_entropy on the CPU: the chunked reference kernel (lm_head_reference.h).
+// ops::lm_head_cross_entropy on views, on the CPU: the fused kernels of ops/lm_head_ce.h,
+// with one workspace grown to the largest call and reused (the step loop does not allocate).
 #include <vector>
 
-#include "ops/cpu/lm_head_reference.h"
+#include "ops/lm_head_ce.h"
 #include "ops/ops.h"
+#include "ops/profile.h"
 
 namespace sft::ops {
 
 namespace {
 
+LmHeadWorkspace& workspace() {
+  static LmHeadWorkspace ws;
+  return ws;
+}
+
 template <typename T>
-LmHeadStats run(T* dx, T* dw, T* logits, const T* x, const T* w, const int64_t* targets, T scale,
-                int64_t Tn, int64_t C, int64_t V) {
-  thread_local std::vector<T> workspace;
-  const cpu::LossStats s = cpu::lm_head_loss_forward(logits, x, w, targets, Tn, C, V, workspace);
-  if (dx) cpu::lm_head_loss_backward(dx, dw, x, w, targets, scale, Tn, C, V, workspace);
-  return {s.loss_sum, s.count, s.correct, s.entropy_sum};
+T* data_or_null(const View& v) {
+  return v.empty() ? nullptr : v.as<T>();
+}
+
+void check(const View& dx, const View& dw, const View& logits, const View& x, const View& w) {
+  for (const View& v : {dx, dw, logits, x, w})
+    if (!v.empty() && v.device != Device::kCpu)
+      fail("ops", std::string("lm_head_cross_entropy: a ") + device_name(v.device) +
+                      " view reached the CPU kernels");
+  if (x.cols != w.cols || (!dx.empty() && dx.numel() != x.numel()) ||
+      (!dw.empty() && dw.numel() != w.numel()) ||
+      (!logits.empty() && logits.numel() != x.rows * w.rows))
+    fail("ops", "lm_head_cross_entropy: x (" + std::to_string(x.rows) + ", " +
+                    std::to_string(x.cols) + ") and w (" + std::to_string(w.rows) + ", " +
+                    std::to_string(w.cols) + ") do not fit the outputs");
 }
 
 }  // namespace
 
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale) {
-  if (x.dtype == DType::kBF16) {  // bf16 values, fp32 arithmetic
+  const ScopedOp op("lm_head_cross_entropy");
+  check(dx, dw, logits, x, w);
+  const int64_t T = x.rows, C = x.cols, V = w.rows;
+  if (x.dtype == DType::kBF16 && logits.empty())
+    return lm_head_cross_entropy_bf16(data_or_null<float>(dx), data_or_null<float>(dw),
+                                      x.as<uint16_t>(), w.as<uint16_t>(), targets,
+                                      static_cast<float>(scale), T, C, V, workspace());
+  if (x.dtype == DType::kBF16) {
+    // Full logits wanted (debug dumps, decoding, export checks): the bf16 values in fp32.
     thread_local std::vector<float> x32, w32;
     x32.resize(static_cast<size_t>(x.numel()));
     w32.resize(static_cast<size_t>(w.numel()));
-    cast(view_of(x32.data(), x.rows, x.cols), x);
-    cast(view_of(w32.data(), w.rows, w.cols), w);
-    return lm_head_cross_entropy(dx, dw, logits, view_of(x32.data(), x.rows, x.cols),
-                                 view_of(w32.data(), w.rows, w.cols), targets, scale);
+    cast(view_of(x32.data(), T, C), x);
+    cast(view_of(w32.data(), V, C), w);
+    return lm_head_cross_entropy(dx, dw, logits, view_of(x32.data(), T, C),
+                                 view_of(w32.data(), V, C), targets, scale);
   }
   if (x.dtype == DType::kF64)
-    return run(dx.empty() ? nullptr : dx.as<double>(), dw.empty() ? nullptr : dw.as<double>(),
-               logits.empty() ? nullptr : logits.as<double>(), x.as<double>(), w.as<double>(),
-               targets, scale, x.rows, x.cols, w.rows);
-  return run(dx.empty() ? nullptr : dx.as<float>(), dw.empty() ? nullptr : dw.as<float>(),
-             logits.empty() ? nullptr : logits.as<float>(), x.as<float>(), w.as<float>(), targets,
-             static_cast<float>(scale), x.rows, x.cols, w.rows);
+    return lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),
+                                 data_or_null<double>(logits), x.as<double>(), w.as<double>(),
+                                 targets, scale, T, C, V, workspace());
+  return lm_head_cross_entropy(data_or_null<float>(dx), data_or_null<float>(dw),
+                               data_or_null<float>(logits), x.as<float>(), w.as<float>(), targets,
+                               static_cast<float>(scale), T, C, V, workspace());
 }
 
 }  // namespace sft::ops

@@ -1,0 +1,182 @@
+// Fused LM head + cross-entropy (ops::lm_head_cross_entropy) against today's chunked forward +
+// recomputing backward (cpu::lm_head_loss_forward + _backward), on the benchmark shapes:
+// T = 1024 scored tokens, V = 151936 (Qwen), C = 512 (103M) and 1024 (0.6B).
+// GFLOP/s counts the useful work, 6·T·C·V (logits, dx, dw), for every variant, so today's extra
+// logits recomputation shows as a lower rate. The fused benchmark sweeps the chunk height m and
+// the vocabulary block of the gradient products (0 = whole rows), which is how the defaults in
+// ops/cpu/lm_head_ce.cpp were chosen.
+//
+// Run: build/bench/bench_lm_head --benchmark_filter='Fused/C:512'   (each call takes seconds)
+// On a shared machine, SFT_NUM_THREADS=1 and the CPU column measure the kernel rather than the
+// neighbours (wall time then depends on who else is running).
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "core/half.h"
+#include "ops/cpu/lm_head_reference.h"
+#include "ops/lm_head_ce.h"
+
+namespace {
+
+constexpr int64_t kTokens = 1024;
+constexpr int64_t kVocab = 151936;
+
+// Cheap deterministic values in about [-1, 1) (a full normal fill of 155M weights is slower
+// than the kernel under test).
+std::vector<float> fill(int64_t n, uint32_t seed, float amplitude) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint32_t s = seed;
+  for (float& a : v) {
+    s = s * 1664525u + 1013904223u;
+    a = amplitude * (static_cast<float>(s >> 8) * (2.0f / 16777216.0f) - 1.0f);
+  }
+  return v;
+}
+
+struct Inputs {
+  std::vector<float> x, w;
+  std::vector<uint16_t> xb, wb;
+  std::vector<int64_t> y;
+};
+
+// One set per hidden size, shared by every benchmark of that size.
+const Inputs& inputs(int64_t C) {
+  static std::map<int64_t, Inputs> cache;
+  auto it = cache.find(C);
+  if (it != cache.end()) return it->second;
+  Inputs in;
+  in.x = fill(kTokens * C, 1, 1.0f);
+  in.w = fill(kVocab * C, 2, 0.05f);
+  std::vector<float> yv = fill(kTokens, 3, 1.0f);
+  for (float f : yv) in.y.push_back(static_cast<int64_t>((f + 1.0f) * 0.5f * (kVocab - 1)));
+  return cache.emplace(C, std::move(in)).first->second;
+}
+
+const Inputs& bf16_inputs(int64_t C) {
+  Inputs& in = const_cast<Inputs&>(inputs(C));
+  if (in.wb.empty()) {
+    for (float f : in.x) in.xb.push_back(sft::f32_to_bf16(f));
+    for (float f : in.w) in.wb.push_back(sft::f32_to_bf16(f));
+  }
+  return in;
+}
+
+void report(benchmark::State& state, int64_t C) {
+  const double flops = 6.0 * kTokens * static_cast<double>(C) * kVocab;
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      flops * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+// Args: C, rows per chunk m, vocabulary block (0 = whole rows).
+void BM_Fused(benchmark::State& state) {
+  const int64_t C = state.range(0);
+  const Inputs& in = inputs(C);
+  sft::ops::LmHeadWorkspace ws;
+  ws.rows_per_chunk = state.range(1);
+  ws.vocab_block = state.range(2);
+  std::vector<float> dx(static_cast<size_t>(kTokens * C)), dw(static_cast<size_t>(kVocab * C));
+  const float scale = 1.0f / kTokens;
+  // Warm-up on the first m rows grows the workspace to its full size (first-touch page faults
+  // are not the kernel's cost) at m/T of a call's price.
+  const int64_t warm = ws.rows_per_chunk > 0 ? ws.rows_per_chunk : kTokens;
+  sft::ops::lm_head_cross_entropy<float>(dx.data(), dw.data(), nullptr, in.x.data(), in.w.data(),
+                                         in.y.data(), scale, warm, C, kVocab, ws);
+  for (auto _ : state) {
+    const sft::ops::LmHeadStats s = sft::ops::lm_head_cross_entropy<float>(
+        dx.data(), dw.data(), nullptr, in.x.data(), in.w.data(), in.y.data(), scale, kTokens, C,
+        kVocab, ws);
+    benchmark::DoNotOptimize(s);
+  }
+  report(state, C);
+}
+BENCHMARK(BM_Fused)
+    ->ArgNames({"C", "m", "vb"})
+    ->ArgsProduct({{512, 1024}, {0}, {0}})
+    ->ArgsProduct({{512, 1024}, {32, 64, 128, 256, 512}, {0, 8192}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Today: forward (statistics) then backward (recomputes the logits), the same work as Fused.
+void BM_Today(benchmark::State& state) {
+  const int64_t C = state.range(0);
+  const Inputs& in = inputs(C);
+  std::vector<float> scratch, dx(static_cast<size_t>(kTokens * C)),
+      dw(static_cast<size_t>(kVocab * C));
+  const float scale = 1.0f / kTokens;
+  sft::ops::cpu::lm_head_loss_forward<float>(nullptr, in.x.data(), in.w.data(), in.y.data(), kTokens,
+                                          C, kVocab, scratch);
+  for (auto _ : state) {
+    const sft::ops::cpu::LossStats s = sft::ops::cpu::lm_head_loss_forward<float>(
+        nullptr, in.x.data(), in.w.data(), in.y.data(), kTokens, C, kVocab, scratch);
+    sft::ops::cpu::lm_head_loss_backward<float>(dx.data(), dw.data(), in.x.data(), in.w.data(),
+                                             in.y.data(), scale, kTokens, C, kVocab, scratch);
+    benchmark::DoNotOptimize(s);
+  }
+  report(state, C);
+}
+BENCHMARK(BM_Today)
+    ->ArgName("C")
+    ->Arg(512)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Not a timing: the fused float statistics against today's forward at the full shape (the unit
+// test checks ≤1e-6 relative on a small vocabulary; here the sums run over 151936 logits).
+void BM_StatsAgainstToday(benchmark::State& state) {
+  const int64_t C = state.range(0);
+  const Inputs& in = inputs(C);
+  sft::ops::LmHeadWorkspace ws;
+  std::vector<float> scratch, dx(static_cast<size_t>(kTokens * C)),
+      dw(static_cast<size_t>(kVocab * C));
+  sft::ops::LmHeadStats fused;
+  sft::ops::cpu::LossStats today;
+  for (auto _ : state) {
+    fused = sft::ops::lm_head_cross_entropy<float>(dx.data(), dw.data(), nullptr, in.x.data(),
+                                                   in.w.data(), in.y.data(), 1.0f / kTokens,
+                                                   kTokens, C, kVocab, ws);
+    today = sft::ops::cpu::lm_head_loss_forward<float>(nullptr, in.x.data(), in.w.data(), in.y.data(),
+                                                    kTokens, C, kVocab, scratch);
+  }
+  state.counters["loss_rel_diff"] = std::fabs(fused.loss_sum - today.loss_sum) / today.loss_sum;
+  state.counters["entropy_rel_diff"] =
+      std::fabs(fused.entropy_sum - today.entropy_sum) / today.entropy_sum;
+  state.counters["correct_diff"] = static_cast<double>(fused.correct - today.correct);
+  state.counters["loss_per_token"] = fused.loss_sum / static_cast<double>(fused.count);
+}
+BENCHMARK(BM_StatsAgainstToday)
+    ->ArgName("C")
+    ->Arg(512)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// bf16 mixed precision; today's matmul_bf16 is a widening reference, so this measures the
+// interface, not a fast kernel, until the oneDNN/AMX path lands.
+void BM_FusedBf16(benchmark::State& state) {
+  const int64_t C = state.range(0);
+  const Inputs& in = bf16_inputs(C);
+  sft::ops::LmHeadWorkspace ws;
+  std::vector<float> dx(static_cast<size_t>(kTokens * C)), dw(static_cast<size_t>(kVocab * C));
+  const float scale = 1.0f / kTokens;
+  sft::ops::lm_head_cross_entropy_bf16(dx.data(), dw.data(), in.xb.data(), in.wb.data(),
+                                       in.y.data(), scale, kTokens, C, kVocab, ws);
+  for (auto _ : state) {
+    const sft::ops::LmHeadStats s =
+        sft::ops::lm_head_cross_entropy_bf16(dx.data(), dw.data(), in.xb.data(), in.wb.data(),
+                                             in.y.data(), scale, kTokens, C, kVocab, ws);
+    benchmark::DoNotOptimize(s);
+  }
+  report(state, C);
+}
+BENCHMARK(BM_FusedBf16)
+    ->ArgName("C")
+    ->Arg(512)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace

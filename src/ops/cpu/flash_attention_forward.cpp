@@ -1,0 +1,138 @@
+// Tiled attention forward with an online softmax (contract in ops/attention.h).
+//
+// Work item = (segment, query head, query tile), heaviest (last) tiles of a segment first. For
+// its tile of nq queries the item walks the key tiles that any of them can see, in ascending
+// order, keeping per query a running max m, a running sum l and an unnormalised accumulator:
+//   S = Q Kᵀ · scale;  m' = max(m, rowmax S);  P = exp(S − m');  l = l·e^(m−m') + rowsum P;
+//   acc = acc·e^(m−m') + P V.   Finally out = acc / l and lse = m + log l.
+// Keys outside the window or after the query get P = 0, row by row, so partial tiles need no
+// −inf scores; key tiles left of the window or right of the diagonal are never visited.
+#include <limits>
+
+#include "ops/cpu/flash_attention_tiles.h"
+
+namespace sft::ops {
+
+namespace {
+
+using flash::padded;
+
+template <typename T>
+struct ForwardScratch {  // one per slot
+  T* s;                  // (q_tile, k_tile) scores, then probabilities
+  T* acc;                // (q_tile, D)
+  T* m;                  // (q_tile) running max of the scaled scores
+  T* l;                  // (q_tile) running sum of exp(score − m)
+};
+
+// Scales row r of the score tile, turns its visible keys [a, b) into exp(s − m') and zeroes the
+// rest; returns the rescale factor e^(m − m') for the accumulator and updates m and l.
+template <typename T>
+T softmax_row(T* row, int64_t nk, int64_t a, int64_t b, T scale, T* m, T* l) {
+  if (a >= b) {  // no visible key in this tile for this query
+    for (int64_t j = 0; j < nk; ++j) row[j] = T(0);
+    return T(1);
+  }
+  const T mx = flash::scaled_max(row + a, b - a, scale, *m);
+  const T alpha = *m == -std::numeric_limits<T>::infinity() ? T(0) : flash::exp_score(*m - mx);
+  for (int64_t j = 0; j < a; ++j) row[j] = T(0);
+  for (int64_t j = a; j < b; ++j) row[j] = flash::exp_score(row[j] * scale - mx);
+  const T sum = flash::lane_sum(row + a, b - a);
+  for (int64_t j = b; j < nk; ++j) row[j] = T(0);
+  *l = *l * alpha + sum;
+  *m = mx;
+  return alpha;
+}
+
+template <typename T>
+void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionSegment& s,
+                  const AttentionDims& d, int64_t h, int64_t i0, const AttentionWorkspace& ws,
+                  const ForwardScratch<T>& sc) {
+  const int64_t HD = d.H * d.D, KD = d.Hkv * d.D, g = h / (d.H / d.Hkv);
+  const int64_t nq = std::min(ws.q_tile, s.q_len - i0), Bk = ws.k_tile;
+  const int64_t pos0 = s.q_offset + i0, pos1 = pos0 + nq - 1;
+  const int64_t klo = flash::key_lo(pos0, d.window), khi = flash::key_hi(pos1, s.k_len);
+  const T scale = T(1) / std::sqrt(static_cast<T>(d.D));
+  const T* qt = q + (s.q_begin + i0) * HD + h * d.D;
+
+  for (int64_t r = 0; r < nq; ++r) {
+    sc.m[r] = -std::numeric_limits<T>::infinity();
+    sc.l[r] = T(0);
+  }
+  for (int64_t x = 0; x < nq * d.D; ++x) sc.acc[x] = T(0);
+
+  for (int64_t j0 = klo; j0 < khi; j0 += Bk) {
+    const int64_t nk = std::min(Bk, khi - j0);
+    const T* kt = k + (s.k_begin + j0) * KD + g * d.D;
+    const T* vt = v + (s.k_begin + j0) * KD + g * d.D;
+    matmul(sc.s, qt, kt, nq, nk, d.D, false, true, false, HD, KD, Bk, false);
+    for (int64_t r = 0; r < nq; ++r) {
+      const int64_t pos = pos0 + r;
+      const int64_t a = std::clamp(flash::key_lo(pos, d.window) - j0, int64_t{0}, nk);
+      const int64_t b = std::clamp(flash::key_hi(pos, s.k_len) - j0, int64_t{0}, nk);
+      const T alpha = softmax_row(sc.s + r * Bk, nk, a, b, scale, sc.m + r, sc.l + r);
+      if (alpha != T(1)) {
+        T* acc = sc.acc + r * d.D;
+        for (int64_t x = 0; x < d.D; ++x) acc[x] *= alpha;
+      }
+    }
+    matmul(sc.acc, sc.s, vt, nq, d.D, nk, false, false, true, Bk, KD, d.D, false);
+  }
+
+  for (int64_t r = 0; r < nq; ++r) {
+    const T inv = T(1) / sc.l[r];
+    const T* acc = sc.acc + r * d.D;
+    T* o = out + (s.q_begin + i0 + r) * HD + h * d.D;
+    for (int64_t x = 0; x < d.D; ++x) o[x] = acc[x] * inv;
+    lse[(s.q_begin + i0 + r) * d.H + h] = sc.m[r] + std::log(sc.l[r]);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
+                       std::span<const AttentionSegment> segments, const AttentionDims& dims,
+                       AttentionWorkspace& ws) {
+  flash::check_segments(segments, dims, false);
+  if (ws.q_tile <= 0 || ws.k_tile <= 0) fail("attention", "tile sizes must be positive");
+  const int64_t Bq = ws.q_tile, Bk = ws.k_tile, nseg = static_cast<int64_t>(segments.size());
+
+  // Item prefix per segment, then one scratch block per slot.
+  int64_t items = 0;
+  for (const AttentionSegment& s : segments) items += dims.H * ((s.q_len + Bq - 1) / Bq);
+  if (items == 0) return;
+  const int64_t slots = flash::slot_count(ws, items);
+  const int64_t prefix_bytes = padded<int64_t>(nseg + 1) * 8;
+  const int64_t per_slot = padded<T>(Bq * Bk) + padded<T>(Bq * dims.D) + 2 * padded<T>(Bq);
+  std::byte* base = ws.reserve(
+      static_cast<size_t>(prefix_bytes + slots * per_slot * static_cast<int64_t>(sizeof(T))));
+  auto* prefix = reinterpret_cast<int64_t*>(base);
+  prefix[0] = 0;
+  for (int64_t i = 0; i < nseg; ++i)
+    prefix[i + 1] = prefix[i] + dims.H * ((segments[i].q_len + Bq - 1) / Bq);
+  T* scratch = reinterpret_cast<T*>(base + prefix_bytes);
+
+  flash::run_items(items, slots, [&](int64_t item, int64_t slot) {
+    const int64_t si = std::upper_bound(prefix, prefix + nseg + 1, item) - prefix - 1;
+    const AttentionSegment& s = segments[static_cast<size_t>(si)];
+    const int64_t r = item - prefix[si], tiles = (s.q_len + Bq - 1) / Bq;
+    const int64_t tile = tiles - 1 - r / dims.H, h = r % dims.H;
+    T* p = scratch + slot * per_slot;
+    ForwardScratch<T> sc;
+    sc.s = p;
+    sc.acc = sc.s + padded<T>(Bq * Bk);
+    sc.m = sc.acc + padded<T>(Bq * dims.D);
+    sc.l = sc.m + padded<T>(Bq);
+    forward_tile(out, lse, q, k, v, s, dims, h, tile * Bq, ws, sc);
+  });
+}
+
+template void attention_forward<float>(float*, float*, const float*, const float*, const float*,
+                                       std::span<const AttentionSegment>, const AttentionDims&,
+                                       AttentionWorkspace&);
+template void attention_forward<double>(double*, double*, const double*, const double*,
+                                        const double*, std::span<const AttentionSegment>,
+                                        const AttentionDims&, AttentionWorkspace&);
+
+}  // namespace sft::ops

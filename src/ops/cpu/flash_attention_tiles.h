@@ -1,0 +1,123 @@
+// Shared pieces of the tiled attention kernels (flash_attention_forward/backward.cpp): the
+// segment checks, the mask as key/query ranges, the work-item scheduler and the row exponential.
+//
+// Scheduling: `slots` pool chunks pull work items from one atomic counter. Which thread runs an
+// item varies from run to run, but every output element is written by exactly one item, in an
+// order fixed inside the item, and a slot's scratch is fully rewritten before each use, so the
+// results never depend on the thread count or on the schedule.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <span>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "ops/attention.h"
+#include "ops/ops.h"
+
+namespace sft::ops::flash {
+
+// Throws unless every segment is in bounds for Tq/Tk rows we can infer, heads group evenly and
+// every query sees at least its own key. Returns the number of q rows and k rows spanned.
+struct Extent {
+  int64_t q_rows = 0, k_rows = 0;
+};
+Extent check_segments(std::span<const AttentionSegment> segments, const AttentionDims& dims,
+                      bool backward);
+
+// Slots (threads) to use for `items` work items.
+int64_t slot_count(const AttentionWorkspace& ws, int64_t items);
+
+// fn(item, slot) for every item in [0, items), on up to `slots` pool threads.
+template <typename F>
+void run_items(int64_t items, int64_t slots, F&& fn) {
+  std::atomic<int64_t> next{0};
+  parallel_for_rows(slots, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t slot = begin; slot < end; ++slot)
+      for (int64_t it = next.fetch_add(1, std::memory_order_relaxed); it < items;
+           it = next.fetch_add(1, std::memory_order_relaxed))
+        fn(it, slot);
+  });
+}
+
+// Keys [lo, hi) of a segment visible from the query at absolute position pos.
+inline int64_t key_lo(int64_t pos, int64_t window) {
+  return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
+}
+inline int64_t key_hi(int64_t pos, int64_t k_len) {
+  return std::min(pos + 1, k_len);
+}
+
+// Elements of T rounded up to a whole 64-byte line, so every scratch array starts aligned.
+template <typename T>
+constexpr int64_t padded(int64_t n) {
+  constexpr int64_t line = 64 / static_cast<int64_t>(sizeof(T));
+  return (n + line - 1) / line * line;
+}
+
+// exp(x) for x ≤ ~0 (scores minus a running max or minus the log-sum-exp). float: Cody–Waite
+// range reduction and a degree-6 polynomial (max error ≈ 2 ulp), written without calls or
+// branches so clang vectorises the row loops around it; libm's expf is scalar and would cost
+// as much as both tile matmuls. double: std::exp, bit-for-bit what the eager reference uses.
+inline float exp_score(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f;  // ln 2 split so n · kLn2Hi is exact
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  x = x < -87.0f ? -87.0f : x;  // exp(−87) ≈ 1.6e-38: still a normal float, negligible in a sum
+  x = x > 88.0f ? 88.0f : x;
+  constexpr float kRound =
+      12582912.0f;  // 1.5 · 2^23: adding it rounds to an integer (SSE2 has no roundps)
+  const float n = (x * kLog2e + kRound) - kRound;
+  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  return p * std::bit_cast<float>(bits);
+}
+inline double exp_score(double x) {
+  return std::exp(x);
+}
+
+// max(x[0..n) · scale), Σ x·y and Σ x over 8 interleaved lanes combined in a fixed order, so clang
+// vectorises them without -ffast-math (max is exact in any order; the sum order is fixed).
+template <typename T>
+T scaled_max(const T* x, int64_t n, T scale, T init) {
+  T lane[8] = {init, init, init, init, init, init, init, init};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int64_t l = 0; l < 8; ++l) lane[l] = std::max(lane[l], x[j + l] * scale);
+  for (; j < n; ++j) lane[0] = std::max(lane[0], x[j] * scale);
+  for (int64_t l = 1; l < 8; ++l) lane[0] = std::max(lane[0], lane[l]);
+  return lane[0];
+}
+
+template <typename T>
+T lane_dot(const T* x, const T* y, int64_t n) {
+  T lane[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int64_t l = 0; l < 8; ++l) lane[l] += x[j + l] * y[j + l];
+  for (int64_t l = 0; j < n; ++j, ++l) lane[l] += x[j] * y[j];
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+template <typename T>
+T lane_sum(const T* x, int64_t n) {
+  T lane[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int64_t l = 0; l < 8; ++l) lane[l] += x[j + l];
+  for (int64_t l = 0; j < n; ++j, ++l) lane[l] += x[j];
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+}  // namespace sft::ops::flash

@@ -1,0 +1,103 @@
+// Fused LM head + cross-entropy, float and double. See ops/lm_head_ce.h for the contract and
+// ops/cpu/lm_head_rows.h for the per-row arithmetic.
+#include "ops/lm_head_ce.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/cpu/lm_head_rows.h"
+#include "ops/ops.h"
+
+namespace sft::ops {
+
+namespace lm_head_detail {
+
+// Chunk height and vocabulary block, chosen by measurement (bench/lm_head_bench.cpp, fp32,
+// T = 1024, V = 151936, one thread, CPU seconds per call on the 2-thread dev box; the machine was
+// shared, so wall times were 3-5x these):
+//
+//   m (rows per chunk)   32     64     128    220    256    512
+//   C = 512              9.21   7.12   6.18   5.58   5.53   5.31
+//   C = 1024             -      -      10.92  10.05  9.84   9.60
+//
+// Small chunks lose on the dW += dZᵀ X_c product (inner dimension m) and on streaming W and dW
+// (311 / 622 MB) T/m times; past 256 rows the gain is under 4% for twice the memory, so m = 256
+// (Z = 156 MB in fp32), less when the vocabulary is so large that Z would pass 256 MiB.
+// Splitting the gradient products into vocabulary blocks of 8192 (dZ_b reused from cache by both
+// products) measured the same as whole rows (5.50 vs 5.53 s at m = 256), so the default is whole
+// rows: fewer, larger calls for the matmul backend.
+int64_t default_rows_per_chunk(int64_t V, int64_t element_bytes) {
+  const int64_t budget = int64_t{256} << 20;
+  return std::clamp<int64_t>(budget / std::max<int64_t>(V * element_bytes, 1), 1, 256);
+}
+
+int64_t default_vocab_block(int64_t /*V*/) {
+  return 0;
+}
+
+}  // namespace lm_head_detail
+
+namespace {
+
+template <typename T>
+std::vector<T>& buffer(LmHeadWorkspace& ws);
+template <>
+std::vector<float>& buffer<float>(LmHeadWorkspace& ws) {
+  return ws.f32;
+}
+template <>
+std::vector<double>& buffer<double>(LmHeadWorkspace& ws) {
+  return ws.f64;
+}
+
+}  // namespace
+
+template <typename T>
+LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* w,
+                                  const int64_t* targets, T scale, int64_t Tn, int64_t C, int64_t V,
+                                  LmHeadWorkspace& ws) {
+  using namespace lm_head_detail;
+  LmHeadStats total;
+  if (dx) std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(T));
+  const bool grad = dx || dw;
+  const int64_t n = select_rows(ws, targets, Tn, V, logits != nullptr);
+  if (n == 0 || V <= 0) return total;
+  const int64_t R = chunk_rows(ws, n, V, static_cast<int64_t>(sizeof(T)));
+  const int64_t VB = vocab_block(ws, V);
+  std::vector<T>& buf = buffer<T>(ws);
+  grow(buf, R * (V + 2 * C));
+  T* z = buf.data();
+  T* xs = z + R * V;
+  T* dxs = xs + R * C;
+  for (int64_t c0 = 0; c0 < n; c0 += R) {
+    const int64_t m = std::min(R, n - c0);
+    for (int64_t i = 0; i < m; ++i)
+      std::memcpy(xs + i * C, x + ws.rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(T));
+    matmul(z, xs, w, m, V, C, false, true, false);
+    if (logits)
+      for (int64_t i = 0; i < m; ++i)
+        std::memcpy(logits + ws.rows[c0 + i] * V, z + i * V, static_cast<size_t>(V) * sizeof(T));
+    chunk_stats(total, ws, z, targets, c0, m, V, grad, scale);
+    if (!grad) continue;
+    // dX_c = dZ W, dW += dZᵀ X_c, over vocabulary blocks of VB columns of dZ (in block order,
+    // so dX_c's sum over blocks is deterministic).
+    for (int64_t v0 = 0; v0 < V; v0 += VB) {
+      const int64_t nb = std::min(VB, V - v0);
+      if (dx) matmul(dxs, z + v0, w + v0 * C, m, C, nb, false, false, v0 > 0, V, C, C);
+      if (dw) matmul(dw + v0 * C, z + v0, xs, nb, C, m, true, false, true, V, C, C);
+    }
+    if (dx)
+      for (int64_t i = 0; i < m; ++i)
+        std::memcpy(dx + ws.rows[c0 + i] * C, dxs + i * C, static_cast<size_t>(C) * sizeof(T));
+  }
+  return total;
+}
+
+template LmHeadStats lm_head_cross_entropy<float>(float*, float*, float*, const float*,
+                                                  const float*, const int64_t*, float, int64_t,
+                                                  int64_t, int64_t, LmHeadWorkspace&);
+template LmHeadStats lm_head_cross_entropy<double>(double*, double*, double*, const double*,
+                                                   const double*, const int64_t*, double, int64_t,
+                                                   int64_t, int64_t, LmHeadWorkspace&);
+
+}  // namespace sft::ops

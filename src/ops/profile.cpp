@@ -1,0 +1,81 @@
+// Per-op timing. See profile.h.
+#include "ops/profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+
+namespace sft::ops {
+
+namespace {
+
+struct Entry {
+  int64_t calls = 0;
+  double seconds = 0;
+};
+
+std::map<std::string, Entry>& table() {
+  static std::map<std::string, Entry> t;
+  return t;
+}
+
+int depth = 0;
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+bool profiling() {
+  static const bool on = [] {
+    const char* v = std::getenv("SFT_PROFILE");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+ScopedOp::ScopedOp(const char* name, std::string (*detail)(const void*), const void* ctx)
+    : name_(name), detail_(detail), ctx_(ctx) {
+  if (!profiling() || depth++ > 0) return;
+  start_ = now_s();
+}
+
+ScopedOp::~ScopedOp() {
+  if (!profiling()) return;
+  --depth;
+  if (start_ < 0) return;
+  const double dt = now_s() - start_;
+  Entry& e = table()[detail_ ? std::string(name_) + " " + detail_(ctx_) : std::string(name_)];
+  e.calls += 1;
+  e.seconds += dt;
+}
+
+std::string op_profile_table() {
+  if (!profiling() || table().empty()) return "";
+  std::vector<std::pair<std::string, Entry>> rows(table().begin(), table().end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  double total = 0;
+  for (const auto& r : rows) total += r.second.seconds;
+  std::string out = "op time (SFT_PROFILE): " + std::to_string(total) + " s in ops\n";
+  char line[256];
+  for (const auto& [name, e] : rows) {
+    std::snprintf(line, sizeof line, "  %6.2f%%  %9.4f s  %8lld calls  %s\n",
+                  100.0 * e.seconds / total, e.seconds, static_cast<long long>(e.calls),
+                  name.c_str());
+    out += line;
+  }
+  return out;
+}
+
+void reset_op_profile() {
+  table().clear();
+}
+
+}  // namespace sft::ops

@@ -1,0 +1,35 @@
+// Per-op time of the view-level ops, for the "where does the step go" breakdown.
+// Off unless SFT_PROFILE=1 is in the environment (then each op costs two clock reads). An op
+// called inside another (the LM head's matmuls) counts toward the outer one only, so the
+// table adds up to the time spent in ops. Matmuls are listed per shape and dtype.
+// Not thread-safe: the view-level ops are called from one thread (kernels fan out inside).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace sft::ops {
+
+bool profiling();
+
+class ScopedOp {
+ public:
+  explicit ScopedOp(const char* name) : ScopedOp(name, nullptr) {}
+  // `detail` (e.g. a matmul's shape) is built only when profiling.
+  ScopedOp(const char* name, std::string (*detail)(const void*), const void* ctx = nullptr);
+  ~ScopedOp();
+  ScopedOp(const ScopedOp&) = delete;
+  ScopedOp& operator=(const ScopedOp&) = delete;
+
+ private:
+  const char* name_;
+  std::string (*detail_)(const void*);
+  const void* ctx_;
+  double start_ = -1;
+};
+
+// The table so far: op, calls, total seconds, share, sorted by time; empty when off.
+std::string op_profile_table();
+void reset_op_profile();
+
+}  // namespace sft::ops
