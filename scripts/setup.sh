@@ -9,7 +9,8 @@ packages=(
   clang-format                      # scripts/check_format.sh (clang-format 14 on Debian 12)
   nlohmann-json3-dev
   libpcre2-dev libutf8proc-dev      # tokenizer: regexes, Unicode normalization
-  libopenblas-dev                   # CPU matmul
+  libopenblas-dev                   # CPU matmul (f32 reference, double)
+  libdnnl-dev                       # oneDNN: bf16 (AMX, AVX512-BF16) and f32 matmul
   libyaml-cpp-dev                   # sft train --config FILE.yaml
   libsnappy-dev zlib1g-dev libzstd-dev  # Parquet page codecs
   libgtest-dev libgmock-dev libbenchmark-dev

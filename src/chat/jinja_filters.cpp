@@ -7,6 +7,7 @@
 #include "chat/jinja_interpreter.h"
 #include "chat/jinja_parser.h"
 #include "chat/jinja_strings.h"
+#include "core/html_escape.h"
 
 namespace sft::jinja {
 
@@ -110,32 +111,6 @@ Value map_filter(Interpreter& in, const Value& seq, CallArgs& args) {
     out.push_back(apply_filter(in, name, item, a));
   }
   return Value::list(std::move(out));
-}
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 Value tojson_filter(const Value& v, const CallArgs& args) {

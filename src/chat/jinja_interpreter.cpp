@@ -1,3 +1,6 @@
+// The interpreter's core: scopes, output capture, expression evaluation, attribute and item
+// access, and the Python helpers (iteration, len, slicing, errors) that operators, filters,
+// tests and methods share. Statements are in jinja_statements.cpp.
 #include "chat/jinja_interpreter.h"
 
 #include <cmath>
@@ -6,21 +9,23 @@ namespace sft::jinja {
 
 namespace {
 
-constexpr int kMaxDepth = 200;  // macro recursion; Python would hit its own limit
-
 std::string object_type_repr(const Value& obj) {
   if (obj.is_none()) return "None";
   return obj.type_name() + " object";
 }
 
-[[noreturn]] void undefined_error(const Value& u) {
-  std::string hint = u.undefined_hint();
-  throw TemplateError(ErrorClass::kUndefined, hint.empty() ? "undefined value" : hint);
-}
+// Points `out` at another string for as long as it lives, then back where it pointed.
+class OutputRedirect {
+ public:
+  OutputRedirect(std::string*& out, std::string* to) : out_(out), saved_(out) { out_ = to; }
+  ~OutputRedirect() { out_ = saved_; }
+  OutputRedirect(const OutputRedirect&) = delete;
+  OutputRedirect& operator=(const OutputRedirect&) = delete;
 
-void check_defined(const Value& v) {
-  if (v.is_undefined()) undefined_error(v);
-}
+ private:
+  std::string*& out_;
+  std::string* saved_;
+};
 
 // Python's slice index normalisation for a sequence of length n.
 void slice_indices(int64_t n, const Value& start, const Value& stop, const Value& step_v,
@@ -70,6 +75,15 @@ Value slice_value(const Value& obj, const Value& start, const Value& stop, const
 
 void type_error(const std::string& message) {
   throw TemplateError(ErrorClass::kType, message);
+}
+
+void undefined_error(const Value& u) {
+  const std::string& hint = u.undefined_hint();
+  throw TemplateError(ErrorClass::kUndefined, hint.empty() ? "undefined value" : hint);
+}
+
+void check_defined(const Value& v) {
+  if (v.is_undefined()) undefined_error(v);
 }
 
 Value undefined_attr(const Value& obj, const std::string& name) {
@@ -137,24 +151,13 @@ Interpreter::Interpreter(ValueDict context, const ValueDict* globals) : globals_
 }
 
 std::string Interpreter::render(const NodeList& body) {
-  std::string out;
-  out_ = &out;
-  exec_body(body);
-  out_ = nullptr;
-  return out;
+  return capture(body);
 }
 
 std::string Interpreter::capture(const NodeList& body) {
   std::string buf;
-  std::string* saved = out_;
-  out_ = &buf;
-  try {
-    exec_body(body);
-  } catch (...) {
-    out_ = saved;
-    throw;
-  }
-  out_ = saved;
+  OutputRedirect redirect(out_, &buf);
+  exec_body(body);
   return buf;
 }
 
@@ -167,293 +170,6 @@ const Value* Interpreter::lookup(std::string_view name) const {
 
 void Interpreter::assign(const std::string& name, Value value) {
   scopes_.back().set(name, std::move(value));
-}
-
-Interpreter::Flow Interpreter::exec_body(const NodeList& body) {
-  for (const NodePtr& n : body) {
-    Flow f = exec(*n);
-    if (f != Flow::kNormal) return f;
-  }
-  return Flow::kNormal;
-}
-
-Interpreter::Flow Interpreter::exec(const Node& node) {
-  switch (node.kind) {
-    case NodeKind::kData:
-      out_->append(node.name);
-      return Flow::kNormal;
-    case NodeKind::kOutput:
-      eval(*node.a).append_str(*out_);
-      return Flow::kNormal;
-    case NodeKind::kIf:
-      for (size_t i = 0; i < node.list.size(); ++i) {
-        if (eval(*node.list[i]).truthy()) return exec_body(node.bodies[i]);
-      }
-      return exec_body(node.else_body);
-    case NodeKind::kFor:
-      return exec_for(node);
-    case NodeKind::kSet:
-    case NodeKind::kSetBlock:
-      exec_set(node);
-      return Flow::kNormal;
-    case NodeKind::kMacro:
-      assign(node.name, make_macro(node));
-      return Flow::kNormal;
-    case NodeKind::kCallBlock: {
-      const Node* block = &node;
-      Value caller = Value::function("caller", [block](Interpreter& in, CallArgs& args) {
-        in.push_scope();
-        for (size_t i = 0; i < block->strs.size(); ++i) {
-          Value v;
-          if (i < args.positional.size()) {
-            v = args.positional[i];
-          } else if (const Value* kw = args.kwarg(block->strs[i])) {
-            v = *kw;
-          } else if (block->list[i]) {
-            v = in.eval(*block->list[i]);
-          }
-          in.assign(block->strs[i], v);
-        }
-        std::string s;
-        try {
-          s = in.capture(block->body);
-        } catch (...) {
-          in.pop_scope();
-          throw;
-        }
-        in.pop_scope();
-        return Value(std::move(s));
-      });
-      push_scope();
-      assign("caller", caller);
-      Value result;
-      try {
-        result = eval(*node.a);
-      } catch (...) {
-        pop_scope();
-        throw;
-      }
-      pop_scope();
-      result.append_str(*out_);
-      return Flow::kNormal;
-    }
-    case NodeKind::kFilterBlock: {
-      Value text(capture(node.body));
-      apply_filter_chain(*node.c, std::move(text)).append_str(*out_);
-      return Flow::kNormal;
-    }
-    case NodeKind::kWith: {
-      std::vector<Value> values;
-      for (const NodePtr& v : node.list) values.push_back(eval(*v));
-      push_scope();
-      for (size_t i = 0; i < node.strs.size(); ++i) assign(node.strs[i], values[i]);
-      Flow f;
-      try {
-        f = exec_body(node.body);
-      } catch (...) {
-        pop_scope();
-        throw;
-      }
-      pop_scope();
-      return f;
-    }
-    case NodeKind::kBreak:
-      return Flow::kBreak;
-    case NodeKind::kContinue:
-      return Flow::kContinue;
-    case NodeKind::kGeneration: {
-      // transformers renders the body first (caller()), then records where it lands.
-      std::string text = capture(node.body);
-      size_t begin = out_->size();
-      out_->append(text);
-      spans_.push_back({begin, out_->size()});
-      return Flow::kNormal;
-    }
-    default:
-      throw TemplateError(ErrorClass::kRuntime, "unexpected node", node.line, node.column);
-  }
-}
-
-Interpreter::Flow Interpreter::exec_for(const Node& node) {
-  Value iterable = eval(*node.a);
-  if (iterable.is_none() || iterable.is_number() || iterable.is_callable()) {
-    throw TemplateError(ErrorClass::kType, "'" + iterable.type_name() + "' object is not iterable",
-                        node.a->line, node.a->column);
-  }
-  ValueList owned;
-  const ValueList* items_ptr = &owned;
-  if (iterable.is_sequence()) {
-    items_ptr = &iterable.items();  // `iterable` keeps the list alive
-  } else {
-    owned = iterate(iterable);
-  }
-  if (node.b) {
-    ValueList items = *items_ptr;
-    ValueList kept;
-    for (const Value& item : items) {
-      push_scope();
-      assign_target(node.target, item, node);
-      bool keep;
-      try {
-        keep = eval(*node.b).truthy();
-      } catch (...) {
-        pop_scope();
-        throw;
-      }
-      pop_scope();
-      if (keep) kept.push_back(item);
-    }
-    owned = std::move(kept);
-    items_ptr = &owned;
-  }
-  const ValueList& items = *items_ptr;
-  if (items.empty()) return exec_body(node.else_body);
-
-  // One loop object per loop, updated in place (Python's LoopContext is one object too).
-  auto index0 = std::make_shared<int64_t>(0);
-  const int64_t n = static_cast<int64_t>(items.size());
-  const int64_t depth = 1;  // only recursive loops nest depth in jinja2
-  ValueDict loop_fields;
-  for (const char* k : {"index", "index0", "revindex", "revindex0", "first", "last", "length",
-                        "previtem", "nextitem", "depth", "depth0", "cycle"}) {
-    loop_fields.items.emplace_back(k, Value());
-  }
-  loop_fields.items[6].second = Value(n);
-  loop_fields.items[9].second = Value(depth);
-  loop_fields.items[10].second = Value(depth - 1);
-  loop_fields.items[11].second =
-      Value::function("cycle", [index0](Interpreter&, CallArgs& args) -> Value {
-        if (args.positional.empty()) type_error("no items for cycling given");
-        return args.positional[static_cast<size_t>(*index0) % args.positional.size()];
-      });
-  Value loop = Value::ns(std::move(loop_fields));
-  auto& f = loop.mutable_entries().items;
-
-  for (int64_t i = 0; i < n; ++i) {
-    *index0 = i;
-    f[0].second = Value(i + 1);
-    f[1].second = Value(i);
-    f[2].second = Value(n - i);
-    f[3].second = Value(n - i - 1);
-    f[4].second = Value(i == 0);
-    f[5].second = Value(i == n - 1);
-    f[7].second =
-        i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("there is no previous item");
-    f[8].second =
-        i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item");
-    push_scope();
-    Flow flow;
-    try {
-      assign("loop", loop);
-      assign_target(node.target, items[static_cast<size_t>(i)], node);
-      flow = exec_body(node.body);
-    } catch (...) {
-      pop_scope();
-      throw;
-    }
-    pop_scope();
-    if (flow == Flow::kBreak) break;
-  }
-  return Flow::kNormal;
-}
-
-void Interpreter::assign_target(const AssignTarget& target, const Value& value, const Node& at) {
-  if (!target.is_tuple && target.names.size() == 1) {
-    assign(target.names[0], value);
-    return;
-  }
-  if (!value.is_sequence() && !value.is_string() && !value.is_mapping()) {
-    throw TemplateError(ErrorClass::kType,
-                        "cannot unpack non-iterable " + value.type_name() + " object", at.line,
-                        at.column);
-  }
-  ValueList parts = iterate(value);
-  if (parts.size() != target.names.size()) {
-    std::string msg =
-        parts.size() > target.names.size()
-            ? "too many values to unpack (expected " + std::to_string(target.names.size()) + ")"
-            : "not enough values to unpack (expected " + std::to_string(target.names.size()) +
-                  ", got " + std::to_string(parts.size()) + ")";
-    throw TemplateError(ErrorClass::kValue, msg, at.line, at.column);
-  }
-  for (size_t i = 0; i < parts.size(); ++i) assign(target.names[i], parts[i]);
-}
-
-void Interpreter::exec_set(const Node& node) {
-  Value value;
-  if (node.kind == NodeKind::kSet) {
-    value = eval(*node.a);
-  } else {
-    value = Value(capture(node.body));
-    if (node.c) value = apply_filter_chain(*node.c, std::move(value));
-  }
-  const AssignTarget& t = node.target;
-  if (!t.attr.empty()) {
-    const Value* ns = lookup(t.names[0]);
-    if (!ns || ns->kind() != Kind::kNamespace) {
-      throw TemplateError(ErrorClass::kRuntime, "cannot assign attribute on non-namespace object",
-                          node.line, node.column);
-    }
-    if (!t.attr.empty() && t.attr[0] == '_') {
-      throw TemplateError(ErrorClass::kSecurity,
-                          "Chat templates cannot store underscore-prefixed attributes on a "
-                          "namespace, but got '" +
-                              t.attr + "'. Please rename the attribute.",
-                          node.line, node.column);
-    }
-    const_cast<Value*>(ns)->mutable_entries().set(t.attr, std::move(value));
-    return;
-  }
-  assign_target(t, value, node);
-}
-
-Value Interpreter::make_macro(const Node& node) {
-  const Node* macro = &node;
-  return Value::function(node.name, [macro](Interpreter& in, CallArgs& args) {
-    if (++in.depth_ > kMaxDepth) {
-      --in.depth_;
-      throw TemplateError(ErrorClass::kRuntime, "maximum recursion depth exceeded");
-    }
-    in.push_scope();
-    try {
-      size_t np = macro->strs.size();
-      ValueList varargs;
-      for (size_t i = 0; i < args.positional.size(); ++i) {
-        if (i < np) {
-          in.assign(macro->strs[i], args.positional[i]);
-        } else {
-          varargs.push_back(args.positional[i]);
-        }
-      }
-      ValueDict extra;
-      for (auto& [k, v] : args.keyword) {
-        bool is_param = false;
-        for (const std::string& p : macro->strs) is_param |= p == k;
-        if (is_param) {
-          in.assign(k, v);
-        } else if (k != "caller") {
-          extra.set(k, v);
-        }
-      }
-      for (size_t i = 0; i < np; ++i) {
-        if (in.scopes_.back().find(macro->strs[i])) continue;
-        in.assign(macro->strs[i], macro->list[i] ? in.eval(*macro->list[i])
-                                                 : Value::undefined("parameter '" + macro->strs[i] +
-                                                                    "' was not provided"));
-      }
-      in.assign("varargs", Value::tuple(std::move(varargs)));
-      in.assign("kwargs", Value::dict(std::move(extra)));
-      if (const Value* c = args.kwarg("caller")) in.assign("caller", *c);
-      std::string s = in.capture(macro->body);
-      in.pop_scope();
-      --in.depth_;
-      return Value(std::move(s));
-    } catch (...) {
-      in.pop_scope();
-      --in.depth_;
-      throw;
-    }
-  });
 }
 
 Value Interpreter::eval(const Node& node) {

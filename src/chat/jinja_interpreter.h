@@ -48,16 +48,36 @@ class Interpreter {
   // Variables: lookup walks scopes innermost first; assign writes the innermost scope.
   const Value* lookup(std::string_view name) const;
   void assign(const std::string& name, Value value);
-  void push_scope() { scopes_.emplace_back(); }
-  void pop_scope() { scopes_.pop_back(); }
+
+  // A fresh innermost scope for as long as the guard lives: popped on every way out,
+  // exceptions included, so no caller pairs push and pop by hand.
+  class Scope {
+   public:
+    explicit Scope(Interpreter& in) : in_(in) { in_.scopes_.emplace_back(); }
+    ~Scope() { in_.scopes_.pop_back(); }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    Interpreter& in_;
+  };
 
  private:
   enum class Flow { kNormal, kBreak, kContinue };
+  // Statements (jinja_statements.cpp): exec dispatches on the node's kind to one exec_*.
   Flow exec_body(const NodeList& body);
   Flow exec(const Node& node);
+  Flow exec_if(const Node& node);
   Flow exec_for(const Node& node);
+  Flow exec_with(const Node& node);
   void exec_set(const Node& node);
+  void exec_call_block(const Node& node);
+  void exec_filter_block(const Node& node);
+  void exec_generation(const Node& node);
+  const ValueList& for_items(const Node& node, const Value& iterable, ValueList& owned);
   void assign_target(const AssignTarget& target, const Value& value, const Node& at);
+  void bind_macro_arguments(const Node& macro, CallArgs& args);
+  void bind_caller_arguments(const Node& block, CallArgs& args);
   Value eval_inner(const Node& node);
   Value eval_call(const Node& node);
   Value eval_binary(const Node& node);
@@ -87,8 +107,13 @@ bool apply_test(Interpreter& in, const std::string& name, const Value& operand, 
 bool has_method(const Value& obj, std::string_view name);
 Value call_method(Interpreter& in, const Value& obj, const std::string& name, CallArgs& args);
 
-// Helpers shared by filters and methods.
+// Helpers shared by the interpreter, operators, filters, tests and methods.
 [[noreturn]] void type_error(const std::string& message);
+// jinja2's UndefinedError for using `u` (arithmetic, call, attribute): its hint, or
+// "undefined value" when it carries none.
+[[noreturn]] void undefined_error(const Value& u);
+// undefined_error(v) when v is Undefined.
+void check_defined(const Value& v);
 Value undefined_attr(const Value& obj, const std::string& name);
 int64_t python_len(const Value& v);
 

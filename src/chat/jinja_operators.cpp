@@ -9,15 +9,6 @@ namespace sft::jinja {
 
 namespace {
 
-[[noreturn]] void undefined_error(const Value& u) {
-  std::string hint = u.undefined_hint();
-  throw TemplateError(ErrorClass::kUndefined, hint.empty() ? "undefined value" : hint);
-}
-
-void check_defined(const Value& v) {
-  if (v.is_undefined()) undefined_error(v);
-}
-
 Value numeric_binary(const std::string& op, const Value& a, const Value& b) {
   bool ints = !a.is_float() && !b.is_float();
   if (op == "+") return ints ? Value(a.as_int() + b.as_int()) : Value(a.as_float() + b.as_float());

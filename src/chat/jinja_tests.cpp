@@ -20,10 +20,7 @@ const Value& need_arg(const CallArgs& args, const std::string& test) {
 }
 
 bool compare(const std::string& op, const Value& a, const Value& b) {
-  if (a.is_undefined() || b.is_undefined()) {
-    const Value& u = a.is_undefined() ? a : b;
-    throw TemplateError(ErrorClass::kUndefined, u.undefined_hint());
-  }
+  if (a.is_undefined() || b.is_undefined()) undefined_error(a.is_undefined() ? a : b);
   bool ok;
   bool lt = values_less(a, b, &ok);
   if (!ok) {
@@ -94,7 +91,7 @@ bool apply_test(Interpreter&, const std::string& name, const Value& v, CallArgs&
   if (name == "callable") return v.is_callable();
   if (name == "escaped") return false;
   if (name == "odd" || name == "even") {
-    if (v.is_undefined()) throw TemplateError(ErrorClass::kUndefined, v.undefined_hint());
+    check_defined(v);
     if (!v.is_int() && !v.is_bool()) {
       if (v.is_float()) {
         double r = std::fmod(v.as_float(), 2.0);

@@ -54,7 +54,7 @@ void ThreadPool::worker_loop(size_t index) {
   }
 }
 
-void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t, size_t)>& fn) {
+void ThreadPool::parallel_for(size_t n, ChunkFn fn) {
   if (n == 0) return;
   if (workers_.empty() || n == 1) {
     fn(0, 0, n);

@@ -12,12 +12,31 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace sft {
+
+// A non-owning reference to a callable fn(chunk_index, begin, end), valid while the callable
+// lives (for parallel_for: the call). Unlike std::function it never allocates, whatever the
+// callable captures, so the step loop's parallel loops stay allocation-free.
+class ChunkFn {
+ public:
+  template <typename F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, ChunkFn>)
+      ChunkFn(F&& f)  // NOLINT: implicit, so lambdas pass as they are
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* o, size_t i, size_t b, size_t e) {
+          (*static_cast<std::remove_reference_t<F>*>(o))(i, b, e);
+        }) {}
+  void operator()(size_t i, size_t b, size_t e) const { call_(obj_, i, b, e); }
+
+ private:
+  void* obj_;
+  void (*call_)(void*, size_t, size_t, size_t);
+};
 
 class ThreadPool {
  public:
@@ -30,7 +49,7 @@ class ThreadPool {
   size_t size() const { return workers_.size() + 1; }
 
   // fn(chunk_index, begin, end) for each non-empty chunk of [0, n).
-  void parallel_for(size_t n, const std::function<void(size_t, size_t, size_t)>& fn);
+  void parallel_for(size_t n, ChunkFn fn);
 
   // The chunk [begin, end) that chunk `index` of `chunks` gets for n items.
   static std::pair<size_t, size_t> chunk_range(size_t n, size_t chunks, size_t index);
@@ -47,7 +66,7 @@ class ThreadPool {
   size_t pending_ = 0;
   bool stopping_ = false;
   size_t n_ = 0;
-  const std::function<void(size_t, size_t, size_t)>* fn_ = nullptr;
+  const ChunkFn* fn_ = nullptr;
   std::vector<std::exception_ptr> errors_;
 };
 

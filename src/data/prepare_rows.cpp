@@ -78,6 +78,190 @@ void for_each_dynamic(ThreadPool& pool, size_t n, const std::function<void(size_
   });
 }
 
+// ---- the steps of prepare_rows, in the order it runs them ----
+
+// How rows are cut: only without packing, and only with max_length (TRL's rule).
+struct Truncation {
+  bool enabled = false;
+  size_t max_length = 0;
+  bool keep_start = true;  // else keep_end
+};
+
+// What every step reads and none changes.
+struct Stage {
+  const PrepareOptions& options;
+  const RowPipeline& pipeline;
+  Truncation truncation;
+  ThreadPool& pool;
+  const FinalRowSink& out;
+};
+
+// Step 1: the options that prepare_rows alone checks, and the truncation they ask for.
+Truncation checked_truncation(const PrepareOptions& options) {
+  if (options.truncation_mode != "keep_start" && options.truncation_mode != "keep_end")
+    fail("data", "unsupported truncation_mode '" + options.truncation_mode +
+                     "' (hint: use keep_start or keep_end)");
+  if (options.packing && !options.max_length)
+    fail("data", "packing needs max_length (hint: pass --max_length N)");
+  if (options.max_length && *options.max_length <= 0)
+    fail("data", "max_length must be positive, got " + std::to_string(*options.max_length));
+  Truncation t;
+  t.enabled = !options.packing && options.max_length.has_value();
+  t.max_length = static_cast<size_t>(options.max_length.value_or(0));
+  t.keep_start = options.truncation_mode == "keep_start";
+  return t;
+}
+
+// Step 2 (per row, on any thread): encodes the slot's example and truncates the result; an
+// encoder error is kept in slot.error, without the encoder's "[component] " prefix (the
+// row's file and place are prepended when it is reported).
+void encode_slot(Slot& slot, const EncodeFn& encode, const Truncation& truncation) {
+  try {
+    slot.encoded = encode(slot.example);
+  } catch (const Error& e) {
+    slot.error = e.what();
+    const std::string prefix = "[" + e.component() + "] ";
+    if (slot.error.starts_with(prefix)) slot.error.erase(0, prefix.size());
+    return;
+  }
+  slot.example = Example{};  // free the text early; only the tokens are needed now
+  auto& ids = slot.encoded.input_ids;
+  auto& labels = slot.encoded.labels;
+  slot.encoded_length = ids.size();
+  if (labels.size() != ids.size()) {
+    slot.error = "[data] encoder returned labels of another length than input_ids";
+    return;
+  }
+  const size_t max_length = truncation.max_length;
+  if (truncation.enabled && ids.size() > max_length) {
+    slot.truncated = true;
+    if (truncation.keep_start) {
+      ids.resize(max_length);
+      labels.resize(max_length);
+    } else {
+      ids.erase(ids.begin(), ids.end() - max_length);
+      labels.erase(labels.begin(), labels.end() - max_length);
+    }
+  }
+}
+
+// Step 3 (in row order): counts an encoded row into the report and says whether it is kept.
+// A failed row is an error naming its file and place, or counted as dropped when skipping.
+std::optional<TokenRow> settle_row(const Slot& slot, const Stage& stage, PrepareReport& report) {
+  ++report.rows_read;
+  if (!slot.error.empty()) {
+    if (!stage.options.skip_invalid_rows)
+      fail_in_file("data", slot.where, slot.error,
+                   "fix the row, or pass --skip_invalid_rows to skip and count such rows");
+    ++report.rows_dropped[kEncodeError];
+    return std::nullopt;
+  }
+  const EncodedRow& e = slot.encoded;
+  report.prompt_not_prefix += e.prompt_not_prefix;
+  report.double_bos += e.double_bos;
+  report.double_bos_fixed += e.double_bos_fixed;
+  report.rows_truncated += slot.truncated;
+  report.tokens += slot.encoded_length;
+  const TokenRow row{e.input_ids, e.labels};
+  if (stage.truncation.enabled && !any_trained(row.labels)) {
+    ++report.rows_dropped[kNoTrainedTokens];
+    return std::nullopt;
+  }
+  return row;
+}
+
+// Step 4: what a kept row adds to the report: its count, length bucket and whether one of
+// the end tokens is trained in it.
+void record_kept_row(const TokenRow& row, std::span<const int32_t> end_token_ids,
+                     PrepareReport& report) {
+  ++report.rows_kept;
+  const size_t bucket = length_bucket(row.input_ids.size());
+  if (report.length_histogram.size() <= bucket) report.length_histogram.resize(bucket + 1);
+  ++report.length_histogram[bucket];
+  for (size_t t = 0; t < row.input_ids.size(); ++t) {
+    if (row.labels[t] != kIgnoreLabel && std::find(end_token_ids.begin(), end_token_ids.end(),
+                                                   row.input_ids[t]) != end_token_ids.end()) {
+      ++report.rows_training_eos;
+      break;
+    }
+  }
+}
+
+// Step 5: a kept row, unpacked, is a final row of one document.
+void emit_unpacked_row(const TokenRow& row, const FinalRowSink& out, PrepareReport& report) {
+  report.trained_tokens += count_trained(row.labels);
+  report.output_tokens += row.input_ids.size();
+  const int32_t one_document = static_cast<int32_t>(row.input_ids.size());
+  out(row, {&one_document, 1});
+}
+
+// Steps 2 to 5 for one batch of examples, which it empties: encoded in parallel, then
+// settled, recorded and passed on (to the sink, or kept for packing) in row order.
+void run_batch(std::vector<Slot>& batch, const Stage& stage, PrepareReport& report,
+               RowStore& before_packing, Progress& progress) {
+  for_each_dynamic(stage.pool, batch.size(), [&batch, &stage](size_t i) {
+    encode_slot(batch[i], stage.pipeline.encode, stage.truncation);
+  });
+  const uint64_t tokens_before = report.tokens;
+  for (const Slot& slot : batch) {
+    const std::optional<TokenRow> row = settle_row(slot, stage, report);
+    if (!row) continue;
+    record_kept_row(*row, stage.pipeline.end_token_ids, report);
+    if (stage.options.on_row) stage.options.on_row(*row);
+    if (stage.options.packing) {
+      before_packing.append(*row);
+    } else {
+      emit_unpacked_row(*row, stage.out, report);
+    }
+  }
+  progress.add(batch.size(), report.tokens - tokens_before);
+  batch.clear();
+}
+
+// Step 6: rows the readers and format conversion skipped count as read and dropped.
+void count_invalid_rows(const RowErrors& errors, PrepareReport& report) {
+  for (size_t p = 0; p < static_cast<size_t>(RowProblem::kCount); ++p) {
+    const auto problem = static_cast<RowProblem>(p);
+    if (errors.count(problem) == 0) continue;
+    report.rows_dropped[row_problem_name(problem)] += errors.count(problem);
+    report.rows_read += errors.count(problem);
+  }
+}
+
+// Step 7 (packing only): plans the packed rows over every kept row, builds them in parallel
+// batches and hands them to the sink in order; fills the report's packing counts.
+void pack_rows(const RowStore& rows, const Stage& stage, PrepareReport& report) {
+  PackOptions pack = stage.options.pack;
+  pack.max_length = static_cast<uint32_t>(stage.truncation.max_length);
+  std::vector<uint32_t> lengths(rows.num_rows());
+  std::vector<TokenRow> sources(rows.num_rows());
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    sources[i] = rows.row(i);
+    lengths[i] = static_cast<uint32_t>(sources[i].input_ids.size());
+  }
+  const PackPlan plan = plan_packing(lengths, pack);
+  const size_t batch_rows = stage.pipeline.batch_rows;
+  uint64_t packed_tokens = 0;
+  std::vector<PackedRow> packed;
+  for (size_t begin = 0; begin < plan.rows.size(); begin += batch_rows) {
+    const size_t n = std::min(batch_rows, plan.rows.size() - begin);
+    packed.assign(n, PackedRow{});
+    for_each_dynamic(stage.pool, n, [&packed, &plan, &sources, begin](size_t i) {
+      packed[i] = materialize_packed_row(plan, begin + i, sources);
+    });
+    for (const PackedRow& p : packed) {
+      packed_tokens += p.input_ids.size();
+      report.trained_tokens += count_trained(p.labels);
+      stage.out({p.input_ids, p.labels}, p.doc_lengths);
+    }
+  }
+  report.packed_rows = plan.rows.size();
+  report.output_tokens = packed_tokens;
+  if (report.packed_rows > 0)
+    report.packing_fill =
+        double(packed_tokens) / (double(report.packed_rows) * double(stage.truncation.max_length));
+}
+
 }  // namespace
 
 size_t length_bucket(uint64_t length) {
@@ -86,151 +270,26 @@ size_t length_bucket(uint64_t length) {
 
 PrepareReport prepare_rows(const std::vector<std::string>& paths, const PrepareOptions& options,
                            const RowPipeline& pipeline, const FinalRowSink& out) {
-  if (options.truncation_mode != "keep_start" && options.truncation_mode != "keep_end")
-    fail("data", "unsupported truncation_mode '" + options.truncation_mode +
-                     "' (hint: use keep_start or keep_end)");
-  if (options.packing && !options.max_length)
-    fail("data", "packing needs max_length (hint: pass --max_length N)");
-  if (options.max_length && *options.max_length <= 0)
-    fail("data", "max_length must be positive, got " + std::to_string(*options.max_length));
-  ThreadPool& pool = pipeline.pool ? *pipeline.pool : default_thread_pool();
-
+  const Stage stage{options, pipeline, checked_truncation(options),
+                    pipeline.pool ? *pipeline.pool : default_thread_pool(), out};
   PrepareReport report;
   RowErrors errors(options.skip_invalid_rows);
-  const bool truncate = !options.packing && options.max_length.has_value();
-  const auto max_length = static_cast<size_t>(options.max_length.value_or(0));
   RowStore before_packing;  // packing needs every row's length before it can start
   Progress progress("preparing", estimate_rows(paths), options.show_progress);
 
-  auto record_kept = [&](const TokenRow& row) {
-    ++report.rows_kept;
-    size_t bucket = length_bucket(row.input_ids.size());
-    if (report.length_histogram.size() <= bucket) report.length_histogram.resize(bucket + 1);
-    ++report.length_histogram[bucket];
-    for (size_t t = 0; t < row.input_ids.size(); ++t) {
-      if (row.labels[t] != kIgnoreLabel &&
-          std::find(pipeline.end_token_ids.begin(), pipeline.end_token_ids.end(),
-                    row.input_ids[t]) != pipeline.end_token_ids.end()) {
-        ++report.rows_training_eos;
-        break;
-      }
-    }
-    if (options.on_row) options.on_row(row);
-    if (options.packing) {
-      before_packing.append(row);
-    } else {
-      report.trained_tokens += count_trained(row.labels);
-      report.output_tokens += row.input_ids.size();
-      const int32_t one_document = static_cast<int32_t>(row.input_ids.size());
-      out(row, {&one_document, 1});
-    }
-  };
-
   std::vector<Slot> batch;
   batch.reserve(pipeline.batch_rows);
-  auto run_batch = [&] {
-    for_each_dynamic(pool, batch.size(), [&](size_t i) {
-      Slot& slot = batch[i];
-      try {
-        slot.encoded = pipeline.encode(slot.example);
-      } catch (const Error& e) {
-        // The row's file and place are prepended below; drop the encoder's "[data] ".
-        slot.error = e.what();
-        const std::string prefix = "[" + e.component() + "] ";
-        if (slot.error.starts_with(prefix)) slot.error.erase(0, prefix.size());
-        return;
-      }
-      slot.example = Example{};  // free the text early; only the tokens are needed now
-      auto& ids = slot.encoded.input_ids;
-      auto& labels = slot.encoded.labels;
-      slot.encoded_length = ids.size();
-      if (labels.size() != ids.size()) {
-        slot.error = "[data] encoder returned labels of another length than input_ids";
-        return;
-      }
-      if (truncate && ids.size() > max_length) {
-        slot.truncated = true;
-        if (options.truncation_mode == "keep_start") {
-          ids.resize(max_length);
-          labels.resize(max_length);
-        } else {
-          ids.erase(ids.begin(), ids.end() - max_length);
-          labels.erase(labels.begin(), labels.end() - max_length);
-        }
-      }
-    });
-    uint64_t batch_tokens = 0;
-    for (Slot& slot : batch) {
-      ++report.rows_read;
-      if (!slot.error.empty()) {
-        if (!options.skip_invalid_rows)
-          fail_in_file("data", slot.where, slot.error,
-                       "fix the row, or pass --skip_invalid_rows to skip and count such rows");
-        ++report.rows_dropped[kEncodeError];
-        continue;
-      }
-      const EncodedRow& e = slot.encoded;
-      report.prompt_not_prefix += e.prompt_not_prefix;
-      report.double_bos += e.double_bos;
-      report.double_bos_fixed += e.double_bos_fixed;
-      report.rows_truncated += slot.truncated;
-      batch_tokens += slot.encoded_length;
-      const TokenRow row{e.input_ids, e.labels};
-      if (truncate && !any_trained(row.labels)) {
-        ++report.rows_dropped[kNoTrainedTokens];
-        continue;
-      }
-      record_kept(row);
-    }
-    report.tokens += batch_tokens;
-    progress.add(batch.size(), batch_tokens);
-    batch.clear();
-  };
-
   const DetectedFormat format =
       read_examples(paths, options.format, errors, [&](Example&& example, const RowRef& where) {
         batch.push_back(Slot{std::move(example), where.location(), {}, {}, 0, false});
-        if (batch.size() >= pipeline.batch_rows) run_batch();
+        if (batch.size() >= pipeline.batch_rows)
+          run_batch(batch, stage, report, before_packing, progress);
       });
-  if (!batch.empty()) run_batch();
+  if (!batch.empty()) run_batch(batch, stage, report, before_packing, progress);
   progress.finish();
   report.format = format_name(format);
-  for (size_t p = 0; p < static_cast<size_t>(RowProblem::kCount); ++p) {
-    const auto problem = static_cast<RowProblem>(p);
-    if (errors.count(problem) == 0) continue;
-    report.rows_dropped[row_problem_name(problem)] += errors.count(problem);
-    report.rows_read += errors.count(problem);
-  }
-
-  if (options.packing) {
-    PackOptions pack = options.pack;
-    pack.max_length = static_cast<uint32_t>(max_length);
-    std::vector<uint32_t> lengths(before_packing.num_rows());
-    std::vector<TokenRow> sources(before_packing.num_rows());
-    for (size_t i = 0; i < lengths.size(); ++i) {
-      sources[i] = before_packing.row(i);
-      lengths[i] = static_cast<uint32_t>(sources[i].input_ids.size());
-    }
-    const PackPlan plan = plan_packing(lengths, pack);
-    uint64_t packed_tokens = 0;
-    std::vector<PackedRow> packed;
-    for (size_t begin = 0; begin < plan.rows.size(); begin += pipeline.batch_rows) {
-      const size_t n = std::min(pipeline.batch_rows, plan.rows.size() - begin);
-      packed.assign(n, PackedRow{});
-      for_each_dynamic(
-          pool, n, [&](size_t i) { packed[i] = materialize_packed_row(plan, begin + i, sources); });
-      for (const PackedRow& p : packed) {
-        packed_tokens += p.input_ids.size();
-        report.trained_tokens += count_trained(p.labels);
-        out({p.input_ids, p.labels}, p.doc_lengths);
-      }
-    }
-    report.packed_rows = plan.rows.size();
-    report.output_tokens = packed_tokens;
-    if (report.packed_rows > 0)
-      report.packing_fill =
-          double(packed_tokens) / (double(report.packed_rows) * double(max_length));
-  }
+  count_invalid_rows(errors, report);
+  if (options.packing) pack_rows(before_packing, stage, report);
   return report;
 }
 

@@ -14,7 +14,7 @@
 //   i32 labels[tokens]           -100 = not trained (padded to 8 bytes)
 //   u64 doc_offsets[rows + 1]    offset of each row's first document length
 //   i32 doc_lengths[documents]   per row, summing to its length (one per row when unpacked)
-// The payload checksum is a fast 64-bit multiply-mix hash (token_cache.cpp) of the five
+// The payload checksum is a fast 64-bit multiply-mix hash (token_cache_format.cpp) of the five
 // sections' hashes (padding excluded); opening checks magic, version, header crc, the file
 // size the header implies, the payload checksum and the offsets, so a truncated or corrupt
 // shard is an error naming the file, never garbage rows.

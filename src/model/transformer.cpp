@@ -20,6 +20,7 @@ Transformer::Transformer(ModelConfig config)
   final_norm_ = &params_.at(ParamSlot::kFinalNorm);
   const Parameter* head = params_.find(ParamSlot::kLmHead);
   lm_head_ = Linear{head ? head : embed_, nullptr};  // tied: the embedding matrix
+  rope_ = rope_frequencies(config_, 0);
 }
 
 Transformer::Transformer(Transformer&&) noexcept = default;

@@ -32,6 +32,7 @@
 #include "model/decoder_layer.h"
 #include "model/param_layout.h"
 #include "model/parameters.h"
+#include "model/rope.h"
 #include "ops/ops.h"
 
 namespace sft::model {
@@ -113,6 +114,9 @@ class Transformer {
   void prepare(const Batch& batch);
   void layer_forward(int64_t l);
   AttentionInputs attention_inputs(int64_t l) const;
+  // inv_freq for a document of n tokens: computed once, except for dynamic scaling past the
+  // trained context, which depends on n.
+  const RopeFrequencies& rope_for(int64_t n);
 
   ModelConfig config_;
   std::vector<ParamSpec> layout_;
@@ -128,6 +132,7 @@ class Transformer {
   int64_t T_ = 0;
   std::vector<int64_t> tokens_, targets_, positions_;
   std::vector<ops::AttentionSegment> segments_;
+  RopeFrequencies rope_, rope_long_;
   Arena acts_, bwd_, decode_;
   size_t acts_bytes_ = 0;
   ops::View resid_;               // (L + 1, T, C): embedding output, then each layer's output

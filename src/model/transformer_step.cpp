@@ -89,10 +89,18 @@ void Transformer::prepare(const Batch& b) {
   // see the frequencies it would see alone (transformers rescales per forward call).
   for (const ops::AttentionSegment& seg : segments_) {
     const int64_t offset = seg.q_begin * (D / 2);
-    rope_tables(cos_.as<float>() + offset, sin_.as<float>() + offset,
-                rope_frequencies(c, seg.q_len), positions_.data() + seg.q_begin, seg.q_len);
+    rope_tables(cos_.as<float>() + offset, sin_.as<float>() + offset, rope_for(seg.q_len),
+                positions_.data() + seg.q_begin, seg.q_len);
   }
   T_ = T;
+}
+
+const RopeFrequencies& Transformer::rope_for(int64_t n) {
+  if (config_.rope.type == RopeType::kDynamic && n > config_.max_position_embeddings) {
+    rope_long_ = rope_frequencies(config_, n);
+    return rope_long_;
+  }
+  return rope_;
 }
 
 AttentionInputs Transformer::attention_inputs(int64_t l) const {

@@ -6,35 +6,14 @@
 #include <limits>
 #include <sstream>
 
+#include "core/html_escape.h"
+
 namespace sft {
 
 namespace {
 
 constexpr double kPanelWidth = 480, kPanelHeight = 320, kTitleHeight = 36;
 constexpr double kLeft = 70, kRight = 20, kTop = 30, kBottom = 46;  // margins inside a panel
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // "2e-05", "0.5", "1200": short labels that still tell small learning rates apart.
 std::string format_tick(double v) {
@@ -91,8 +70,8 @@ void render_panel(std::ostringstream& svg, const CurvePanel& panel, double x0, d
   auto py = [&](double y) { return y0 + kTop + (1 - (y - yr.lo) / (yr.hi - yr.lo)) * h; };
 
   svg << "<text x=\"" << x0 + kLeft + w / 2 << "\" y=\"" << y0 + 18
-      << "\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">" << escape(panel.title)
-      << "</text>\n";
+      << "\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">"
+      << html_escape(panel.title) << "</text>\n";
   for (double t = yr.lo; t <= yr.hi + y_step / 2; t += y_step) {
     svg << "<line x1=\"" << px(xr.lo) << "\" x2=\"" << px(xr.hi) << "\" y1=\"" << py(t)
         << "\" y2=\"" << py(t) << "\" stroke=\"#e3e3e3\"/>\n<text x=\"" << px(xr.lo) - 6
@@ -110,7 +89,7 @@ void render_panel(std::ostringstream& svg, const CurvePanel& panel, double x0, d
       << y0 + kPanelHeight - 8 << "\" text-anchor=\"middle\" font-size=\"12\">step</text>\n";
   double legend_y = y0 + kTop + 14;
   for (const CurveSeries& s : panel.series) {
-    svg << "<polyline fill=\"none\" stroke=\"" << escape(s.color)
+    svg << "<polyline fill=\"none\" stroke=\"" << html_escape(s.color)
         << "\" stroke-width=\"1.8\" points=\"";
     for (auto [x, y] : s.points) {
       if (std::isfinite(y)) svg << px(x) << "," << py(y) << " ";
@@ -118,12 +97,12 @@ void render_panel(std::ostringstream& svg, const CurvePanel& panel, double x0, d
     svg << "\"/>\n";
     if (s.points.size() == 1) {
       svg << "<circle cx=\"" << px(s.points[0].first) << "\" cy=\"" << py(s.points[0].second)
-          << "\" r=\"3\" fill=\"" << escape(s.color) << "\"/>\n";
+          << "\" r=\"3\" fill=\"" << html_escape(s.color) << "\"/>\n";
     }
     svg << "<line x1=\"" << px(xr.hi) - 120 << "\" x2=\"" << px(xr.hi) - 100 << "\" y1=\""
-        << legend_y - 4 << "\" y2=\"" << legend_y - 4 << "\" stroke=\"" << escape(s.color)
+        << legend_y - 4 << "\" y2=\"" << legend_y - 4 << "\" stroke=\"" << html_escape(s.color)
         << "\" stroke-width=\"2\"/>\n<text x=\"" << px(xr.hi) - 95 << "\" y=\"" << legend_y
-        << "\" font-size=\"11\">" << escape(s.label) << "</text>\n";
+        << "\" font-size=\"11\">" << html_escape(s.label) << "</text>\n";
     legend_y += 16;
   }
 }
@@ -138,7 +117,8 @@ std::string render_curves_svg(const std::string& title, const std::vector<CurveP
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
       << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"sans-serif\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"" << width / 2
-      << "\" y=\"24\" text-anchor=\"middle\" font-size=\"17\">" << escape(title) << "</text>\n";
+      << "\" y=\"24\" text-anchor=\"middle\" font-size=\"17\">" << html_escape(title)
+      << "</text>\n";
   for (size_t i = 0; i < panels.size(); ++i)
     render_panel(svg, panels[i], kPanelWidth * static_cast<double>(i), kTitleHeight);
   svg << "</svg>\n";

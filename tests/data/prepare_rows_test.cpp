@@ -168,6 +168,26 @@ TEST(PrepareRows, EncodeErrorsNameTheRowOrAreCounted) {
   EXPECT_EQ(r.rows_dropped.at("encode_error"), 1u);
 }
 
+// Rows the reader skipped (here: a line that is not JSON) count as read and dropped under
+// their problem's name, next to the encoder's drops.
+TEST(PrepareRows, SkippedInvalidRowsCountAsReadAndDropped) {
+  const std::string path =
+      test_util::write_file("prepare_rows_invalid", "d.jsonl",
+                            "{\"input_ids\": [1, 2]}\nnot json\n{\"input_ids\": [3]}\n");
+  PrepareOptions o;
+  o.show_progress = false;
+  o.skip_invalid_rows = true;
+  RowPipeline p;
+  p.encode = identity_encode;
+  size_t rows = 0;
+  const PrepareReport r = prepare_rows({path}, o, p, [&](const TokenRow&, auto) { ++rows; });
+  EXPECT_EQ(rows, 2u);
+  EXPECT_EQ(r.rows_read, 3u);
+  EXPECT_EQ(r.rows_kept, 2u);
+  EXPECT_EQ(r.rows_dropped, (std::map<std::string, uint64_t>{{"not_json", 1}}));
+  EXPECT_EQ(r.tokens, 3u);
+}
+
 TEST(PrepareRows, RejectsBadOptions) {
   PrepareOptions o;
   o.show_progress = false;

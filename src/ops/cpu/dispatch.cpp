@@ -22,8 +22,10 @@ void require_cpu(const char* op, std::initializer_list<View> views) {
                       " kernel for it)");
 }
 
-void require(bool ok, const char* op, const std::string& what) {
-  if (!ok) fail("ops", std::string(op) + ": " + what);
+// `what` builds the message only on failure: the checks run on every call of the step loop.
+template <typename What>
+void require(bool ok, const char* op, What&& what) {
+  if (!ok) fail("ops", std::string(op) + ": " + what());
 }
 
 std::string shape(const View& v) {
@@ -59,9 +61,10 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
   require_cpu("matmul", {c, a, b});
   const int64_t M = trans_a ? a.cols : a.rows, K = trans_a ? a.rows : a.cols;
   const int64_t Kb = trans_b ? b.cols : b.rows, N = trans_b ? b.rows : b.cols;
-  require(K == Kb && c.rows == M && c.cols == N, "matmul",
-          "shapes " + shape(c) + " = " + shape(a) + (trans_a ? "ᵀ" : "") + " · " + shape(b) +
-              (trans_b ? "ᵀ" : "") + " do not fit");
+  require(K == Kb && c.rows == M && c.cols == N, "matmul", [&] {
+    return "shapes " + shape(c) + " = " + shape(a) + (trans_a ? "ᵀ" : "") + " · " + shape(b) +
+           (trans_b ? "ᵀ" : "") + " do not fit";
+  });
   if (a.dtype == DType::kBF16 && b.dtype == DType::kBF16)
     return matmul_bf16(c.as<float>(), a.as<uint16_t>(), b.as<uint16_t>(), M, N, K, trans_a, trans_b,
                        accumulate);
@@ -75,7 +78,7 @@ void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
   const ScopedOp op("rmsnorm_forward");
   require_cpu("rmsnorm", {out, rstd, x, w});
   require(out.numel() == x.numel() && rstd.numel() == x.rows && w.numel() == x.cols, "rmsnorm",
-          "x " + shape(x) + ", out " + shape(out) + ", w " + shape(w));
+          [&] { return "x " + shape(x) + ", out " + shape(out) + ", w " + shape(w); });
   on_float_type("rmsnorm", x, [&](auto t) {
     using T = decltype(t);
     cpu::rmsnorm_forward(out.as<T>(), rstd.as<T>(), x.as<T>(), w.as<T>(), x.rows, x.cols, eps);
@@ -86,7 +89,8 @@ void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
   const ScopedOp op("rmsnorm_backward");
   require_cpu("rmsnorm_backward", {dx, dw, dout, x, rstd, w});
   require(dx.numel() == x.numel() && dout.numel() == x.numel() && dw.numel() == x.cols,
-          "rmsnorm_backward", "x " + shape(x) + ", dx " + shape(dx) + ", dw " + shape(dw));
+          "rmsnorm_backward",
+          [&] { return "x " + shape(x) + ", dx " + shape(dx) + ", dw " + shape(dw); });
   on_float_type("rmsnorm_backward", x, [&](auto t) {
     using T = decltype(t);
     cpu::rmsnorm_backward(dx.as<T>(), dw.as<T>(), dout.as<T>(), x.as<T>(), rstd.as<T>(), w.as<T>(),
@@ -100,7 +104,7 @@ void rope(View x, View cos, View sin, bool backward) {
   require_cpu("rope", {x, cos, sin});
   const int64_t D = 2 * cos.cols;
   require(cos.rows == x.rows && sin.numel() == cos.numel() && D > 0 && x.cols % D == 0, "rope",
-          "x " + shape(x) + ", cos " + shape(cos));
+          [&] { return "x " + shape(x) + ", cos " + shape(cos); });
   on_float_type("rope", x, [&](auto t) {
     using T = decltype(t);
     if (backward)
@@ -123,7 +127,7 @@ void swiglu_forward(View h, View gate, View up) {
   const ScopedOp op("swiglu_forward");
   require_cpu("swiglu", {h, gate, up});
   require(h.numel() == gate.numel() && up.numel() == gate.numel(), "swiglu",
-          "gate " + shape(gate) + ", up " + shape(up) + ", h " + shape(h));
+          [&] { return "gate " + shape(gate) + ", up " + shape(up) + ", h " + shape(h); });
   on_float_type("swiglu", gate, [&](auto t) {
     using T = decltype(t);
     cpu::swiglu_forward(h.as<T>(), gate.as<T>(), up.as<T>(), gate.numel());
@@ -135,7 +139,7 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
   require_cpu("swiglu_backward", {dgate, dup, dh, gate, up});
   require(
       dh.numel() == gate.numel() && dgate.numel() == gate.numel() && dup.numel() == gate.numel(),
-      "swiglu_backward", "gate " + shape(gate) + ", dh " + shape(dh));
+      "swiglu_backward", [&] { return "gate " + shape(gate) + ", dh " + shape(dh); });
   on_float_type("swiglu_backward", gate, [&](auto t) {
     using T = decltype(t);
     cpu::swiglu_backward(dgate.as<T>(), dup.as<T>(), dh.as<T>(), gate.as<T>(), up.as<T>(),
@@ -146,7 +150,8 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
 void embedding_forward(View out, const int64_t* ids, View table) {
   const ScopedOp op("embedding_forward");
   require_cpu("embedding", {out, table});
-  require(out.cols == table.cols, "embedding", "out " + shape(out) + ", table " + shape(table));
+  require(out.cols == table.cols, "embedding",
+          [&] { return "out " + shape(out) + ", table " + shape(table); });
   on_float_type("embedding", table, [&](auto t) {
     using T = decltype(t);
     cpu::embedding_forward(out.as<T>(), ids, table.as<T>(), out.rows, out.cols);
@@ -157,7 +162,7 @@ void embedding_backward(View dtable, View dout, const int64_t* ids) {
   const ScopedOp op("embedding_backward");
   require_cpu("embedding_backward", {dtable, dout});
   require(dout.cols == dtable.cols, "embedding_backward",
-          "dout " + shape(dout) + ", dtable " + shape(dtable));
+          [&] { return "dout " + shape(dout) + ", dtable " + shape(dtable); });
   on_float_type("embedding_backward", dtable, [&](auto t) {
     using T = decltype(t);
     cpu::embedding_backward(dtable.as<T>(), dout.as<T>(), ids, dout.rows, dout.cols);
@@ -167,7 +172,8 @@ void embedding_backward(View dtable, View dout, const int64_t* ids) {
 void add(View dst, View src) {
   const ScopedOp op("add");
   require_cpu("add", {dst, src});
-  require(dst.numel() == src.numel(), "add", "dst " + shape(dst) + ", src " + shape(src));
+  require(dst.numel() == src.numel(), "add",
+          [&] { return "dst " + shape(dst) + ", src " + shape(src); });
   if (dst.dtype == DType::kF32 && src.dtype == DType::kBF16)
     return cpu::add(dst.as<float>(), src.as<uint16_t>(), dst.numel());
   on_float_type("add", dst, [&](auto t) {
@@ -179,7 +185,7 @@ void add(View dst, View src) {
 void add_bias(View y, View b) {
   const ScopedOp op("add_bias");
   require_cpu("add_bias", {y, b});
-  require(b.numel() == y.cols, "add_bias", "y " + shape(y) + ", b " + shape(b));
+  require(b.numel() == y.cols, "add_bias", [&] { return "y " + shape(y) + ", b " + shape(b); });
   on_float_type("add_bias", y, [&](auto t) {
     using T = decltype(t);
     cpu::add_bias(y.as<T>(), b.as<T>(), y.rows, y.cols);
@@ -189,7 +195,8 @@ void add_bias(View y, View b) {
 void bias_backward(View db, View dy) {
   const ScopedOp op("bias_backward");
   require_cpu("bias_backward", {db, dy});
-  require(db.numel() == dy.cols, "bias_backward", "dy " + shape(dy) + ", db " + shape(db));
+  require(db.numel() == dy.cols, "bias_backward",
+          [&] { return "dy " + shape(dy) + ", db " + shape(db); });
   on_float_type("bias_backward", dy, [&](auto t) {
     using T = decltype(t);
     cpu::bias_backward(db.as<T>(), dy.as<T>(), dy.rows, dy.cols);
@@ -199,7 +206,8 @@ void bias_backward(View db, View dy) {
 void cast(View dst, View src) {
   const ScopedOp op("cast");
   require_cpu("cast", {dst, src});
-  require(dst.numel() == src.numel(), "cast", "dst " + shape(dst) + ", src " + shape(src));
+  require(dst.numel() == src.numel(), "cast",
+          [&] { return "dst " + shape(dst) + ", src " + shape(src); });
   const int64_t n = src.numel();
   const DType to = dst.dtype, from = src.dtype;
   if (to == DType::kBF16 && from == DType::kF32)

@@ -1,79 +1,69 @@
-// CPU matmul on OpenBLAS, partitioned over our one thread pool.
-//
-// OpenBLAS is pinned to one thread so it never competes with default_thread_pool(); we split
-// the larger of M and N into one contiguous block per pool thread and let each call a
-// single-threaded sgemm/dgemm. No split runs over K, so results are bit-identical run to run.
-#include <cblas.h>
+// ops::matmul<T>: chooses the library per call. double always runs OpenBLAS (the fp64
+// reference). float runs oneDNN or OpenBLAS by shape class, see prefer_onednn(); the policy is
+// a pure function of the problem, so a given thread count stays bit-identical run to run.
+// Calls from inside pool workers (parallel = false) always take single-threaded OpenBLAS:
+// oneDNN would start an OpenMP team per worker. SFT_MATMUL_F32=openblas|onednn overrides the
+// policy for benchmarks and bisecting (read once).
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
 
-#include <mutex>
-
+#include "core/error.h"
 #include "core/thread_pool.h"
+#include "ops/cpu/matmul_openblas.h"
+#include "ops/cpu/onednn_matmul.h"
 #include "ops/ops.h"
 
 namespace sft::ops {
 
 namespace {
 
-void pin_openblas_to_one_thread() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+enum class F32Library { automatic, openblas, onednn };
+
+F32Library f32_override() {
+  static const F32Library choice = [] {
+    const char* v = std::getenv("SFT_MATMUL_F32");
+    if (!v || !*v || std::strcmp(v, "auto") == 0) return F32Library::automatic;
+    if (std::strcmp(v, "openblas") == 0) return F32Library::openblas;
+    if (std::strcmp(v, "onednn") == 0) return F32Library::onednn;
+    fail("ops", std::string("SFT_MATMUL_F32='") + v +
+                    "' is not a matmul library (hint: use auto, openblas or onednn)");
+  }();
+  return choice;
 }
 
-void gemm(const float* a, const float* b, float* c, int64_t M, int64_t N, int64_t K, bool ta,
-          bool tb, float beta, int64_t lda, int64_t ldb, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+// Measured with bench/gemm_shapes_bench.cpp (2 threads, Sapphire Rapids VM, a shared machine):
+// on the LM head (1024 × 151936 × 512, all three passes) oneDNN's AVX-512 brgemm ran 1.8–2.1×
+// faster than OpenBLAS's Haswell kernels, on most of Qwen3-0.6B's projections (1–3 G
+// multiply-adds) 1.1–1.6×; but with a plain (not transposed) B that is 3072 wide (0.6B's
+// down-projection dx and dW) it ran at 0.4×. On the 103M model's projections it was 0.9–1.4×
+// at 0.8 G multiply-adds and 0.35–0.9× at 0.1–0.3 G: its OpenMP barriers and per-shape JIT
+// (tens of ms per new shape, which attention's per-document products would
+// pay constantly) lose there. Hence the rule: oneDNN for ≥ 2^30 multiply-adds when B is
+// transposed or at most 2048 wide; OpenBLAS otherwise. It is a pure function of the shape, so
+// the choice (and the result) never depends on timing.
+bool prefer_onednn(int64_t M, int64_t N, int64_t K, bool trans_b) {
+  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  return work >= 1073741824.0 && (trans_b || N <= 2048);
 }
-
-void gemm(const double* a, const double* b, double* c, int64_t M, int64_t N, int64_t K, bool ta,
-          bool tb, double beta, int64_t lda, int64_t ldb, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
-
-// Below this many multiply-adds a thread hand-off costs more than it saves.
-constexpr double kParallelMinWork = 1 << 18;
 
 }  // namespace
 
 template <typename T>
 void matmul(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, bool trans_a,
             bool trans_b, bool accumulate, int64_t lda, int64_t ldb, int64_t ldc, bool parallel) {
-  if (M <= 0 || N <= 0) return;
-  pin_openblas_to_one_thread();
-  if (lda == 0) lda = trans_a ? M : K;
-  if (ldb == 0) ldb = trans_b ? K : N;
-  if (ldc == 0) ldc = N;
-  const T beta = accumulate ? T(1) : T(0);
-  if (K <= 0) {
-    if (!accumulate)
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = T(0);
-    return;
+  if constexpr (std::is_same_v<T, float>) {
+    const F32Library lib = f32_override();
+    if (parallel && M > 0 && N > 0 && K > 0 &&
+        (lib == F32Library::onednn ||
+         (lib == F32Library::automatic && prefer_onednn(M, N, K, trans_b)))) {
+      onednn::matmul(onednn::Operand::f32, c, a, b, M, N, K, trans_a, trans_b, accumulate,
+                     lda ? lda : (trans_a ? M : K), ldb ? ldb : (trans_b ? K : N), ldc ? ldc : N);
+      return;
+    }
   }
-  ThreadPool& pool = default_thread_pool();
-  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  if (!parallel || pool.size() == 1 || work < kParallelMinWork) {
-    gemm(a, b, c, M, N, K, trans_a, trans_b, beta, lda, ldb, ldc);
-    return;
-  }
-  if (M >= N) {
-    pool.parallel_for(static_cast<size_t>(M), [&](size_t, size_t begin, size_t end) {
-      const int64_t i0 = static_cast<int64_t>(begin);
-      const T* a0 = trans_a ? a + i0 : a + i0 * lda;
-      gemm(a0, b, c + i0 * ldc, static_cast<int64_t>(end - begin), N, K, trans_a, trans_b, beta,
-           lda, ldb, ldc);
-    });
-  } else {
-    pool.parallel_for(static_cast<size_t>(N), [&](size_t, size_t begin, size_t end) {
-      const int64_t j0 = static_cast<int64_t>(begin);
-      const T* b0 = trans_b ? b + j0 * ldb : b + j0;
-      gemm(a, b0, c + j0, M, static_cast<int64_t>(end - begin), K, trans_a, trans_b, beta, lda, ldb,
-           ldc);
-    });
-  }
+  matmul_openblas(c, a, b, M, N, K, trans_a, trans_b, accumulate, lda, ldb, ldc, parallel);
 }
 
 template void matmul<float>(float*, const float*, const float*, int64_t, int64_t, int64_t, bool,

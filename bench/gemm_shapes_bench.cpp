@@ -1,0 +1,166 @@
+// GFLOP/s of every GEMM of one training step, per library, on the model shapes of the
+// end-to-end benchmarks: (a) the 103M Qwen3 shape of tools/bench_train_e2e.py (C 512, I 1536,
+// 8 heads / 4 kv of 64, V 151936) and (b) Qwen3-0.6B (C 1024, I 3072, 16 heads / 8 kv of 128,
+// V 151936), both at T = 1024 tokens. For each projection W [O, I] (k and v share a shape, as
+// do gate and up; the LM head is the tied embedding):
+//   fwd  y[T, O]  = x[T, I] · Wᵀ         dx  dx[T, I] = dy[T, O] · W
+//   dw   dW[O, I] += dy[T, O]ᵀ · x[T, I]
+// in f32 on OpenBLAS (our pool split) and on oneDNN, and in bf16 (f32 out) on oneDNN, each
+// through the same entry points ops::matmul uses. The label is the kernel oneDNN picked. CPU
+// time is the whole process's, so on a shared machine GFLOP per (CPU time / threads) estimates
+// the idle rate.
+// Run: build/bench/bench_gemm_shapes --benchmark_repetitions=5 --benchmark_report_aggregates_only
+//      (SFT_NUM_THREADS sets the thread count; --benchmark_filter=0.6B/lm_head etc.)
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "core/rng.h"
+#include "ops/cpu/matmul_openblas.h"
+#include "ops/cpu/onednn_matmul.h"
+
+namespace {
+
+using sft::ops::onednn::Operand;
+
+struct Projection {
+  const char* name;
+  int64_t out, in;  // W is [out, in]
+};
+
+struct Model {
+  const char* name;
+  std::vector<Projection> projections;
+};
+
+constexpr int64_t kTokens = 1024;
+constexpr int64_t kVocab = 151936;
+
+std::vector<Model> models() {
+  return {
+      {"103M",
+       {{"q_o", 512, 512},
+        {"k_v", 256, 512},
+        {"gate_up", 1536, 512},
+        {"down", 512, 1536},
+        {"lm_head", kVocab, 512}}},
+      {"0.6B",
+       {{"q", 2048, 1024},
+        {"k_v", 1024, 1024},
+        {"o", 1024, 2048},
+        {"gate_up", 3072, 1024},
+        {"down", 1024, 3072},
+        {"lm_head", kVocab, 1024}}},
+  };
+}
+
+enum class Pass { fwd, dx, dw };
+enum class Library { openblas_f32, onednn_f32, onednn_bf16 };
+
+// The GEMM of `pass` for projection p, as ops::matmul arguments (dense strides).
+struct Gemm {
+  int64_t M, N, K;
+  bool ta, tb, accumulate;
+};
+
+Gemm gemm_of(Pass pass, const Projection& p) {
+  switch (pass) {
+    case Pass::fwd:
+      return {kTokens, p.out, p.in, false, true, false};
+    case Pass::dx:
+      return {kTokens, p.in, p.out, false, false, false};
+    case Pass::dw:
+      return {p.out, p.in, kTokens, true, false, true};
+  }
+  return {};
+}
+
+std::vector<float> random_floats(int64_t n, uint64_t seed) {
+  sft::Rng rng(seed);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = 0.05f * rng.normal();
+  return v;
+}
+
+std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = sft::f32_to_bf16(v[i]);
+  return out;
+}
+
+void run(benchmark::State& state, Gemm g, Library lib) {
+  if (lib == Library::onednn_bf16 && !sft::ops::onednn::supports_bf16()) {
+    state.SkipWithError("skipped: oneDNN has no bf16 matmul on this CPU (below AVX-512)");
+    return;
+  }
+  const int64_t a_size = g.M * g.K, b_size = g.K * g.N;
+  const std::vector<float> a = random_floats(a_size, 1), b = random_floats(b_size, 2);
+  std::vector<float> c(static_cast<size_t>(g.M * g.N), 0.0f);
+  const int64_t lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N, ldc = g.N;
+  std::vector<uint16_t> a16, b16;
+  if (lib == Library::onednn_bf16) a16 = to_bf16(a), b16 = to_bf16(b);
+  if (lib != Library::openblas_f32)
+    state.SetLabel(sft::ops::onednn::implementation(
+        lib == Library::onednn_bf16 ? Operand::bf16 : Operand::f32, g.M, g.N, g.K, g.ta, g.tb));
+  auto once = [&] {
+    switch (lib) {
+      case Library::openblas_f32:
+        sft::ops::matmul_openblas(c.data(), a.data(), b.data(), g.M, g.N, g.K, g.ta, g.tb,
+                                  g.accumulate, lda, ldb, ldc, true);
+        break;
+      case Library::onednn_f32:
+        sft::ops::onednn::matmul(Operand::f32, c.data(), a.data(), b.data(), g.M, g.N, g.K, g.ta,
+                                 g.tb, g.accumulate, lda, ldb, ldc);
+        break;
+      case Library::onednn_bf16:
+        sft::ops::onednn::matmul(Operand::bf16, c.data(), a16.data(), b16.data(), g.M, g.N, g.K,
+                                 g.ta, g.tb, g.accumulate, lda, ldb, ldc);
+        break;
+    }
+  };
+  once();  // primitive creation and first-touch outside the timing
+  for (auto _ : state) {
+    once();
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * double(g.M) * double(g.N) * double(g.K) * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_all() {
+  const std::pair<Pass, const char*> passes[] = {
+      {Pass::fwd, "fwd"}, {Pass::dx, "dx"}, {Pass::dw, "dw"}};
+  const std::pair<Library, const char*> libs[] = {{Library::openblas_f32, "openblas_f32"},
+                                                  {Library::onednn_f32, "onednn_f32"},
+                                                  {Library::onednn_bf16, "onednn_bf16"}};
+  for (const Model& m : models())
+    for (const Projection& p : m.projections)
+      for (const auto& [pass, pass_name] : passes)
+        for (const auto& [lib, lib_name] : libs) {
+          const Gemm g = gemm_of(pass, p);
+          const std::string name = std::string(m.name) + "/" + p.name + "/" + pass_name + "/" +
+                                   lib_name + "/" + std::to_string(g.M) + "x" +
+                                   std::to_string(g.N) + "x" + std::to_string(g.K);
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [g, lib = lib](benchmark::State& s) { run(s, g, lib); })
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime()
+              ->MinTime(0.2);
+        }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
