@@ -1,0 +1,74 @@
+// Conformance of ops::rmsnorm_forward / rmsnorm_backward on views (f32 against the f64 CPU run),
+// and of the f64 backward against f64 central finite differences.
+//
+// Tolerances (max |err| / max |ref|), f32: 1e-5 for out, rstd, dx and dw (dw sums N rows).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "conformance.h"
+
+namespace sft::conformance {
+namespace {
+
+struct RmsNormCase {
+  int64_t N, C;
+  double x_scale, eps;
+};
+
+// Forward, then backward of the forward's saved rstd with a random dout; dw starts non-zero
+// (it accumulates), dx as NaN (it is overwritten).
+Outputs run_rmsnorm(const RmsNormCase& c, const Backend& be, Mode m) {
+  const size_t n = static_cast<size_t>(c.N * c.C);
+  const Values x = random_values(n, 1, c.x_scale, m.grid);
+  const Values w = random_values(static_cast<size_t>(c.C), 2, 1.0, m.grid);
+  const Values dout = random_values(n, 3, 1.0, m.grid);
+  const Values dw0 = random_values(static_cast<size_t>(c.C), 4, kAccumulateStart, m.grid);
+  Buffer X(be, m.dtype, c.N, c.C, x), W(be, m.dtype, 1, c.C, w), DO(be, m.dtype, c.N, c.C, dout);
+  Buffer O(be, m.dtype, c.N, c.C, Values(n, kNaN)), R(be, m.dtype, c.N, 1, Values(c.N, kNaN));
+  Buffer DX(be, m.dtype, c.N, c.C, Values(n, kNaN)), DW(be, m.dtype, 1, c.C, dw0);
+  ops::rmsnorm_forward(O.view(), R.view(), X.view(), W.view(), c.eps);
+  ops::rmsnorm_backward(DX.view(), DW.view(), DO.view(), X.view(), R.view(), W.view());
+  return {{"out", O.read()}, {"rstd", R.read()}, {"dx", DX.read()}, {"dw", DW.read()}};
+}
+
+TEST(ConformanceRmsNorm, ForwardAndBackward) {
+  // C = 1 with |x| ≈ 1 is ill-conditioned (dx = w·dout·rstd·eps / (x² + eps) cancels to ~eps),
+  // so that case uses |x| ≈ 1e-3, where x² ≈ eps; the last case has mean(x²) ≈ eps too.
+  const RmsNormCase cases[] = {{1, 1, 1e-3, 1e-6}, {1, 7, 1.0, 1e-6},    {5, 7, 3.0, 1e-5},
+                               {3, 2, 1.0, 1e-6},  {33, 130, 0.1, 1e-6}, {4, 1027, 1.0, 1e-6},
+                               {2, 64, 1e-3, 1e-6}};
+  for (const RmsNormCase& c : cases)
+    check_conformance(
+        "rmsnorm (" + std::to_string(c.N) + ", " + std::to_string(c.C) + ")",
+        [&](const Backend& be, Mode m) { return run_rmsnorm(c, be, m); }, {DType::kF32},
+        uniform_tolerance(1e-5));
+}
+
+void check_rmsnorm_fd(int64_t N, int64_t C) {
+  SCOPED_TRACE("rmsnorm fd (" + std::to_string(N) + ", " + std::to_string(C) + ")");
+  Values x = random_values(N * C, 5, 1.0, DType::kF64), w = random_values(C, 6, 1.0, DType::kF64);
+  const Values R = random_values(N * C, 7, 1.0, DType::kF64);
+  Values out(N * C), rstd(N);
+  auto f = [&] {
+    ops::rmsnorm_forward(host_view(out, N, C), host_view(rstd, N, 1), host_view(x, N, C),
+                         host_view(w, 1, C), 1e-6);
+    return dot(out, R);
+  };
+  f();
+  const Values dw0 = random_values(C, 8, 1.0, DType::kF64);
+  Values dx(N * C, kNaN), dw = dw0, dout = R;
+  ops::rmsnorm_backward(host_view(dx, N, C), host_view(dw, 1, C), host_view(dout, N, C),
+                        host_view(x, N, C), host_view(rstd, N, 1), host_view(w, 1, C));
+  EXPECT_LE(fd_error(x, f, dx), kFdTolerance);
+  EXPECT_LE(fd_error(w, f, gained(dw, dw0)), kFdTolerance);
+}
+
+TEST(ConformanceRmsNorm, BackwardMatchesFiniteDifferences) {
+  check_rmsnorm_fd(1, 7);
+  check_rmsnorm_fd(5, 7);
+  check_rmsnorm_fd(3, 2);
+}
+
+}  // namespace
+}  // namespace sft::conformance

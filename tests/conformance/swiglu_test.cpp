@@ -1,0 +1,69 @@
+// Conformance of ops::swiglu_forward / swiglu_backward on views (h = silu(gate) · up): f32 against
+// the f64 CPU run, including saturated gates (|g| up to 90, where exp overflows in f32), and the
+// f64 backward against finite differences.
+//
+// Tolerance (max |err| / max |ref|), f32: 1e-5 (an exp, a division and products per element).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "conformance.h"
+
+namespace sft::conformance {
+namespace {
+
+struct SwiGluCase {
+  int64_t rows, cols;
+  double gate_scale;
+  bool extremes;  // the first gates are ±20, ±90, 0
+};
+
+Values gates(const SwiGluCase& c, DType grid) {
+  Values g = random_values(static_cast<size_t>(c.rows * c.cols), 1, c.gate_scale, grid);
+  const double extreme[] = {20, -20, 90, -90, 0};
+  if (c.extremes)
+    for (size_t i = 0; i < 5 && i < g.size(); ++i) g[i] = extreme[i];
+  return g;
+}
+
+Outputs run_swiglu(const SwiGluCase& c, const Backend& be, Mode m) {
+  const size_t n = static_cast<size_t>(c.rows * c.cols);
+  Buffer G(be, m.dtype, c.rows, c.cols, gates(c, m.grid));
+  Buffer U(be, m.dtype, c.rows, c.cols, random_values(n, 2, 1.0, m.grid));
+  Buffer DH(be, m.dtype, c.rows, c.cols, random_values(n, 3, 1.0, m.grid));
+  Buffer H(be, m.dtype, c.rows, c.cols, Values(n, kNaN));
+  Buffer DG(be, m.dtype, c.rows, c.cols, Values(n, kNaN));
+  Buffer DU(be, m.dtype, c.rows, c.cols, Values(n, kNaN));
+  ops::swiglu_forward(H.view(), G.view(), U.view());
+  ops::swiglu_backward(DG.view(), DU.view(), DH.view(), G.view(), U.view());
+  return {{"h", H.read()}, {"dgate", DG.read()}, {"dup", DU.read()}};
+}
+
+TEST(ConformanceSwiGlu, ForwardAndBackward) {
+  const SwiGluCase cases[] = {
+      {1, 1, 1.0, false}, {1, 11, 2.0, true}, {7, 149, 4.0, true}, {3, 6000, 2.0, false}};
+  for (const SwiGluCase& c : cases)
+    check_conformance(
+        "swiglu (" + std::to_string(c.rows) + ", " + std::to_string(c.cols) + ")",
+        [&](const Backend& be, Mode m) { return run_swiglu(c, be, m); }, {DType::kF32},
+        uniform_tolerance(1e-5));
+}
+
+TEST(ConformanceSwiGlu, BackwardMatchesFiniteDifferences) {
+  const int64_t N = 13;
+  Values gate = random_values(N, 4, 3.0, DType::kF64), up = random_values(N, 5, 1.0, DType::kF64);
+  const Values R = random_values(N, 6, 1.0, DType::kF64);
+  Values h(N);
+  auto f = [&] {
+    ops::swiglu_forward(host_view(h, 1, N), host_view(gate, 1, N), host_view(up, 1, N));
+    return dot(h, R);
+  };
+  Values dg(N, kNaN), du(N, kNaN), dh = R;
+  ops::swiglu_backward(host_view(dg, 1, N), host_view(du, 1, N), host_view(dh, 1, N),
+                       host_view(gate, 1, N), host_view(up, 1, N));
+  EXPECT_LE(fd_error(gate, f, dg), kFdTolerance);
+  EXPECT_LE(fd_error(up, f, du), kFdTolerance);
+}
+
+}  // namespace
+}  // namespace sft::conformance
