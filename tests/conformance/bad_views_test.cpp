@@ -2,11 +2,6 @@
 // gives an sft::Error whose message names the op (one test per op family), never a wrong result
 // or a crash. Every view points into a buffer with room to spare, so a kernel that forgot a check
 // computes garbage instead of corrupting memory, and the test reports "no error".
-//
-// The DISABLED_ tests are checks today's dispatch does not pass (see the report of the
-// conformance branch): some operands of mixed dtypes fail inside View::as, whose message names
-// no op, and attention_* does not check view shapes against dims and segments. Run them with
-// --gtest_also_run_disabled_tests; enable them once ops/cpu/*dispatch*.cpp validates its views.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -188,7 +183,7 @@ TEST(ConformanceBadViews, ViewOnADeviceWithoutKernels) {
 
 // ---- checks today's dispatch does not pass --------------------------------------------
 
-TEST(ConformanceBadViews, DISABLED_MixedOperandDtypesNameTheOp) {
+TEST(ConformanceBadViews, MixedOperandDtypesNameTheOp) {
   on_each_backend([](Views& v) {
     expect_error_naming("matmul", [&] {  // f32 · bf16
       ops::matmul(v.make(f32, 3, 4), v.make(f32, 3, 5), v.make(bf16, 5, 4), false, false, false);
@@ -205,7 +200,7 @@ TEST(ConformanceBadViews, DISABLED_MixedOperandDtypesNameTheOp) {
   });
 }
 
-TEST(ConformanceBadViews, DISABLED_AttentionShapes) {
+TEST(ConformanceBadViews, AttentionShapes) {
   const std::vector<AttentionSegment> seg = {{0, 4, 0, 4, 0}};
   const AttentionDims d{2, 1, 4, 0};  // q, out (4, 8); k, v (4, 4); lse (4, 2)
   on_each_backend([&](Views& v) {

@@ -33,9 +33,14 @@ std::string shape(const View& v) {
   return "(" + std::to_string(v.rows) + ", " + std::to_string(v.cols) + ")";
 }
 
-// Calls f(T{}) with T the element type of an f32 or f64 view.
+// Calls f(T{}) with T the element type of an f32 or f64 view, once every other view given
+// has that dtype too.
 template <typename F>
-void on_float_type(const char* op, const View& v, F&& f) {
+void on_float_type(const char* op, const View& v, std::initializer_list<View> others, F&& f) {
+  for (const View& o : others)
+    if (!o.empty() && o.dtype != v.dtype)
+      fail("ops", std::string(op) + ": views of mixed dtypes (" + std::string(dtype_name(v.dtype)) +
+                      " and " + std::string(dtype_name(o.dtype)) + ")");
   if (v.dtype == DType::kF32) return f(float{});
   if (v.dtype == DType::kF64) return f(double{});
   fail("ops", std::string(op) + ": no kernel for " + std::string(dtype_name(v.dtype)));
@@ -66,10 +71,14 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
     return "shapes " + shape(c) + " = " + shape(a) + (trans_a ? "ᵀ" : "") + " · " + shape(b) +
            (trans_b ? "ᵀ" : "") + " do not fit";
   });
-  if (a.dtype == DType::kBF16 && b.dtype == DType::kBF16)
+  if (a.dtype == DType::kBF16 && b.dtype == DType::kBF16) {
+    require(c.dtype == DType::kF32, "matmul", [&] {
+      return "a bf16 product accumulates into f32, not " + std::string(dtype_name(c.dtype));
+    });
     return matmul_bf16(c.as<float>(), a.as<uint16_t>(), b.as<uint16_t>(), M, N, K, trans_a, trans_b,
                        accumulate);
-  on_float_type("matmul", c, [&](auto t) {
+  }
+  on_float_type("matmul", c, {a, b}, [&](auto t) {
     using T = decltype(t);
     matmul(c.as<T>(), a.as<T>(), b.as<T>(), M, N, K, trans_a, trans_b, accumulate);
   });
@@ -80,7 +89,7 @@ void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
   require_cpu("rmsnorm", {out, rstd, x, w});
   require(out.numel() == x.numel() && rstd.numel() == x.rows && w.numel() == x.cols, "rmsnorm",
           [&] { return "x " + shape(x) + ", out " + shape(out) + ", w " + shape(w); });
-  on_float_type("rmsnorm", x, [&](auto t) {
+  on_float_type("rmsnorm", x, {out, rstd, w}, [&](auto t) {
     using T = decltype(t);
     cpu::rmsnorm_forward(out.as<T>(), rstd.as<T>(), x.as<T>(), w.as<T>(), x.rows, x.cols, eps);
   });
@@ -92,7 +101,7 @@ void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
   require(dx.numel() == x.numel() && dout.numel() == x.numel() && dw.numel() == x.cols,
           "rmsnorm_backward",
           [&] { return "x " + shape(x) + ", dx " + shape(dx) + ", dw " + shape(dw); });
-  on_float_type("rmsnorm_backward", x, [&](auto t) {
+  on_float_type("rmsnorm_backward", x, {dx, dw, dout, rstd, w}, [&](auto t) {
     using T = decltype(t);
     cpu::rmsnorm_backward(dx.as<T>(), dw.as<T>(), dout.as<T>(), x.as<T>(), rstd.as<T>(), w.as<T>(),
                           x.rows, x.cols);
@@ -106,7 +115,7 @@ void rope(View x, View cos, View sin, bool backward) {
   const int64_t D = 2 * cos.cols;
   require(cos.rows == x.rows && sin.numel() == cos.numel() && D > 0 && x.cols % D == 0, "rope",
           [&] { return "x " + shape(x) + ", cos " + shape(cos); });
-  on_float_type("rope", x, [&](auto t) {
+  on_float_type("rope", x, {cos, sin}, [&](auto t) {
     using T = decltype(t);
     if (backward)
       cpu::rope_backward(x.as<T>(), cos.as<T>(), sin.as<T>(), x.rows, x.cols / D, D);
@@ -129,7 +138,7 @@ void swiglu_forward(View h, View gate, View up) {
   require_cpu("swiglu", {h, gate, up});
   require(h.numel() == gate.numel() && up.numel() == gate.numel(), "swiglu",
           [&] { return "gate " + shape(gate) + ", up " + shape(up) + ", h " + shape(h); });
-  on_float_type("swiglu", gate, [&](auto t) {
+  on_float_type("swiglu", gate, {h, up}, [&](auto t) {
     using T = decltype(t);
     cpu::swiglu_forward(h.as<T>(), gate.as<T>(), up.as<T>(), gate.numel());
   });
@@ -141,7 +150,7 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
   require(
       dh.numel() == gate.numel() && dgate.numel() == gate.numel() && dup.numel() == gate.numel(),
       "swiglu_backward", [&] { return "gate " + shape(gate) + ", dh " + shape(dh); });
-  on_float_type("swiglu_backward", gate, [&](auto t) {
+  on_float_type("swiglu_backward", gate, {dgate, dup, dh, up}, [&](auto t) {
     using T = decltype(t);
     cpu::swiglu_backward(dgate.as<T>(), dup.as<T>(), dh.as<T>(), gate.as<T>(), up.as<T>(),
                          gate.numel());
@@ -153,7 +162,7 @@ void embedding_forward(View out, const int64_t* ids, View table) {
   require_cpu("embedding", {out, table});
   require(out.cols == table.cols, "embedding",
           [&] { return "out " + shape(out) + ", table " + shape(table); });
-  on_float_type("embedding", table, [&](auto t) {
+  on_float_type("embedding", table, {out}, [&](auto t) {
     using T = decltype(t);
     cpu::embedding_forward(out.as<T>(), ids, table.as<T>(), out.rows, out.cols);
   });
@@ -164,7 +173,7 @@ void embedding_backward(View dtable, View dout, const int64_t* ids) {
   require_cpu("embedding_backward", {dtable, dout});
   require(dout.cols == dtable.cols, "embedding_backward",
           [&] { return "dout " + shape(dout) + ", dtable " + shape(dtable); });
-  on_float_type("embedding_backward", dtable, [&](auto t) {
+  on_float_type("embedding_backward", dtable, {dout}, [&](auto t) {
     using T = decltype(t);
     cpu::embedding_backward(dtable.as<T>(), dout.as<T>(), ids, dout.rows, dout.cols);
   });
@@ -177,7 +186,7 @@ void add(View dst, View src) {
           [&] { return "dst " + shape(dst) + ", src " + shape(src); });
   if (dst.dtype == DType::kF32 && src.dtype == DType::kBF16)
     return cpu::add(dst.as<float>(), src.as<uint16_t>(), dst.numel());
-  on_float_type("add", dst, [&](auto t) {
+  on_float_type("add", dst, {src}, [&](auto t) {
     using T = decltype(t);
     cpu::add(dst.as<T>(), src.as<T>(), dst.numel());
   });
@@ -187,7 +196,7 @@ void add_bias(View y, View b) {
   const ScopedOp op("add_bias");
   require_cpu("add_bias", {y, b});
   require(b.numel() == y.cols, "add_bias", [&] { return "y " + shape(y) + ", b " + shape(b); });
-  on_float_type("add_bias", y, [&](auto t) {
+  on_float_type("add_bias", y, {b}, [&](auto t) {
     using T = decltype(t);
     cpu::add_bias(y.as<T>(), b.as<T>(), y.rows, y.cols);
   });
@@ -198,7 +207,7 @@ void bias_backward(View db, View dy) {
   require_cpu("bias_backward", {db, dy});
   require(db.numel() == dy.cols, "bias_backward",
           [&] { return "dy " + shape(dy) + ", db " + shape(db); });
-  on_float_type("bias_backward", dy, [&](auto t) {
+  on_float_type("bias_backward", dy, {db}, [&](auto t) {
     using T = decltype(t);
     cpu::bias_backward(db.as<T>(), dy.as<T>(), dy.rows, dy.cols);
   });

@@ -21,6 +21,15 @@ T* data_or_null(const View& v) {
 }
 
 void check(const View& dx, const View& dw, const View& logits, const View& x, const View& w) {
+  const DType out = x.dtype == DType::kBF16 ? DType::kF32 : x.dtype;
+  for (const View& v : {dx, dw, logits})
+    if (!v.empty() && v.dtype != out)
+      fail("ops", "lm_head_cross_entropy: outputs are " + std::string(dtype_name(out)) + " for " +
+                      std::string(dtype_name(x.dtype)) + " inputs, not " +
+                      std::string(dtype_name(v.dtype)));
+  if (w.dtype != x.dtype)
+    fail("ops", "lm_head_cross_entropy: x is " + std::string(dtype_name(x.dtype)) + ", w is " +
+                    std::string(dtype_name(w.dtype)));
   for (const View& v : {dx, dw, logits, x, w})
     if (!v.empty() && v.device != Device::kCpu)
       fail("ops", std::string("lm_head_cross_entropy: a ") + device_name(v.device) +
