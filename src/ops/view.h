@@ -15,16 +15,9 @@
 
 namespace sft::ops {
 
+// core/dtype.h's mapping, with uint16_t meaning bf16 bits.
 template <typename T>
-struct ViewDType;
-template <>
-struct ViewDType<float> {
-  static constexpr DType value = DType::kF32;
-};
-template <>
-struct ViewDType<double> {
-  static constexpr DType value = DType::kF64;
-};
+struct ViewDType : DTypeOf<T> {};
 template <>
 struct ViewDType<uint16_t> {
   static constexpr DType value = DType::kBF16;
