@@ -2,12 +2,13 @@
 #include "ops/profile.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <vector>
+
+#include "core/clock.h"
 
 namespace sft::ops {
 
@@ -24,11 +25,6 @@ std::map<std::string, Entry>& table() {
 }
 
 int depth = 0;
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 

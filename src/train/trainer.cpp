@@ -2,10 +2,10 @@
 // end-of-run outputs in trainer_eval.cpp.
 #include "train/trainer.h"
 
-#include <chrono>
 #include <cmath>
 #include <string>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "optim/clip.h"
@@ -14,20 +14,18 @@
 
 namespace sft {
 
-namespace {
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 Trainer::Trainer(const TrainerSetup& s)
     : args_(*s.args), model_(*s.model), train_(*s.train), eval_(s.eval), comm_(s.comm), setup_(s) {
+  init_loader_and_plan();
+  init_model_and_optimizer();
+  init_state();
+  if (is_main()) init_log();
+}
+
+void Trainer::init_loader_and_plan() {
   data::LoaderOptions lo;
   lo.seed = static_cast<uint64_t>(args_.data_seed.value_or(args_.seed));
-  lo.shuffle = s.shuffle;
+  lo.shuffle = setup_.shuffle;
   lo.batch_size = static_cast<uint32_t>(args_.per_device_train_batch_size);
   lo.rank = static_cast<uint32_t>(comm_->rank());
   lo.world_size = static_cast<uint32_t>(comm_->size());
@@ -41,7 +39,9 @@ Trainer::Trainer(const TrainerSetup& s)
   plan_input_.save_steps = args_.save_steps;
   plan_input_.eval_steps = args_.eval_steps;
   plan_ = plan_steps(plan_input_);
+}
 
+void Trainer::init_model_and_optimizer() {
   model_.zero_grad();
   model_.set_gradient_checkpointing(args_.gradient_checkpointing);
   // HF's get_decay_parameter_names: no weight decay for biases and norm weights.
@@ -62,26 +62,28 @@ Trainer::Trainer(const TrainerSetup& s)
       args_.lr_scheduler_kwargs.is_null() ? Json::object() : args_.lr_scheduler_kwargs;
   schedule_ = make_schedule_config(parse_schedule_type(args_.lr_scheduler_type), warmup,
                                    plan_.max_steps, args_.learning_rate, kwargs);
+}
 
+void Trainer::init_state() {
   state_.max_steps = plan_.max_steps;
   state_.logging_steps = plan_.logging_steps;
   state_.eval_steps = plan_.eval_steps;
   state_.save_steps = plan_.save_steps;
   state_.num_train_epochs = plan_.num_epochs;
   state_.train_batch_size = args_.per_device_train_batch_size;
+}
 
-  if (is_main()) {
-    MetricsLogOptions mo;
-    mo.output_dir = args_.output_dir;
-    for (const std::string& r : args_.report_to)
-      if (r == "tensorboard" || r == "all") {
-        const std::string run = args_.run_name.value_or("run");
-        mo.tensorboard_dir = args_.logging_dir.value_or(args_.output_dir + "/runs/" + run);
-      }
-    mo.progress_bar = s.console_progress && !args_.disable_tqdm.value_or(false);
-    mo.max_steps = plan_.max_steps;
-    log_ = std::make_unique<MetricsLog>(mo);
-  }
+void Trainer::init_log() {
+  MetricsLogOptions mo;
+  mo.output_dir = args_.output_dir;
+  for (const std::string& r : args_.report_to)
+    if (r == "tensorboard" || r == "all") {
+      const std::string run = args_.run_name.value_or("run");
+      mo.tensorboard_dir = args_.logging_dir.value_or(args_.output_dir + "/runs/" + run);
+    }
+  mo.progress_bar = setup_.console_progress && !args_.disable_tqdm.value_or(false);
+  mo.max_steps = plan_.max_steps;
+  log_ = std::make_unique<MetricsLog>(mo);
 }
 
 Trainer::~Trainer() = default;
@@ -116,8 +118,6 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
     const std::vector<uint64_t> rows = next_rows();
     mbs.push_back(make_micro_batch(train_, rows, setup_.batching));
   }
-  // Per micro-batch: targets, correct, entropy sum; then targets of the step, tokens.
-  std::vector<double> local(3 * mbs.size() + 3, 0.0);
   int64_t n_local = 0;
   for (const MicroBatch& mb : mbs) n_local += mb.targets;
   std::vector<float> n_buf = {static_cast<float>(n_local)};
@@ -126,8 +126,16 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
     comm_->all_reduce_sum(n_buf);
     n_global = n_buf[0];
   }
+  // Logged metrics are sums of counts over ranks, so they equal a one-process run.
+  struct MicroBatchCounts {
+    double targets = 0, correct = 0, entropy_sum = 0;
+  };
+  struct StepCounts {
+    double loss_sum = 0, tokens = 0, padded_tokens = 0;
+  };
+  std::vector<MicroBatchCounts> per_mb(mbs.size());
+  StepCounts step;
   StepStats st;
-  double loss_sum = 0;
   for (size_t i = 0; i < mbs.size(); ++i) {
     // The loss scale is known before the forward, so the LM head's gradient comes with it.
     const double scale = n_global > 0 ? 1.0 / n_global : 0.0;
@@ -141,31 +149,32 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
           " MiB for a micro-batch of " + std::to_string(mbs[i].batch.tokens.size()) + " tokens (" +
           (model_.compute_dtype() == DType::kBF16 ? "bf16" : "fp32") + " compute)");
     }
-    loss_sum += ls.loss_sum;
-    local[3 * i] = static_cast<double>(ls.count);
-    local[3 * i + 1] = static_cast<double>(ls.correct);
-    local[3 * i + 2] = ls.entropy_sum;
-    st.tokens += mbs[i].real_tokens;
-    st.padded_tokens += static_cast<int64_t>(mbs[i].batch.tokens.size());
+    per_mb[i] = {static_cast<double>(ls.count), static_cast<double>(ls.correct), ls.entropy_sum};
+    step.loss_sum += ls.loss_sum;
+    step.tokens += static_cast<double>(mbs[i].real_tokens);
+    step.padded_tokens += static_cast<double>(mbs[i].batch.tokens.size());
     st.flops += step_flops(mbs[i].batch);
   }
-  const size_t tail = 3 * mbs.size();
-  local[tail] = loss_sum;
-  local[tail + 1] = static_cast<double>(st.tokens);
-  local[tail + 2] = static_cast<double>(st.padded_tokens);
   if (comm_->size() > 1) {
-    std::vector<float> buf(local.begin(), local.end());
+    std::vector<float> buf;
+    for (const MicroBatchCounts& m : per_mb)
+      buf.insert(buf.end(), {static_cast<float>(m.targets), static_cast<float>(m.correct),
+                             static_cast<float>(m.entropy_sum)});
+    buf.insert(buf.end(), {static_cast<float>(step.loss_sum), static_cast<float>(step.tokens),
+                           static_cast<float>(step.padded_tokens)});
     comm_->all_reduce_sum(buf);
-    local.assign(buf.begin(), buf.end());
+    for (size_t i = 0; i < per_mb.size(); ++i)
+      per_mb[i] = {buf[3 * i], buf[3 * i + 1], buf[3 * i + 2]};
+    const size_t tail = 3 * per_mb.size();
+    step = {buf[tail], buf[tail + 1], buf[tail + 2]};
     comm_->all_reduce_sum(model_.params().grads());
-    st.tokens = static_cast<int64_t>(local[tail + 1]);
-    st.padded_tokens = static_cast<int64_t>(local[tail + 2]);
   }
-  st.loss = n_global > 0 ? local[tail] / n_global : 0.0;
-  for (size_t i = 0; i < mbs.size(); ++i) {
-    const double valid = local[3 * i];
-    st.accuracy.push_back(valid > 0 ? local[3 * i + 1] / valid : 0.0);
-    st.entropy.push_back(valid > 0 ? local[3 * i + 2] / valid : 0.0);
+  st.tokens = static_cast<int64_t>(step.tokens);
+  st.padded_tokens = static_cast<int64_t>(step.padded_tokens);
+  st.loss = n_global > 0 ? step.loss_sum / n_global : 0.0;
+  for (const MicroBatchCounts& m : per_mb) {
+    st.accuracy.push_back(m.targets > 0 ? m.correct / m.targets : 0.0);
+    st.entropy.push_back(m.targets > 0 ? m.entropy_sum / m.targets : 0.0);
   }
   return st;
 }

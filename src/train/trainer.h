@@ -90,6 +90,12 @@ class Trainer {
   const StepPlan& plan() const { return plan_; }
 
  private:
+  // Construction, in order: the loader and step plan, the model's training state with the
+  // optimizer and schedule, trainer_state, and (main rank) the logs.
+  void init_loader_and_plan();
+  void init_model_and_optimizer();
+  void init_state();
+  void init_log();
   struct StepStats {
     double loss = 0;  // Σ loss / N over the global batch
     double grad_norm = 0;

@@ -1,7 +1,7 @@
 // Evaluation and the end-of-run outputs (the final train log, training_curves.svg).
-#include <chrono>
 #include <cmath>
 
+#include "core/clock.h"
 #include "io/atomic_file.h"
 #include "train/curve_plot.h"
 #include "train/trainer.h"
@@ -9,11 +9,6 @@
 namespace sft {
 
 namespace {
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 double round_to(double v, int digits) {
   const double f = std::pow(10.0, digits);

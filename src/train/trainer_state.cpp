@@ -42,7 +42,8 @@ Json trainer_state_to_json(const TrainerState& s) {
 
 TrainerState trainer_state_from_json(const Json& j, const std::string& source) {
   if (!j.is_object()) {
-    fail_in_file("checkpoint", {source, ""}, "expected a JSON object", "restore the file from the checkpoint it came with");
+    fail_in_file("checkpoint", {source, ""}, "expected a JSON object",
+                 "restore the file from the checkpoint it came with");
   }
   TrainerState s;
   try {
@@ -53,12 +54,14 @@ TrainerState trainer_state_from_json(const Json& j, const std::string& source) {
     s.eval_steps = j.value("eval_steps", int64_t{500});
     s.save_steps = j.value("save_steps", int64_t{500});
     s.num_train_epochs = j.value("num_train_epochs", int64_t{0});
-    if (j.contains("train_batch_size") && !j["train_batch_size"].is_null()) s.train_batch_size = j["train_batch_size"];
+    if (j.contains("train_batch_size") && !j["train_batch_size"].is_null())
+      s.train_batch_size = j["train_batch_size"];
     s.num_input_tokens_seen = j.value("num_input_tokens_seen", int64_t{0});
     s.total_flos = j.value("total_flos", 0.0);
     if (j.contains("log_history")) s.log_history = j["log_history"].get<std::vector<Json>>();
     if (j.contains("best_metric") && !j["best_metric"].is_null()) s.best_metric = j["best_metric"];
-    if (j.contains("best_global_step") && !j["best_global_step"].is_null()) s.best_global_step = j["best_global_step"];
+    if (j.contains("best_global_step") && !j["best_global_step"].is_null())
+      s.best_global_step = j["best_global_step"];
     if (j.contains("best_model_checkpoint") && !j["best_model_checkpoint"].is_null()) {
       s.best_model_checkpoint = j["best_model_checkpoint"];
     }
