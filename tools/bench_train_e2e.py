@@ -129,6 +129,9 @@ def report(a, results: dict, stats: dict, peak: float | None, peak_src: str, n_m
             print(f"  {mode}: accelerate mixed_precision={r['mixed_precision']}; first q_proj computed "
                   f"{r['probe'].get('output_dtype')} (autocast {r['probe'].get('autocast')}, "
                   f"{r['probe'].get('autocast_dtype')}; weights {r['probe'].get('weight_dtype')})")
+            want = "torch.bfloat16" if mode == "trl-bf16" else "torch.float32"
+            if r["probe"].get("output_dtype") != want:
+                print(f"  WARNING: {mode} did not compute in {want}; its row is not the mode it names")
 
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
@@ -138,7 +141,7 @@ def report(a, results: dict, stats: dict, peak: float | None, peak_src: str, n_m
     print(f"\n### {a.shape} ({n_matmul / 1e6:.1f}M matmul parameters, {s['num_hidden_layers']} layers, hidden "
           f"{s['hidden_size']}), {what}, {a.threads} threads\n")
     print(f"Machine: {cpu}, {os.cpu_count()} CPUs; FP32 FMA peak {fmt(peak, '.0f')} GFLOP/s ({peak_src}); "
-          f"load average {load[0]:.1f} before, {load[1]:.1f} after. Median of {a.steps} steps after "
+          f"load average {load[0]:.1f} before, {load[1]:.1f} after. Median of {a.steps} step(s) after "
           f"{a.warmup} warm-up.\n")
     print("| mode | step (s) median [min–max] | tokens/step | tokens/s | model GFLOP/s | % of peak | "
           "peak RSS (MiB) | saved activations (MiB) | run wall (s) |")
