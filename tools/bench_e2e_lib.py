@@ -152,28 +152,38 @@ def step_flops(n_matmul: int, shape: str, docs: list[int]) -> float:
             12.0 * s["num_attention_heads"] * s["head_dim"] * s["num_hidden_layers"] * attention)
 
 
+def _at_threads(name: str, threads: int) -> bool:
+    """google-benchmark names carry the thread count as an argument (BM_X/2/real_time) or as threads:2."""
+    return any(part in (str(threads), f"threads:{threads}") for part in name.split("/")[1:])
+
+
 def measure_peak(binary: Path, threads: int) -> tuple[float | None, str]:
     """The FP32 FMA register-only peak at `threads` threads from bench_peak_flops (google-benchmark JSON):
-    a benchmark named .../threads:T, else the all-threads one when T is the core count, else the one-thread
-    figure (× T, said so). Returns (GFLOP/s or None, which benchmark it came from)."""
+    a benchmark with the thread count as its argument (BM_PeakFmaF32/T) or threads:T, else the older
+    all-threads one when T is the core count, else the one-thread figure (× T, said so). Returns (GFLOP/s or
+    None, which benchmark it came from, plus the bf16 figures at T threads for context)."""
     if not binary.exists():
         return None, f"{binary} not found"
     done = subprocess.run([str(binary), "--benchmark_format=json"], capture_output=True, text=True)
     if done.returncode != 0:
         return None, f"{binary} failed ({done.returncode})"
-    entries = [e for e in json.loads(done.stdout).get("benchmarks", [])
-               if "FLOP/s" in e and not re.search(r"bf16|bfloat|dpbf", e["name"], re.I)]
+    every = [e for e in json.loads(done.stdout).get("benchmarks", []) if "FLOP/s" in e]
+    low_precision = re.compile(r"bf16|bfloat|dpbf|amx|f16|int8", re.I)
+    entries = [e for e in every if not low_precision.search(e["name"])]
+    others = ", ".join(f"{e['name'].split('/')[0]} {e['FLOP/s'] / 1e9:.0f}" for e in every
+                       if low_precision.search(e["name"]) and _at_threads(e["name"], threads))
+    note = f"; bf16 peaks: {others} GFLOP/s" if others else ""
     by = lambda pred: next((e for e in entries if pred(e["name"])), None)  # noqa: E731
-    exact = by(lambda n: re.search(rf"threads:{threads}(\D|$)", n))
+    exact = by(lambda n: _at_threads(n, threads))
     if exact is None and threads == os.cpu_count():
         exact = by(lambda n: "allthreads" in n.lower())
     if exact is None and threads == 1:
         exact = by(lambda n: "onethread" in n.lower())
     if exact is not None:
-        return exact["FLOP/s"] / 1e9, exact["name"]
-    one = by(lambda n: "onethread" in n.lower())
+        return exact["FLOP/s"] / 1e9, exact["name"] + note
+    one = by(lambda n: "onethread" in n.lower() or _at_threads(n, 1))
     if one is not None:
-        return one["FLOP/s"] / 1e9 * threads, f"{one['name']} x {threads} (no {threads}-thread figure)"
+        return one["FLOP/s"] / 1e9 * threads, f"{one['name']} x {threads} (no {threads}-thread figure){note}"
     return None, "no FP32 FMA figure in its output"
 
 
