@@ -16,11 +16,12 @@ Workloads:
           English-like words, 50–600 template tokens each), `--packing true` (bfd, TRL's default strategy,
           padding-free), max_length 1024, 1 row per step. Both sides tokenize and pack it themselves; the
           script checks that their tokens per step agree and prints both.
-Same flags on both sides: rows in dataset order (`--train_sampling_strategy sequential`: sft's seeded shuffle
-is its own, not torch's RandomSampler permutation, so shuffled runs would train different rows per step; the
-order does not change the cost of a row), gradient accumulation 1, --warmup + --steps optimizer steps, lr 1e-4, seed 42,
-logging every step, no gradient checkpointing (TRL's SFTConfig turns it on by default; off here), no
-checkpoints, --threads threads (torch.set_num_threads + OMP/MKL/OpenBLAS variables; --num_threads for sft).
+Same flags on both sides: rows in dataset order (`--train_sampling_strategy sequential`: sft's seeded
+shuffle is its own, not torch's RandomSampler permutation, so shuffled runs would train different rows per
+step; the order does not change the cost of a row), gradient accumulation 1, --warmup + --steps optimizer
+steps, lr 1e-4, seed 42, logging every step, no gradient checkpointing (TRL's SFTConfig turns it on by
+default; off here), no checkpoints, --threads threads (torch.set_num_threads + OMP/MKL/OpenBLAS variables;
+--num_threads for sft).
 
 Per step: TRL's time from a TrainerCallback (on_step_begin → on_step_end: forward, backward, clipping,
 optimizer; transformers 5 collates the batch before on_step_begin), sft's from metrics.jsonl (step_time_s,
@@ -29,8 +30,10 @@ per step / median step time. Model GFLOP/s = FLOPs per step / median step time w
 (6 · matmul parameters · tokens + causal attention, bench_e2e_lib.step_flops): for sft its metrics.jsonl
 (gflops × step_time_s), for TRL the formula on the batches TRL trained (the script prints both per-step
 counts; they agree when both saw the same rows). "% peak" divides by --peak_gflops, else by the FP32 FMA
-figure of bench_peak_flops at --threads threads. Peak RSS is each child's ru_maxrss (wait4). "run wall" is
-the whole child (load, data preparation, training, and for sft the final model export).
+figure of bench_peak_flops at --threads threads. Peak RSS is each child's ru_maxrss (wait4; for sft the
+final export, ~2× the parameters, is inside the same process). "saved activations" is sft's own line
+"[train] saved activations: N MiB ..." (its first micro-batch). "run wall" is the whole child (load, data
+preparation, training, and for sft the final model export).
 
 Run: ~/.venv-sft/bin/python tools/bench_train_e2e.py --sft build/sft --workload chat
      ~/.venv-sft/bin/python tools/bench_train_e2e.py --modes trl-fp32,trl-bf16   (TRL only)
