@@ -1,0 +1,256 @@
+"""Helpers of tools/bench_train_e2e.py: shapes, synthetic data, the model FLOP formula, the machine peak,
+child processes with their own peak RSS, and the TRL worker that runs inside one such child.
+
+Contract: everything here is deterministic for the same arguments (seeded data, seeded model init); nothing
+times or prints a result (bench_train_e2e.py does). The FLOP formula is sft's Trainer::step_flops
+(src/train/trainer.cpp) restated: 6 · matmul parameters · tokens + 3 · 4 · H · D · L · Σ n(n+1)/2 over the
+documents (causal attention QKᵀ and PV, forward + 2 × backward), no recomputation, pads counted as tokens.
+"""
+
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TOKENIZER = REPO.parent / "shared" / "assets" / "tokenizers" / "qwen3"
+MODES = ("sft-fp32", "sft-bf16", "trl-fp32", "trl-bf16")
+# Qwen3 shapes; qwen3-0.6b is Qwen/Qwen3-0.6B's config.json (random weights here).
+SHAPES = {
+    "103m": dict(vocab_size=151936, hidden_size=512, intermediate_size=1536, num_hidden_layers=8,
+                 num_attention_heads=8, num_key_value_heads=4, head_dim=64, max_position_embeddings=4096),
+    "qwen3-0.6b": dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
+                       num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=40960),
+}
+# Per workload: rows per step, tokens per row (the max_length) and whether rows are packed (bfd).
+WORKLOADS = {"random": dict(batch=2, seq=512, packing=False), "chat": dict(batch=1, seq=1024, packing=True)}
+
+
+# ----------------------------------------------------------------------------------------- model and data
+
+def qwen3_config(shape: str):
+    from transformers import Qwen3Config
+
+    return Qwen3Config(**SHAPES[shape], tie_word_embeddings=True, rope_theta=1000000.0, rms_norm_eps=1e-6,
+                       bos_token_id=None, eos_token_id=151645, pad_token_id=151643)
+
+
+def matmul_params(model) -> int:
+    """sft's matmul_params_: every parameter but the input embedding, plus the embedding when it is the
+    (tied) LM head. model.parameters() lists a tied matrix once."""
+    total = sum(p.numel() for p in model.parameters())
+    embed = model.get_input_embeddings().weight.numel()
+    return total if model.config.tie_word_embeddings else total - embed
+
+
+def make_model(shape: str, model_dir: Path) -> int:
+    """Writes a seeded random-init fp32 model with the Qwen3 tokenizer (and its chat template) once;
+    returns its matmul parameter count."""
+    import torch
+    from transformers import Qwen3ForCausalLM
+
+    config = qwen3_config(shape)
+    if not (model_dir / "model.safetensors").exists():
+        shutil.rmtree(model_dir, ignore_errors=True)
+        torch.manual_seed(0)
+        Qwen3ForCausalLM(config).save_pretrained(model_dir)
+        for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+            if (TOKENIZER / name).exists():
+                shutil.copy(TOKENIZER / name, model_dir / name)
+    with torch.device("meta"):
+        return matmul_params(Qwen3ForCausalLM(config))
+
+
+def write_random_rows(path: Path, rows: int, seq: int) -> None:
+    """Pre-tokenized rows of exactly `seq` random ids (`input_ids` only: labels = input_ids, no padding)."""
+    rng = random.Random(0)
+    with path.open("w") as f:
+        for _ in range(rows):
+            f.write(json.dumps({"input_ids": [rng.randrange(151643) for _ in range(seq)]}) + "\n")
+
+
+# Common English words: rendered text tokenizes like prose (mostly one token per word plus punctuation).
+WORDS = ("the of and to in is was for that with as on by at from his her they this which are be or an "
+         "had not but were have one all their there been has when who will more no if out so said what up "
+         "its about into than them can only other new some could time these two may then do first any my "
+         "now such like our over man me even most made after also did many before must through back years "
+         "where much your way well down should because each just those people how too little state good "
+         "very make world still own see men work long get here between both life being under never day same "
+         "another know while last might us great old year off come since against go came right used take "
+         "three small large house water number system program question during without again place around "
+         "however home school every group often country important until form children general light always "
+         "river garden market letter window morning evening simple answer reason problem example explain "
+         "consider different possible between together usually quickly carefully really").split()
+QUESTION_OPENERS = ("Can you explain", "What is", "How do I", "Why does", "Could you describe", "Tell me about")
+
+
+def _sentence(rng: random.Random, words: int, question: bool) -> str:
+    body = " ".join(rng.choice(WORDS) for _ in range(words))
+    if question:
+        return f"{rng.choice(QUESTION_OPENERS)} {body}?"
+    return body[0].upper() + body[1:] + rng.choice((".", ".", ".", "!", ";"))
+
+
+def _message(rng: random.Random, words: int, role: str) -> str:
+    parts, left = [], max(3, words)
+    while left > 0:
+        n = min(left, rng.randint(5, 20))
+        parts.append(_sentence(rng, n, question=(role == "user" and not parts)))
+        left -= n
+    paragraphs = [" ".join(parts[i:i + 3]) for i in range(0, len(parts), 3)]
+    return "\n\n".join(paragraphs)
+
+
+def _conversation(rng: random.Random) -> list[dict]:
+    """Capybara-like: 1–5 user/assistant exchanges, short questions, longer answers."""
+    pairs = rng.choice((1, 1, 2, 2, 3, 4, 5))
+    budget = rng.randint(40, 480)  # words; the template and punctuation add ~25%
+    out = []
+    for _ in range(pairs):
+        share = budget / pairs
+        user = max(4, int(share * rng.uniform(0.1, 0.35)))
+        out.append({"role": "user", "content": _message(rng, user, "user")})
+        out.append({"role": "assistant", "content": _message(rng, max(4, int(share) - user), "assistant")})
+    return out
+
+
+def chat_token_count(tokenizer, messages: list[dict]) -> int:
+    ids = tokenizer.apply_chat_template(messages, tokenize=True)
+    if hasattr(ids, "keys"):
+        ids = ids["input_ids"]
+    return len(ids)
+
+
+def write_chat_rows(path: Path, model_dir: Path, min_tokens: int) -> tuple[int, list[int]]:
+    """Seeded synthetic Capybara (`messages` column): conversations of 50–600 template tokens, drawn until
+    they hold at least `min_tokens` tokens. Returns (conversations, their token counts)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    rng = random.Random(0)
+    lengths = []
+    with path.open("w") as f:
+        while sum(lengths) < min_tokens:
+            messages = _conversation(rng)
+            n = chat_token_count(tokenizer, messages)
+            if 50 <= n <= 600:  # rejection keeps the stated range exact
+                lengths.append(n)
+                f.write(json.dumps({"messages": messages}) + "\n")
+    return len(lengths), lengths
+
+
+# ----------------------------------------------------------------------------------------- FLOPs and peak
+
+def step_flops(n_matmul: int, shape: str, docs: list[int]) -> float:
+    s = SHAPES[shape]
+    attention = sum(n * (n + 1) / 2 for n in docs)
+    return (6.0 * n_matmul * sum(docs) +
+            12.0 * s["num_attention_heads"] * s["head_dim"] * s["num_hidden_layers"] * attention)
+
+
+def _at_threads(name: str, threads: int) -> bool:
+    """google-benchmark names carry the thread count as an argument (BM_X/2/real_time) or as threads:2."""
+    return any(part in (str(threads), f"threads:{threads}") for part in name.split("/")[1:])
+
+
+def measure_peak(binary: Path, threads: int) -> tuple[float | None, str]:
+    """The FP32 FMA register-only peak at `threads` threads from bench_peak_flops (google-benchmark JSON):
+    a benchmark with the thread count as its argument (BM_PeakFmaF32/T) or threads:T, else the older
+    all-threads one when T is the core count, else the one-thread figure (× T, said so). Returns (GFLOP/s or
+    None, which benchmark it came from, plus the bf16 figures at T threads for context)."""
+    if not binary.exists():
+        return None, f"{binary} not found"
+    done = subprocess.run([str(binary), "--benchmark_format=json"], capture_output=True, text=True)
+    if done.returncode != 0:
+        return None, f"{binary} failed ({done.returncode})"
+    every = [e for e in json.loads(done.stdout).get("benchmarks", []) if "FLOP/s" in e]
+    low_precision = re.compile(r"bf16|bfloat|dpbf|amx|f16|int8", re.I)
+    entries = [e for e in every if not low_precision.search(e["name"])]
+    others = ", ".join(f"{e['name'].split('/')[0]} {e['FLOP/s'] / 1e9:.0f}" for e in every
+                       if low_precision.search(e["name"]) and _at_threads(e["name"], threads))
+    note = f"; bf16 peaks: {others} GFLOP/s" if others else ""
+    by = lambda pred: next((e for e in entries if pred(e["name"])), None)  # noqa: E731
+    exact = by(lambda n: _at_threads(n, threads))
+    if exact is None and threads == os.cpu_count():
+        exact = by(lambda n: "allthreads" in n.lower())
+    if exact is None and threads == 1:
+        exact = by(lambda n: "onethread" in n.lower())
+    if exact is not None:
+        return exact["FLOP/s"] / 1e9, exact["name"] + note
+    one = by(lambda n: "onethread" in n.lower() or _at_threads(n, 1))
+    if one is not None:
+        return one["FLOP/s"] / 1e9 * threads, f"{one['name']} x {threads} (no {threads}-thread figure){note}"
+    return None, "no FP32 FMA figure in its output"
+
+
+# ----------------------------------------------------------------------------------------- child processes
+
+def run_child(cmd: list[str], env: dict, log_dir: Path) -> dict:
+    """Runs one mode in its own process; stdout/stderr go to log_dir. Peak RSS is that child's own
+    ru_maxrss from wait4 (RUSAGE_CHILDREN would be the maximum over every child so far)."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
+    t0 = time.perf_counter()
+    with out_path.open("w") as out, err_path.open("w") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return dict(rc=proc.returncode, wall=time.perf_counter() - t0, maxrss_mib=usage.ru_maxrss / 1024,
+                stdout=out_path.read_text(errors="replace"), stderr=err_path.read_text(errors="replace"))
+
+
+def trl_worker(spec: dict) -> None:
+    """Inside its own process: TRL's SFTTrainer with the shared flags; writes step times, tokens and
+    document lengths per step, and the dtype actually computed in, as JSON to spec["result"]."""
+    import torch
+    from datasets import load_dataset
+    from transformers import TrainerCallback
+    from trl import SFTConfig, SFTTrainer
+
+    torch.set_num_threads(spec["threads"])
+    times, steps, probe = [], [], {}
+
+    class Timer(TrainerCallback):
+        start = 0.0
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            times.append(time.perf_counter() - self.start)
+
+    class Recording(SFTTrainer):
+        def training_step(self, model, inputs, num_items_in_batch=None):
+            ids = inputs["input_ids"]
+            if "cu_seq_lens_q" in inputs:  # padding-free (packed) batch: documents from the boundaries
+                docs = inputs["cu_seq_lens_q"].diff().tolist()
+                real = int(inputs["position_ids"].size(1))
+            else:  # padded rows: sft counts a row's pads into its last document
+                docs = [int(ids.size(1))] * int(ids.size(0))
+                real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else int(ids.numel())
+            steps.append(dict(tokens=real, docs=docs, targets=int((inputs["labels"][:, 1:] != -100).sum())))
+            return super().training_step(model, inputs, num_items_in_batch)
+
+    config = SFTConfig(output_dir=str(Path(spec["workdir"]) / "trl_out"), use_cpu=True, disable_tqdm=True,
+                       max_steps=spec["max_steps"], logging_steps=1, per_device_train_batch_size=spec["batch"],
+                       gradient_accumulation_steps=1, max_length=spec["seq"], learning_rate=1e-4, seed=42,
+                       bf16=spec["bf16"], gradient_checkpointing=False, save_strategy="no", report_to=[],
+                       packing=spec["packing"], packing_strategy="bfd", train_sampling_strategy="sequential")
+    trainer = Recording(model=spec["model"], args=config, callbacks=[Timer()],
+                        train_dataset=load_dataset("json", data_files=spec["data"], split="train"))
+
+    def hook(module, args, output):  # what the first projection really computes in
+        if not probe:
+            probe.update(output_dtype=str(output.dtype), autocast=torch.is_autocast_enabled("cpu"),
+                         autocast_dtype=str(torch.get_autocast_dtype("cpu")), weight_dtype=str(module.weight.dtype))
+
+    handle = trainer.model.model.layers[0].self_attn.q_proj.register_forward_hook(hook)
+    trainer.train()
+    handle.remove()
+    Path(spec["result"]).write_text(json.dumps(dict(
+        times=times, steps=steps, probe=probe, matmul_params=matmul_params(trainer.model),
+        mixed_precision=str(trainer.accelerator.mixed_precision))))
