@@ -160,6 +160,7 @@ void BM_FusedBf16(benchmark::State& state) {
   const int64_t C = state.range(0);
   const Inputs& in = bf16_inputs(C);
   sft::ops::LmHeadWorkspace ws;
+  ws.rows_per_chunk = state.range(1);
   std::vector<float> dx(static_cast<size_t>(kTokens * C)), dw(static_cast<size_t>(kVocab * C));
   const float scale = 1.0f / kTokens;
   sft::ops::lm_head_cross_entropy_bf16(dx.data(), dw.data(), in.xb.data(), in.wb.data(),
@@ -173,9 +174,8 @@ void BM_FusedBf16(benchmark::State& state) {
   report(state, C);
 }
 BENCHMARK(BM_FusedBf16)
-    ->ArgName("C")
-    ->Arg(512)
-    ->Arg(1024)
+    ->ArgNames({"C", "m"})
+    ->ArgsProduct({{512, 1024}, {0, 512, 1024}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

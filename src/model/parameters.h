@@ -54,7 +54,8 @@ class ParameterSet {
     return {reinterpret_cast<const float*>(grads_.data()), grads_size()};
   }
   bool has_grads() const { return grads_.capacity() > 0; }
-  // Runs of the flat arena with their weight-decay flag, for AdamW.
+  // Runs of the flat arena with their weight-decay flag and whether they have a bf16 copy, for
+  // AdamW. Call after enable_bf16_copies() when the copies are to be kept by the optimizer.
   std::vector<ParamSlice> decay_slices() const;
 
   void allocate_grads();
@@ -63,6 +64,11 @@ class ParameterSet {
   void enable_bf16_copies();
   bool has_bf16_copies() const { return bf16_.capacity() > 0; }
   void refresh_bf16_copies();
+  // The bf16 arena (same offsets as values()), for an optimizer that writes the copies itself;
+  // null without copies.
+  uint16_t* bf16_arena() {
+    return has_bf16_copies() ? reinterpret_cast<uint16_t*>(bf16_.data()) : nullptr;
+  }
 
   // Borrowed views under HF names, for checkpoints and export.
   std::vector<NamedTensor> named_values() const;

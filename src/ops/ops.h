@@ -102,7 +102,9 @@ struct AdamWScalars {
   float neg_step_size, bc2_sqrt, eps, lerp_weight, beta2, one_minus_beta2, decay_factor;
   bool decay;
 };
-void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k);
+// With bf16_copy given, the updated p is also written there rounded to bf16 (the compute copy).
+void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
+                  View bf16_copy = {});
 // Σ x² in double over fixed-size blocks (the order never depends on the thread count).
 double sum_of_squares(View x);
 // x *= factor.

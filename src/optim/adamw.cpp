@@ -13,7 +13,7 @@ AdamW::AdamW(size_t num_params, AdamWOptions options)
       exp_avg_sq_(Tensor::zeros(DType::kF32, {static_cast<int64_t>(num_params)})) {}
 
 void AdamW::step(std::span<float> params, std::span<const float> grads,
-                 std::span<const ParamSlice> slices, double lr) {
+                 std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies) {
   const size_t n = static_cast<size_t>(exp_avg_.numel());
   if (params.size() != n || grads.size() != n) {
     fail("optim", "AdamW was built for " + std::to_string(n) + " parameters, stepped with " +
@@ -43,7 +43,8 @@ void AdamW::step(std::span<float> params, std::span<const float> grads,
     k.decay = use_decay && slice.decay;
     const int64_t n = static_cast<int64_t>(slice.size);
     auto view = [&](auto* base) { return ops::view_of(base + slice.offset, 1, n); };
-    ops::adamw_update(view(params.data()), view(grads.data()), view(m), view(v), k);
+    const ops::View copy = bf16_copies && slice.bf16_copy ? view(bf16_copies) : ops::View{};
+    ops::adamw_update(view(params.data()), view(grads.data()), view(m), view(v), k, copy);
   }
 }
 

@@ -32,6 +32,7 @@ struct ParamSlice {
   size_t offset = 0;
   size_t size = 0;
   bool decay = true;
+  bool bf16_copy = false;  // the parameter has a bf16 copy (at the same offset) to keep current
 };
 
 class AdamW {
@@ -39,8 +40,10 @@ class AdamW {
   AdamW(size_t num_params, AdamWOptions options);
 
   // One optimizer step at learning rate `lr` (the scheduled value for this step).
+  // With bf16_copies (the ParameterSet's bf16 arena, same offsets), slices marked bf16_copy
+  // also get their updated values rounded there, in the same pass over memory.
   void step(std::span<float> params, std::span<const float> grads,
-            std::span<const ParamSlice> slices, double lr);
+            std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies = nullptr);
 
   int64_t steps_taken() const { return steps_; }
   const AdamWOptions& options() const { return options_; }

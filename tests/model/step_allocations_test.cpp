@@ -71,8 +71,7 @@ TEST_P(StepAllocations, NoneOnceTheArenasHaveGrown) {
     m.forward(batch, nullptr, 1.0 / 64);
     m.backward(1.0 / 64);
     clip_grad_norm(params.grads(), 1.0);
-    adamw.step(params.values(), params.grads(), slices, 1e-3);
-    if (params.has_bf16_copies()) params.refresh_bf16_copies();
+    adamw.step(params.values(), params.grads(), slices, 1e-3, params.bf16_arena());
     params.zero_grads();
   };
   step();

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/half.h"
 #include "ops/cpu/cpu_features.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
@@ -31,10 +32,16 @@ constexpr int64_t kNormBlock = 1 << 14;
 
 }  // namespace
 
-void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k) {
+void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
+                  View bf16_copy) {
   const ScopedOp op("adamw_update");
   const int64_t n = param.numel();
   require_cpu_f32("adamw_update", {param, grad, exp_avg, exp_avg_sq}, n);
+  if (!bf16_copy.empty() && (bf16_copy.dtype != DType::kBF16 || bf16_copy.numel() != n ||
+                             bf16_copy.device != Device::kCpu))
+    fail("ops", "adamw_update: the bf16 copy must be a CPU bf16 view of " + std::to_string(n) +
+                    " elements");
+  uint16_t* copy = bf16_copy.empty() ? nullptr : bf16_copy.as<uint16_t>();
   float* p = param.as<float>();
   const float* g = grad.as<float>();
   float* m = exp_avg.as<float>();
@@ -50,6 +57,7 @@ void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const Ad
       v[i] = v[i] + k.one_minus_beta2 * gi * gi;
       const float denom = std::sqrt(v[i]) / k.bc2_sqrt + k.eps;
       p[i] = pi + k.neg_step_size * m[i] / denom;
+      if (copy) copy[i] = f32_to_bf16(p[i]);
     }
   });
 }
@@ -74,7 +82,7 @@ double block_generic(const float* a, int64_t n) {
 }
 
 [[gnu::target("avx512f,avx512dq,avx512bw,avx512vl")]] double block_avx512(const float* a,
-                                                                         int64_t n) {
+                                                                          int64_t n) {
   return block_sum_of_squares(a, n);
 }
 
