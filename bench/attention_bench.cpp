@@ -1,6 +1,6 @@
 // Attention of one Qwen3-0.6B layer (H 16, Hkv 8, D 128, fp32) on 1024 tokens: the tiled
-// kernel (ops/attention.h) against the eager reference (ops/cpu/attention_reference.h, per document with
-// saved probabilities), as one 1024-token document and as documents of about 200 tokens.
+// kernel (ops/attention.h) against the eager reference (ops/cpu/attention_reference.h, per document
+// with saved probabilities), as one 1024-token document and as documents of about 200 tokens.
 // Counters: saved_bytes (what forward keeps for backward per layer: lse vs probabilities),
 // GFLOP/s over the causal multiply-adds actually needed (4 n²/2 · D · H forward, 2.5× that
 // forward + backward). BM_FlashTiles sweeps the tile shape (the choice in ops/attention.h).
@@ -8,8 +8,8 @@
 
 #include <vector>
 
-#include "ops/cpu/attention_reference.h"
 #include "ops/attention.h"
+#include "ops/cpu/attention_reference.h"
 
 namespace {
 
@@ -97,11 +97,11 @@ void eager(benchmark::State& state, int64_t which, bool backward) {
       const sft::ops::cpu::AttentionShape sh{s.q_len, s.k_len, 0, kH, kHkv, kD, 0};
       const int64_t qo = s.q_begin * kH * kD, ko = s.k_begin * kHkv * kD;
       sft::ops::cpu::attention_forward(d.out.data() + qo, probs.data() + p, d.q.data() + qo,
-                                    d.k.data() + ko, d.v.data() + ko, sh);
+                                       d.k.data() + ko, d.v.data() + ko, sh);
       if (backward)
         sft::ops::cpu::attention_backward(d.dq.data() + qo, d.dk.data() + ko, d.dv.data() + ko,
-                                       scratch.data(), d.dout.data() + qo, probs.data() + p,
-                                       d.q.data() + qo, d.k.data() + ko, d.v.data() + ko, sh);
+                                          scratch.data(), d.dout.data() + qo, probs.data() + p,
+                                          d.q.data() + qo, d.k.data() + ko, d.v.data() + ko, sh);
       p += kH * s.q_len * s.k_len;
     }
     benchmark::DoNotOptimize(d.dq.data());

@@ -107,13 +107,13 @@ void BM_Today(benchmark::State& state) {
   std::vector<float> scratch, dx(static_cast<size_t>(kTokens * C)),
       dw(static_cast<size_t>(kVocab * C));
   const float scale = 1.0f / kTokens;
-  sft::ops::cpu::lm_head_loss_forward<float>(nullptr, in.x.data(), in.w.data(), in.y.data(), kTokens,
-                                          C, kVocab, scratch);
+  sft::ops::cpu::lm_head_loss_forward<float>(nullptr, in.x.data(), in.w.data(), in.y.data(),
+                                             kTokens, C, kVocab, scratch);
   for (auto _ : state) {
     const sft::ops::cpu::LossStats s = sft::ops::cpu::lm_head_loss_forward<float>(
         nullptr, in.x.data(), in.w.data(), in.y.data(), kTokens, C, kVocab, scratch);
     sft::ops::cpu::lm_head_loss_backward<float>(dx.data(), dw.data(), in.x.data(), in.w.data(),
-                                             in.y.data(), scale, kTokens, C, kVocab, scratch);
+                                                in.y.data(), scale, kTokens, C, kVocab, scratch);
     benchmark::DoNotOptimize(s);
   }
   report(state, C);
@@ -139,8 +139,8 @@ void BM_StatsAgainstToday(benchmark::State& state) {
     fused = sft::ops::lm_head_cross_entropy<float>(dx.data(), dw.data(), nullptr, in.x.data(),
                                                    in.w.data(), in.y.data(), 1.0f / kTokens,
                                                    kTokens, C, kVocab, ws);
-    today = sft::ops::cpu::lm_head_loss_forward<float>(nullptr, in.x.data(), in.w.data(), in.y.data(),
-                                                    kTokens, C, kVocab, scratch);
+    today = sft::ops::cpu::lm_head_loss_forward<float>(nullptr, in.x.data(), in.w.data(),
+                                                       in.y.data(), kTokens, C, kVocab, scratch);
   }
   state.counters["loss_rel_diff"] = std::fabs(fused.loss_sum - today.loss_sum) / today.loss_sum;
   state.counters["entropy_rel_diff"] =

@@ -12,8 +12,8 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/thread_pool.h"
-#include "ops/cpu/attention_reference.h"
 #include "ops/attention.h"
+#include "ops/cpu/attention_reference.h"
 
 namespace sft::ops {
 namespace {
@@ -90,8 +90,8 @@ Grads reference(const Case& c, const Inputs& in) {
     const double* v = in.v.data() + s.k_begin * Hkv * D;
     cpu::attention_forward(g.out.data() + s.q_begin * H * D, probs.data(), q, k, v, sh);
     cpu::attention_backward(g.dq.data() + s.q_begin * H * D, g.dk.data() + s.k_begin * Hkv * D,
-                              g.dv.data() + s.k_begin * Hkv * D, scratch.data(),
-                              in.dout.data() + s.q_begin * H * D, probs.data(), q, k, v, sh);
+                            g.dv.data() + s.k_begin * Hkv * D, scratch.data(),
+                            in.dout.data() + s.q_begin * H * D, probs.data(), q, k, v, sh);
     const double scale = 1.0 / std::sqrt(static_cast<double>(D));
     for (int64_t i = 0; i < s.q_len; ++i)
       for (int64_t h = 0; h < H; ++h) {

@@ -280,11 +280,11 @@ TEST(LmHeadCe, FloatReproducesTodaysChunkedLossForwardAndBackward) {
   const Problem p = make_problem(70, 24, 1000, 12);
   const std::vector<float> x = cast<float>(p.x), w = cast<float>(p.w);
   std::vector<float> scratch, dx_old(p.T * p.C), dw_old(p.V * p.C, 0.0f);
-  const cpu::LossStats old = cpu::lm_head_loss_forward<float>(
-      nullptr, x.data(), w.data(), p.y.data(), p.T, p.C, p.V, scratch);
+  const cpu::LossStats old = cpu::lm_head_loss_forward<float>(nullptr, x.data(), w.data(),
+                                                              p.y.data(), p.T, p.C, p.V, scratch);
   const float scale = 1.0f / static_cast<float>(old.count);
   cpu::lm_head_loss_backward<float>(dx_old.data(), dw_old.data(), x.data(), w.data(), p.y.data(),
-                                      scale, p.T, p.C, p.V, scratch);
+                                    scale, p.T, p.C, p.V, scratch);
   LmHeadWorkspace ws;
   const Outcome<float> got = run<float>(p, scale, std::vector<double>(p.V * p.C, 0.0), ws, false);
   EXPECT_EQ(got.stats.count, old.count);

@@ -62,7 +62,6 @@ constexpr int64_t padded(int64_t n) {
   return (n + line - 1) / line * line;
 }
 
-
 // max(x[0..n) · scale), Σ x·y and Σ x over 8 interleaved lanes combined in a fixed order, so clang
 // vectorises them without -ffast-math (max is exact in any order; the sum order is fixed).
 template <typename T>

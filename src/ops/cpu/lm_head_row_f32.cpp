@@ -62,8 +62,8 @@ RowStats row_generic(float* z, int64_t V, int64_t target, bool grad, float scale
 }
 
 [[gnu::target("avx512f,avx512dq,avx512bw,avx512vl")]] RowStats row_avx512(float* z, int64_t V,
-                                                                         int64_t target, bool grad,
-                                                                         float scale) {
+                                                                          int64_t target, bool grad,
+                                                                          float scale) {
   return row_body(z, V, target, grad, scale);
 }
 
