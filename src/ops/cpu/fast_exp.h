@@ -12,7 +12,10 @@ namespace sft::ops::cpu {
 // range reduction and a degree-6 polynomial (max error ≈ 2 ulp), written without calls or
 // branches so clang vectorises the row loops around it; libm's expf is scalar and would cost
 // as much as both tile matmuls. double: std::exp, bit-for-bit what the eager reference uses.
-inline float exp_score(float x) {
+inline float exp_score(float x_in) {
+  // NaN in, NaN out: the arithmetic runs on 0 instead, so the integer conversion below stays
+  // defined, and the NaN is returned at the end (a select: the loops still vectorise).
+  float x = x_in != x_in ? 0.0f : x_in;
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f;  // ln 2 split so n · kLn2Hi is exact
   constexpr float kLn2Lo = -2.12194440e-4f;
@@ -30,7 +33,8 @@ inline float exp_score(float x) {
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  return p * std::bit_cast<float>(bits);
+  const float e = p * std::bit_cast<float>(bits);
+  return x_in != x_in ? x_in : e;
 }
 inline double exp_score(double x) {
   return std::exp(x);
