@@ -7,6 +7,8 @@
 //
 // Signature rule of every forward/backward pair: outputs first, then saved activations,
 // inputs, weights, then sizes. Parameter grads accumulate (+=); activation grads overwrite (=).
+// Threads: view-level ops are called from one thread at a time (the model's); each kernel fans
+// out over the one pool inside, and a backend keeps its scratch (attention, LM head) per process.
 //
 // Every matrix multiply in sft goes through ops::matmul, so its implementation (OpenBLAS
 // today; oneDNN, own microkernels or cuBLASLt later) can be swapped in one place.

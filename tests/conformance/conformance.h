@@ -36,6 +36,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/rng.h"
+#include "finite_differences.h"
 #include "ops/ops.h"
 
 namespace sft::conformance {
@@ -223,31 +224,9 @@ inline TolFn uniform_tolerance(double f32, double bf16 = 0) {
 }
 
 // ---- float64 finite differences ---------------------------------------------------------
-inline constexpr double kFdTolerance = 1e-6;  // as tests/ops/reference_fd_test.cpp
-
-inline double dot(const Values& a, const Values& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-// ‖numeric − analytic‖ / ‖numeric‖, numeric the central difference of f over every element of x.
-inline double fd_error(Values& x, const std::function<double()>& f, const Values& analytic) {
-  const double h = 1e-6;
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double keep = x[i];
-    x[i] = keep + h;
-    const double fp = f();
-    x[i] = keep - h;
-    const double fm = f();
-    x[i] = keep;
-    const double g = (fp - fm) / (2 * h);
-    num += (g - analytic[i]) * (g - analytic[i]);
-    den += g * g;
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
+using test::dot;
+using test::fd_error;
+using test::kFdTolerance;
 
 // What a += output gained: after − before (the gradient checks start += outputs from random
 // values, so a kernel that overwrites instead of accumulating fails them).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "finite_differences.h"
 #include "ops/cpu/attention_reference.h"
 #include "ops/cpu/embedding.h"
 #include "ops/cpu/lm_head_reference.h"
@@ -28,31 +29,10 @@ Vec randn(size_t n, uint64_t stream, double scale = 1.0) {
   return v;
 }
 
-double dot(const Vec& a, const Vec& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
+using test::dot;
+using test::fd_error;
 
-// ‖numeric − analytic‖ / ‖numeric‖ where numeric is the central difference of f over `x`.
-double fd_error(Vec& x, const std::function<double()>& f, const Vec& analytic) {
-  const double h = 1e-6;
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double keep = x[i];
-    x[i] = keep + h;
-    const double fp = f();
-    x[i] = keep - h;
-    const double fm = f();
-    x[i] = keep;
-    const double g = (fp - fm) / (2 * h);
-    num += (g - analytic[i]) * (g - analytic[i]);
-    den += g * g;
-  }
-  return std::sqrt(num / den);
-}
-
-constexpr double kTol = 1e-6;
+constexpr double kTol = test::kFdTolerance;
 
 TEST(LayerFiniteDifferences, RmsNorm) {
   const int64_t N = 5, C = 7;
