@@ -88,7 +88,9 @@ LayerActivations carve_layer_activations(Carver& cv, const LayerShape& s, bool o
     a.k = take<float>(cv, T, KV);
     a.v = take<float>(cv, T, KV);
   }
-  a.att = take<float>(cv, T, Q);
+  // Under bf16 only the o projection's bf16 input is saved; the fp32 output of attention is
+  // scratch (LayerScratch::att32) and backward widens the bf16 copy again.
+  if (!bf16) a.att = take<float>(cv, T, Q);
   a.lse = take<float>(cv, T, s.H);
   a.att_in = bf16 ? take<uint16_t>(cv, T, Q) : a.att;
   a.x_mid = take<float>(cv, T, s.C);
@@ -106,6 +108,7 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
   if (s.compute == DType::kBF16) {
     g.norm_out = take<float>(cv, T, s.C);
     g.h32 = take<float>(cv, T, s.I);
+    g.att32 = take<float>(cv, T, Q);
   }
   if (!backward) return g;
   g.dres = take<float>(cv, T, s.C);
@@ -122,10 +125,7 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
   g.dh = take<float>(cv, T, s.I);
   g.dgate = take<float>(cv, T, s.I);
   g.dup = take<float>(cv, T, s.I);
-  if (s.compute == DType::kBF16) {
-    g.dy16 = take<uint16_t>(cv, T, std::max({s.I, s.C, Q}));
-    g.att32 = take<float>(cv, T, Q);
-  }
+  if (s.compute == DType::kBF16) g.dy16 = take<uint16_t>(cv, T, std::max({s.I, s.C, Q}));
   return g;
 }
 
@@ -145,8 +145,9 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
   w.v.forward(a.v, a.ln1);
   ops::rope_forward(a.q, attn.cos, attn.sin);
   ops::rope_forward(a.k, attn.cos, attn.sin);
-  ops::attention_forward(a.att, a.lse, a.q, attn.k_all, attn.v_all, attn.segments, w.dims);
-  if (a.att_in.data != a.att.data) ops::cast(a.att_in, a.att);
+  const ops::View att = a.att.empty() ? s.att32 : a.att;  // bf16: attention writes scratch
+  ops::attention_forward(att, a.lse, a.q, attn.k_all, attn.v_all, attn.segments, w.dims);
+  if (a.att_in.data != att.data) ops::cast(a.att_in, att);
   w.o.forward(a.x_mid, a.att_in);
   ops::add(a.x_mid, x);
   norm_into(a.ln2, a.rstd2, s.norm_out, a.x_mid, w.post_norm->value, w.eps);
@@ -179,7 +180,7 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
   // Attention.
   w.o.backward(g.datt, g.dres, a.att_in, dy16(g.dres));
   ops::View att = a.att;
-  if (!g.att32.empty()) {
+  if (att.empty()) {  // bf16: the saved copy of attention's output, widened
     ops::cast(g.att32, a.att_in);
     att = g.att32;
   }

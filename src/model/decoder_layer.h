@@ -39,7 +39,7 @@ struct LayerActivations {
   ops::View q_raw, q_rstd;  // (T, H·D), (T·H, 1) before q_norm (qk_norm only)
   ops::View k_raw, k_rstd;  // (T, Hkv·D), (T·Hkv, 1)
   ops::View q, k, v;        // (T, H·D), (T, Hkv·D) ×2, after norm and rope
-  ops::View att, lse;       // (T, H·D) f32, (T, H)
+  ops::View att, lse;       // (T, H·D) f32 (empty under bf16: att_in is kept), (T, H)
   ops::View att_in;         // (T, H·D) the o projection's input (att itself, or bf16)
   ops::View x_mid;          // (T, C) residual after attention
   ops::View ln2, rstd2;     // (T, C) compute dtype, (T, 1)
@@ -55,7 +55,7 @@ struct LayerScratch {
   ops::View dq2, dk2;          // (T, H·D), (T, Hkv·D) before rope's inverse (qk_norm)
   ops::View dh, dgate, dup;    // (T, I)
   ops::View dy16;              // (T, max(I, C, H·D)) bf16 gradient of a linear's output
-  ops::View att32;             // (T, H·D) f32 copy of a bf16 att for attention_backward
+  ops::View att32;  // (T, H·D) f32 attention output under bf16; in backward att_in widened
 };
 
 struct LayerShape {
