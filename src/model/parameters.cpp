@@ -65,8 +65,7 @@ const Parameter& ParameterSet::named(const std::string& name) const {
 std::vector<ParamSlice> ParameterSet::decay_slices() const {
   std::vector<ParamSlice> out;
   for (const Parameter& p : params_)
-    out.push_back({static_cast<size_t>(p.offset), static_cast<size_t>(p.value.numel()), p.decay,
-                   !p.bf16.empty()});
+    out.push_back({static_cast<size_t>(p.offset), static_cast<size_t>(p.value.numel()), p.decay});
   return out;
 }
 

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "core/arena.h"
+#include "core/param_slice.h"
 #include "core/tensor.h"
 #include "io/safetensors.h"
 #include "model/param_layout.h"
 #include "ops/view.h"
-#include "optim/adamw.h"
 
 namespace sft::model {
 
@@ -54,8 +54,7 @@ class ParameterSet {
     return {reinterpret_cast<const float*>(grads_.data()), grads_size()};
   }
   bool has_grads() const { return grads_.capacity() > 0; }
-  // Runs of the flat arena with their weight-decay flag and whether they have a bf16 copy, for
-  // AdamW. Call after enable_bf16_copies() when the copies are to be kept by the optimizer.
+  // Runs of the flat arena with their weight-decay flag, for AdamW.
   std::vector<ParamSlice> decay_slices() const;
 
   void allocate_grads();
@@ -64,8 +63,8 @@ class ParameterSet {
   void enable_bf16_copies();
   bool has_bf16_copies() const { return bf16_.capacity() > 0; }
   void refresh_bf16_copies();
-  // The bf16 arena (same offsets as values()), for an optimizer that writes the copies itself;
-  // null without copies.
+  // The bf16 arena (same offsets as values(), room for every parameter; only matmul weights
+  // have views into it), for an optimizer that writes the copies itself; null without copies.
   uint16_t* bf16_arena() {
     return has_bf16_copies() ? reinterpret_cast<uint16_t*>(bf16_.data()) : nullptr;
   }

@@ -43,7 +43,7 @@ void AdamW::step(std::span<float> params, std::span<const float> grads,
     k.decay = use_decay && slice.decay;
     const int64_t n = static_cast<int64_t>(slice.size);
     auto view = [&](auto* base) { return ops::view_of(base + slice.offset, 1, n); };
-    const ops::View copy = bf16_copies && slice.bf16_copy ? view(bf16_copies) : ops::View{};
+    const ops::View copy = bf16_copies ? view(bf16_copies) : ops::View{};
     ops::adamw_update(view(params.data()), view(grads.data()), view(m), view(v), k, copy);
   }
 }

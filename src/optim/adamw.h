@@ -16,6 +16,7 @@
 #include <span>
 #include <vector>
 
+#include "core/param_slice.h"
 #include "core/tensor.h"
 
 namespace sft {
@@ -27,21 +28,13 @@ struct AdamWOptions {
   double weight_decay = 0.0;
 };
 
-// A run of parameters inside the flat arena.
-struct ParamSlice {
-  size_t offset = 0;
-  size_t size = 0;
-  bool decay = true;
-  bool bf16_copy = false;  // the parameter has a bf16 copy (at the same offset) to keep current
-};
-
 class AdamW {
  public:
   AdamW(size_t num_params, AdamWOptions options);
 
   // One optimizer step at learning rate `lr` (the scheduled value for this step).
-  // With bf16_copies (the ParameterSet's bf16 arena, same offsets), slices marked bf16_copy
-  // also get their updated values rounded there, in the same pass over memory.
+  // With bf16_copies (an arena with the same offsets, e.g. the ParameterSet's bf16 copies),
+  // the updated values are also rounded into it, in the same pass over memory.
   void step(std::span<float> params, std::span<const float> grads,
             std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies = nullptr);
 

@@ -46,7 +46,6 @@ void Trainer::init_model_and_optimizer() {
   model_.set_gradient_checkpointing(args_.gradient_checkpointing);
   // HF's get_decay_parameter_names: no weight decay for biases and norm weights.
   slices_ = model_.params().decay_slices();
-  slices_know_bf16_ = model_.params().has_bf16_copies();
   const ParamCounts counts = count_parameters(model_.layout());
   matmul_params_ = counts.total - counts.embeddings + (counts.lm_head == 0 ? counts.embeddings : 0);
   flos_params_ = counts.total - counts.embeddings;  // HF: num_parameters(exclude_embeddings=True)
@@ -202,12 +201,7 @@ void Trainer::apply_update(StepStats& st) {
     consecutive_nonfinite_ = 0;
     const double lr = args_.learning_rate * schedule_factor(schedule_, state_.global_step);
     model::ParameterSet& params = model_.params();
-    // Under bf16 compute the update also rounds the new weights into their bf16 copies (the
-    // slices say which have one: re-read if the compute dtype changed after construction).
-    if (params.has_bf16_copies() != slices_know_bf16_) {
-      slices_ = params.decay_slices();
-      slices_know_bf16_ = params.has_bf16_copies();
-    }
+    // Under bf16 compute the update also rounds the new weights into their bf16 copies.
     optimizer_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena());
   }
   model_.zero_grad();

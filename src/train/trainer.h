@@ -130,7 +130,6 @@ class Trainer {
   std::unique_ptr<data::Loader> loader_;
   std::unique_ptr<AdamW> optimizer_;
   std::vector<ParamSlice> slices_;
-  bool slices_know_bf16_ = false;  // slices_ were made with the bf16 copies in place
   ScheduleConfig schedule_;
   TrainerState state_;
   std::unique_ptr<MetricsLog> log_;
