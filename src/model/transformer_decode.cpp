@@ -52,7 +52,7 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
   });
   std::vector<int64_t> pos(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) pos[static_cast<size_t>(i)] = p0 + i;
-  rope_tables(cos.as<float>(), sin.as<float>(), rope_frequencies(c, p0 + n), pos.data(), n);
+  rope_tables(cos.as<float>(), sin.as<float>(), rope_for(p0 + n), pos.data(), n);
 
   // The new tokens attend to the cache and to each other: one segment at offset p0.
   const ops::AttentionSegment segment{0, n, 0, p0 + n, p0};
