@@ -36,6 +36,27 @@ void norm_into(ops::View out, ops::View rstd, ops::View scratch, ops::View x, op
   }
 }
 
+// The fp32 values a projection output is computed with: `saved` itself when it is fp32, else
+// `scratch` (fp32) holding it. Forward writes the projection into the result, then keep_rounded()
+// stores it and replaces it with its bf16 rounding.
+ops::View fp32_of(const ops::View& saved, const ops::View& scratch) {
+  return saved.dtype == DType::kBF16 ? scratch.first(saved.rows, saved.cols) : saved;
+}
+
+void keep_rounded(ops::View saved, ops::View value) {
+  if (saved.data == value.data) return;
+  ops::cast(saved, value);
+  ops::cast(value, saved);
+}
+
+// Backward: the saved (bf16) values widened into `scratch`, or the fp32 saved view itself.
+ops::View widened(const ops::View& saved, const ops::View& scratch) {
+  if (saved.dtype != DType::kBF16) return saved;
+  const ops::View out = scratch.first(saved.rows, saved.cols);
+  ops::cast(out, saved);
+  return out;
+}
+
 }  // namespace
 
 DecoderLayer DecoderLayer::bind(const ParameterSet& p, const ModelConfig& c, int layer) {
@@ -77,16 +98,19 @@ LayerActivations carve_layer_activations(Carver& cv, const LayerShape& s, bool o
   LayerActivations a;
   a.ln1 = take_as(cv, s.compute, T, s.C);
   a.rstd1 = take<float>(cv, T, 1);
+  // q, k, v are saved in bf16 only when the layer owns its keys and values (training): in
+  // decoding k and v are the fp32 cache, and q stays fp32 with them.
+  const DType qkv = own_kv ? s.compute : DType::kF32;
   if (s.qk_norm) {
-    a.q_raw = take<float>(cv, T, Q);
+    a.q_raw = take_as(cv, qkv, T, Q);
     a.q_rstd = take<float>(cv, T * s.H, 1);
-    a.k_raw = take<float>(cv, T, KV);
+    a.k_raw = take_as(cv, qkv, T, KV);
     a.k_rstd = take<float>(cv, T * s.Hkv, 1);
   }
-  a.q = take<float>(cv, T, Q);
+  a.q = take_as(cv, qkv, T, Q);
   if (own_kv) {
-    a.k = take<float>(cv, T, KV);
-    a.v = take<float>(cv, T, KV);
+    a.k = take_as(cv, qkv, T, KV);
+    a.v = take_as(cv, qkv, T, KV);
   }
   // Under bf16 only the o projection's bf16 input is saved; the fp32 output of attention is
   // scratch (LayerScratch::att32) and backward widens the bf16 copy again.
@@ -96,8 +120,8 @@ LayerActivations carve_layer_activations(Carver& cv, const LayerShape& s, bool o
   a.x_mid = take<float>(cv, T, s.C);
   a.ln2 = take_as(cv, s.compute, T, s.C);
   a.rstd2 = take<float>(cv, T, 1);
-  a.gate = take<float>(cv, T, s.I);
-  a.up = take<float>(cv, T, s.I);
+  a.gate = take_as(cv, s.compute, T, s.I);
+  a.up = take_as(cv, s.compute, T, s.I);
   a.h = take_as(cv, s.compute, T, s.I);
   return a;
 }
@@ -109,6 +133,15 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
     g.norm_out = take<float>(cv, T, s.C);
     g.h32 = take<float>(cv, T, s.I);
     g.att32 = take<float>(cv, T, Q);
+    g.q32 = take<float>(cv, T, Q);
+    g.k32 = take<float>(cv, T, KV);
+    g.v32 = take<float>(cv, T, KV);
+    // Aliases of buffers that are free while these are live: q_raw is normed into q before
+    // attention writes att32, and backward widens q_raw, k_raw after attention read q32, k32.
+    if (s.qk_norm) {
+      g.q_raw32 = backward ? g.q32 : g.att32;
+      g.k_raw32 = backward ? g.k32 : take<float>(cv, T, KV);
+    }
   }
   if (!backward) return g;
   g.dres = take<float>(cv, T, s.C);
@@ -133,26 +166,44 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
                            const AttentionInputs& attn, const DecoderLayer& w) {
   const int64_t D = w.dims.D;
   norm_into(a.ln1, a.rstd1, s.norm_out, x, w.input_norm->value, w.eps);
+  const ops::View q = fp32_of(a.q, s.q32), k = fp32_of(a.k, s.k32), v = fp32_of(a.v, s.v32);
   if (w.q_norm) {
-    w.q.forward(a.q_raw, a.ln1);
-    w.k.forward(a.k_raw, a.ln1);
-    ops::rmsnorm_forward(per_head(a.q, D), a.q_rstd, per_head(a.q_raw, D), w.q_norm->value, w.eps);
-    ops::rmsnorm_forward(per_head(a.k, D), a.k_rstd, per_head(a.k_raw, D), w.k_norm->value, w.eps);
+    const ops::View q_raw = fp32_of(a.q_raw, s.q_raw32), k_raw = fp32_of(a.k_raw, s.k_raw32);
+    w.q.forward(q_raw, a.ln1);
+    w.k.forward(k_raw, a.ln1);
+    keep_rounded(a.q_raw, q_raw);
+    keep_rounded(a.k_raw, k_raw);
+    ops::rmsnorm_forward(per_head(q, D), a.q_rstd, per_head(q_raw, D), w.q_norm->value, w.eps);
+    ops::rmsnorm_forward(per_head(k, D), a.k_rstd, per_head(k_raw, D), w.k_norm->value, w.eps);
   } else {
-    w.q.forward(a.q, a.ln1);
-    w.k.forward(a.k, a.ln1);
+    w.q.forward(q, a.ln1);
+    w.k.forward(k, a.ln1);
   }
-  w.v.forward(a.v, a.ln1);
-  ops::rope_forward(a.q, attn.cos, attn.sin);
-  ops::rope_forward(a.k, attn.cos, attn.sin);
+  w.v.forward(v, a.ln1);
+  ops::rope_forward(q, attn.cos, attn.sin);
+  ops::rope_forward(k, attn.cos, attn.sin);
+  keep_rounded(a.q, q);
+  keep_rounded(a.k, k);
+  keep_rounded(a.v, v);
+  // bf16-saved k and v are this layer's own rows (training), so attention reads their fp32
+  // rounded values; otherwise attn names them (the layer's rows, or the decode cache).
+  const bool own_rounded_kv = a.k.dtype == DType::kBF16;
+  const ops::View k_all = own_rounded_kv ? k : attn.k_all, v_all = own_rounded_kv ? v : attn.v_all;
   const ops::View att = a.att.empty() ? s.att32 : a.att;  // bf16: attention writes scratch
-  ops::attention_forward(att, a.lse, a.q, attn.k_all, attn.v_all, attn.segments, w.dims);
+  ops::attention_forward(att, a.lse, q, k_all, v_all, attn.segments, w.dims);
   if (a.att_in.data != att.data) ops::cast(a.att_in, att);
   w.o.forward(a.x_mid, a.att_in);
   ops::add(a.x_mid, x);
   norm_into(a.ln2, a.rstd2, s.norm_out, a.x_mid, w.post_norm->value, w.eps);
-  w.gate.forward(a.gate, a.ln2);
-  w.up.forward(a.up, a.ln2);
+  // Under bf16 gate and up go through h32 (free until SwiGLU writes it) into their bf16
+  // copies, which SwiGLU reads.
+  auto project = [&](const Linear& lin, ops::View saved) {
+    const ops::View y = fp32_of(saved, s.h32);
+    lin.forward(y, a.ln2);
+    if (y.data != saved.data) ops::cast(saved, y);
+  };
+  project(w.gate, a.gate);
+  project(w.up, a.up);
   if (a.h.dtype == DType::kBF16) {
     ops::swiglu_forward(s.h32, a.gate, a.up);
     ops::cast(a.h, s.h32);
@@ -184,16 +235,20 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
     ops::cast(g.att32, a.att_in);
     att = g.att32;
   }
-  ops::attention_backward(g.dq, g.dk, g.dv, g.datt, att, a.lse, a.q, attn.k_all, attn.v_all,
-                          attn.segments, w.dims);
+  const bool own_rounded_kv = a.k.dtype == DType::kBF16;
+  const ops::View q = widened(a.q, g.q32);
+  const ops::View k_all = own_rounded_kv ? widened(a.k, g.k32) : attn.k_all;
+  const ops::View v_all = own_rounded_kv ? widened(a.v, g.v32) : attn.v_all;
+  ops::attention_backward(g.dq, g.dk, g.dv, g.datt, att, a.lse, q, k_all, v_all, attn.segments,
+                          w.dims);
   ops::rope_backward(g.dq, attn.cos, attn.sin);
   ops::rope_backward(g.dk, attn.cos, attn.sin);
   ops::View dq = g.dq, dk = g.dk;
   if (w.q_norm) {
     ops::rmsnorm_backward(per_head(g.dq2, D), w.q_norm->grad, per_head(g.dq, D),
-                          per_head(a.q_raw, D), a.q_rstd, w.q_norm->value);
+                          per_head(widened(a.q_raw, g.q_raw32), D), a.q_rstd, w.q_norm->value);
     ops::rmsnorm_backward(per_head(g.dk2, D), w.k_norm->grad, per_head(g.dk, D),
-                          per_head(a.k_raw, D), a.k_rstd, w.k_norm->value);
+                          per_head(widened(a.k_raw, g.k_raw32), D), a.k_rstd, w.k_norm->value);
     dq = g.dq2;
     dk = g.dk2;
   }

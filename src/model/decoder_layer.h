@@ -4,7 +4,11 @@
 //   att = attention(q, k, v); x_mid = x + o(att); ln2 = rmsnorm(x_mid);
 //   out = x_mid + down(swiglu(gate(ln2), up(ln2)))
 // Under bf16 compute the inputs of the seven projections (ln1, att, ln2, h) are kept in bf16
-// and multiplied with the weights' bf16 copies, fp32 accumulation; everything else is fp32.
+// and multiplied with the weights' bf16 copies, fp32 accumulation. The saved projection outputs
+// (q, k, v — and q_raw, k_raw before qk-norm — gate, up) are rounded to bf16 as torch autocast
+// rounds them, and the layer computes with the rounded values in fp32 (attention, the norms and
+// SwiGLU run in fp32 scratch); what stays fp32 is the residual stream (x_mid), the norms'
+// statistics and attention's log-sum-exp. Decoding keeps q, k, v in fp32 (k, v are the cache).
 // Signature rule: outputs first, then saved activations, inputs, weights; parameter grads
 // accumulate (+=), activation grads overwrite (=).
 // Dimensions: T tokens, C hidden, I intermediate, H heads, Hkv kv heads, D head dim.
@@ -36,26 +40,30 @@ struct DecoderLayer {
 // this call's keys and values go: the layer's own rows in training, the cache rows in decoding.
 struct LayerActivations {
   ops::View ln1, rstd1;     // (T, C) compute dtype, (T, 1)
-  ops::View q_raw, q_rstd;  // (T, H·D), (T·H, 1) before q_norm (qk_norm only)
-  ops::View k_raw, k_rstd;  // (T, Hkv·D), (T·Hkv, 1)
-  ops::View q, k, v;        // (T, H·D), (T, Hkv·D) ×2, after norm and rope
+  ops::View q_raw, q_rstd;  // (T, H·D) compute dtype, (T·H, 1) before q_norm (qk_norm only)
+  ops::View k_raw, k_rstd;  // (T, Hkv·D) compute dtype, (T·Hkv, 1)
+  ops::View q, k, v;        // (T, H·D), (T, Hkv·D) ×2 compute dtype, after norm and rope
   ops::View att, lse;       // (T, H·D) f32 (empty under bf16: att_in is kept), (T, H)
   ops::View att_in;         // (T, H·D) the o projection's input (att itself, or bf16)
   ops::View x_mid;          // (T, C) residual after attention
   ops::View ln2, rstd2;     // (T, C) compute dtype, (T, 1)
-  ops::View gate, up, h;    // (T, I) f32; h in the compute dtype
+  ops::View gate, up, h;    // (T, I) compute dtype
 };
 
 // Scratch of one forward or backward call, shared by all layers (never saved).
 struct LayerScratch {
   ops::View norm_out;          // (T, C) f32 rmsnorm output before the bf16 cast
-  ops::View h32;               // (T, I) f32 swiglu output before the bf16 cast
+  ops::View h32;               // (T, I) f32 swiglu output before the bf16 cast; before that
+                               // the gate and up projections' fp32 outputs
   ops::View dres, dtmp, dln;   // (T, C)
   ops::View datt, dq, dk, dv;  // (T, H·D), (T, Hkv·D) ×2
   ops::View dq2, dk2;          // (T, H·D), (T, Hkv·D) before rope's inverse (qk_norm)
   ops::View dh, dgate, dup;    // (T, I)
   ops::View dy16;              // (T, max(I, C, H·D)) bf16 gradient of a linear's output
   ops::View att32;  // (T, H·D) f32 attention output under bf16; in backward att_in widened
+  // Under bf16: fp32 values of the bf16-saved projection outputs (some alias other scratch).
+  ops::View q32, k32, v32;     // (T, H·D), (T, Hkv·D) ×2
+  ops::View q_raw32, k_raw32;  // (T, H·D), (T, Hkv·D) qk_norm only
 };
 
 struct LayerShape {

@@ -95,7 +95,8 @@ class Transformer {
   // Named activations of the last forward ("layers.0.attn_norm", ...), for debug dumps
   // (with gradient checkpointing only the last layer's are kept).
   std::vector<NamedTensor> activations() const;
-  // Bytes of the activation arena the last forward carved (saved for backward).
+  // Bytes of the activations the last forward saved for backward (its one-layer scratch, which
+  // backward does not read, not counted).
   size_t activation_bytes() const { return acts_bytes_; }
   // Arena growths so far (the step loop must stop allocating: tests count these).
   int64_t arena_allocations() const { return acts_.allocations() + bwd_.allocations(); }

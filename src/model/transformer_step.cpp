@@ -92,8 +92,8 @@ void Transformer::prepare(const Batch& b) {
     dlnf_ = take<float>(cv, T, C);
     cos_ = take<float>(cv, T, D / 2);
     sin_ = take<float>(cv, T, D / 2);
+    acts_bytes_ = cv.used();  // what backward reads; the forward's scratch follows
     scratch_ = carve_layer_scratch(cv, shape, false);
-    acts_bytes_ = cv.used();
   });
   // Per document: dynamic scaling depends on the sequence length, and a packed document must
   // see the frequencies it would see alone (transformers rescales per forward call).

@@ -1,8 +1,10 @@
 // Conformance of ops::swiglu_forward / swiglu_backward on views (h = silu(gate) · up): f32 against
 // the f64 CPU run, including saturated gates (|g| up to 90, where exp overflows in f32), and the
-// f64 backward against finite differences.
+// f64 backward against finite differences; and the bf16-compute form (gate and up saved in bf16,
+// h and the gradients fp32).
 //
-// Tolerance (max |err| / max |ref|), f32: 1e-5 (an exp, a division and products per element).
+// Tolerance (max |err| / max |ref|), f32 and bf16: 1e-5 (an exp, a division and products per
+// element, in fp32; bf16 inputs are exact values on the bf16 grid, so they add no error).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -28,12 +30,13 @@ Values gates(const SwiGluCase& c, DType grid) {
 
 Outputs run_swiglu(const SwiGluCase& c, const Backend& be, Mode m) {
   const size_t n = static_cast<size_t>(c.rows * c.cols);
+  const DType out = m.dtype == DType::kBF16 ? DType::kF32 : m.dtype;
   Buffer G(be, m.dtype, c.rows, c.cols, gates(c, m.grid));
   Buffer U(be, m.dtype, c.rows, c.cols, random_values(n, 2, 1.0, m.grid));
-  Buffer DH(be, m.dtype, c.rows, c.cols, random_values(n, 3, 1.0, m.grid));
-  Buffer H(be, m.dtype, c.rows, c.cols, Values(n, kNaN));
-  Buffer DG(be, m.dtype, c.rows, c.cols, Values(n, kNaN));
-  Buffer DU(be, m.dtype, c.rows, c.cols, Values(n, kNaN));
+  Buffer DH(be, out, c.rows, c.cols, random_values(n, 3, 1.0, m.grid));
+  Buffer H(be, out, c.rows, c.cols, Values(n, kNaN));
+  Buffer DG(be, out, c.rows, c.cols, Values(n, kNaN));
+  Buffer DU(be, out, c.rows, c.cols, Values(n, kNaN));
   ops::swiglu_forward(H.view(), G.view(), U.view());
   ops::swiglu_backward(DG.view(), DU.view(), DH.view(), G.view(), U.view());
   return {{"h", H.read()}, {"dgate", DG.read()}, {"dup", DU.read()}};
@@ -45,8 +48,8 @@ TEST(ConformanceSwiGlu, ForwardAndBackward) {
   for (const SwiGluCase& c : cases)
     check_conformance(
         "swiglu (" + std::to_string(c.rows) + ", " + std::to_string(c.cols) + ")",
-        [&](const Backend& be, Mode m) { return run_swiglu(c, be, m); }, {DType::kF32},
-        uniform_tolerance(1e-5));
+        [&](const Backend& be, Mode m) { return run_swiglu(c, be, m); },
+        {DType::kF32, DType::kBF16}, uniform_tolerance(1e-5, 1e-5));
 }
 
 TEST(ConformanceSwiGlu, BackwardMatchesFiniteDifferences) {

@@ -1,10 +1,14 @@
 // bf16 compute against transformers under CPU bf16 autocast (goldens written by
-// tools/make_bf16_parity_goldens.py on the parity fixtures), with bf16 tolerances: logits
-// within 2.5e-2 · max|logit|, loss within 5e-3 relative. Our bf16 keeps linear outputs in fp32
-// where autocast rounds them to bf16, so the two differ by bf16 roundings, not by formula: we
-// measure max|Δlogit| 0.09–0.125 against autocast, while autocast itself is 0.11–0.20 away
-// from the fp32 logits on the same fixtures (max|logit| ≈ 6–7). Gradients are checked against our
-// own fp32 gradients (autocast's are bf16 roundings of the same): per-tensor relative error ≤ 5e-2.
+// tools/make_bf16_parity_goldens.py on the parity fixtures), with bf16 tolerances. Both sides
+// round the same tensors to bf16 (projection inputs and outputs), but at different points (we
+// apply RoPE, the norms and SwiGLU in fp32 to the rounded values; autocast runs RoPE and the
+// activation in bf16), so they differ by independent bf16 roundings, not by formula. Hence two
+// checks on the logits:
+//   - accuracy: our max|Δ| from the fp32 logits (the spec) is no worse than 1.25× autocast's
+//     (measured: ours 0.10–0.14, autocast 0.11–0.20, max|logit| ≈ 6–7);
+//   - agreement: within 3e-2 · max|logit| of autocast (measured 0.11–0.17);
+// and the loss within 5e-3 relative. Gradients are checked against our own fp32 gradients
+// (autocast's are bf16 roundings of the same): per-tensor relative error ≤ 5e-2.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,11 +51,20 @@ TEST_P(Bf16Parity, LogitsAndLossMatchTransformersAutocast) {
     max_ref = std::max(max_ref, std::fabs(double(ref[i])));
     max_diff = std::max(max_diff, std::fabs(double(ref[i]) - double(logits[i])));
   }
+  const std::vector<float> fp32 = batch_file.tensor("logits").to_f32_vector();
+  double ours_fp32 = 0, ac_fp32 = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    ours_fp32 = std::max(ours_fp32, std::fabs(double(fp32[i]) - double(logits[i])));
+    ac_fp32 = std::max(ac_fp32, std::fabs(double(fp32[i]) - double(ref[i])));
+  }
   const double loss = stats.loss_sum / static_cast<double>(stats.count);
   const double ref_loss = expected.tensor("loss").to_f32_vector()[0];
-  std::printf("[bf16] %s: max|Δlogit| %.3g (max|logit| %.3g), loss %.6f vs %.6f\n", GetParam(),
-              max_diff, max_ref, loss, ref_loss);
-  EXPECT_LE(max_diff, 2.5e-2 * max_ref);
+  std::printf(
+      "[bf16] %s: max|Δlogit| %.3g vs autocast (max|logit| %.3g); from fp32: ours %.3g, "
+      "autocast %.3g; loss %.6f vs %.6f\n",
+      GetParam(), max_diff, max_ref, ours_fp32, ac_fp32, loss, ref_loss);
+  EXPECT_LE(ours_fp32, 1.25 * ac_fp32);
+  EXPECT_LE(max_diff, 3e-2 * max_ref);
   EXPECT_LE(std::fabs(loss - ref_loss), 5e-3 * std::fabs(ref_loss));
 }
 

@@ -46,6 +46,19 @@ void on_float_type(const char* op, const View& v, std::initializer_list<View> ot
   fail("ops", std::string(op) + ": no kernel for " + std::string(dtype_name(v.dtype)));
 }
 
+// The mixed-precision form of an elementwise op: bf16 saved inputs, fp32 everything else.
+void require_bf16_inputs_f32_outputs(const char* op, std::initializer_list<View> bf16,
+                                     std::initializer_list<View> f32) {
+  for (const View& v : bf16)
+    if (v.dtype != DType::kBF16)
+      fail("ops", std::string(op) + ": views of mixed dtypes (bf16 and " +
+                      std::string(dtype_name(v.dtype)) + " inputs)");
+  for (const View& v : f32)
+    if (v.dtype != DType::kF32)
+      fail("ops", std::string(op) + ": bf16 inputs need f32 outputs and gradients, got " +
+                      std::string(dtype_name(v.dtype)));
+}
+
 struct MatmulCall {
   const View &c, &a;
   int64_t K;
@@ -138,6 +151,10 @@ void swiglu_forward(View h, View gate, View up) {
   require_cpu("swiglu", {h, gate, up});
   require(h.numel() == gate.numel() && up.numel() == gate.numel(), "swiglu",
           [&] { return "gate " + shape(gate) + ", up " + shape(up) + ", h " + shape(h); });
+  if (gate.dtype == DType::kBF16) {  // bf16 compute: bf16 gate and up, fp32 h
+    require_bf16_inputs_f32_outputs("swiglu", {gate, up}, {h});
+    return cpu::swiglu_forward(h.as<float>(), gate.as<uint16_t>(), up.as<uint16_t>(), gate.numel());
+  }
   on_float_type("swiglu", gate, {h, up}, [&](auto t) {
     using T = decltype(t);
     cpu::swiglu_forward(h.as<T>(), gate.as<T>(), up.as<T>(), gate.numel());
@@ -150,6 +167,11 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
   require(
       dh.numel() == gate.numel() && dgate.numel() == gate.numel() && dup.numel() == gate.numel(),
       "swiglu_backward", [&] { return "gate " + shape(gate) + ", dh " + shape(dh); });
+  if (gate.dtype == DType::kBF16) {
+    require_bf16_inputs_f32_outputs("swiglu_backward", {gate, up}, {dgate, dup, dh});
+    return cpu::swiglu_backward(dgate.as<float>(), dup.as<float>(), dh.as<float>(),
+                                gate.as<uint16_t>(), up.as<uint16_t>(), gate.numel());
+  }
   on_float_type("swiglu_backward", gate, {dgate, dup, dh, up}, [&](auto t) {
     using T = decltype(t);
     cpu::swiglu_backward(dgate.as<T>(), dup.as<T>(), dh.as<T>(), gate.as<T>(), up.as<T>(),
