@@ -15,8 +15,9 @@
 // DataLoader batches. Global row position p of the epoch is order[p % num_rows]: when the rows
 // left do not fill a global batch, it is completed from the start of the same epoch's order
 // (as accelerate does, so every rank takes the same number of steps), or dropped with
-// drop_last (transformers' dataloader_drop_last: only whole global batches). With one process the caller
-// truncates the last, short batch instead (torch's DataLoader does; see Trainer::next_rows).
+// drop_last (transformers' dataloader_drop_last: only whole global batches). With one process
+// the caller truncates the last, short batch instead (torch's DataLoader does; see
+// Trainer::next_rows).
 //
 // The cursor (epoch, position = rows of the epoch's order consumed) is all the state: saving it
 // with a checkpoint and restoring it resumes the exact same batches (transformers'
