@@ -15,7 +15,7 @@ Writes tests/fixtures/trl_parity/:
                "entropy"}, ...]} with the values exactly as the Trainer handed them to its callbacks
                (Python floats of fp32 tensors; nothing rounded).
 
-Run: ~/.venv-sft/bin/python tools/make_trl_train_goldens.py   (CPU, fp32, about a minute)
+Run: ~/.venv-sft/bin/python tools/make_trl_train_goldens.py [config ...]   (CPU, fp32, about a minute)
 
 How TRL 1.16 / transformers 5.24 run these configurations (what `sft train` must reproduce):
 
@@ -26,8 +26,9 @@ truncated to max_length (keep_start). With --packing (strategy bfd) rows longer 
 truncated to max_length and packed best-fit-decreasing into rows of at most max_length tokens, each
 carrying its documents' lengths (seq_lengths); this is the order the packed dataset has.
 --train_sampling_strategy sequential makes the train sampler a SequentialSampler, so micro-batch i holds
-dataset rows [2i, 2i+1] and every epoch repeats the same order (the default is a RandomSampler seeded by
---seed). The dataloader does not drop the last, short batch: 41 unpacked rows give 21 micro-batches per
+dataset rows [2i, 2i+1] and every epoch repeats the same order. The default (random, RANDOM_CONFIGS) is
+accelerate's SeedableRandomSampler: epoch e visits torch.randperm(n) after manual_seed(data_seed or
+seed, + e); tools/make_sampler_goldens.py has the details. The dataloader does not drop the last, short batch: 41 unpacked rows give 21 micro-batches per
 epoch, the last with one row.
 
 Collation. Without packing (padding_free false): rows are right-padded with pad_token_id to the longest
@@ -115,6 +116,22 @@ CONFIGS = {
                            "--lr_scheduler_type", "cosine", "--warmup_steps", "3", "--weight_decay", "0.1",
                            "--max_grad_norm", "0.5"],
 }
+# TRL's default sampler (--train_sampling_strategy random): the order is torch.randperm seeded with
+# data_seed (or seed) + epoch (tools/make_sampler_goldens.py), so these runs also cross epochs on a
+# reshuffled order: 21 micro-batches per epoch unpacked (GAS 4: 6 optimizer steps per epoch, the
+# last with one micro-batch), fewer packed rows with bfd.
+RANDOM_CONFIGS = {
+    "nopack_gas1_random": ["--gradient_accumulation_steps", "1"],
+    "nopack_gas4_random": ["--gradient_accumulation_steps", "4"],
+    "bfd_gas1_random_data_seed": ["--gradient_accumulation_steps", "1", "--packing", "--packing_strategy", "bfd",
+                                  "--data_seed", "7"],
+}
+
+
+def common_flags(strategy: str) -> list[str]:
+    flags = list(COMMON)
+    flags[flags.index("--train_sampling_strategy") + 1] = strategy
+    return flags
 
 WORDS = ("the a of to and in is it you that he was for on are with as his they be at one have this from or "
          "had by word but what some we can out other were all there when up use your how said an each she "
@@ -200,7 +217,7 @@ def flags_to_config(flags: list[str], output_dir: str) -> SFTConfig:
         default = field.default
         if isinstance(default, bool) or name in ("bf16", "packing"):
             typed[name] = value.lower() == "true"
-        elif isinstance(default, int) and not isinstance(default, bool):
+        elif (isinstance(default, int) and not isinstance(default, bool)) or name == "data_seed":
             typed[name] = int(value)
         elif isinstance(default, float) or name in ("learning_rate", "warmup_steps"):
             typed[name] = float(value)
@@ -216,7 +233,12 @@ def first_step_by_hand(dataset, args: SFTConfig) -> dict:
     """Step 1 computed independently: each document of the first window's rows run alone, the token-weighted
     mean NLL over the window, and the global gradient norm of that loss."""
     model = Qwen3ForCausalLM.from_pretrained(MODEL)
-    rows = dataset.select(range(args.per_device_train_batch_size * args.gradient_accumulation_steps))
+    window = args.per_device_train_batch_size * args.gradient_accumulation_steps
+    order = list(range(len(dataset)))
+    if args.train_sampling_strategy == "random":  # epoch 0 of accelerate's SeedableRandomSampler
+        seed = args.data_seed if args.data_seed is not None else args.seed
+        order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(seed)).tolist()
+    rows = dataset.select(order[:window])
     nll, count = torch.zeros(()), 0
     for row in rows:
         ids = torch.tensor(row["input_ids"])
@@ -230,8 +252,8 @@ def first_step_by_hand(dataset, args: SFTConfig) -> dict:
     return {"loss": loss.item(), "grad_norm": grad_norm.item()}
 
 
-def run(name: str, extra: list[str]) -> dict:
-    flags = COMMON + extra
+def run(name: str, extra: list[str], strategy: str = "sequential") -> dict:
+    flags = common_flags(strategy) + extra
     with tempfile.TemporaryDirectory() as tmp:
         args, script = flags_to_config(flags, tmp)
         dataset = load_dataset("json", data_files=str(REPO / script["dataset_name"]), split="train")
@@ -249,14 +271,19 @@ def run(name: str, extra: list[str]) -> dict:
 
 def main() -> None:
     torch.set_num_threads(1)  # a tiny model; more threads only add contention
-    make_fixture()
+    if len(sys.argv) == 1:  # a full run rebuilds the model and data; named configs reuse them
+        make_fixture()
     tokenizer = AutoTokenizer.from_pretrained(MODEL)
     lengths = [len(tokenizer.apply_chat_template(r["messages"], tokenize=True, return_dict=True)["input_ids"])
                for r in make_rows()]
     print(f"{len(lengths)} rows, rendered lengths {min(lengths)}..{max(lengths)}, "
           f"{sum(n > 128 for n in lengths)} longer than 128", file=sys.stderr)
-    for name, extra in CONFIGS.items():
-        golden = run(name, extra)
+    # Optional names on the command line: only those configurations.
+    todo = [(n, e, "sequential") for n, e in CONFIGS.items()] + [(n, e, "random") for n, e in RANDOM_CONFIGS.items()]
+    if len(sys.argv) > 1:
+        todo = [t for t in todo if t[0] in sys.argv[1:]]
+    for name, extra, strategy in todo:
+        golden = run(name, extra, strategy)
         (OUT / f"{name}.json").write_text(json.dumps(golden, indent=1) + "\n")
         first, last = golden["steps"][0], golden["steps"][-1]
         print(f"{name}: loss {first['loss']:.6f} -> {last['loss']:.6f}, grad_norm {first['grad_norm']:.4f}",

@@ -3,7 +3,8 @@
 // A stream is a pure function of (seed, stream id, position): any element can be
 // produced without producing the ones before it, so results do not depend on thread
 // count or scheduling, and a resumed run continues the exact sequence. Every use of
-// randomness in sft (init, shuffling, dropout, sampling) goes through this file.
+// randomness in sft (init, dropout, sampling) goes through this file; the training-row order
+// follows TRL's instead (torch's generator, core/torch_generator.h).
 #pragma once
 
 #include <array>

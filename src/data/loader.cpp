@@ -3,17 +3,44 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/rng.h"
+#include "core/torch_generator.h"
 
 namespace sft::data {
 
 namespace {
-// Separates the shuffle's random stream from other users of the same seed ("shuf" + epoch).
+// sft_philox_v1's stream ("shuf" + epoch), kept so that checkpoints from before TRL's order
+// resume with the rows they started with.
 constexpr uint64_t kShuffleStream = 0x7368756600000000ull;
+
+LoaderOrder order_for(const LoaderOptions& o) {
+  return o.shuffle ? LoaderOrder::torch_randperm : LoaderOrder::sequential;
+}
+
+LoaderOrder parse_order(const std::string& name) {
+  for (LoaderOrder o :
+       {LoaderOrder::sequential, LoaderOrder::torch_randperm, LoaderOrder::sft_philox_v1})
+    if (name == loader_order_name(o)) return o;
+  fail("data", "cannot resume the data loader: the checkpoint's data order '" + name +
+                   "' is unknown to this version of sft (hint: resume with the sft that saved it)");
+}
 }  // namespace
 
+const char* loader_order_name(LoaderOrder order) {
+  switch (order) {
+    case LoaderOrder::sequential:
+      return "sequential";
+    case LoaderOrder::torch_randperm:
+      return "torch_randperm";
+    case LoaderOrder::sft_philox_v1:
+      return "sft_philox_v1";
+  }
+  return "?";
+}
+
 Loader::Loader(uint64_t num_rows, const LoaderOptions& options)
-    : num_rows_(num_rows), options_(options) {
+    : num_rows_(num_rows), options_(options), order_kind_(order_for(options)) {
   if (num_rows == 0) fail("data", "the training dataset has no rows");
   if (options.batch_size == 0) fail("data", "per_device_train_batch_size must be at least 1");
   if (options.world_size == 0 || options.rank >= options.world_size)
@@ -31,11 +58,25 @@ uint64_t Loader::steps_per_epoch() const {
 }
 
 std::vector<uint64_t> Loader::epoch_order(uint64_t epoch) const {
+  switch (order_kind_) {
+    case LoaderOrder::torch_randperm: {
+      // SeedableRandomSampler: manual_seed(initial_seed + epoch), then randperm. Python's
+      // unbounded sum and uint64_t's wrap agree on the low 32 bits, all torch keeps.
+      TorchGenerator gen(options_.seed + epoch);
+      return torch_randperm(num_rows_, gen);
+    }
+    case LoaderOrder::sft_philox_v1: {
+      std::vector<uint64_t> order(num_rows_);
+      std::iota(order.begin(), order.end(), uint64_t{0});
+      Rng rng(options_.seed, kShuffleStream + epoch);
+      for (uint64_t i = num_rows_ - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+      return order;
+    }
+    case LoaderOrder::sequential:
+      break;
+  }
   std::vector<uint64_t> order(num_rows_);
   std::iota(order.begin(), order.end(), uint64_t{0});
-  if (!options_.shuffle) return order;
-  Rng rng(options_.seed, kShuffleStream + epoch);
-  for (uint64_t i = num_rows_ - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
   return order;
 }
 
@@ -72,7 +113,8 @@ Json Loader::cursor_to_json() const {
   return {{"epoch", cursor_.epoch},
           {"position", cursor_.position},
           {"num_rows", num_rows_},
-          {"seed", options_.seed}};
+          {"seed", options_.seed},
+          {"order", loader_order_name(order_kind_)}};
 }
 
 void Loader::restore_from_json(const Json& state) {
@@ -84,7 +126,27 @@ void Loader::restore_from_json(const Json& state) {
                        ", this run has " + std::to_string(num_rows_) + " rows and seed " +
                        std::to_string(options_.seed) +
                        " (hint: resume with the same dataset, preparation options and seed)");
+    // A state without "order" predates TRL's order: a shuffled run then used sft_philox_v1.
+    const LoaderOrder wanted = order_for(options_);
+    const LoaderOrder saved =
+        state.contains("order")
+            ? parse_order(state.at("order").get<std::string>())
+            : (options_.shuffle ? LoaderOrder::sft_philox_v1 : LoaderOrder::sequential);
+    const bool legacy_shuffle = saved == LoaderOrder::sft_philox_v1 && options_.shuffle;
+    if (saved != wanted && !legacy_shuffle)
+      fail("data",
+           std::string("cannot resume the data loader: the checkpoint was saved with the ") +
+               loader_order_name(saved) + " data order, this run uses " +
+               loader_order_name(wanted) +
+               " (hint: resume with the same --train_sampling_strategy)");
     restore({state.at("epoch").get<uint64_t>(), state.at("position").get<uint64_t>()});
+    if (saved != order_kind_) {
+      log_warn(
+          "resuming a checkpoint saved before sft followed TRL's data order: it keeps "
+          "the shuffle it started with (new runs visit rows in TRL's order)");
+      order_kind_ = saved;
+      cached_epoch_ = UINT64_MAX;
+    }
   } catch (const Json::exception& e) {
     fail("data", std::string("malformed data loader state in the checkpoint: ") + e.what());
   }

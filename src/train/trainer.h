@@ -7,7 +7,7 @@
 //   give the same loss and gradients, and the logged loss is Σ loss / N of the step.
 //   Per step: clip_grad_norm (grad_norm logged before clipping), AdamW at lr × factor(step),
 //   then the scheduler advances. Steps and epochs from plan_steps; row order from
-//   data::Loader (seeded shuffle per epoch; shuffle off for parity tests).
+//   data::Loader (TRL's seeded order per epoch, or sequential).
 //
 // Logging (every logging_steps, + logging_first_step): HF's log_history keys — loss (mean
 // over the steps since the last log), grad_norm, learning_rate (the one this step used),

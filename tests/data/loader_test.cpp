@@ -1,4 +1,5 @@
-// The loader: per-epoch permutations from the seed, rank sharding, exact resume.
+// The loader: per-epoch permutations from the seed, rank sharding, exact resume, the order
+// kind saved with the cursor (loader_trl_order_test.cpp checks the order against TRL).
 #include "data/loader.h"
 
 #include <gmock/gmock.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/rng.h"
 #include "data_test_util.h"
 
 namespace sft::data {
@@ -84,6 +86,46 @@ TEST(Loader, ResumeGivesTheSameBatches) {
                 b.restore({0, 1});
               }),
               ::testing::HasSubstr("not the start of a step"));
+}
+
+TEST(Loader, CheckpointsFromBeforeTrlsOrderKeepTheirShuffle) {
+  // A cursor saved before the order kind was recorded: that run shuffled with Fisher-Yates
+  // over sft::Rng (stream "shuf" + epoch), and resuming must replay exactly those rows.
+  const Json old = {{"epoch", 1}, {"position", 6}, {"num_rows", 17}, {"seed", 3}};
+  LoaderOptions o;
+  o.batch_size = 3;
+  o.seed = 3;
+  Loader loader(17, o);
+  EXPECT_EQ(loader.order(), LoaderOrder::torch_randperm);
+  loader.restore_from_json(old);
+  EXPECT_EQ(loader.order(), LoaderOrder::sft_philox_v1);
+  std::vector<uint64_t> expected(17);
+  for (uint64_t i = 0; i < 17; ++i) expected[i] = i;
+  Rng rng(3, 0x7368756600000000ull + 1);
+  for (uint64_t i = 16; i > 0; --i) std::swap(expected[i], expected[rng.below(i + 1)]);
+  EXPECT_EQ(loader.next_batch(), (std::vector<uint64_t>{expected[6], expected[7], expected[8]}));
+  EXPECT_EQ(loader.cursor_to_json().at("order"), "sft_philox_v1");  // and stays so
+  // Sequential runs had no shuffle to remember.
+  o.shuffle = false;
+  Loader sequential(17, o);
+  sequential.restore_from_json(old);
+  EXPECT_EQ(sequential.order(), LoaderOrder::sequential);
+}
+
+TEST(Loader, ResumeRefusesAnotherOrder) {
+  LoaderOptions o;
+  o.shuffle = false;
+  Json saved = Loader(20, o).cursor_to_json();
+  EXPECT_EQ(saved.at("order"), "sequential");
+  o.shuffle = true;
+  Loader shuffled(20, o);
+  EXPECT_THAT(test_util::error_of([&] { shuffled.restore_from_json(saved); }),
+              ::testing::HasSubstr("saved with the sequential data order, this run uses "
+                                   "torch_randperm (hint: resume with the same "
+                                   "--train_sampling_strategy)"));
+  saved["order"] = "zigzag";
+  EXPECT_THAT(test_util::error_of([&] { shuffled.restore_from_json(saved); }),
+              ::testing::HasSubstr("data order 'zigzag' is unknown"));
 }
 
 }  // namespace
