@@ -25,6 +25,8 @@
 #include "core/rng.h"
 #include "data/prepare.h"
 #include "dist/comm.h"
+#include "dist/groups.h"
+#include "dist/launch.h"
 #include "model/model_dir.h"
 #include "model/transformer.h"
 #include "ops/profile.h"
@@ -128,13 +130,22 @@ int run_train(const Args& argv) {
     }
   }
   TrainingArgs args = parse_training_args(argv);
+  // Distributed: --nproc_per_node N re-launches under mpirun; under mpirun every rank joins
+  // the world and trains in its data-parallel group (dist/groups.h).
+  if (args.nproc_per_node && *args.nproc_per_node > 1 && !under_mpi_launcher())
+    relaunch_under_mpirun(static_cast<int>(*args.nproc_per_node), without_nproc_flag(argv));
+  std::unique_ptr<Comm> world = make_comm_from_environment();
+  world->set_timeout(args.ddp_timeout);
+  ParallelGroups groups = make_parallel_groups(*world, static_cast<int>(args.tp_size));
+  groups.dp->set_timeout(args.ddp_timeout);
+  Comm* comm = groups.dp.get();
   if (args.use_peft)
     fail("train",
          "--use_peft true: LoRA is not implemented yet in sft.cpp (hint: use --use_peft false "
          "for full fine-tuning)");
   if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
   check_output_dir(args);
-  std::unique_ptr<Comm> comm = make_comm_from_environment();
+  world->barrier();  // every rank has checked output_dir before rank 0 writes into it
   if (args.fp16)
     log_info(
         "[train] --fp16: the CPU backend has no fp16 kernels; it computes in fp32 "
@@ -152,8 +163,11 @@ int run_train(const Args& argv) {
     tokenizer_config = text::TokenizerConfig::from_file(dir.path);
 
   const bool eval_packing = args.eval_packing.value_or(args.packing);
+  // Rank 0 fills the token cache first; the other ranks then read it instead of re-encoding.
+  if (world->rank() != 0) world->barrier();
   std::shared_ptr<data::PreparedDataset> train_rows = data::prepare_dataset(
       prepare_options(args, dir.path, args.dataset_train_split, args.packing));
+  if (world->rank() == 0) world->barrier();
   if (comm->rank() == 0) std::fprintf(stderr, "%s\n", train_rows->report().to_text().c_str());
   std::shared_ptr<data::PreparedDataset> eval_rows;
   if (args.eval_strategy != "no") {
@@ -184,7 +198,7 @@ int run_train(const Args& argv) {
   setup.model = &model;
   setup.train = train_rows.get();
   setup.eval = eval_rows.get();
-  setup.comm = comm.get();
+  setup.comm = comm;
   setup.shuffle = args.train_sampling_strategy != "sequential";
   setup.batching.padding_free = args.padding_free || args.packing;
   setup.batching.pad_to_multiple_of = args.pad_to_multiple_of;
