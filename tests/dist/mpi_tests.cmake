@@ -9,3 +9,15 @@ foreach(np 2 3)
   set_tests_properties(dist.comm_np${np} PROPERTIES ENVIRONMENT "${SFT_MPI_TEST_ENV}" TIMEOUT 120
                        PROCESSORS ${np})
 endforeach()
+
+add_executable(sft_compare_weights ${CMAKE_CURRENT_SOURCE_DIR}/dist/compare_weights.cpp)
+target_link_libraries(sft_compare_weights PRIVATE sft sft_warnings)
+foreach(case parity zero1 packing resume faults)
+  add_test(NAME dist.train_${case}
+    COMMAND ${CMAKE_COMMAND} -DSFT=$<TARGET_FILE:sft_cli> -DMPIRUN=${SFT_MPIRUN}
+            -DCOMPARE=$<TARGET_FILE:sft_compare_weights> -DROOT=${PROJECT_SOURCE_DIR}
+            -DWORK=${CMAKE_CURRENT_BINARY_DIR}/output/dist_train_${case} -DCASE=${case}
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/dist/train_mpi.cmake)
+  set_tests_properties(dist.train_${case} PROPERTIES ENVIRONMENT "${SFT_MPI_TEST_ENV}"
+                       TIMEOUT 240 PROCESSORS 2)
+endforeach()
