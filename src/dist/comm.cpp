@@ -3,6 +3,7 @@
 // rank order, and the sums go back to everyone (gather_all). That is a reduce-scatter and
 // an all-gather, the bandwidth of a ring all-reduce, with a reduction order fixed by rank
 // so every rank gets the same bits.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -59,6 +60,18 @@ Layout shard_layout(size_t n, int size) {
   }
   return l;
 }
+// The parts of the whole-array shards (of n elements) inside the bucket [b0, b0 + len),
+// relative to b0.
+Layout bucket_of_shards(size_t n, size_t b0, size_t len, int size) {
+  Layout l;
+  for (int r = 0; r < size; ++r) {
+    const ShardRange s = shard_of(n, r, size);
+    const size_t lo = std::max(s.begin, b0), hi = std::min(s.end, b0 + len);
+    l.counts.push_back(hi > lo ? hi - lo : 0);
+    l.displs.push_back(hi > lo ? lo - b0 : 0);
+  }
+  return l;
+}
 
 }  // namespace
 
@@ -67,15 +80,17 @@ void Comm::reduce_shards(std::span<T> values, bool gather, const char* what) {
   const int n_ranks = size();
   if (n_ranks == 1 || values.empty()) return;
   CollectiveScope scope(watchdog_.get(), what, values.size());
-  // ZeRO-1's reduce-scatter must keep the whole-array shard layout, so it goes in one piece;
-  // all-reduces go in buckets.
-  const size_t bucket = gather ? kBucketElements : values.size();
+  // An all-reduce splits every bucket evenly over the ranks (all of them work on each
+  // bucket). A reduce-scatter must leave the whole-array shards (ZeRO-1's layout), so each
+  // bucket carries the parts of those shards that fall inside it.
   std::vector<T> recv;
-  for (size_t b0 = 0; b0 < values.size(); b0 += bucket) {
-    const size_t len = std::min(bucket, values.size() - b0);
+  for (size_t b0 = 0; b0 < values.size(); b0 += kBucketElements) {
+    const size_t len = std::min(kBucketElements, values.size() - b0);
     T* data = values.data() + b0;
-    const Layout send = shard_layout(len, n_ranks);
-    const ShardRange mine = shard_of(len, rank(), n_ranks);
+    const Layout send =
+        gather ? shard_layout(len, n_ranks) : bucket_of_shards(values.size(), b0, len, n_ranks);
+    const ShardRange mine = {send.displs[size_t(rank())],
+                             send.displs[size_t(rank())] + send.counts[size_t(rank())]};
     // From every rank, its copy of my shard, rank-major.
     Layout from;
     for (int r = 0; r < n_ranks; ++r) {

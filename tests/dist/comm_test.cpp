@@ -98,6 +98,21 @@ TEST(Comm, ReduceScatterFillsOnlyTheOwnShard) {
   EXPECT_EQ(bad, 0u);
 }
 
+TEST(Comm, ReduceScatterOverSeveralBucketsKeepsTheWholeArrayShards) {
+  Comm& c = world();
+  const size_t n = 2 * Comm::kBucketElements + 5;
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = float(i % 1000) * float(c.rank() + 1);
+  c.reduce_scatter_sum(v);
+  const ShardRange mine = c.my_shard(n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool own = i >= mine.begin && i < mine.end;
+    bad += v[i] != float(i % 1000) * float(own ? rank_sum(c.size()) : c.rank() + 1);
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
 TEST(Comm, AllGatherAssemblesTheShards) {
   Comm& c = world();
   const size_t n = 1001;
