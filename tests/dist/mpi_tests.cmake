@@ -21,3 +21,11 @@ foreach(case parity zero1 packing resume faults)
   set_tests_properties(dist.train_${case} PROPERTIES ENVIRONMENT "${SFT_MPI_TEST_ENV}"
                        TIMEOUT 240 PROCESSORS 2)
 endforeach()
+
+# Across hosts: two network namespaces joined by a veth pair (root only; skipped otherwise).
+add_test(NAME dist.two_hosts_netns
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/dist/netns_2host.sh $<TARGET_FILE:sft_cli>
+          $<TARGET_FILE:sft_dist_tests> $<TARGET_FILE:sft_compare_weights> ${PROJECT_SOURCE_DIR}
+          ${CMAKE_CURRENT_BINARY_DIR}/output/dist_two_hosts)
+set_tests_properties(dist.two_hosts_netns PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240
+                     PROCESSORS 2 RUN_SERIAL TRUE)
