@@ -219,6 +219,7 @@ int run_train(const Args& argv) {
   // SFT_PROFILE=1: where the training steps' time went, op by op (before export adds to it).
   if (ops::profiling() && comm->rank() == 0) std::fputs(ops::op_profile_table().c_str(), stderr);
   if (result.interrupted) {
+    if (world->rank() != 0) return 0;  // rank 0 wrote the checkpoint and says where
     std::fprintf(stderr, "stopped at step %lld; checkpoint %s\nresume with:\n  %s\n",
                  static_cast<long long>(result.global_step), result.last_checkpoint.c_str(),
                  resume_command(argv, result.last_checkpoint).c_str());

@@ -313,7 +313,10 @@ TrainResult Trainer::train() {
     if (log_) log_->progress(step, st.loss, now_s() - start, steps_this_session_);
     if ((eval_steps && (step % plan_.eval_steps == 0 || last)) || (eval_epoch && epoch_hook))
       evaluate();
-    const bool stop = stop_requested();
+    // Every rank must stop after the same step (a signal reaches them at different times).
+    std::vector<int64_t> stop_votes = {stop_requested() ? 1 : 0};
+    comm_->all_reduce_sum(std::span<int64_t>(stop_votes));
+    const bool stop = stop_votes[0] > 0;
     if ((save_steps && (step % plan_.save_steps == 0 || last)) || (save_epoch && epoch_hook) ||
         stop)
       save();

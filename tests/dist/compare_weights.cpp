@@ -1,8 +1,9 @@
 // sft_compare_weights A B TOL: compares two model folders' safetensors weights (the same
 // names and shapes) and exits 1 when a tensor's max |a - b| exceeds TOL × max |a| (TOL 0:
 // bit for bit). Prints the worst relative difference.
-// sft_compare_weights --metrics A B TOL: the same for the per-step loss and grad_norm of
-// two runs' trainer_state.json log_history (the same steps). Used by tests/dist/train_mpi.cmake.
+// sft_compare_weights --metrics A B TOL: the same for the per-step loss, grad_norm,
+// mean_token_accuracy, entropy and num_tokens of two runs' trainer_state.json log_history (the same
+// steps). Used by tests/dist/train_mpi.cmake.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -28,7 +29,8 @@ int compare_metrics(const std::string& a_dir, const std::string& b_dir, double t
       std::fprintf(stderr, "step %s is not in %s\n", ea.at("step").dump().c_str(), b_dir.c_str());
       return 1;
     }
-    for (const char* key : {"loss", "grad_norm"}) {
+    for (const char* key : {"loss", "grad_norm", "mean_token_accuracy", "entropy", "num_tokens"}) {
+      if (!ea.contains(key) || !eb->contains(key)) continue;
       const double x = ea.at(key).get<double>(), y = eb->at(key).get<double>();
       const double rel = std::fabs(x - y) / std::max(std::fabs(x), 1e-12);
       if (rel > tol)
@@ -37,7 +39,9 @@ int compare_metrics(const std::string& a_dir, const std::string& b_dir, double t
     }
     ++steps;
   }
-  std::printf("%d steps, max relative difference of loss and grad_norm %.3g\n", steps, worst);
+  std::printf(
+      "%d steps, max relative difference of loss, grad_norm, accuracy, entropy, num_tokens %.3g\n",
+      steps, worst);
   return steps > 0 && worst <= tol ? 0 : 1;
 }
 
