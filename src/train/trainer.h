@@ -38,8 +38,8 @@
 // so all stop before the update. With --zero_stage 1 the gradients are reduce-scattered
 // instead and optim/zero1.h updates each rank's shard.
 //
-// Test hook: SFT_TEST_FAULT=<kill|hang|nan>:<rank>:<step> makes that rank SIGKILL itself,
-// stop before the gradient reduction, or see a NaN loss at that step (tests/dist).
+// Test hook: SFT_TEST_FAULT=<kill|hang|nan|term>:<rank>:<step> makes that rank SIGKILL itself,
+// stop before the gradient reduction, see a NaN loss, or get SIGTERM at that step (tests/dist).
 // Test hook: SFT_TEST_KILL_DURING_SAVE=<step> raises SIGKILL while checkpoint-<step> is
 // being written (after its files, before the rename), to test resuming after a crash.
 #pragma once
@@ -169,7 +169,7 @@ class Trainer {
   double tokens_since_log_ = 0, flops_since_log_ = 0, seconds_since_log_ = 0;
   int64_t steps_this_session_ = 0;
   std::string last_checkpoint_;
-  // SFT_TEST_FAULT on this rank: 'k'ill, 'h'ang or 'n'an at test_fault_step_ (0: none).
+  // SFT_TEST_FAULT on this rank: 'k'ill, 'h'ang, 'n'an or 't'erm at test_fault_step_.
   char test_fault_ = 0;
   int64_t test_fault_step_ = -1;
 };

@@ -9,7 +9,8 @@
 #   resume   a 2-rank run resumed from its checkpoint-3 equals the uninterrupted run bit for
 #            bit; resuming it on 1 rank fails naming both world sizes
 #   faults   a rank SIGKILLed, a rank hung (with --ddp_timeout 3), a NaN loss on one rank:
-#            every run exits non-zero in bounded time with the cause named, no process left
+#            every run exits non-zero in bounded time with the cause named, no process left;
+#            SIGTERM to one rank: all stop after the same step, checkpoint saved, exit 0
 # Usage: cmake -DSFT=sft -DMPIRUN=mpirun -DCOMPARE=sft_compare_weights -DROOT=repo
 #              -DWORK=scratch -DCASE=parity -P train_mpi.cmake
 # The learning rate is small on purpose: Adam turns the last-bit differences of a
@@ -157,6 +158,14 @@ elseif(CASE STREQUAL "faults")
   run(2 fail ${F} --output_dir "${WORK}/nan")
   if(NOT run_out MATCHES "non-finite step 3" OR EXISTS "${WORK}/nan/checkpoint-4")
     message(FATAL_ERROR "a NaN loss on rank 1 did not stop every rank:\n${run_out}")
+  endif()
+  no_leftovers()
+
+  # SIGTERM reaching rank 1 only: both ranks stop after the same step, rank 0 saves it.
+  set(ENV{SFT_TEST_FAULT} "term:1:3")
+  run(2 0 ${F} --output_dir "${WORK}/term")
+  if(NOT run_out MATCHES "stopped at step 3" OR NOT EXISTS "${WORK}/term/checkpoint-3")
+    message(FATAL_ERROR "a stop request to one rank did not stop both at step 3:\n${run_out}")
   endif()
   no_leftovers()
   unset(ENV{SFT_TEST_FAULT})
