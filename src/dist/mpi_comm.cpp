@@ -7,6 +7,9 @@
 // an exception (this rank failed), finalize is skipped on purpose: finalizing waits for
 // the peers, which may be blocked in a collective this rank will never join; exiting
 // non-zero instead makes mpirun stop the whole job.
+// The C API only: skip the deprecated C++ bindings (they do not compile warning-free).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <climits>
