@@ -79,7 +79,7 @@ template <typename T, typename Acc>
 void Comm::reduce_shards(std::span<T> values, bool gather, const char* what) {
   const int n_ranks = size();
   if (n_ranks == 1 || values.empty()) return;
-  CollectiveScope scope(watchdog_.get(), what, values.size());
+  CollectiveScope scope(watchdog_.get(), &collective_s_, what, values.size());
   // An all-reduce splits every bucket evenly over the ranks (all of them work on each
   // bucket). A reduce-scatter must leave the whole-array shards (ZeRO-1's layout), so each
   // bucket carries the parts of those shards that fall inside it.
@@ -117,7 +117,7 @@ void Comm::reduce_shards(std::span<T> values, bool gather, const char* what) {
 template <typename T>
 void Comm::gather_shards(std::span<T> values, const char* what) {
   if (size() == 1 || values.empty()) return;
-  CollectiveScope scope(watchdog_.get(), what, values.size());
+  CollectiveScope scope(watchdog_.get(), &collective_s_, what, values.size());
   const Layout l = shard_layout(values.size(), size());
   gather_all(values.data(), l.counts, l.displs, sizeof(T));
 }
@@ -146,18 +146,18 @@ void Comm::all_gather(std::span<uint16_t> v) {
 
 void Comm::broadcast(std::span<float> v, int root) {
   if (size() == 1) return;
-  CollectiveScope scope(watchdog_.get(), "broadcast(f32)", v.size());
+  CollectiveScope scope(watchdog_.get(), &collective_s_, "broadcast(f32)", v.size());
   broadcast_bytes(v.data(), v.size_bytes(), root);
 }
 void Comm::broadcast(std::span<int64_t> v, int root) {
   if (size() == 1) return;
-  CollectiveScope scope(watchdog_.get(), "broadcast(i64)", v.size());
+  CollectiveScope scope(watchdog_.get(), &collective_s_, "broadcast(i64)", v.size());
   broadcast_bytes(v.data(), v.size_bytes(), root);
 }
 
 void Comm::barrier() {
   if (size() == 1) return;
-  CollectiveScope scope(watchdog_.get(), "barrier", 0);
+  CollectiveScope scope(watchdog_.get(), &collective_s_, "barrier", 0);
   do_barrier();
 }
 

@@ -67,6 +67,9 @@ class Comm {
   // The watchdog's limit for any one collective (seconds; <= 0 turns it off).
   void set_timeout(double seconds);
   ShardRange my_shard(size_t n) const { return shard_of(n, rank(), size()); }
+  // Wall seconds this rank has spent inside collectives (waiting included), for the
+  // communication share of a step.
+  double collective_seconds() const { return collective_s_; }
 
  protected:
   // Data movement, in elements of elem_size bytes (1, 2, 4 or 8). Counts and displacements
@@ -91,6 +94,7 @@ class Comm {
   void gather_shards(std::span<T> values, const char* what);
 
   std::unique_ptr<CollectiveWatchdog> watchdog_;
+  double collective_s_ = 0;
   friend class CollectiveScope;
 };
 

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/clock.h"
+
 namespace sft {
 
 class CollectiveWatchdog {
@@ -36,20 +38,24 @@ class CollectiveWatchdog {
   std::thread thread_;
 };
 
-// Marks one collective for the watchdog (no-op without one).
+// Marks one collective for the watchdog (if any) and adds its wall time to *seconds.
 class CollectiveScope {
  public:
-  CollectiveScope(CollectiveWatchdog* w, const char* name, size_t elements) : w_(w) {
+  CollectiveScope(CollectiveWatchdog* w, double* seconds, const char* name, size_t elements)
+      : w_(w), seconds_(seconds), t0_(now_s()) {
     if (w_) w_->begin(name, elements);
   }
   ~CollectiveScope() {
     if (w_) w_->end();
+    *seconds_ += now_s() - t0_;
   }
   CollectiveScope(const CollectiveScope&) = delete;
   CollectiveScope& operator=(const CollectiveScope&) = delete;
 
  private:
   CollectiveWatchdog* w_;
+  double* seconds_;
+  double t0_;
 };
 
 }  // namespace sft

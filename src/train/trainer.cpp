@@ -245,6 +245,10 @@ void Trainer::log_train(const StepStats& last, double step_time_s) {
     full["tokens_per_second"] = tokens_since_log_ / secs;
     full["step_time_s"] = step_time_s;
     full["gflops"] = flops_since_log_ / secs / 1e9;
+    if (comm_->size() > 1) {  // rank 0's share of the time in collectives, waiting included
+      full["comm_time_s"] = comm_->collective_seconds() - comm_seconds_at_log_;
+      comm_seconds_at_log_ = comm_->collective_seconds();
+    }
     log_->log(full);
   }
   tokens_since_log_ = flops_since_log_ = seconds_since_log_ = 0;

@@ -12,7 +12,8 @@
 // Logging (every logging_steps, + logging_first_step): HF's log_history keys — loss (mean
 // over the steps since the last log), grad_norm, learning_rate (the one this step used),
 // epoch, step — TRL's num_tokens, mean_token_accuracy, entropy (means over the micro-batches
-// since the last log), plus "tokens_per_second", "step_time_s" and "gflops" (achieved model
+// since the last log), plus "tokens_per_second", "step_time_s", "comm_time_s" (seconds in
+// collectives since the last log, several ranks only) and "gflops" (achieved model
 // FLOP/s: 6 · matmul parameters · tokens + causal attention 6 · 2·H·D·n(n+1)/2 per layer and
 // document; recomputation by gradient checkpointing not counted). Eval logs eval_loss
 // (mean of per-batch mean losses weighted by rows, as HF), eval_mean_token_accuracy,
@@ -167,6 +168,7 @@ class Trainer {
   int consecutive_nonfinite_ = 0;
   // Speed, since the last log (not saved: wall-clock).
   double tokens_since_log_ = 0, flops_since_log_ = 0, seconds_since_log_ = 0;
+  double comm_seconds_at_log_ = 0;  // comm_->collective_seconds() at the last log
   int64_t steps_this_session_ = 0;
   std::string last_checkpoint_;
   // SFT_TEST_FAULT on this rank: 'k'ill, 'h'ang, 'n'an or 't'erm at test_fault_step_.
