@@ -135,9 +135,7 @@ int run_train(const Args& argv) {
   if (args.nproc_per_node && *args.nproc_per_node > 1 && !under_mpi_launcher())
     relaunch_under_mpirun(static_cast<int>(*args.nproc_per_node), without_nproc_flag(argv));
   std::unique_ptr<Comm> world = make_comm_from_environment();
-  world->set_timeout(args.ddp_timeout);
   ParallelGroups groups = make_parallel_groups(*world, static_cast<int>(args.tp_size));
-  groups.dp->set_timeout(args.ddp_timeout);
   Comm* comm = groups.dp.get();
   if (args.use_peft)
     fail("train",
@@ -209,6 +207,10 @@ int run_train(const Args& argv) {
   // --dtype.
   setup.export_options = export_options_from_args(args, dir.path, dir.path);
 
+  // --ddp_timeout covers training, not data preparation (rank 0 may encode for long while the
+  // others wait at the barrier above).
+  world->set_timeout(args.ddp_timeout);
+  comm->set_timeout(args.ddp_timeout);
   install_stop_signal_handlers();
   TrainResult result;
   {

@@ -175,7 +175,8 @@ OptionSet training_options(TrainingArgs& a) {
                         "TRL's accelerate config name: zero1, multi_gpu or single_gpu");
   o.add_float("ddp_timeout", &a.ddp_timeout, dist,
               "seconds one collective may wait before every rank stops (0: never)");
-  o.add_int("tp_size", &a.tp_size, dist, "tensor parallel size (default: $TP_SIZE or 1)");
+  o.add_int("tp_size", &a.tp_size, dist,
+            "tensor parallel size ($TP_SIZE when not given; > 1 not yet)");
   return o;
 }
 

@@ -21,15 +21,18 @@ int compare_metrics(const std::string& a_dir, const std::string& b_dir, double t
   double worst = 0;
   int steps = 0;
   for (const sft::Json& ea : a.at("log_history")) {
-    if (!ea.contains("loss")) continue;
+    const char* kind = ea.contains("loss") ? "loss" : ea.contains("eval_loss") ? "eval_loss" : "";
+    if (*kind == 0) continue;
     const sft::Json* eb = nullptr;
     for (const sft::Json& e : b.at("log_history"))
-      if (e.contains("loss") && e.at("step") == ea.at("step")) eb = &e;
+      if (e.contains(kind) && e.at("step") == ea.at("step")) eb = &e;
     if (eb == nullptr) {
-      std::fprintf(stderr, "step %s is not in %s\n", ea.at("step").dump().c_str(), b_dir.c_str());
+      std::fprintf(stderr, "%s of step %s is not in %s\n", kind, ea.at("step").dump().c_str(),
+                   b_dir.c_str());
       return 1;
     }
-    for (const char* key : {"loss", "grad_norm", "mean_token_accuracy", "entropy", "num_tokens"}) {
+    for (const char* key : {"loss", "grad_norm", "mean_token_accuracy", "entropy", "num_tokens",
+                            "eval_loss", "eval_mean_token_accuracy", "eval_entropy"}) {
       if (!ea.contains(key) || !eb->contains(key)) continue;
       const double x = ea.at(key).get<double>(), y = eb->at(key).get<double>();
       const double rel = std::fabs(x - y) / std::max(std::fabs(x), 1e-12);
@@ -39,9 +42,7 @@ int compare_metrics(const std::string& a_dir, const std::string& b_dir, double t
     }
     ++steps;
   }
-  std::printf(
-      "%d steps, max relative difference of loss, grad_norm, accuracy, entropy, num_tokens %.3g\n",
-      steps, worst);
+  std::printf("%d log entries, max relative difference of the metrics %.3g\n", steps, worst);
   return steps > 0 && worst <= tol ? 0 : 1;
 }
 

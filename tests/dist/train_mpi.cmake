@@ -1,8 +1,8 @@
 # `sft train` under mpirun on the tiny Qwen3 of tests/fixtures/generate_text: one case per
 # ctest entry (CASE), each well under a minute on 2 oversubscribed cores.
 #   parity   np 1 vs 2 vs 4 (and --nproc_per_node 2) at the same global batch of 4 rows:
-#            per-step loss and grad_norm within 1e-5 relative over 10 steps, final weights
-#            within 1e-5
+#            per-step loss, grad_norm, accuracy, entropy, num_tokens within 1e-5 relative over
+#            10 steps, final weights within 1e-5; eval metrics of np 1 vs 2
 #   zero1    --zero_stage 1 vs plain DP on 2 ranks (same tolerances); optimizer state per
 #            rank halves; --accelerate_config zero1 is the same run; stage 2 is refused
 #   packing  np 1 vs 2 with --packing
@@ -84,6 +84,12 @@ if(CASE STREQUAL "parity")
   endforeach()
   # The same layout twice: the same bits.
   same_weights("${WORK}/np2" "${WORK}/nproc2" 0)
+  # Evaluation: each rank scores every n-th eval batch; the sums give one process's metrics.
+  set(E --max_steps 4 --save_strategy no --eval_strategy steps --eval_steps 2
+      --eval_split_ratio 0.25 --per_device_eval_batch_size 1)
+  run(0 0 ${COMMON} ${E} --per_device_train_batch_size 4 --output_dir "${WORK}/eval1")
+  run(2 0 ${COMMON} ${E} --per_device_train_batch_size 2 --output_dir "${WORK}/eval2")
+  same_metrics("${WORK}/eval1" "${WORK}/eval2" 1e-5)
 elseif(CASE STREQUAL "zero1")
   run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/dp")
   string(REGEX MATCH "optimizer state ([0-9]+) bytes per rank" _ "${run_out}")
