@@ -3,8 +3,9 @@
 #   parity   np 1 vs 2 vs 4 (and --nproc_per_node 2) at the same global batch of 4 rows:
 #            per-step loss, grad_norm, accuracy, entropy, num_tokens within 1e-5 relative over
 #            10 steps, final weights within 1e-5; eval metrics of np 1 vs 2
-#   zero1    --zero_stage 1 vs plain DP on 2 ranks (same tolerances); optimizer state per
-#            rank halves; --accelerate_config zero1 is the same run; stage 2 is refused
+#   zero1    --zero_stage 1 vs plain DP on 2 ranks (same tolerances; in fact the same weights),
+#            also in bf16 with gradient checkpointing; optimizer state per rank halves;
+#            --accelerate_config zero1 is the same run; stage 2 and tp_size 2 are refused
 #   packing  np 1 vs 2 with --packing
 #   resume   a 2-rank run resumed from its checkpoint-3 equals the uninterrupted run bit for
 #            bit; resuming it on 1 rank fails naming both world sizes
@@ -108,6 +109,12 @@ elseif(CASE STREQUAL "zero1")
   run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/acc"
       --accelerate_config zero1)
   same_weights("${WORK}/z1" "${WORK}/acc" 0)
+  # bf16 compute with gradient checkpointing: the all-gathered bf16 copies are the same too.
+  set(B ${STEPS} --per_device_train_batch_size 2 --bf16 true --gradient_checkpointing true)
+  run(2 0 ${COMMON} ${B} --output_dir "${WORK}/dp_bf16")
+  run(2 0 ${COMMON} ${B} --output_dir "${WORK}/z1_bf16" --zero_stage 1)
+  same_metrics("${WORK}/dp_bf16" "${WORK}/z1_bf16" 1e-12)
+  same_weights("${WORK}/dp_bf16" "${WORK}/z1_bf16" 0)
   run(0 fail ${COMMON} ${STEPS} --output_dir "${WORK}/z2" --zero_stage 2)
   if(NOT run_out MATCHES "only ZeRO stages 0 and 1")
     message(FATAL_ERROR "--zero_stage 2 is not refused clearly:\n${run_out}")
