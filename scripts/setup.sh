@@ -14,6 +14,7 @@ packages=(
   libyaml-cpp-dev                   # sft train --config FILE.yaml
   libsnappy-dev zlib1g-dev libzstd-dev  # Parquet page codecs
   libgtest-dev libgmock-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin        # distributed training: mpirun -np N sft train ...
 )
 
 missing=()

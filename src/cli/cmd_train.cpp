@@ -25,6 +25,8 @@
 #include "core/rng.h"
 #include "data/prepare.h"
 #include "dist/comm.h"
+#include "dist/groups.h"
+#include "dist/launch.h"
 #include "model/model_dir.h"
 #include "model/transformer.h"
 #include "ops/profile.h"
@@ -128,13 +130,20 @@ int run_train(const Args& argv) {
     }
   }
   TrainingArgs args = parse_training_args(argv);
+  // Distributed: --nproc_per_node N re-launches under mpirun; under mpirun every rank joins
+  // the world and trains in its data-parallel group (dist/groups.h).
+  if (args.nproc_per_node && *args.nproc_per_node > 1 && !under_mpi_launcher())
+    relaunch_under_mpirun(static_cast<int>(*args.nproc_per_node), without_nproc_flag(argv));
+  std::unique_ptr<Comm> world = make_comm_from_environment();
+  ParallelGroups groups = make_parallel_groups(*world, static_cast<int>(args.tp_size));
+  Comm* comm = groups.dp.get();
   if (args.use_peft)
     fail("train",
          "--use_peft true: LoRA is not implemented yet in sft.cpp (hint: use --use_peft false "
          "for full fine-tuning)");
   if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
   check_output_dir(args);
-  std::unique_ptr<Comm> comm = make_comm_from_environment();
+  world->barrier();  // every rank has checked output_dir before rank 0 writes into it
   if (args.fp16)
     log_info(
         "[train] --fp16: the CPU backend has no fp16 kernels; it computes in fp32 "
@@ -152,8 +161,11 @@ int run_train(const Args& argv) {
     tokenizer_config = text::TokenizerConfig::from_file(dir.path);
 
   const bool eval_packing = args.eval_packing.value_or(args.packing);
+  // Rank 0 fills the token cache first; the other ranks then read it instead of re-encoding.
+  if (world->rank() != 0) world->barrier();
   std::shared_ptr<data::PreparedDataset> train_rows = data::prepare_dataset(
       prepare_options(args, dir.path, args.dataset_train_split, args.packing));
+  if (world->rank() == 0) world->barrier();
   if (comm->rank() == 0) std::fprintf(stderr, "%s\n", train_rows->report().to_text().c_str());
   std::shared_ptr<data::PreparedDataset> eval_rows;
   if (args.eval_strategy != "no") {
@@ -184,7 +196,7 @@ int run_train(const Args& argv) {
   setup.model = &model;
   setup.train = train_rows.get();
   setup.eval = eval_rows.get();
-  setup.comm = comm.get();
+  setup.comm = comm;
   setup.shuffle = args.train_sampling_strategy != "sequential";
   setup.batching.padding_free = args.padding_free || args.packing;
   setup.batching.pad_to_multiple_of = args.pad_to_multiple_of;
@@ -195,6 +207,10 @@ int run_train(const Args& argv) {
   // --dtype.
   setup.export_options = export_options_from_args(args, dir.path, dir.path);
 
+  // --ddp_timeout covers training, not data preparation (rank 0 may encode for long while the
+  // others wait at the barrier above).
+  world->set_timeout(args.ddp_timeout);
+  comm->set_timeout(args.ddp_timeout);
   install_stop_signal_handlers();
   TrainResult result;
   {
@@ -205,6 +221,7 @@ int run_train(const Args& argv) {
   // SFT_PROFILE=1: where the training steps' time went, op by op (before export adds to it).
   if (ops::profiling() && comm->rank() == 0) std::fputs(ops::op_profile_table().c_str(), stderr);
   if (result.interrupted) {
+    if (world->rank() != 0) return 0;  // rank 0 wrote the checkpoint and says where
     std::fprintf(stderr, "stopped at step %lld; checkpoint %s\nresume with:\n  %s\n",
                  static_cast<long long>(result.global_step), result.last_checkpoint.c_str(),
                  resume_command(argv, result.last_checkpoint).c_str());

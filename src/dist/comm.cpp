@@ -1,9 +1,165 @@
+// The collectives' arithmetic over an implementation's data movement (see comm.h): a
+// bucket's shards go to their owners (exchange), each owner sums its shard over ranks in
+// rank order, and the sums go back to everyone (gather_all). That is a reduce-scatter and
+// an all-gather, the bandwidth of a ring all-reduce, with a reduction order fixed by rank
+// so every rank gets the same bits.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
+#include <vector>
 
+#include "core/error.h"
+#include "core/half.h"
 #include "dist/comm.h"
+#include "dist/watchdog.h"
 
 namespace sft {
+
+ShardRange shard_of(size_t n, int rank, int size) {
+  const auto r = static_cast<unsigned __int128>(rank), s = static_cast<unsigned __int128>(size);
+  return {static_cast<size_t>(n * r / s), static_cast<size_t>(n * (r + 1) / s)};
+}
+
+Comm::Comm() = default;
+Comm::~Comm() = default;
+
+void Comm::set_timeout(double seconds) {
+  watchdog_.reset();
+  if (seconds > 0 && size() > 1)
+    watchdog_ = std::make_unique<CollectiveWatchdog>(rank(), size(), seconds);
+}
+
+namespace {
+
+// How an element type is summed: f32 and bf16 in double, the rest in their own type.
+template <typename T>
+double to_acc(T v) {
+  if constexpr (std::is_same_v<T, uint16_t>)
+    return bf16_to_f32(v);
+  else
+    return static_cast<double>(v);
+}
+template <typename T>
+T from_acc(double v) {
+  if constexpr (std::is_same_v<T, uint16_t>)
+    return f32_to_bf16(static_cast<float>(v));
+  else
+    return static_cast<T>(v);
+}
+
+struct Layout {
+  std::vector<size_t> counts, displs;
+};
+Layout shard_layout(size_t n, int size) {
+  Layout l;
+  for (int r = 0; r < size; ++r) {
+    const ShardRange s = shard_of(n, r, size);
+    l.counts.push_back(s.size());
+    l.displs.push_back(s.begin);
+  }
+  return l;
+}
+// The parts of the whole-array shards (of n elements) inside the bucket [b0, b0 + len),
+// relative to b0.
+Layout bucket_of_shards(size_t n, size_t b0, size_t len, int size) {
+  Layout l;
+  for (int r = 0; r < size; ++r) {
+    const ShardRange s = shard_of(n, r, size);
+    const size_t lo = std::max(s.begin, b0), hi = std::min(s.end, b0 + len);
+    l.counts.push_back(hi > lo ? hi - lo : 0);
+    l.displs.push_back(hi > lo ? lo - b0 : 0);
+  }
+  return l;
+}
+
+}  // namespace
+
+template <typename T, typename Acc>
+void Comm::reduce_shards(std::span<T> values, bool gather, const char* what) {
+  const int n_ranks = size();
+  if (n_ranks == 1 || values.empty()) return;
+  CollectiveScope scope(watchdog_.get(), &collective_s_, what, values.size());
+  // An all-reduce splits every bucket evenly over the ranks (all of them work on each
+  // bucket). A reduce-scatter must leave the whole-array shards (ZeRO-1's layout), so each
+  // bucket carries the parts of those shards that fall inside it.
+  std::vector<T> recv;
+  for (size_t b0 = 0; b0 < values.size(); b0 += kBucketElements) {
+    const size_t len = std::min(kBucketElements, values.size() - b0);
+    T* data = values.data() + b0;
+    const Layout send =
+        gather ? shard_layout(len, n_ranks) : bucket_of_shards(values.size(), b0, len, n_ranks);
+    const ShardRange mine = {send.displs[size_t(rank())],
+                             send.displs[size_t(rank())] + send.counts[size_t(rank())]};
+    // From every rank, its copy of my shard, rank-major.
+    Layout from;
+    for (int r = 0; r < n_ranks; ++r) {
+      from.counts.push_back(mine.size());
+      from.displs.push_back(static_cast<size_t>(r) * mine.size());
+    }
+    recv.resize(static_cast<size_t>(n_ranks) * mine.size());
+    exchange(data, send.counts, send.displs, recv.data(), from.counts, from.displs, sizeof(T));
+    for (size_t i = 0; i < mine.size(); ++i) {
+      if constexpr (std::is_same_v<Acc, double>) {
+        double acc = 0;
+        for (int r = 0; r < n_ranks; ++r) acc += to_acc(recv[size_t(r) * mine.size() + i]);
+        data[mine.begin + i] = from_acc<T>(acc);
+      } else {
+        Acc acc = 0;
+        for (int r = 0; r < n_ranks; ++r) acc += recv[size_t(r) * mine.size() + i];
+        data[mine.begin + i] = static_cast<T>(acc);
+      }
+    }
+    if (gather) gather_all(data, send.counts, send.displs, sizeof(T));
+  }
+}
+
+template <typename T>
+void Comm::gather_shards(std::span<T> values, const char* what) {
+  if (size() == 1 || values.empty()) return;
+  CollectiveScope scope(watchdog_.get(), &collective_s_, what, values.size());
+  const Layout l = shard_layout(values.size(), size());
+  gather_all(values.data(), l.counts, l.displs, sizeof(T));
+}
+
+void Comm::all_reduce_sum(std::span<float> v) {
+  reduce_shards<float, double>(v, true, "all_reduce_sum(f32)");
+}
+void Comm::all_reduce_sum(std::span<double> v) {
+  reduce_shards<double, double>(v, true, "all_reduce_sum(f64)");
+}
+void Comm::all_reduce_sum(std::span<int64_t> v) {
+  reduce_shards<int64_t, int64_t>(v, true, "all_reduce_sum(i64)");
+}
+void Comm::all_reduce_sum_bf16(std::span<uint16_t> v) {
+  reduce_shards<uint16_t, double>(v, true, "all_reduce_sum(bf16)");
+}
+void Comm::reduce_scatter_sum(std::span<float> v) {
+  reduce_shards<float, double>(v, false, "reduce_scatter_sum(f32)");
+}
+void Comm::all_gather(std::span<float> v) {
+  gather_shards(v, "all_gather(f32)");
+}
+void Comm::all_gather(std::span<uint16_t> v) {
+  gather_shards(v, "all_gather(16-bit)");
+}
+
+void Comm::broadcast(std::span<float> v, int root) {
+  if (size() == 1) return;
+  CollectiveScope scope(watchdog_.get(), &collective_s_, "broadcast(f32)", v.size());
+  broadcast_bytes(v.data(), v.size_bytes(), root);
+}
+void Comm::broadcast(std::span<int64_t> v, int root) {
+  if (size() == 1) return;
+  CollectiveScope scope(watchdog_.get(), &collective_s_, "broadcast(i64)", v.size());
+  broadcast_bytes(v.data(), v.size_bytes(), root);
+}
+
+void Comm::barrier() {
+  if (size() == 1) return;
+  CollectiveScope scope(watchdog_.get(), &collective_s_, "barrier", 0);
+  do_barrier();
+}
 
 std::unique_ptr<Comm> make_comm_from_environment() {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {

@@ -1,27 +1,112 @@
-// Communicators for data-parallel training: every rank holds a replica and the
-// gradients are summed across ranks. `local` is the single-process communicator;
-// `mpi` (built with -DSFT_MPI=ON) spans processes launched by mpirun. Depends on core only.
+// Communicators for distributed training. `local` is the single-process communicator;
+// `mpi` (built with SFT_MPI, the default) spans the processes mpirun launched.
+//
+// The contract every implementation keeps:
+//   - Sums are deterministic and identical on every rank: the reduction of a shard is done
+//     by its owner in rank order 0..size-1 (f32 and bf16 accumulate in double, bf16 is
+//     moved as bf16 and rounded once), then shared. Same inputs and size → same bits.
+//   - Shards are balanced contiguous ranges: rank r of s owns [n·r/s, n·(r+1)/s) of n
+//     elements (shard_of); reduce_scatter and all_gather use that layout (ZeRO-1's too).
+//   - Large arrays go in buckets of kBucketElements, so scratch memory stays bounded.
+//   - Every collective is named while it runs; with set_timeout(s) > 0 a watchdog thread
+//     ends the process (exit 124) when one is still running after s seconds, naming it
+//     (transformers' ddp_timeout). Under mpirun that brings the whole job down.
+// Implementations supply only data movement (exchange, gather_all, broadcast_bytes,
+// barrier, split); the arithmetic lives here, once. Depends on core only.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 namespace sft {
 
+class CollectiveWatchdog;
+
+struct ShardRange {
+  size_t begin = 0, end = 0;
+  size_t size() const { return end - begin; }
+};
+// Rank r's part of n elements split over `size` ranks.
+ShardRange shard_of(size_t n, int rank, int size);
+
 class Comm {
  public:
-  virtual ~Comm() = default;
+  static constexpr size_t kBucketElements = size_t{1} << 22;  // 16 MiB of f32 per bucket
+
+  Comm();
+  virtual ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // In-place sum over all ranks; every rank ends with the same values.
-  virtual void all_reduce_sum(std::span<float> values) = 0;
-  virtual void barrier() = 0;
+  // "local" or "mpi".
+  virtual std::string kind() const = 0;
+
+  // In-place sums over all ranks; every rank ends with the same values.
+  void all_reduce_sum(std::span<float> values);
+  void all_reduce_sum(std::span<double> values);
+  void all_reduce_sum(std::span<int64_t> values);
+  void all_reduce_sum_bf16(std::span<uint16_t> values);  // summed in fp32, rounded once
+  // In place: afterwards values[shard_of(n, rank, size)] holds the sum over ranks of that
+  // range; the rest of `values` is left as it was.
+  void reduce_scatter_sum(std::span<float> values);
+  // In place: every rank contributes values[shard_of(n, rank, size)]; afterwards all of
+  // `values` holds every rank's shard.
+  void all_gather(std::span<float> values);
+  void all_gather(std::span<uint16_t> values);
+  // Root's values on every rank.
+  void broadcast(std::span<float> values, int root);
+  void broadcast(std::span<int64_t> values, int root);
+  void barrier();
+  // A sub-communicator of the ranks with the same color, ordered by key (MPI_Comm_split).
+  virtual std::unique_ptr<Comm> split(int color, int key) = 0;
+
+  // The watchdog's limit for any one collective (seconds; <= 0 turns it off).
+  void set_timeout(double seconds);
+  ShardRange my_shard(size_t n) const { return shard_of(n, rank(), size()); }
+  // Wall seconds this rank has spent inside collectives (waiting included), for the
+  // communication share of a step.
+  double collective_seconds() const { return collective_s_; }
+
+ protected:
+  // Data movement, in elements of elem_size bytes (1, 2, 4 or 8). Counts and displacements
+  // are per rank, in elements.
+  // exchange: sends send[send_displs[r] .. + send_counts[r]) to rank r, receives rank r's
+  // into recv[recv_displs[r] ..] (MPI_Alltoallv).
+  virtual void exchange(const void* send, std::span<const size_t> send_counts,
+                        std::span<const size_t> send_displs, void* recv,
+                        std::span<const size_t> recv_counts, std::span<const size_t> recv_displs,
+                        size_t elem_size) = 0;
+  // In place: rank r's block data[displs[r] .. + counts[r]) reaches every rank
+  // (MPI_Allgatherv with MPI_IN_PLACE).
+  virtual void gather_all(void* data, std::span<const size_t> counts,
+                          std::span<const size_t> displs, size_t elem_size) = 0;
+  virtual void broadcast_bytes(void* data, size_t bytes, int root) = 0;
+  virtual void do_barrier() = 0;
+
+ private:
+  template <typename T, typename Acc>
+  void reduce_shards(std::span<T> values, bool gather, const char* what);
+  template <typename T>
+  void gather_shards(std::span<T> values, const char* what);
+
+  std::unique_ptr<CollectiveWatchdog> watchdog_;
+  double collective_s_ = 0;
+  friend class CollectiveScope;
 };
 
 std::unique_ptr<Comm> make_local_comm();
-// Throws "[dist] sft was built without MPI; ..." in builds without SFT_MPI.
+// Initialises MPI on first use (MPI_THREAD_FUNNELED, errors returned, never fatal) and
+// returns MPI_COMM_WORLD. Throws "[dist] sft was built without MPI; ..." in builds without
+// SFT_MPI.
 std::unique_ptr<Comm> make_mpi_comm();
-// MPI when launched under mpirun (OMPI_COMM_WORLD_SIZE / PMI_SIZE > 1), else local.
+// Whether this build has the MPI communicator.
+bool mpi_built();
+// MPI when launched under mpirun (OMPI_COMM_WORLD_SIZE / PMI_SIZE / PMIX_SIZE > 1), else
+// local.
 std::unique_ptr<Comm> make_comm_from_environment();
 
 }  // namespace sft

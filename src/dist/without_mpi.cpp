@@ -5,7 +5,13 @@
 namespace sft {
 
 std::unique_ptr<Comm> make_mpi_comm() {
-  fail("dist", "sft was built without MPI; rebuild with -DSFT_MPI=ON to run under mpirun");
+  fail("dist",
+       "sft was built without MPI; rebuild with -DSFT_MPI=ON (scripts/setup.sh installs "
+       "OpenMPI) to run under mpirun");
+}
+
+bool mpi_built() {
+  return false;
 }
 
 }  // namespace sft

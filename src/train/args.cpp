@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 
 #include "core/error.h"
 
@@ -164,6 +165,18 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_optional_int("num_threads", &a.num_threads, ours, "CPU threads (default: all cores)");
   o.add_bool("skip_invalid_rows", &a.skip_invalid_rows, ours,
              "skip (and count) malformed dataset rows");
+
+  const char* dist = "distributed";
+  o.add_optional_int("nproc_per_node", &a.nproc_per_node, dist,
+                     "run N processes on this host (re-launches under mpirun -np N)");
+  o.add_int("zero_stage", &a.zero_stage, dist,
+            "0: data parallel; 1: ZeRO-1 (Adam moments sharded over the ranks)");
+  o.add_optional_string("accelerate_config", &a.accelerate_config, dist,
+                        "TRL's accelerate config name: zero1, multi_gpu or single_gpu");
+  o.add_float("ddp_timeout", &a.ddp_timeout, dist,
+              "seconds one collective may wait before every rank stops (0: never)");
+  o.add_int("tp_size", &a.tp_size, dist,
+            "tensor parallel size ($TP_SIZE when not given; > 1 not yet)");
   return o;
 }
 
@@ -219,6 +232,33 @@ void validate_training_args(TrainingArgs& a) {
     }
   }
   parse_size_bytes(a.max_shard_size);
+  validate_distributed_args(a);
+}
+
+void validate_distributed_args(TrainingArgs& a) {
+  if (a.accelerate_config) {
+    const std::string& c = *a.accelerate_config;
+    if (c == "zero1")
+      a.zero_stage = 1;
+    else if (c != "multi_gpu" && c != "single_gpu" && c != "ddp")
+      fail(kComponent, "--accelerate_config " + c +
+                           ": sft.cpp implements zero1 and plain data parallel (multi_gpu, "
+                           "single_gpu) (hint: --accelerate_config zero1)");
+  }
+  if (a.zero_stage != 0 && a.zero_stage != 1)
+    fail(kComponent, "--zero_stage " + std::to_string(a.zero_stage) +
+                         ": only ZeRO stages 0 and 1 are implemented (hint: --zero_stage 1 "
+                         "shards the optimizer state; stages 2 and 3 are not available)");
+  if (a.ddp_timeout < 0) fail(kComponent, "--ddp_timeout must be >= 0 seconds (0: no limit)");
+  if (a.nproc_per_node && *a.nproc_per_node < 1)
+    fail(kComponent, "--nproc_per_node must be at least 1");
+  if (a.tp_size == 1)
+    if (const char* env = std::getenv("TP_SIZE"); env && *env) a.tp_size = std::atoll(env);
+  if (a.tp_size < 1) fail(kComponent, "--tp_size must be at least 1");
+  if (a.tp_size > 1)
+    fail(kComponent, "--tp_size " + std::to_string(a.tp_size) +
+                         ": tensor parallelism is not implemented yet (hint: --tp_size 1 with "
+                         "mpirun -np N trains data parallel)");
 }
 
 uint64_t parse_size_bytes(const std::string& text) {

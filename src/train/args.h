@@ -107,6 +107,13 @@ struct TrainingArgs {
   bool init_from_config = false;
   bool skip_nonfinite_steps = false;
   std::optional<int64_t> num_threads;
+
+  // Distributed (torchrun's, accelerate's and TrainingArguments' names)
+  std::optional<int64_t> nproc_per_node;         // re-launch under mpirun with this many ranks
+  int64_t zero_stage = 0;                        // 0: plain data parallel, 1: ZeRO-1
+  std::optional<std::string> accelerate_config;  // TRL's names: zero1, multi_gpu, ...
+  double ddp_timeout = 1800;                     // seconds one collective may take
+  int64_t tp_size = 1;                           // tensor parallel ranks (TP_SIZE)
 };
 
 // The option table bound to `args` (for parsing and for `sft train --help`).
@@ -118,6 +125,8 @@ TrainingArgs parse_training_args(const std::vector<std::string>& tokens);
 
 // Checks relations between flags (and fills derived defaults such as bf16 = !fp16).
 void validate_training_args(TrainingArgs& args);
+// The distributed flags: --accelerate_config names, ZeRO stage, tp_size ($TP_SIZE).
+void validate_distributed_args(TrainingArgs& args);
 
 // "5GB", "500MB", "1024" → bytes (as transformers' convert_file_size_to_int: GB = 10^9, GiB =
 // 2^30).

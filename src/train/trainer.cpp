@@ -16,6 +16,7 @@ namespace sft {
 
 Trainer::Trainer(const TrainerSetup& s)
     : args_(*s.args), model_(*s.model), train_(*s.train), eval_(s.eval), comm_(s.comm), setup_(s) {
+  init_test_fault();
   init_loader_and_plan();
   init_model_and_optimizer();
   init_state();
@@ -55,7 +56,11 @@ void Trainer::init_model_and_optimizer() {
   ao.beta2 = args_.adam_beta2;
   ao.eps = args_.adam_epsilon;
   ao.weight_decay = args_.weight_decay;
-  optimizer_ = std::make_unique<AdamW>(static_cast<size_t>(model_.num_parameters()), ao);
+  const size_t n_params = static_cast<size_t>(model_.num_parameters());
+  if (args_.zero_stage == 1)
+    zero1_ = std::make_unique<Zero1>(n_params, ao, *comm_);
+  else
+    optimizer_ = std::make_unique<AdamW>(n_params, ao);
   const int64_t warmup =
       resolve_warmup_steps(args_.warmup_steps, args_.warmup_ratio, plan_.max_steps);
   const Json kwargs =
@@ -118,14 +123,10 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
     const std::vector<uint64_t> rows = next_rows();
     mbs.push_back(make_micro_batch(train_, rows, setup_.batching));
   }
-  int64_t n_local = 0;
-  for (const MicroBatch& mb : mbs) n_local += mb.targets;
-  std::vector<float> n_buf = {static_cast<float>(n_local)};
-  double n_global = static_cast<double>(n_local);
-  if (comm_->size() > 1) {
-    comm_->all_reduce_sum(n_buf);
-    n_global = n_buf[0];
-  }
+  std::vector<int64_t> n_buf = {0};
+  for (const MicroBatch& mb : mbs) n_buf[0] += mb.targets;
+  comm_->all_reduce_sum(std::span<int64_t>(n_buf));
+  const double n_global = static_cast<double>(n_buf[0]);
   // Logged metrics are sums of counts over ranks, so they equal a one-process run.
   struct MicroBatchCounts {
     double targets = 0, correct = 0, entropy_sum = 0;
@@ -155,19 +156,20 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
     step.padded_tokens += static_cast<double>(mbs[i].batch.tokens.size());
     st.flops += step_flops(mbs[i].batch);
   }
+  if (test_fault_ == 'n' && state_.global_step + 1 == test_fault_step_) step.loss_sum = NAN;
   if (comm_->size() > 1) {
-    std::vector<float> buf;
+    std::vector<double> buf;
     for (const MicroBatchCounts& m : per_mb)
-      buf.insert(buf.end(), {static_cast<float>(m.targets), static_cast<float>(m.correct),
-                             static_cast<float>(m.entropy_sum)});
-    buf.insert(buf.end(), {static_cast<float>(step.loss_sum), static_cast<float>(step.tokens),
-                           static_cast<float>(step.padded_tokens)});
-    comm_->all_reduce_sum(buf);
+      buf.insert(buf.end(), {m.targets, m.correct, m.entropy_sum});
+    buf.insert(buf.end(), {step.loss_sum, step.tokens, step.padded_tokens});
+    comm_->all_reduce_sum(std::span<double>(buf));
     for (size_t i = 0; i < per_mb.size(); ++i)
       per_mb[i] = {buf[3 * i], buf[3 * i + 1], buf[3 * i + 2]};
     const size_t tail = 3 * per_mb.size();
     step = {buf[tail], buf[tail + 1], buf[tail + 2]};
-    comm_->all_reduce_sum(model_.params().grads());
+    maybe_inject_fault();
+    // Once per optimizer step; ZeRO-1 reduce-scatters in apply_update instead.
+    if (!zero1_) comm_->all_reduce_sum(model_.params().grads());
   }
   st.tokens = static_cast<int64_t>(step.tokens);
   st.padded_tokens = static_cast<int64_t>(step.padded_tokens);
@@ -181,9 +183,14 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
 
 void Trainer::apply_update(StepStats& st) {
   const int64_t step = state_.global_step + 1;
-  st.grad_norm = args_.max_grad_norm > 0
-                     ? clip_grad_norm(model_.params().grads(), args_.max_grad_norm)
-                     : global_grad_norm(std::span<const float>(model_.params().grads()));
+  if (zero1_) {
+    st.grad_norm = zero1_->reduce_gradients(model_.params().grads());
+    zero1_->clip(model_.params().grads(), st.grad_norm, args_.max_grad_norm);
+  } else {
+    st.grad_norm = args_.max_grad_norm > 0
+                       ? clip_grad_norm(model_.params().grads(), args_.max_grad_norm)
+                       : global_grad_norm(std::span<const float>(model_.params().grads()));
+  }
   const bool finite = std::isfinite(st.loss) && std::isfinite(st.grad_norm);
   if (!finite) {
     const std::string what = "step " + std::to_string(step) + ": loss " + std::to_string(st.loss) +
@@ -202,7 +209,10 @@ void Trainer::apply_update(StepStats& st) {
     const double lr = args_.learning_rate * schedule_factor(schedule_, state_.global_step);
     model::ParameterSet& params = model_.params();
     // Under bf16 compute the update also rounds the new weights into their bf16 copies.
-    optimizer_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena());
+    if (zero1_)
+      zero1_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena());
+    else
+      optimizer_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena());
   }
   model_.zero_grad();
 }
@@ -235,6 +245,10 @@ void Trainer::log_train(const StepStats& last, double step_time_s) {
     full["tokens_per_second"] = tokens_since_log_ / secs;
     full["step_time_s"] = step_time_s;
     full["gflops"] = flops_since_log_ / secs / 1e9;
+    if (comm_->size() > 1) {  // rank 0's share of the time in collectives, waiting included
+      full["comm_time_s"] = comm_->collective_seconds() - comm_seconds_at_log_;
+      comm_seconds_at_log_ = comm_->collective_seconds();
+    }
     log_->log(full);
   }
   tokens_since_log_ = flops_since_log_ = seconds_since_log_ = 0;
@@ -247,15 +261,18 @@ TrainResult Trainer::train() {
   else if (log_)
     log_->truncate_after(0);  // a fresh run (--overwrite_output_dir) starts a fresh metrics.jsonl
   if (log_) {
-    log_->message("training: " + std::to_string(plan_.max_steps) + " steps (" +
-                  std::to_string(plan_.num_epochs) + " epochs of " +
-                  std::to_string(plan_.updates_per_epoch) + "), global batch " +
-                  std::to_string(args_.per_device_train_batch_size *
-                                 args_.gradient_accumulation_steps * comm_->size()) +
-                  " rows, " + std::to_string(model_.num_parameters()) + " parameters" +
-                  (resume_path.empty() ? ""
-                                       : ", resumed from " + resume_path + " at step " +
-                                             std::to_string(state_.global_step)));
+    log_->message(
+        "training: " + std::to_string(plan_.max_steps) + " steps (" +
+        std::to_string(plan_.num_epochs) + " epochs of " + std::to_string(plan_.updates_per_epoch) +
+        "), global batch " +
+        std::to_string(args_.per_device_train_batch_size * args_.gradient_accumulation_steps *
+                       comm_->size()) +
+        " rows, " + std::to_string(model_.num_parameters()) + " parameters, " +
+        std::to_string(comm_->size()) + " data-parallel rank(s), optimizer state " +
+        std::to_string(optimizer_state_bytes()) + " bytes per rank" + (zero1_ ? " (ZeRO-1)" : "") +
+        (resume_path.empty()
+             ? ""
+             : ", resumed from " + resume_path + " at step " + std::to_string(state_.global_step)));
   }
   const double start = now_s();
   TrainResult result;
@@ -300,7 +317,10 @@ TrainResult Trainer::train() {
     if (log_) log_->progress(step, st.loss, now_s() - start, steps_this_session_);
     if ((eval_steps && (step % plan_.eval_steps == 0 || last)) || (eval_epoch && epoch_hook))
       evaluate();
-    const bool stop = stop_requested();
+    // Every rank must stop after the same step (a signal reaches them at different times).
+    std::vector<int64_t> stop_votes = {stop_requested() ? 1 : 0};
+    comm_->all_reduce_sum(std::span<int64_t>(stop_votes));
+    const bool stop = stop_votes[0] > 0;
     if ((save_steps && (step % plan_.save_steps == 0 || last)) || (save_epoch && epoch_hook) ||
         stop)
       save();

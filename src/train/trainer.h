@@ -12,7 +12,8 @@
 // Logging (every logging_steps, + logging_first_step): HF's log_history keys — loss (mean
 // over the steps since the last log), grad_norm, learning_rate (the one this step used),
 // epoch, step — TRL's num_tokens, mean_token_accuracy, entropy (means over the micro-batches
-// since the last log), plus "tokens_per_second", "step_time_s" and "gflops" (achieved model
+// since the last log), plus "tokens_per_second", "step_time_s", "comm_time_s" (seconds in
+// collectives since the last log, several ranks only) and "gflops" (achieved model
 // FLOP/s: 6 · matmul parameters · tokens + causal attention 6 · 2·H·D·n(n+1)/2 per layer and
 // document; recomputation by gradient checkpointing not counted). Eval logs eval_loss
 // (mean of per-batch mean losses weighted by rows, as HF), eval_mean_token_accuracy,
@@ -29,6 +30,17 @@
 // scheduler step, loader cursor and the logging accumulators; resume_from_checkpoint (a
 // path, or "true" for the latest in output_dir) continues bit for bit on CPU.
 //
+// Data parallel (`comm` is the data-parallel group; dist/comm.h): each rank trains its slice
+// of every global batch (data::Loader's rank = DP rank); the target count N, the logged
+// counts and the gradients are summed over ranks (i64, f64 and bucketed f32 all-reduces,
+// once per optimizer step, not overlapped with the backward), so every rank applies the
+// same update and the logs equal a one-process run. Only rank 0 writes logs, checkpoints and
+// the export. A non-finite loss or gradient on one rank is non-finite in the sums on all,
+// so all stop before the update. With --zero_stage 1 the gradients are reduce-scattered
+// instead and optim/zero1.h updates each rank's shard.
+//
+// Test hook: SFT_TEST_FAULT=<kill|hang|nan|term>:<rank>:<step> makes that rank SIGKILL itself,
+// stop before the gradient reduction, see a NaN loss, or get SIGTERM at that step (tests/dist).
 // Test hook: SFT_TEST_KILL_DURING_SAVE=<step> raises SIGKILL while checkpoint-<step> is
 // being written (after its files, before the rename), to test resuming after a crash.
 #pragma once
@@ -45,6 +57,7 @@
 #include "model/transformer.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
+#include "optim/zero1.h"
 #include "train/args.h"
 #include "train/batch.h"
 #include "train/export.h"
@@ -111,6 +124,10 @@ class Trainer {
   std::vector<uint64_t> next_rows();
   std::string save();
   void resume(const std::string& checkpoint);
+  // Data parallel (trainer_dist.cpp).
+  void init_test_fault();
+  void maybe_inject_fault();
+  int64_t optimizer_state_bytes() const;
   std::string resolve_resume_path() const;
   Json training_state_json() const;
   void restore_training_state(const Json& state, const std::string& source);
@@ -128,7 +145,8 @@ class Trainer {
   StepPlanInput plan_input_;
   StepPlan plan_;
   std::unique_ptr<data::Loader> loader_;
-  std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<AdamW> optimizer_;  // null under ZeRO-1
+  std::unique_ptr<Zero1> zero1_;      // --zero_stage 1: moments sharded over the DP ranks
   std::vector<ParamSlice> slices_;
   ScheduleConfig schedule_;
   TrainerState state_;
@@ -150,8 +168,12 @@ class Trainer {
   int consecutive_nonfinite_ = 0;
   // Speed, since the last log (not saved: wall-clock).
   double tokens_since_log_ = 0, flops_since_log_ = 0, seconds_since_log_ = 0;
+  double comm_seconds_at_log_ = 0;  // comm_->collective_seconds() at the last log
   int64_t steps_this_session_ = 0;
   std::string last_checkpoint_;
+  // SFT_TEST_FAULT on this rank: 'k'ill, 'h'ang, 'n'an or 't'erm at test_fault_step_.
+  char test_fault_ = 0;
+  int64_t test_fault_step_ = -1;
 };
 
 }  // namespace sft

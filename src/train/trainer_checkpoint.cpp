@@ -128,7 +128,15 @@ void Trainer::resume(const std::string& path) {
   snapshot.model = &model_;
   snapshot.optimizer = optimizer_.get();
   snapshot.trainer_state = &state_;
+  // ZeRO-1: the checkpoint holds the whole moments; every rank reads them and keeps its shard.
+  std::unique_ptr<AdamW> whole;
+  if (zero1_) {
+    whole = std::make_unique<AdamW>(static_cast<size_t>(model_.num_parameters()),
+                                    zero1_->shard_optimizer().options());
+    snapshot.optimizer = whole.get();
+  }
   read_training_checkpoint(path, snapshot);
+  if (zero1_) zero1_->load_from(*whole);
   restore_training_state(snapshot.training_state, path + "/training_state.json");
   // This run's plan wins over the checkpoint's (a resume may extend max_steps).
   state_.max_steps = plan_.max_steps;
@@ -142,10 +150,18 @@ void Trainer::resume(const std::string& path) {
 std::string Trainer::save() {
   const int64_t step = state_.global_step;
   std::string path;
+  // ZeRO-1: the moments are assembled whole (on every rank, for the collective) and rank 0
+  // writes them, so the checkpoint is the same as without sharding.
+  std::unique_ptr<AdamW> whole;
+  if (zero1_) {
+    whole = std::make_unique<AdamW>(static_cast<size_t>(model_.num_parameters()),
+                                    zero1_->shard_optimizer().options());
+    zero1_->gather_into(*whole);
+  }
   if (is_main()) {
     TrainingSnapshot snapshot;
     snapshot.model = &model_;
-    snapshot.optimizer = optimizer_.get();
+    snapshot.optimizer = zero1_ ? whole.get() : optimizer_.get();
     snapshot.trainer_state = &state_;
     snapshot.training_state = training_state_json();
     try {

@@ -23,8 +23,7 @@ Json Trainer::evaluate() {
   const uint64_t bs = static_cast<uint64_t>(args_.per_device_eval_batch_size);
   const uint64_t n = eval_->num_rows();
   const uint64_t batches = (n + bs - 1) / bs;
-  // Σ loss_b·rows_b, Σ rows_b, Σ accuracy_b, Σ entropy_b, batches scored.
-  std::vector<float> sums(5, 0.0f);
+  // Σ loss_b·rows_b, Σ rows_b, Σ accuracy_b, Σ entropy_b, batches scored (summed over ranks).
   std::vector<double> local(5, 0.0);
   for (uint64_t b = static_cast<uint64_t>(comm_->rank()); b < batches;
        b += static_cast<uint64_t>(comm_->size())) {
@@ -40,11 +39,7 @@ Json Trainer::evaluate() {
     local[3] += ls.entropy_sum / count;
     local[4] += 1;
   }
-  if (comm_->size() > 1) {
-    for (size_t i = 0; i < local.size(); ++i) sums[i] = static_cast<float>(local[i]);
-    comm_->all_reduce_sum(sums);
-    for (size_t i = 0; i < local.size(); ++i) local[i] = sums[i];
-  }
+  comm_->all_reduce_sum(std::span<double>(local));
   const double runtime = now_s() - t0;
   Json e = Json::object();
   e["eval_loss"] = local[1] > 0 ? local[0] / local[1] : NAN;

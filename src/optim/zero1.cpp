@@ -1,0 +1,94 @@
+#include "optim/zero1.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "ops/ops.h"
+
+namespace sft {
+
+std::vector<ParamSlice> slices_in_shard(std::span<const ParamSlice> slices, ShardRange shard) {
+  std::vector<ParamSlice> out;
+  for (const ParamSlice& s : slices) {
+    const size_t b = std::max(s.offset, shard.begin), e = std::min(s.offset + s.size, shard.end);
+    if (b < e) out.push_back({b - shard.begin, e - b, s.decay});
+  }
+  return out;
+}
+
+Zero1::Zero1(size_t num_params, AdamWOptions options, Comm& dp)
+    : dp_(dp),
+      num_params_(num_params),
+      shard_(dp.my_shard(num_params)),
+      shard_adam_(shard_.size(), options) {}
+
+int64_t Zero1::state_bytes() const {
+  return static_cast<int64_t>(2 * shard_.size() * sizeof(float));
+}
+
+double Zero1::reduce_gradients(std::span<float> grads) {
+  if (grads.size() != num_params_)
+    fail("optim", "ZeRO-1 was built for " + std::to_string(num_params_) + " parameters, given " +
+                      std::to_string(grads.size()) + " grads");
+  dp_.reduce_scatter_sum(grads);
+  const int64_t n = static_cast<int64_t>(shard_.size());
+  std::vector<double> sq = {
+      n > 0 ? ops::sum_of_squares(ops::view_of(grads.data() + shard_.begin, 1, n)) : 0.0};
+  dp_.all_reduce_sum(std::span<double>(sq));
+  return std::sqrt(sq[0]);
+}
+
+void Zero1::clip(std::span<float> grads, double norm, double max_norm) {
+  // As clip_grad_norm: coefficient max_norm / (norm + 1e-6) when below 1.
+  if (max_norm <= 0 || !std::isfinite(norm) || shard_.size() == 0) return;
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef >= 1.0) return;
+  ops::scale(ops::view_of(grads.data() + shard_.begin, 1, static_cast<int64_t>(shard_.size())),
+             static_cast<float>(coef));
+}
+
+void Zero1::step(std::span<float> params, std::span<const float> grads,
+                 std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies) {
+  const std::vector<ParamSlice> own = slices_in_shard(slices, shard_);
+  shard_adam_.step(params.subspan(shard_.begin, shard_.size()),
+                   grads.subspan(shard_.begin, shard_.size()), own, lr,
+                   bf16_copies ? bf16_copies + shard_.begin : nullptr);
+  dp_.all_gather(params);
+  if (bf16_copies) dp_.all_gather(std::span<uint16_t>(bf16_copies, num_params_));
+}
+
+void Zero1::gather_into(AdamW& full) {
+  std::span<float> m = full.exp_avg().mutable_values<float>();
+  std::span<float> v = full.exp_avg_sq().mutable_values<float>();
+  if (m.size() != num_params_)
+    fail("optim", "ZeRO-1 gather into an optimizer of " + std::to_string(m.size()) +
+                      " parameters, expected " + std::to_string(num_params_));
+  const size_t bytes = shard_.size() * sizeof(float);
+  if (bytes) {
+    std::memcpy(m.data() + shard_.begin, shard_adam_.exp_avg().values<float>().data(), bytes);
+    std::memcpy(v.data() + shard_.begin, shard_adam_.exp_avg_sq().values<float>().data(), bytes);
+  }
+  dp_.all_gather(m);
+  dp_.all_gather(v);
+  full.set_steps_taken(shard_adam_.steps_taken());
+}
+
+void Zero1::load_from(AdamW& full) {
+  std::span<const float> m = full.exp_avg().values<float>();
+  std::span<const float> v = full.exp_avg_sq().values<float>();
+  if (m.size() != num_params_)
+    fail("optim", "ZeRO-1 load from an optimizer of " + std::to_string(m.size()) +
+                      " parameters, expected " + std::to_string(num_params_));
+  const size_t bytes = shard_.size() * sizeof(float);
+  if (bytes) {
+    std::memcpy(shard_adam_.exp_avg().mutable_values<float>().data(), m.data() + shard_.begin,
+                bytes);
+    std::memcpy(shard_adam_.exp_avg_sq().mutable_values<float>().data(), v.data() + shard_.begin,
+                bytes);
+  }
+  shard_adam_.set_steps_taken(full.steps_taken());
+}
+
+}  // namespace sft

@@ -1,0 +1,59 @@
+// ZeRO-1 (DeepSpeed stage 1) over the data-parallel ranks: each rank keeps the Adam moments
+// of its own shard of the flat parameter arena only (shard_of in dist/comm.h), so optimizer
+// memory per rank is 8 bytes × P / dp instead of 8 bytes × P.
+//
+// Per optimizer step, instead of all-reducing the gradients:
+//   reduce_scatter   the local gradient sums → this rank's shard holds the global sum;
+//   grad_norm        Σ g² of the own shard, summed over ranks in rank order (f64);
+//   clip             the own shard, by torch's clip_grad_norm_ coefficient;
+//   step             AdamW (torch's element update, optim/adamw.h) on the own shard;
+//   all_gather       the updated fp32 weights (and their bf16 copies) to every rank.
+// The fp32 weights stay whole on every rank: the forward reads them in fp32 compute, so
+// only the moments are sharded here. Checkpoints hold the whole moments (gather_into /
+// load_from): the file is the same as without ZeRO and can be resumed with any dp size.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/param_slice.h"
+#include "dist/comm.h"
+#include "optim/adamw.h"
+
+namespace sft {
+
+class Zero1 {
+ public:
+  Zero1(size_t num_params, AdamWOptions options, Comm& dp);
+
+  // grads: this rank's local gradient sums (full size). Reduce-scatters them and returns the
+  // global L2 norm; only the own shard of grads is meaningful afterwards.
+  double reduce_gradients(std::span<float> grads);
+  // Scales the own shard as clip_grad_norm does for `norm` (max_norm <= 0: no clipping).
+  void clip(std::span<float> grads, double norm, double max_norm);
+  // AdamW on the own shard, then every rank gets the whole updated weights (and bf16 copies).
+  void step(std::span<float> params, std::span<const float> grads,
+            std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies);
+
+  ShardRange shard() const { return shard_; }
+  AdamW& shard_optimizer() { return shard_adam_; }
+  // Bytes of optimizer state on this rank (the two moments of the own shard).
+  int64_t state_bytes() const;
+  // Checkpoints: every rank ends with the whole moments in `full`; load_from takes the own
+  // shard of a whole-size optimizer (any dp size wrote it).
+  void gather_into(AdamW& full);
+  void load_from(AdamW& full);
+
+ private:
+  Comm& dp_;
+  size_t num_params_;
+  ShardRange shard_;
+  AdamW shard_adam_;
+};
+
+// The slices of `slices` inside [shard.begin, shard.end), with offsets relative to it.
+std::vector<ParamSlice> slices_in_shard(std::span<const ParamSlice> slices, ShardRange shard);
+
+}  // namespace sft

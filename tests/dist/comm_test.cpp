@@ -1,0 +1,193 @@
+// The collectives, on however many ranks this binary was started with: alone (ctest's
+// discovered tests: the local communicator) and under mpirun -np 2 and -np 3
+// (tests/dist/mpi_tests.cmake). Expected values are closed forms in rank and size, exact in
+// their types, so every rank checks its own result. Only EXPECTs (an early return would
+// leave the other ranks waiting in the next collective); the watchdog ends a hang.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "core/half.h"
+#include "core/rng.h"
+#include "dist/comm.h"
+#include "dist/watchdog.h"
+
+namespace sft {
+namespace {
+
+Comm& world() {
+  static std::unique_ptr<Comm> w = [] {
+    std::unique_ptr<Comm> c = make_comm_from_environment();
+    c->set_timeout(60);
+    return c;
+  }();
+  return *w;
+}
+
+double rank_sum(int size) {  // Σ (r + 1) over ranks
+  return size * (size + 1) / 2.0;
+}
+
+TEST(ShardOf, CoversEveryElementOnceAndBalances) {
+  for (size_t n : {0, 1, 7, 10, 1000003})
+    for (int s : {1, 2, 3, 4, 7}) {
+      size_t next = 0;
+      for (int r = 0; r < s; ++r) {
+        const ShardRange sh = shard_of(n, r, s);
+        EXPECT_EQ(sh.begin, next);
+        EXPECT_LE(sh.size(), n / s + 1);
+        next = sh.end;
+      }
+      EXPECT_EQ(next, n);
+    }
+}
+
+TEST(Comm, AllReduceF32SumsInBucketsLargerThanOne) {
+  Comm& c = world();
+  const size_t n = Comm::kBucketElements + 1001;  // two buckets, uneven shards
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = float(c.rank() + 1) + float(i % 64) * 0.5f;
+  c.all_reduce_sum(v);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i)
+    bad += v[i] != float(rank_sum(c.size()) + c.size() * double(i % 64) * 0.5);
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(Comm, AllReduceF64AndI64KeepTheirPrecision) {
+  Comm& c = world();
+  std::vector<double> d = {1e15 + c.rank(), 0.1};
+  c.all_reduce_sum(d);
+  EXPECT_EQ(d[0], 1e15 * c.size() + (rank_sum(c.size()) - c.size()));
+  std::vector<int64_t> i = {(int64_t{1} << 40) + c.rank() + 1, -3};
+  c.all_reduce_sum(i);
+  EXPECT_EQ(i[0], (int64_t{1} << 40) * c.size() + int64_t(rank_sum(c.size())));
+  EXPECT_EQ(i[1], -3 * c.size());
+}
+
+TEST(Comm, AllReduceBf16SumsInFp32AndRoundsOnce) {
+  Comm& c = world();
+  std::vector<uint16_t> v = {f32_to_bf16(c.rank() == 0 ? 1.0f : 0.0f), f32_to_bf16(0x1p-9f),
+                             f32_to_bf16(float(c.rank() + 1))};
+  c.all_reduce_sum_bf16(v);
+  EXPECT_EQ(bf16_to_f32(v[0]), 1.0f);
+  EXPECT_EQ(v[1], f32_to_bf16(float(c.size()) * 0x1p-9f));
+  EXPECT_EQ(bf16_to_f32(v[2]), float(rank_sum(c.size())));
+  // Summed in fp32, rounded once: on 3 ranks 1 + 2·2^-8 = 1 + 2^-7 survives, while adding
+  // 2^-8 to 1 in bf16 one rank at a time would stay at 1 (ties to even).
+  std::vector<uint16_t> w = {f32_to_bf16(c.rank() == 0 ? 1.0f : 0x1p-8f)};
+  c.all_reduce_sum_bf16(w);
+  EXPECT_EQ(w[0], f32_to_bf16(1.0f + float(c.size() - 1) * 0x1p-8f));
+}
+
+TEST(Comm, ReduceScatterFillsOnlyTheOwnShard) {
+  Comm& c = world();
+  const size_t n = 1003;
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = float(i) * float(c.rank() + 1);
+  c.reduce_scatter_sum(v);
+  const ShardRange mine = c.my_shard(n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool own = i >= mine.begin && i < mine.end;
+    bad += v[i] != float(i) * float(own ? rank_sum(c.size()) : c.rank() + 1);
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(Comm, ReduceScatterOverSeveralBucketsKeepsTheWholeArrayShards) {
+  Comm& c = world();
+  const size_t n = 2 * Comm::kBucketElements + 5;
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = float(i % 1000) * float(c.rank() + 1);
+  c.reduce_scatter_sum(v);
+  const ShardRange mine = c.my_shard(n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool own = i >= mine.begin && i < mine.end;
+    bad += v[i] != float(i % 1000) * float(own ? rank_sum(c.size()) : c.rank() + 1);
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(Comm, AllGatherAssemblesTheShards) {
+  Comm& c = world();
+  const size_t n = 1001;
+  std::vector<float> v(n, -1.0f);
+  std::vector<uint16_t> h(n, 0xffff);
+  const ShardRange mine = c.my_shard(n);
+  for (size_t i = mine.begin; i < mine.end; ++i) {
+    v[i] = float(i) * 10;
+    h[i] = uint16_t(i);
+  }
+  c.all_gather(std::span<float>(v));
+  c.all_gather(std::span<uint16_t>(h));
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += v[i] != float(i) * 10 || h[i] != uint16_t(i);
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(Comm, BroadcastFromTheLastRank) {
+  Comm& c = world();
+  const int root = c.size() - 1;
+  std::vector<float> v = {float(c.rank()), 2.5f};
+  std::vector<int64_t> i = {c.rank() * 7};
+  c.broadcast(v, root);
+  c.broadcast(i, root);
+  EXPECT_EQ(v[0], float(root));
+  EXPECT_EQ(i[0], root * 7);
+  c.barrier();
+}
+
+TEST(Comm, SumsAreTheSameBitsOnEveryRank) {
+  Comm& c = world();
+  Rng rng(1234 + uint64_t(c.rank()));
+  std::vector<float> v(10007);
+  for (float& x : v) x = static_cast<float>(rng.normal());
+  c.all_reduce_sum(v);
+  std::vector<float> from_root = v;
+  c.broadcast(from_root, 0);
+  EXPECT_EQ(std::memcmp(v.data(), from_root.data(), v.size() * sizeof(float)), 0);
+}
+
+TEST(Comm, SplitMakesGroupsOfTheSameColor) {
+  Comm& c = world();
+  std::unique_ptr<Comm> half = c.split(c.rank() % 2, c.rank());
+  EXPECT_EQ(half->size(), (c.size() + 1 - c.rank() % 2) / 2);
+  EXPECT_EQ(half->rank(), c.rank() / 2);
+  std::vector<int64_t> r = {c.rank()};
+  half->all_reduce_sum(r);
+  int64_t want = 0;
+  for (int q = c.rank() % 2; q < c.size(); q += 2) want += q;
+  EXPECT_EQ(r[0], want);
+  EXPECT_EQ(half->kind(), c.kind());
+}
+
+TEST(CollectiveWatchdog, EndsAHungCollectiveNamingIt) {
+  if (world().size() > 1) GTEST_SKIP() << "death tests run alone";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        CollectiveWatchdog w(1, 2, 0.2);
+        w.begin("all_reduce_sum(f32)", 5);
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      },
+      testing::ExitedWithCode(124), "rank 1 of 2: collective all_reduce_sum\\(f32\\).*5 elements");
+}
+
+TEST(CollectiveWatchdog, LeavesCollectivesThatFinishAlone) {
+  CollectiveWatchdog w(0, 2, 0.05);
+  for (int i = 0; i < 3; ++i) {
+    w.begin("barrier", 0);
+    w.end();
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  SUCCEED();
+}
+
+}  // namespace
+}  // namespace sft

@@ -1,0 +1,187 @@
+# `sft train` under mpirun on the tiny Qwen3 of tests/fixtures/generate_text: one case per
+# ctest entry (CASE), each well under a minute on 2 oversubscribed cores.
+#   parity   np 1 vs 2 vs 4 (and --nproc_per_node 2) at the same global batch of 4 rows:
+#            per-step loss, grad_norm, accuracy, entropy, num_tokens within 1e-5 relative over
+#            10 steps, final weights within 1e-5; eval metrics of np 1 vs 2
+#   zero1    --zero_stage 1 vs plain DP on 2 ranks (same tolerances; in fact the same weights),
+#            also in bf16 with gradient checkpointing; optimizer state per rank halves;
+#            --accelerate_config zero1 is the same run; stage 2 and tp_size 2 are refused
+#   packing  np 1 vs 2 with --packing
+#   resume   a 2-rank run resumed from its checkpoint-3 equals the uninterrupted run bit for
+#            bit; resuming it on 1 rank fails naming both world sizes
+#   faults   a rank SIGKILLed, a rank hung (with --ddp_timeout 3), a NaN loss on one rank:
+#            every run exits non-zero in bounded time with the cause named, no process left;
+#            SIGTERM to one rank: all stop after the same step, checkpoint saved, exit 0
+# Usage: cmake -DSFT=sft -DMPIRUN=mpirun -DCOMPARE=sft_compare_weights -DROOT=repo
+#              -DWORK=scratch -DCASE=parity -P train_mpi.cmake
+# The learning rate is small on purpose: Adam turns the last-bit differences of a
+# differently ordered gradient sum into weight differences proportional to lr (at 1e-3 a few
+# weights drift 1.8e-5 relative in 10 steps; at 2e-4 under 4e-6, while training moves the
+# weights ~3e-3).
+cmake_minimum_required(VERSION 3.25)
+set(MODEL "${ROOT}/tests/fixtures/generate_text")
+set(DATA "${ROOT}/tests/fixtures/train_cli/train.jsonl")
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(ENV{SFT_CACHE_DIR} "${WORK}/cache")
+set(COMMON --model_name_or_path "${MODEL}" --dataset_name "${DATA}" --max_length 32
+    --learning_rate 2e-4 --logging_steps 1 --gradient_checkpointing false --bf16 false
+    --disable_tqdm true --num_threads 1 --max_grad_norm 1.0 --weight_decay 0.01)
+
+# run(<np or 0 for no mpirun> <expect: 0 or "fail"> <args...>): sets run_out, run_rc.
+function(run np expect)
+  if(np EQUAL 0)
+    set(cmd "${SFT}" train ${ARGN})
+  else()
+    set(cmd "${MPIRUN}" --oversubscribe -np ${np} "${SFT}" train ${ARGN})
+  endif()
+  execute_process(COMMAND ${cmd} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc
+                  TIMEOUT 90)
+  if((expect STREQUAL "0" AND NOT rc EQUAL 0) OR (expect STREQUAL "fail" AND rc EQUAL 0))
+    message(FATAL_ERROR "${cmd}\nexit ${rc} (wanted ${expect})\n${out}\n${err}")
+  endif()
+  set(run_out "${out}${err}" PARENT_SCOPE)
+  set(run_rc "${rc}" PARENT_SCOPE)
+endfunction()
+
+function(same_metrics a b tol)
+  execute_process(COMMAND "${COMPARE}" --metrics "${a}" "${b}" ${tol} OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err RESULT_VARIABLE rc)
+  message(STATUS "${a} vs ${b}: ${out}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "metrics of ${a} and ${b} differ by more than ${tol}:\n${out}${err}")
+  endif()
+endfunction()
+function(same_weights a b tol)
+  execute_process(COMMAND "${COMPARE}" "${a}" "${b}" ${tol} OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err RESULT_VARIABLE rc)
+  message(STATUS "${a} vs ${b}: ${out}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "weights of ${a} and ${b} differ by more than ${tol}:\n${out}${err}")
+  endif()
+endfunction()
+
+# No process of this case's runs may outlive them (the output folders are in every command).
+function(no_leftovers)
+  execute_process(COMMAND pgrep -f "${WORK}/" OUTPUT_VARIABLE pids RESULT_VARIABLE rc)
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "processes left behind: ${pids}")
+  endif()
+endfunction()
+
+set(STEPS --max_steps 10 --save_strategy no)
+if(CASE STREQUAL "parity")
+  run(0 0 ${COMMON} ${STEPS} --per_device_train_batch_size 4 --output_dir "${WORK}/np1")
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/np2")
+  if(NOT run_out MATCHES "global batch 4 rows.*2 data-parallel rank")
+    message(FATAL_ERROR "the 2-rank run does not report its layout:\n${run_out}")
+  endif()
+  run(4 0 ${COMMON} ${STEPS} --per_device_train_batch_size 1 --output_dir "${WORK}/np4")
+  run(0 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/nproc2"
+      --nproc_per_node 2)
+  foreach(other np2 np4 nproc2)
+    same_metrics("${WORK}/np1" "${WORK}/${other}" 1e-5)
+    same_weights("${WORK}/np1" "${WORK}/${other}" 1e-5)
+  endforeach()
+  # The same layout twice: the same bits.
+  same_weights("${WORK}/np2" "${WORK}/nproc2" 0)
+  # Evaluation: each rank scores every n-th eval batch; the sums give one process's metrics.
+  set(E --max_steps 4 --save_strategy no --eval_strategy steps --eval_steps 2
+      --eval_split_ratio 0.25 --per_device_eval_batch_size 1)
+  run(0 0 ${COMMON} ${E} --per_device_train_batch_size 4 --output_dir "${WORK}/eval1")
+  run(2 0 ${COMMON} ${E} --per_device_train_batch_size 2 --output_dir "${WORK}/eval2")
+  same_metrics("${WORK}/eval1" "${WORK}/eval2" 1e-5)
+elseif(CASE STREQUAL "zero1")
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/dp")
+  string(REGEX MATCH "optimizer state ([0-9]+) bytes per rank" _ "${run_out}")
+  set(dp_bytes "${CMAKE_MATCH_1}")
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/z1"
+      --zero_stage 1)
+  string(REGEX MATCH "optimizer state ([0-9]+) bytes per rank \\(ZeRO-1\\)" _ "${run_out}")
+  set(z1_bytes "${CMAKE_MATCH_1}")
+  message(STATUS "optimizer state per rank: DP ${dp_bytes} bytes, ZeRO-1 ${z1_bytes} bytes")
+  math(EXPR half "${dp_bytes} / 2")
+  if(NOT z1_bytes OR z1_bytes GREATER half)
+    message(FATAL_ERROR "ZeRO-1 keeps ${z1_bytes} bytes per rank, DP ${dp_bytes}:\n${run_out}")
+  endif()
+  same_metrics("${WORK}/dp" "${WORK}/z1" 1e-5)
+  same_weights("${WORK}/dp" "${WORK}/z1" 1e-5)
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/acc"
+      --accelerate_config zero1)
+  same_weights("${WORK}/z1" "${WORK}/acc" 0)
+  # bf16 compute with gradient checkpointing: the all-gathered bf16 copies are the same too.
+  set(B ${STEPS} --per_device_train_batch_size 2 --bf16 true --gradient_checkpointing true)
+  run(2 0 ${COMMON} ${B} --output_dir "${WORK}/dp_bf16")
+  run(2 0 ${COMMON} ${B} --output_dir "${WORK}/z1_bf16" --zero_stage 1)
+  same_metrics("${WORK}/dp_bf16" "${WORK}/z1_bf16" 1e-12)
+  same_weights("${WORK}/dp_bf16" "${WORK}/z1_bf16" 0)
+  run(0 fail ${COMMON} ${STEPS} --output_dir "${WORK}/z2" --zero_stage 2)
+  if(NOT run_out MATCHES "only ZeRO stages 0 and 1")
+    message(FATAL_ERROR "--zero_stage 2 is not refused clearly:\n${run_out}")
+  endif()
+  run(0 fail ${COMMON} ${STEPS} --output_dir "${WORK}/tp" --tp_size 2)
+  if(NOT run_out MATCHES "tensor parallelism is not implemented yet")
+    message(FATAL_ERROR "--tp_size 2 is not refused clearly:\n${run_out}")
+  endif()
+elseif(CASE STREQUAL "packing")
+  # 64-token packs make 8 rows, whole global batches of 4 (one process would otherwise end
+  # an epoch with a short batch where several ranks complete it from the epoch's start, as
+  # accelerate's even_batches does).
+  run(0 0 ${COMMON} ${STEPS} --per_device_train_batch_size 4 --packing true --max_length 64
+      --output_dir "${WORK}/np1")
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --packing true --max_length 64
+      --output_dir "${WORK}/np2")
+  same_metrics("${WORK}/np1" "${WORK}/np2" 1e-5)
+  same_weights("${WORK}/np1" "${WORK}/np2" 1e-5)
+elseif(CASE STREQUAL "resume")
+  foreach(z 0 1)
+    set(R --max_steps 6 --save_steps 3 --per_device_train_batch_size 2 --zero_stage ${z})
+    run(2 0 ${COMMON} ${R} --output_dir "${WORK}/full${z}")
+    file(COPY "${WORK}/full${z}/checkpoint-3" DESTINATION "${WORK}/resumed${z}")
+    run(2 0 ${COMMON} ${R} --output_dir "${WORK}/resumed${z}" --resume_from_checkpoint true)
+    same_metrics("${WORK}/full${z}" "${WORK}/resumed${z}" 0)
+    same_weights("${WORK}/full${z}" "${WORK}/resumed${z}" 0)
+  endforeach()
+  file(COPY "${WORK}/full0/checkpoint-3" DESTINATION "${WORK}/other")
+  run(0 fail ${COMMON} ${R} --output_dir "${WORK}/other" --resume_from_checkpoint true)
+  if(NOT run_out MATCHES "world_size.*written with 2, this run has 1")
+    message(FATAL_ERROR "resuming a 2-rank checkpoint on 1 rank does not say why:\n${run_out}")
+  endif()
+elseif(CASE STREQUAL "faults")
+  set(F ${COMMON} --max_steps 6 --save_steps 2 --per_device_train_batch_size 2)
+  set(ENV{SFT_TEST_FAULT} "kill:1:3")
+  string(TIMESTAMP t0 "%s")
+  run(2 fail ${F} --output_dir "${WORK}/kill")
+  string(TIMESTAMP t1 "%s")
+  math(EXPR took "${t1} - ${t0}")
+  message(STATUS "killed rank: exit ${run_rc} after ${took} s")
+  if(NOT EXISTS "${WORK}/kill/checkpoint-2/sft_checkpoint.json" OR took GREATER 60)
+    message(FATAL_ERROR "after a killed rank: ${took} s, checkpoint-2 intact?\n${run_out}")
+  endif()
+  no_leftovers()
+
+  set(ENV{SFT_TEST_FAULT} "hang:1:3")
+  run(2 fail ${F} --output_dir "${WORK}/hang" --ddp_timeout 3)
+  if(NOT run_out MATCHES "rank 0 of 2: collective all_reduce_sum\\(f32\\).*has not completed")
+    message(FATAL_ERROR "a hung rank is not named by the watchdog:\n${run_out}")
+  endif()
+  no_leftovers()
+
+  set(ENV{SFT_TEST_FAULT} "nan:1:3")
+  run(2 fail ${F} --output_dir "${WORK}/nan")
+  if(NOT run_out MATCHES "non-finite step 3" OR EXISTS "${WORK}/nan/checkpoint-4")
+    message(FATAL_ERROR "a NaN loss on rank 1 did not stop every rank:\n${run_out}")
+  endif()
+  no_leftovers()
+
+  # SIGTERM reaching rank 1 only: both ranks stop after the same step, rank 0 saves it.
+  set(ENV{SFT_TEST_FAULT} "term:1:3")
+  run(2 0 ${F} --output_dir "${WORK}/term")
+  if(NOT run_out MATCHES "stopped at step 3" OR NOT EXISTS "${WORK}/term/checkpoint-3")
+    message(FATAL_ERROR "a stop request to one rank did not stop both at step 3:\n${run_out}")
+  endif()
+  no_leftovers()
+  unset(ENV{SFT_TEST_FAULT})
+else()
+  message(FATAL_ERROR "unknown CASE ${CASE}")
+endif()
