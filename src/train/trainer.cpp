@@ -86,7 +86,10 @@ void Trainer::init_log() {
   for (const std::string& r : args_.report_to)
     if ((r == "wandb" || r == "all") && !mo.wandb) {
       WandbSettings ws = wandb_settings_from_env(args_.run_name);
-      if (ws.mode == "disabled") continue;
+      if (ws.mode == "disabled") {
+        log_info("[wandb] WANDB_MODE=disabled: no W&B run is written");
+        break;
+      }
       const Json model_config =
           wandb_model_config(setup_.export_options.source_model_dir, model_.config());
       mo.wandb = WandbStart{ws, wandb_run_config(model_config, args_), model_.num_parameters()};
