@@ -9,7 +9,7 @@
 //   data       prepare_dataset (the audit is printed before training); eval rows from
 //              --dataset_test_split, else a --eval_split_ratio hold-out of the prepared rows
 //   output     checkpoints, metrics.jsonl, trainer_state.json, training_curves.svg, then
-//              the final model (export_hf_model + verify_export)
+//              the final model (export_hf_model + verify_export), README.md (the model card)
 //
 // An existing non-empty output_dir is refused unless --overwrite_output_dir or a resume (as
 // transformers did). SIGINT/SIGTERM end the current step, save and print the resume command.
@@ -36,6 +36,7 @@
 #include "train/checkpoint_dir.h"
 #include "train/data_options.h"
 #include "train/export.h"
+#include "train/model_card.h"
 #include "train/stop_signal.h"
 #include "train/subset_dataset.h"
 #include "train/trainer.h"
@@ -231,6 +232,8 @@ int run_train(const Args& argv) {
     const ExportOptions& ex = setup.export_options;
     export_hf_model(model, args.output_dir, ex);
     verify_export(model, args.output_dir, ex.dtype);
+    // README.md, the model card TRL writes (train/model_card.h).
+    write_model_card(args.output_dir, model_card_info(args, comm->size()));
     std::fprintf(
         stderr, "trained %lld steps (train_loss %.4f%s); model saved to %s\n",
         static_cast<long long>(result.global_step), result.train_loss,

@@ -128,7 +128,8 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_string("logging_strategy", &a.logging_strategy, logging, "steps, epoch or no");
   o.add_optional_string("logging_dir", &a.logging_dir, logging,
                         "TensorBoard folder (default: output_dir/runs/...)");
-  o.add_string_list("report_to", &a.report_to, logging, "none, all, tensorboard (comma-separated)");
+  o.add_string_list("report_to", &a.report_to, logging,
+                    "none, all, tensorboard, wandb (comma-separated)");
   o.add_optional_string("run_name", &a.run_name, logging, "name of the run in logs");
   o.add_string("eval_strategy", &a.eval_strategy, logging, "no, steps or epoch");
   o.add_optional_float("eval_steps", &a.eval_steps, logging,
@@ -223,8 +224,13 @@ void validate_training_args(TrainingArgs& a) {
   }
   if (a.eval_split_ratio < 0 || a.eval_split_ratio >= 1)
     fail(kComponent, "--eval_split_ratio must be in [0, 1)");
-  for (const std::string& r : a.report_to)
-    require_one_of("report_to", r, {"none", "all", "tensorboard"});
+  for (const std::string& r : a.report_to) {
+    if (r == "trackio")
+      fail(kComponent,
+           "--report_to trackio: sft.cpp does not write trackio's database (hint: use "
+           "--report_to wandb for an offline W&B run, tensorboard, or all for both)");
+    require_one_of("report_to", r, {"none", "all", "tensorboard", "wandb"});
+  }
   for (const std::string& c : a.dataset_columns) {
     if (c.find('=') == std::string::npos) {
       fail(kComponent,

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -62,11 +63,25 @@ MetricsLog::MetricsLog(const MetricsLogOptions& options) : options_(options) {
   if (options.tensorboard_dir)
     tensorboard_ = std::make_unique<TensorBoardWriter>(*options.tensorboard_dir, wall_time());
   tty_ = options.progress_bar && isatty(STDERR_FILENO);
+  if (options.wandb) {
+    const WandbStart& w = *options.wandb;
+    wandb_ = std::make_unique<WandbRun>(w.settings, w.config, w.num_parameters, wall_time());
+    message(wandb_->start_message());
+  }
 }
 
 MetricsLog::~MetricsLog() {
   clear_bar();
   if (jsonl_) std::fclose(jsonl_);
+  // Unwinding from an error: WandbRun's destructor records exit code 1.
+  if (wandb_ && std::uncaught_exceptions() == 0) {
+    try {
+      wandb_->finish(0, wall_time());
+      message(wandb_->finish_message());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+    }
+  }
 }
 
 void MetricsLog::log(const Json& entry) {
@@ -83,6 +98,7 @@ void MetricsLog::log(const Json& entry) {
       tensorboard_->add_scalar(tag, static_cast<float>(it.value().get<double>()), step, now);
     }
   }
+  if (wandb_) wandb_->log(entry, wall_time());
   message(format_log_line(entry));
 }
 
@@ -114,6 +130,7 @@ void MetricsLog::message(const std::string& text) {
   clear_bar();
   std::fprintf(stderr, "%s\n", text.c_str());
   std::fflush(stderr);
+  if (wandb_) wandb_->output(text, wall_time());
 }
 
 void MetricsLog::truncate_after(int64_t step) {

@@ -1,6 +1,7 @@
 // Where the trainer's log events go: output_dir/metrics.jsonl (one JSON object per event,
 // full precision), TensorBoard scalars (as transformers' TensorBoardCallback names them:
-// "train/loss", "eval/loss"), and the console (a live progress bar with step/total, ETA and
+// "train/loss", "eval/loss"), a W&B offline run (history rows and console lines, wandb_run.h),
+// and the console (a live progress bar with step/total, ETA and
 // the last loss on a terminal; plain lines otherwise). Only rank 0 makes one.
 #pragma once
 
@@ -12,12 +13,14 @@
 
 #include "io/json.h"
 #include "train/tensorboard_writer.h"
+#include "train/wandb_run.h"
 
 namespace sft {
 
 struct MetricsLogOptions {
   std::string output_dir;
   std::optional<std::string> tensorboard_dir;  // set when report_to has tensorboard
+  std::optional<WandbStart> wandb;             // set when report_to has wandb (wandb_run.h)
   bool progress_bar = true;                    // a bar when stderr is a terminal
   int64_t max_steps = 0;
 };
@@ -46,6 +49,7 @@ class MetricsLog {
   std::string jsonl_path_;
   std::FILE* jsonl_ = nullptr;
   std::unique_ptr<TensorBoardWriter> tensorboard_;
+  std::unique_ptr<WandbRun> wandb_;
   bool tty_ = false;
   bool bar_shown_ = false;
 };

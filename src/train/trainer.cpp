@@ -11,6 +11,7 @@
 #include "optim/clip.h"
 #include "train/checkpoint_dir.h"
 #include "train/stop_signal.h"
+#include "train/wandb_config.h"
 
 namespace sft {
 
@@ -85,6 +86,18 @@ void Trainer::init_log() {
     if (r == "tensorboard" || r == "all") {
       const std::string run = args_.run_name.value_or("run");
       mo.tensorboard_dir = args_.logging_dir.value_or(args_.output_dir + "/runs/" + run);
+    }
+  // --report_to wandb / all: a W&B offline run (WANDB_MODE=disabled: none).
+  for (const std::string& r : args_.report_to)
+    if ((r == "wandb" || r == "all") && !mo.wandb) {
+      WandbSettings ws = wandb_settings_from_env(args_.run_name);
+      if (ws.mode == "disabled") {
+        log_info("[wandb] WANDB_MODE=disabled: no W&B run is written");
+        break;
+      }
+      const Json model_config =
+          wandb_model_config(setup_.export_options.source_model_dir, model_.config());
+      mo.wandb = WandbStart{ws, wandb_run_config(model_config, args_), model_.num_parameters()};
     }
   mo.progress_bar = setup_.console_progress && !args_.disable_tqdm.value_or(false);
   mo.max_steps = plan_.max_steps;

@@ -91,7 +91,9 @@ TEST(TrainingArgs, RelationsAreChecked) {
                 .find("is not one of: random, sequential"),
             std::string::npos);
   EXPECT_EQ(error_of(base + "--train_sampling_strategy sequential"), "");
-  EXPECT_NE(error_of(base + "--report_to wandb").find("--report_to 'wandb'"), std::string::npos);
+  EXPECT_NE(error_of(base + "--report_to comet_ml").find("--report_to 'comet_ml'"),
+            std::string::npos);
+  EXPECT_EQ(error_of(base + "--report_to wandb"), "");
   EXPECT_NE(error_of(base + "--gradient_accumulation_steps 0").find("must be positive"),
             std::string::npos);
   EXPECT_NE(error_of(base + "--lerning_rate 1e-4").find("did you mean --learning_rate?"),
