@@ -66,9 +66,12 @@ struct PartialFile {
   int fd = -1;
   int64_t offset = 0;  // bytes in the file
   int write_errno = 0;
+  bool ranged = false;  // this answer's first bytes are still to come after a Range request
 
   bool append(long status, std::string_view bytes) {
-    if (status == 200 && offset > 0) {  // the server ignored the range: start over
+    const bool restart = ranged && status == 200;  // the server ignored the range: start over
+    ranged = false;
+    if (restart) {
       if (::ftruncate(fd, 0) != 0 || ::lseek(fd, 0, SEEK_SET) != 0) {
         write_errno = errno;
         return false;
@@ -177,6 +180,7 @@ int64_t download_blob(const HubSession& session, const RequestContext& context,
     if (url_origin(meta.location) == url_origin(session.endpoint))
       request.headers = session.auth_headers;
     if (partial.offset > 0) request.range_start = partial.offset;
+    partial.ranged = partial.offset > 0;
     const int64_t before = partial.offset;
     last = http_send(request, [&](long status, std::string_view bytes) {
       const int64_t start = partial.offset;
