@@ -202,6 +202,29 @@ void HubTestServer::serve(int fd) {
   if (!sent) send_all(fd, response.data(), response.size());
 }
 
+// The recursive listing of /api/{type}s/{repo}/tree/{rev}: folders, then files with their
+// blob ids and, for LFS files, the sha256.
+std::string HubTestServer::tree_json(const Repo& repo) const {
+  std::set<std::string> folders;
+  for (const auto& [rel, f] : repo.files)
+    for (size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
+      folders.insert(rel.substr(0, slash));
+  std::string out = "[";
+  for (const std::string& d : folders)
+    out += std::string(out.size() > 1 ? ", " : "") + "{\"type\": \"directory\", \"oid\": \"" +
+           sha256_hex(d).substr(0, 40) + "\", \"size\": 0, \"path\": \"" + json_escape(d) + "\"}";
+  for (const auto& [rel, f] : repo.files) {
+    out += std::string(out.size() > 1 ? ", " : "") + "{\"type\": \"file\", \"oid\": \"" +
+           f.sha256.substr(0, 40) + "\", \"size\": " + std::to_string(f.size) + ", \"path\": \"" +
+           json_escape(rel) + "\"";
+    if (f.lfs)
+      out += ", \"lfs\": {\"oid\": \"" + f.sha256 + "\", \"size\": " + std::to_string(f.size) +
+             ", \"pointerSize\": 134}";
+    out += "}";
+  }
+  return out + "]";
+}
+
 std::string HubTestServer::answer(const Request& req, int fd, bool& sent) {
   auto reply = [&](int status, const std::string& reason, std::vector<std::string> headers,
                    const std::string& body, bool with_body = true) {
@@ -271,15 +294,18 @@ std::string HubTestServer::answer(const Request& req, int fd, bool& sent) {
     return out;
   }
 
-  // Revision info.
+  // Revision info, and the tree listing huggingface_hub's snapshot_download asks for.
+  const std::string api_path = req.path.substr(0, req.path.find('?'));
   for (const char* prefix : {"/api/models/", "/api/datasets/"}) {
-    if (req.path.rfind(prefix, 0) != 0) continue;
+    if (api_path.rfind(prefix, 0) != 0) continue;
     const bool dataset = std::string(prefix) == "/api/datasets/";
-    const std::string rest = req.path.substr(std::string(prefix).size());
-    const size_t cut = rest.find("/revision/");
+    const std::string rest = api_path.substr(std::string(prefix).size());
+    size_t cut = rest.find("/revision/");
+    const bool tree = cut == std::string::npos;
+    if (tree) cut = rest.find("/tree/");
     if (cut == std::string::npos) return error(404, "EntryNotFound");
     const std::string id = rest.substr(0, cut);
-    const std::string rev = url_decode(rest.substr(cut + 10));
+    const std::string rev = url_decode(rest.substr(cut + (tree ? 6 : 10)));
     auto it = repos_.find((dataset ? "dataset:" : "model:") + id);
     if (it == repos_.end()) return error(404, "RepoNotFound");
     const Repo& repo = it->second;
@@ -289,6 +315,7 @@ std::string HubTestServer::answer(const Request& req, int fd, bool& sent) {
       if (auth != "Bearer " + faults_.token) return error(403, "GatedRepo");
     }
     if (rev != repo.spec.revision && rev != repo.commit) return error(404, "RevisionNotFound");
+    if (tree) return reply(200, "OK", {"Content-Type: application/json"}, tree_json(repo));
     std::string body = "{\"id\": \"" + json_escape(id) + "\", \"sha\": \"" + repo.commit +
                        "\", \"private\": false, \"siblings\": [";
     bool first = true;
@@ -335,7 +362,10 @@ std::string HubTestServer::answer(const Request& req, int fd, bool& sent) {
   if (file.lfs) {
     headers.push_back("X-Linked-Etag: \"" + file.sha256 + "\"");
     headers.push_back("X-Linked-Size: " + std::to_string(file.size));
-    headers.push_back("Location: " + endpoint() + "/lfs/" + file.sha256);
+    // Another host name for the same server, as the Hub redirects to its storage host
+    // (huggingface_hub follows same-host redirects on HEAD, and would then miss X-Repo-Commit).
+    headers.push_back("Location: http://localhost:" + std::to_string(port_) + "/lfs/" +
+                      file.sha256);
     return reply(302, "Found", headers, "");
   }
   return reply(200, "OK", headers, read_file(file.path));

@@ -2,6 +2,8 @@
 // thread per connection, answering the calls sft's Hub client makes, the way the Hub does:
 //
 //   GET  /api/{models|datasets}/{repo}/revision/{rev}   {"id","sha","siblings":[{"rfilename"}]}
+//   GET  /api/{models|datasets}/{repo}/tree/{rev}       the recursive listing (huggingface_hub's
+//                                                       snapshot_download reads it)
 //   HEAD/GET /{repo}/resolve/{rev}/{path}, /datasets/{repo}/resolve/{rev}/{path}
 //        LFS files (*.safetensors, *.parquet): 302 to /lfs/<sha256> with X-Linked-Etag
 //        (the sha256) and X-Linked-Size; others: 200 with ETag and the bytes. X-Repo-Commit.
@@ -74,6 +76,7 @@ class HubTestServer {
   void accept_loop();
   void serve(int fd);
   std::string answer(const Request& request, int fd, bool& sent);
+  std::string tree_json(const Repo& repo) const;
 
   std::map<std::string, Repo> repos_;  // "model:org/name" / "dataset:org/name"
   std::map<std::string, const File*> lfs_;
