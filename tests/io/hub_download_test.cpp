@@ -267,6 +267,18 @@ TEST_F(HubDownload, OfflineUsesTheCacheOnlyAndSaysSo) {
   EXPECT_EQ(server_->requests().size(), before);
 }
 
+TEST_F(HubDownload, ADiskTooSmallIsRefusedBeforeDownloading) {
+  test::HubFaults faults;
+  faults.huge_file = "model.safetensors";
+  server_->set_faults(faults);
+  const std::string message = message_of([&] { download("org/tiny"); });
+  EXPECT_THAT(message, HasSubstr("model 'org/tiny' needs 1153PB in " + cache_ +
+                                 "/models--org--tiny/blobs but the disk has"));
+  EXPECT_THAT(message, HasSubstr("set HF_HUB_CACHE to a folder on a bigger disk"));
+  EXPECT_EQ(count_requests("GET /lfs/"), 0);
+  EXPECT_FALSE(fs::exists(fs::path(cache_) / "models--org--tiny" / "snapshots"));
+}
+
 TEST_F(HubDownload, NoServerSaysWhereItTriedAndHowToWorkOffline) {
   const std::string endpoint = server_->endpoint();
   server_.reset();  // nothing listens on that port now

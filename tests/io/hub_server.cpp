@@ -361,7 +361,9 @@ std::string HubTestServer::answer(const Request& req, int fd, bool& sent) {
                                       "ETag: \"" + file.sha256.substr(0, 40) + "\""};
   if (file.lfs) {
     headers.push_back("X-Linked-Etag: \"" + file.sha256 + "\"");
-    headers.push_back("X-Linked-Size: " + std::to_string(file.size));
+    const bool huge = path == faults_.huge_file;
+    headers.push_back("X-Linked-Size: " +
+                      (huge ? std::string("1152921504606846976") : std::to_string(file.size)));
     // Another host name for the same server, as the Hub redirects to its storage host
     // (huggingface_hub follows same-host redirects on HEAD, and would then miss X-Repo-Commit).
     headers.push_back("Location: http://localhost:" + std::to_string(port_) + "/lfs/" +
