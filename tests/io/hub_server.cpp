@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "io/hub/download_file.h"
+#include "io/json.h"
 
 namespace sft::test {
 
@@ -73,10 +74,30 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+std::string plain_reply(int status, const std::vector<std::string>& headers,
+                        const std::string& body) {
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " Answer\r\n";
+  for (const std::string& h : headers) out += h + "\r\n";
+  out += "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n";
+  return out + body;
+}
+
+std::string base64_decode(const std::string& text) {
+  std::string out(text.size() / 4 * 3 + 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0) return "";
+  size_t size = static_cast<size_t>(n);
+  for (size_t i = text.size(); i > 0 && text[i - 1] == '='; --i) --size;  // padding
+  out.resize(size);
+  return out;
+}
+
 }  // namespace
 
 struct HubTestServer::Request {
-  std::string method, path;
+  std::string method, path, body;
   std::map<std::string, std::string> headers;  // lower-case names
   std::string header(const std::string& name) const {
     auto it = headers.find(name);
@@ -87,31 +108,10 @@ struct HubTestServer::Request {
 HubTestServer::HubTestServer(std::vector<HubRepoSpec> repos, HubFaults faults)
     : faults_(std::move(faults)) {
   for (HubRepoSpec& spec : repos) {
-    Repo repo;
-    std::string listing = spec.id;
-    std::vector<fs::path> paths;
-    for (const auto& e : fs::recursive_directory_iterator(spec.folder))
-      if (e.is_regular_file()) paths.push_back(e.path());
-    std::sort(paths.begin(), paths.end());
-    for (const fs::path& p : paths) {
-      const std::string rel = p.lexically_relative(spec.folder).generic_string();
-      if (rel.empty() || rel[0] == '.' || rel.find("/.") != std::string::npos) continue;
-      File f;
-      f.path = p.string();
-      f.size = static_cast<int64_t>(fs::file_size(p));
-      f.sha256 = hub::sha256_file(f.path);
-      f.lfs = p.extension() == ".safetensors" || p.extension() == ".parquet";
-      listing += "\n" + rel + " " + f.sha256;
-      repo.files[rel] = f;
-    }
-    repo.commit = sha256_hex(listing).substr(0, 40);
-    repo.spec = spec;
     const std::string key = (spec.dataset ? "dataset:" : "model:") + spec.id;
-    repos_[key] = std::move(repo);
+    repos_[key] = index_repo(spec);
   }
-  for (auto& [key, repo] : repos_)
-    for (auto& [rel, file] : repo.files)
-      if (file.lfs) lfs_[file.sha256] = &file;
+  reindex_lfs();
 
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) throw std::runtime_error("hub test server: socket() failed");
@@ -136,6 +136,42 @@ HubTestServer::~HubTestServer() {
   acceptor_.join();
   ::close(listen_fd_);
   for (std::thread& t : connections_) t.join();
+}
+
+HubTestServer::Repo HubTestServer::index_repo(const HubRepoSpec& spec) const {
+  Repo repo;
+  std::string listing = spec.id;
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::recursive_directory_iterator(spec.folder))
+    if (e.is_regular_file()) paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  for (const fs::path& p : paths) {
+    const std::string rel = p.lexically_relative(spec.folder).generic_string();
+    if (rel.empty() || rel[0] == '.' || rel.find("/.") != std::string::npos) continue;
+    File f;
+    f.path = p.string();
+    f.size = static_cast<int64_t>(fs::file_size(p));
+    f.sha256 = hub::sha256_file(f.path);
+    f.lfs = p.extension() == ".safetensors" || p.extension() == ".parquet";
+    listing += "\n" + rel + " " + f.sha256;
+    repo.files[rel] = f;
+  }
+  repo.commit = sha256_hex(listing).substr(0, 40);
+  repo.spec = spec;
+  return repo;
+}
+
+void HubTestServer::reindex_lfs() {
+  lfs_.clear();
+  for (auto& [key, repo] : repos_)
+    for (auto& [rel, file] : repo.files)
+      if (file.lfs) lfs_[file.sha256] = &file;
+}
+
+void HubTestServer::accept_uploads(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uploads_dir_ = dir;
+  fs::create_directories(fs::path(dir) / ".lfs");
 }
 
 std::string HubTestServer::endpoint() const {
@@ -197,6 +233,19 @@ void HubTestServer::serve(int fd) {
     while (v < line.size() && line[v] == ' ') ++v;
     request.headers[name] = line.substr(v);
   }
+  if (auto it = request.headers.find("content-length"); it != request.headers.end()) {
+    const size_t length = std::stoul(it->second);
+    if (request.header("expect") == "100-continue") {
+      const std::string go = "HTTP/1.1 100 Continue\r\n\r\n";
+      send_all(fd, go.data(), go.size());
+    }
+    request.body = head.substr(head.find("\r\n\r\n") + 4);
+    while (request.body.size() < length) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return;
+      request.body.append(buf, static_cast<size_t>(n));
+    }
+  }
   bool sent = false;
   const std::string response = answer(request, fd, sent);
   if (!sent) send_all(fd, response.data(), response.size());
@@ -223,6 +272,99 @@ std::string HubTestServer::tree_json(const Repo& repo) const {
     out += "}";
   }
   return out + "]";
+}
+
+// The push side of the Hub (upload.h's calls); `handled` = false for other requests.
+std::string HubTestServer::answer_upload(const Request& req, bool& handled) {
+  handled = true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const bool lfs_path =
+      req.path.rfind("/lfs-upload/", 0) == 0 || req.path.rfind("/lfs-verify/", 0) == 0;
+  const bool api =
+      req.method == "POST" &&
+      (req.path == "/api/repos/create" ||
+       req.path.find(".git/info/lfs/objects/batch") != std::string::npos ||
+       (req.path.rfind("/api/", 0) == 0 && req.path.find("/commit/") != std::string::npos));
+  if (uploads_dir_.empty() || (!lfs_path && !api)) {
+    handled = false;
+    return "";
+  }
+  const fs::path store = fs::path(uploads_dir_) / ".lfs";
+  if (req.path.rfind("/lfs-upload/", 0) == 0 && req.method == "PUT") {
+    const std::string oid = req.path.substr(12);
+    std::ofstream(store / oid, std::ios::binary) << req.body;
+    if (hub::sha256_file((store / oid).string()) != oid) {
+      fs::remove(store / oid);
+      return plain_reply(400, {}, "checksum mismatch");
+    }
+    return plain_reply(200, {}, "");
+  }
+  if (req.path.rfind("/lfs-verify/", 0) == 0)
+    return plain_reply(fs::exists(store / req.path.substr(12)) ? 200 : 404, {}, "");
+  if (req.header("authorization") != "Bearer " + faults_.token)
+    return plain_reply(401, {"X-Error-Code: Unauthorized"}, "{\"error\": \"Invalid credentials\"}");
+  const Json body = req.path.find("/commit/") == std::string::npos ? Json::parse(req.body) : Json();
+  if (req.path == "/api/repos/create") {
+    const std::string id =
+        body.value("organization", std::string()) + "/" + body.value("name", std::string());
+    const std::string key =
+        (body.value("type", std::string("model")) == "dataset" ? "dataset:" : "model:") + id;
+    if (repos_.count(key))
+      return plain_reply(409, {}, "{\"error\": \"You already created this repo\"}");
+    const fs::path folder = fs::path(uploads_dir_) / id;
+    fs::create_directories(folder);
+    repos_[key] = index_repo({key.rfind("dataset:", 0) == 0, id, folder.string(), "main"});
+    reindex_lfs();
+    return plain_reply(200, {"Content-Type: application/json"},
+                       "{\"url\": \"" + endpoint() + "/" + id + "\"}");
+  }
+  if (req.path.find(".git/info/lfs/objects/batch") != std::string::npos) {
+    Json objects = Json::array();
+    for (const Json& o : body.value("objects", Json::array())) {
+      const std::string oid = o.value("oid", std::string());
+      Json answer = {{"oid", oid}, {"size", o.value("size", 0)}};
+      if (!fs::exists(store / oid) && !lfs_.count(oid))
+        answer["actions"] = {{"upload", {{"href", endpoint() + "/lfs-upload/" + oid}}},
+                             {"verify", {{"href", endpoint() + "/lfs-verify/" + oid}}}};
+      objects.push_back(answer);
+    }
+    return plain_reply(200, {"Content-Type: application/vnd.git-lfs+json"},
+                       Json{{"transfer", "basic"}, {"objects", objects}}.dump());
+  }
+  // Commit: /api/models/{id}/commit/{rev}
+  const size_t cut = req.path.find("/commit/");
+  const std::string id =
+      req.path.substr(std::string("/api/models/").size(), cut - std::string("/api/models/").size());
+  auto it = repos_.find("model:" + id);
+  if (it == repos_.end()) return plain_reply(404, {"X-Error-Code: RepoNotFound"}, "");
+  const fs::path folder = it->second.spec.folder;
+  std::istringstream lines(req.body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    const Json entry = Json::parse(line);
+    const Json& v = entry["value"];
+    if (entry["key"] == "header") continue;
+    const fs::path target = folder / v.value("path", std::string());
+    fs::create_directories(target.parent_path());
+    if (entry["key"] == "file") {
+      std::ofstream(target, std::ios::binary) << base64_decode(v.value("content", std::string()));
+    } else if (entry["key"] == "lfsFile") {
+      const std::string oid = v.value("oid", std::string());
+      if (fs::exists(store / oid)) {
+        fs::copy_file(store / oid, target, fs::copy_options::overwrite_existing);
+      } else if (lfs_.count(oid)) {
+        fs::copy_file(lfs_[oid]->path, target, fs::copy_options::overwrite_existing);
+      } else {
+        return plain_reply(400, {}, "{\"error\": \"LFS object " + oid + " was never uploaded\"}");
+      }
+    }
+  }
+  it->second = index_repo(it->second.spec);
+  reindex_lfs();
+  return plain_reply(200, {"Content-Type: application/json"},
+                     "{\"commitOid\": \"" + it->second.commit + "\", \"commitUrl\": \"" +
+                         endpoint() + "/" + id + "/commit/" + it->second.commit + "\"}");
 }
 
 std::string HubTestServer::answer(const Request& req, int fd, bool& sent) {
@@ -252,6 +394,9 @@ std::string HubTestServer::answer(const Request& req, int fd, bool& sent) {
       return reply(faults_.status, "Fault", {"Retry-After: 0"}, "injected fault");
     }
   }
+
+  bool upload = false;
+  if (std::string out = answer_upload(req, upload); upload) return out;
 
   // The bytes of an LFS object.
   if (req.path.rfind("/lfs/", 0) == 0) {

@@ -9,6 +9,9 @@
 //        (the sha256) and X-Linked-Size; others: 200 with ETag and the bytes. X-Repo-Commit.
 //   GET  /lfs/<sha256>   the bytes, honouring "Range: bytes=N-" (206)
 //   404s carry X-Error-Code RepoNotFound / RevisionNotFound / EntryNotFound.
+//   With accept_uploads(DIR): POST /api/repos/create, POST /{repo}.git/info/lfs/objects/batch,
+//   PUT /lfs-upload/<oid>, POST /lfs-verify/<oid>, POST /api/models/{repo}/commit/{rev}
+//   (ndjson), after which the new files are served like the others.
 //
 // A repo is a local folder served at one revision (a branch name) and its commit (a hash of
 // the repo's name and files). Faults, each counted down as it fires: a connection dropped
@@ -40,7 +43,7 @@ struct HubFaults {
   int corrupt_times = 0;
   int status_times = 0;  // the next N requests answer `status` (500, 429, ...)
   int status = 500;
-  std::string huge_file;  // repo path whose LFS size is announced as 2^60 bytes (a full disk)
+  std::string huge_file;        // repo path whose LFS size is announced as 2^60 bytes (a full disk)
   std::set<std::string> gated;  // repo ids that need "Authorization: Bearer <token>"
   std::string token = "hf_test_token";
 };
@@ -59,6 +62,9 @@ class HubTestServer {
   std::vector<std::string> requests() const;
   // The commit a repo is served at.
   std::string commit_of(const std::string& id) const;
+  // Accepts pushes (create repo, LFS batch + PUT + verify, commit) with the faults' token;
+  // repos created or committed to live under `dir`. Pushes must not overlap downloads.
+  void accept_uploads(const std::string& dir);
 
  private:
   struct File {
@@ -73,7 +79,11 @@ class HubTestServer {
     std::map<std::string, File> files;  // repo path → file
   };
   struct Request;
+  std::string uploads_dir_;
 
+  Repo index_repo(const HubRepoSpec& spec) const;
+  void reindex_lfs();
+  std::string answer_upload(const Request& request, bool& handled);
   void accept_loop();
   void serve(int fd);
   std::string answer(const Request& request, int fd, bool& sent);

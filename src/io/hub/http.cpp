@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
 #include <mutex>
 
 #include "core/error.h"
@@ -63,6 +65,10 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
+size_t on_read(char* buffer, size_t size, size_t count, void* user) {
+  return std::fread(buffer, size, count, static_cast<std::FILE*>(user));
+}
+
 }  // namespace
 
 std::string HttpResponse::header(const std::string& lower_name) const {
@@ -110,6 +116,22 @@ HttpResponse http_send(const HttpRequest& request, const BodySink& sink) {
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
                      static_cast<curl_off_t>(request.body.size()));
   }
+  std::FILE* upload = nullptr;
+  if (request.method == "PUT") {
+    upload = std::fopen(request.upload_path.c_str(), "rb");
+    if (upload == nullptr) {
+      curl_slist_free_all(headers);
+      curl_easy_cleanup(curl);
+      fail("hub", "cannot read " + request.upload_path + " to upload it: " + errno_text(errno));
+    }
+    std::fseek(upload, 0, SEEK_END);
+    const long size = std::ftell(upload);
+    std::fseek(upload, 0, SEEK_SET);
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(curl, CURLOPT_READDATA, upload);
+    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(size));
+  }
   if (request.range_start >= 0) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
 
   // Error bodies are small and wanted in memory (the Hub explains itself there).
@@ -134,6 +156,7 @@ HttpResponse http_send(const HttpRequest& request, const BodySink& sink) {
         transfer.aborted_by_sink ? "stopped by the receiver" : std::string(curl_easy_strerror(rc));
     response.status = 0;
   }
+  if (upload != nullptr) std::fclose(upload);
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
   return response;

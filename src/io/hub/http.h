@@ -18,10 +18,11 @@
 namespace sft::hub {
 
 struct HttpRequest {
-  std::string method = "GET";  // GET, HEAD, POST
+  std::string method = "GET";  // GET, HEAD, POST, PUT
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
   std::string body;                  // sent with POST
+  std::string upload_path;           // PUT: the file whose bytes are the body
   bool follow_redirects = false;
   int64_t range_start = -1;  // >= 0: "Range: bytes=N-"
   long connect_timeout_s = 10;
