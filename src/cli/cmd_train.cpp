@@ -25,6 +25,7 @@
 #include "core/rng.h"
 #include "data/prepare.h"
 #include "dist/comm.h"
+#include "io/hub/upload.h"
 #include "model/model_dir.h"
 #include "model/transformer.h"
 #include "ops/profile.h"
@@ -114,6 +115,23 @@ std::string resume_command(const Args& argv, const std::string& checkpoint) {
     cmd += " " + shell_quote(argv[i]);
   }
   return cmd + " --resume_from_checkpoint " + shell_quote(checkpoint);
+}
+
+}  // namespace
+
+namespace {
+
+// --push_to_hub: the finished output_dir to --hub_model_id (io/hub/upload.h); by default a repo
+// named like output_dir under the token's user, as transformers' Trainer does.
+void push_output_dir(const TrainingArgs& args) {
+  hub::UploadOptions up;
+  std::filesystem::path out = std::filesystem::path(args.output_dir).lexically_normal();
+  if (out.filename().empty()) out = out.parent_path();  // "dir/" → "dir"
+  up.repo_id = args.hub_model_id.value_or(out.filename().string());
+  up.private_repo = args.hub_private_repo;
+  up.token = args.hub_token;
+  up.commit_message = "End of training";
+  hub::push_folder(args.output_dir, up);
 }
 
 }  // namespace
@@ -221,6 +239,7 @@ int run_train(const Args& argv) {
             ? (", " + std::to_string(result.skipped_steps) + " non-finite steps skipped").c_str()
             : "",
         args.output_dir.c_str());
+    if (args.push_to_hub) push_output_dir(args);
   }
   return 0;
 }

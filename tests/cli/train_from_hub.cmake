@@ -1,7 +1,7 @@
 # `sft train` with a model and a dataset given as Hub ids that are not in the cache: both are
 # downloaded from the tests' Hub (sft_hub_test_server) into an empty HF cache laid out as
 # huggingface_hub lays it out, training runs, and a second run with HF_HUB_OFFLINE=1 reads
-# the same cache without the server.
+# the same cache without the server. Then --push_to_hub publishes a run to the same server.
 # Usage: cmake -DSFT=sft -DSERVER=sft_hub_test_server -DROOT=repo -DWORK=scratch -P ...
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE "${WORK}")
@@ -50,4 +50,28 @@ execute_process(COMMAND "${SFT}" ${TRAIN} --model_name_or_path org/absent --outp
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(rc EQUAL 0 OR NOT err MATCHES "HF_HUB_OFFLINE=1" OR NOT err MATCHES "${WORK}/hub")
   message(FATAL_ERROR "offline miss: exit ${rc}\n${out}\n${err}")
+endif()
+
+# --push_to_hub: the run's output_dir lands in a repo named like it under the token's user.
+unset(ENV{HF_HUB_OFFLINE})
+set(ENV{HF_TOKEN} hf_test_token)
+execute_process(COMMAND "${SERVER}" --model "org/tiny=${ROOT}/tests/fixtures/generate_text"
+                        --dataset "org/text=${ROOT}/tests/fixtures/hub/dataset"
+                        --uploads "${WORK}/storage" --
+                        "${SFT}" ${TRAIN} --output_dir "${WORK}/pushed" --push_to_hub
+                        --hub_strategy end
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "pushed [0-9]+ files \\(1 in LFS, 1 uploaded\\)")
+  message(FATAL_ERROR "sft train --push_to_hub: exit ${rc}\n${out}\n${err}")
+endif()
+foreach(f model.safetensors config.json tokenizer.json trainer_state.json)
+  file(SHA256 "${WORK}/pushed/${f}" want)
+  file(SHA256 "${WORK}/storage/me/pushed/${f}" got)
+  if(NOT want STREQUAL got)
+    message(FATAL_ERROR "pushed ${f} differs from the run's")
+  endif()
+endforeach()
+file(GLOB_RECURSE checkpoints "${WORK}/storage/me/pushed/checkpoint-*")
+if(checkpoints)
+  message(FATAL_ERROR "checkpoints were pushed: ${checkpoints}")
 endif()

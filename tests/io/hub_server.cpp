@@ -280,6 +280,10 @@ std::string HubTestServer::answer_upload(const Request& req, bool& handled) {
   std::lock_guard<std::mutex> lock(mutex_);
   const bool lfs_path =
       req.path.rfind("/lfs-upload/", 0) == 0 || req.path.rfind("/lfs-verify/", 0) == 0;
+  if (req.path == "/api/whoami-v2" && !uploads_dir_.empty()) {
+    if (req.header("authorization") != "Bearer " + faults_.token) return plain_reply(401, {}, "");
+    return plain_reply(200, {"Content-Type: application/json"}, "{\"name\": \"me\"}");
+  }
   const bool api =
       req.method == "POST" &&
       (req.path == "/api/repos/create" ||

@@ -2,7 +2,7 @@
 // (tests/cli/train_from_hub.cmake) and tools/check_hub_cache.py.
 //
 //   sft_hub_test_server --model ORG/NAME=DIR --dataset ORG/NAME=DIR [--gated ORG/NAME]
-//                       [--port-file FILE] [-- COMMAND ARGS...]
+//                       [--uploads DIR] [--port-file FILE] [-- COMMAND ARGS...]
 // With a COMMAND it runs it with HF_ENDPOINT pointing here and exits with its status;
 // without one it writes the port to FILE and serves until killed.
 #include <sys/wait.h>
@@ -20,7 +20,7 @@
 int main(int argc, char** argv) {
   std::vector<sft::test::HubRepoSpec> repos;
   sft::test::HubFaults faults;
-  std::string port_file;
+  std::string port_file, uploads;
   int command = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
       repos.push_back({a == "--dataset", v.substr(0, eq), v.substr(eq + 1), "main"});
     } else if (a == "--gated") {
       faults.gated.insert(v);
+    } else if (a == "--uploads") {
+      uploads = v;  // accept pushes (token hf_test_token), stored under DIR
     } else if (a == "--port-file") {
       port_file = v;
     } else {
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
     }
   }
   sft::test::HubTestServer server(repos, faults);
+  if (!uploads.empty()) server.accept_uploads(uploads);
   if (!port_file.empty()) {
     const std::string temp = port_file + ".tmp";
     std::ofstream(temp) << server.port() << "\n";

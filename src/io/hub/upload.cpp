@@ -126,6 +126,20 @@ size_t upload_lfs(const HubSession& s, const RequestContext& c, const std::vecto
   return sent;
 }
 
+// The user a token belongs to (GET /api/whoami-v2), for a repo id given without namespace.
+std::string token_user(const HubSession& s) {
+  HttpRequest r;
+  r.url = s.endpoint + "/api/whoami-v2";
+  r.headers = s.auth_headers;
+  const HttpResponse answer = send_with_retries(s, r);
+  std::string name;
+  if (answer.status == 200) name = parse_json_strict(answer.body, "hub", r.url).value("name", "");
+  if (name.empty())
+    fail("hub", r.url + " did not say whose token this is (HTTP " + std::to_string(answer.status) +
+                    ") (hint: pass --hub_model_id ORG/NAME, and check HF_TOKEN / --hub_token)");
+  return name;
+}
+
 }  // namespace
 
 std::vector<std::string> files_to_publish(const std::string& folder) {
@@ -157,7 +171,9 @@ UploadResult push_folder(const std::string& folder, const UploadOptions& options
          "--push_to_hub needs a token with write access (hint: set HF_TOKEN=hf_..., pass "
          "--hub_token, or run `huggingface-cli login`)");
   s.auth_headers.push_back("Authorization: Bearer " + *token);
-  const RequestContext c{{HubRepoType::kModel, options.repo_id}, options.revision, "", "", true};
+  std::string repo_id = options.repo_id;
+  if (repo_id.find('/') == std::string::npos) repo_id = token_user(s) + "/" + repo_id;
+  const RequestContext c{{HubRepoType::kModel, repo_id}, options.revision, "", "", true};
 
   std::vector<LocalFile> files;
   for (const std::string& rel : files_to_publish(folder)) {
@@ -196,8 +212,8 @@ UploadResult push_folder(const std::string& folder, const UploadOptions& options
   result.files = files.size();
   HttpRequest commit;
   commit.method = "POST";
-  commit.url = s.endpoint + "/api/models/" + options.repo_id + "/commit/" +
-               url_quote(options.revision, false);
+  commit.url =
+      s.endpoint + "/api/models/" + repo_id + "/commit/" + url_quote(options.revision, false);
   commit.headers = s.auth_headers;
   commit.headers.push_back("Content-Type: application/x-ndjson");
   commit.body = std::move(body);
