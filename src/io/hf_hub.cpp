@@ -28,8 +28,9 @@ bool looks_like_repo_id(const std::string& s) {
 }
 
 // Whether a cached snapshot has what a run reads (a model snapshot holding only a config.json
-// that something else fetched is not enough).
-bool snapshot_usable(const fs::path& snapshot, HubRepoType type) {
+// that something else fetched is not enough; a dataset needs a data file of the config).
+bool snapshot_usable(const fs::path& snapshot, HubRepoType type,
+                     const std::string& dataset_config) {
   std::error_code ec;
   if (!fs::is_directory(snapshot, ec)) return false;
   bool config = false, data = false;
@@ -42,7 +43,9 @@ bool snapshot_usable(const fs::path& snapshot, HubRepoType type) {
       data |= rel.find('/') == std::string::npos && rel.ends_with(".safetensors");
     } else {
       config = true;
-      data |= hub::is_dataset_data_file(rel);
+      data |= hub::is_dataset_data_file(rel) &&
+              (dataset_config.empty() ||
+               ("/" + rel).find("/" + dataset_config + "/") != std::string::npos);
     }
   }
   return config && data;
@@ -76,7 +79,7 @@ std::string resolve_hub_folder(const std::string& name_or_path, HubRepoType type
     revisions.push_back("refs/convert/parquet");
   for (const std::string& r : revisions) {
     if (auto commit = cache.read_ref(r)) {
-      if (snapshot_usable(cache.snapshot_dir(*commit), type))
+      if (snapshot_usable(cache.snapshot_dir(*commit), type, dataset_config))
         return cache.snapshot_dir(*commit).string();
     }
   }

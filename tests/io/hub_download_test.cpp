@@ -150,6 +150,12 @@ TEST_F(HubDownload, DatasetConfigChoosesItsFiles) {
   const std::string snapshot = download("openai/gsm8k", true, "main", "main");
   EXPECT_TRUE(fs::exists(fs::path(snapshot) / "main" / "train-00000-of-00002.parquet"));
   EXPECT_TRUE(fs::exists(fs::path(snapshot) / "main" / "test-00000-of-00001.parquet"));
+  // Cached with config "main": that config resolves offline, another one asks the Hub.
+  const size_t before = server_->requests().size();
+  EXPECT_EQ(resolve_hub_folder("openai/gsm8k", HubRepoType::kDataset, "main", "main"), snapshot);
+  EXPECT_EQ(server_->requests().size(), before);
+  resolve_hub_folder("openai/gsm8k", HubRepoType::kDataset, "main", "socratic");
+  EXPECT_GT(server_->requests().size(), before);
 }
 
 TEST_F(HubDownload, ResumesADroppedConnectionWithARange) {
