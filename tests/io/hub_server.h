@@ -78,7 +78,14 @@ class HubTestServer {
     std::string commit;
     std::map<std::string, File> files;  // repo path → file
   };
-  struct Request;
+  struct Request {
+    std::string method, path, body;
+    std::map<std::string, std::string> headers;  // lower-case names
+    std::string header(const std::string& name) const {
+      auto it = headers.find(name);
+      return it == headers.end() ? "" : it->second;
+    }
+  };
   std::string uploads_dir_;
 
   Repo index_repo(const HubRepoSpec& spec) const;
