@@ -225,6 +225,17 @@ TEST_F(HubDownload, RetriesServerErrorsAndRateLimits) {
   EXPECT_THAT(message_of([&] { download("org/tiny"); }), HasSubstr("answered HTTP 503"));
 }
 
+TEST_F(HubDownload, FollowsARenamedRepo) {
+  test::HubFaults faults;
+  faults.renamed = {{"org/old-tiny", "org/tiny"}};
+  server_->set_faults(faults);
+  const std::string snapshot = download("org/old-tiny");  // cached under the name asked for
+  EXPECT_EQ(snapshot, (fs::path(cache_) / "models--org--old-tiny" / "snapshots" /
+                       server_->commit_of("org/tiny"))
+                          .string());
+  EXPECT_EQ(sha256_file(snapshot + "/config.json"), sha256_file(kModel + "/config.json"));
+}
+
 TEST_F(HubDownload, GatedRepoNeedsAToken) {
   test::HubFaults faults;
   faults.gated = {"org/tiny"};

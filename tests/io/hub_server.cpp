@@ -327,6 +327,9 @@ std::string HubTestServer::answer(const Request& req, int fd, bool& sent) {
     if (tree) cut = rest.find("/tree/");
     if (cut == std::string::npos) return error(404, "EntryNotFound");
     const std::string id = rest.substr(0, cut);
+    if (auto moved = faults_.renamed.find(id); moved != faults_.renamed.end())
+      return reply(307, "Temporary Redirect",
+                   {"Location: " + std::string(prefix) + moved->second + rest.substr(cut)}, "");
     const std::string rev = url_decode(rest.substr(cut + (tree ? 6 : 10)));
     auto it = repos_.find((dataset ? "dataset:" : "model:") + id);
     if (it == repos_.end()) return error(404, "RepoNotFound");
@@ -359,6 +362,11 @@ std::string HubTestServer::answer(const Request& req, int fd, bool& sent) {
   const size_t cut = rest.find("/resolve/");
   if (cut == std::string::npos) return error(404, "EntryNotFound");
   const std::string id = rest.substr(0, cut);
+  if (auto moved = faults_.renamed.find(id); moved != faults_.renamed.end())
+    return reply(307, "Temporary Redirect",
+                 {"Location: /" + std::string(dataset ? "datasets/" : "") + moved->second +
+                  rest.substr(cut)},
+                 "");
   const std::string tail = rest.substr(cut + 9);
   const size_t slash = tail.find('/');
   if (slash == std::string::npos) return error(404, "EntryNotFound");

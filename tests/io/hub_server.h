@@ -43,6 +43,7 @@ struct HubFaults {
   int corrupt_times = 0;
   int status_times = 0;  // the next N requests answer `status` (500, 429, ...)
   int status = 500;
+  std::map<std::string, std::string> renamed;  // old id → id: 307 to the new name
   std::string huge_file;        // repo path whose LFS size is announced as 2^60 bytes (a full disk)
   std::set<std::string> gated;  // repo ids that need "Authorization: Bearer <token>"
   std::string token = "hf_test_token";

@@ -122,7 +122,15 @@ FileMeta fetch_file_meta(const HubSession& session, const RequestContext& contex
   request.method = "HEAD";
   request.url = resolve_url(session.endpoint, context.repo, context.revision, context.file);
   request.headers = session.auth_headers;
-  const HttpResponse r = send_with_retries(session, request);
+  HttpResponse r = send_with_retries(session, request);
+  // A renamed repo answers with a relative redirect to its new name (no X-Repo-Commit):
+  // followed, as huggingface_hub does; a redirect to the storage host is the answer itself.
+  for (int hop = 0; hop < 5 && r.status >= 300 && r.status < 400 &&
+                    r.header("x-repo-commit").empty() && r.header("location").rfind('/', 0) == 0;
+       ++hop) {
+    request.url = url_origin(request.url) + r.header("location");
+    r = send_with_retries(session, request);
+  }
   // 2xx, or a redirect to the storage (the Hub's 302 for LFS files).
   if (r.status < 200 || r.status >= 400) fail_request(context, request.url, r);
   FileMeta meta;
