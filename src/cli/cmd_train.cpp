@@ -122,14 +122,20 @@ std::string resume_command(const Args& argv, const std::string& checkpoint) {
 namespace {
 
 // --push_to_hub: the finished output_dir to --hub_model_id (io/hub/upload.h); by default a repo
-// named like output_dir under the token's user, as transformers' Trainer does.
-void push_output_dir(const TrainingArgs& args) {
+// named like output_dir under the token's user, as transformers' Trainer does. With
+// --hub_strategy every_save, each checkpoint's model files too (synchronously).
+hub::UploadOptions push_options(const TrainingArgs& args) {
   hub::UploadOptions up;
   std::filesystem::path out = std::filesystem::path(args.output_dir).lexically_normal();
   if (out.filename().empty()) out = out.parent_path();  // "dir/" → "dir"
   up.repo_id = args.hub_model_id.value_or(out.filename().string());
   up.private_repo = args.hub_private_repo;
   up.token = args.hub_token;
+  return up;
+}
+
+void push_output_dir(const TrainingArgs& args) {
+  hub::UploadOptions up = push_options(args);
   up.commit_message = "End of training";
   hub::push_folder(args.output_dir, up);
 }
@@ -213,6 +219,14 @@ int run_train(const Args& argv) {
   // --dtype.
   setup.export_options = export_options_from_args(args, dir.path, dir.path);
 
+  if (args.push_to_hub && args.hub_strategy == "every_save") {
+    setup.on_checkpoint = [&args](const std::string& checkpoint, int64_t step) {
+      hub::UploadOptions up = push_options(args);
+      up.files = hub::checkpoint_model_files(checkpoint);
+      up.commit_message = "Training in progress, step " + std::to_string(step);
+      hub::push_folder(checkpoint, up);
+    };
+  }
   install_stop_signal_handlers();
   TrainResult result;
   {

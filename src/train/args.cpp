@@ -145,13 +145,12 @@ OptionSet training_options(TrainingArgs& a) {
                       "plain log lines instead of a progress bar");
 
   const std::string hub = "Hub";
-  o.add_bool("push_to_hub", &a.push_to_hub, hub,
-             "upload output_dir to a Hub model repo at the end");
+  o.add_bool("push_to_hub", &a.push_to_hub, hub, "upload output_dir to a Hub model repo");
   o.add_optional_string("hub_model_id", &a.hub_model_id, hub,
                         "ORG/NAME or NAME (default: output_dir's name under the token's user)");
   o.add_bool("hub_private_repo", &a.hub_private_repo, hub, "create the repo private");
   o.add_string("hub_strategy", &a.hub_strategy, hub,
-               "end or every_save (both push once, after training)");
+               "end, or every_save: also each checkpoint's model files");
   o.add_optional_string("hub_token", &a.hub_token, hub,
                         "token with write access (default: HF_TOKEN)");
 
@@ -233,8 +232,8 @@ void validate_training_args(TrainingArgs& a) {
   if (a.hub_strategy == "checkpoint" || a.hub_strategy == "all_checkpoints")
     fail(kComponent,
          "--hub_strategy " + a.hub_strategy +
-             " (pushing checkpoints) is not supported yet (hint: use end or every_save, "
-             "which push output_dir once training ends)");
+             " (pushing checkpoint folders) is not supported yet (hint: use every_save, "
+             "which pushes each checkpoint's model files, or end)");
   require_one_of("hub_strategy", a.hub_strategy, {"end", "every_save"});
 }
 

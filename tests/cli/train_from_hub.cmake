@@ -59,9 +59,12 @@ execute_process(COMMAND "${SERVER}" --model "org/tiny=${ROOT}/tests/fixtures/gen
                         --dataset "org/text=${ROOT}/tests/fixtures/hub/dataset"
                         --uploads "${WORK}/storage" --
                         "${SFT}" ${TRAIN} --output_dir "${WORK}/pushed" --push_to_hub
-                        --hub_strategy end
+                        --save_steps 1
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0 OR NOT err MATCHES "pushed [0-9]+ files \\(1 in LFS, 1 uploaded\\)")
+# every_save (the default): checkpoint-1 and checkpoint-2's model files, then the final push.
+string(REGEX MATCHALL "pushed [0-9]+ files" pushes "${err}")
+list(LENGTH pushes n_pushes)
+if(NOT rc EQUAL 0 OR NOT n_pushes EQUAL 3 OR NOT err MATCHES "pushed [0-9]+ files \\(1 in LFS, 1 uploaded\\)")
   message(FATAL_ERROR "sft train --push_to_hub: exit ${rc}\n${out}\n${err}")
 endif()
 foreach(f model.safetensors config.json tokenizer.json trainer_state.json)

@@ -161,6 +161,19 @@ std::vector<std::string> files_to_publish(const std::string& folder) {
   return out;
 }
 
+std::vector<std::string> checkpoint_model_files(const std::string& checkpoint) {
+  std::vector<std::string> out;
+  for (const std::string& f : files_to_publish(checkpoint)) {
+    const bool weights = f.ends_with(".safetensors") && f != "optimizer.safetensors";
+    const bool named = f == "config.json" || f == "generation_config.json" ||
+                       f == "model.safetensors.index.json" || f.rfind("tokenizer", 0) == 0 ||
+                       f == "special_tokens_map.json" || f == "chat_template.jinja" ||
+                       f == "README.md";
+    if (weights || named) out.push_back(f);
+  }
+  return out;
+}
+
 UploadResult push_folder(const std::string& folder, const UploadOptions& options) {
   HubSession s;
   s.endpoint = hub_endpoint();
@@ -176,7 +189,7 @@ UploadResult push_folder(const std::string& folder, const UploadOptions& options
   const RequestContext c{{HubRepoType::kModel, repo_id}, options.revision, "", "", true};
 
   std::vector<LocalFile> files;
-  for (const std::string& rel : files_to_publish(folder)) {
+  for (const std::string& rel : options.files.empty() ? files_to_publish(folder) : options.files) {
     LocalFile f;
     f.path = rel;
     f.disk_path = (fs::path(folder) / rel).string();

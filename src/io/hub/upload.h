@@ -27,6 +27,7 @@ struct UploadOptions {
   std::string revision = "main";
   std::string commit_message = "Upload folder using sft";
   std::optional<std::string> token;  // else HF_TOKEN / the token file (endpoints.h)
+  std::vector<std::string> files;    // relative paths to publish; empty: files_to_publish()
   RetryPolicy retry;
 };
 
@@ -41,5 +42,8 @@ UploadResult push_folder(const std::string& folder, const UploadOptions& options
 
 // Which files of `folder` push_folder publishes (relative, '/'-separated, sorted).
 std::vector<std::string> files_to_publish(const std::string& folder);
+// The model files of a checkpoint folder (config, weights, tokenizer; not the optimizer or
+// the trainer's resume state), what transformers pushes at each save.
+std::vector<std::string> checkpoint_model_files(const std::string& checkpoint);
 
 }  // namespace sft::hub
