@@ -85,6 +85,13 @@ std::string resolve_hub_folder(const std::string& name_or_path, HubRepoType type
   }
 
   if (hub::hub_offline()) {
+    // Offline, a dataset snapshot without the config asked for is still the best answer: the
+    // reader then says which configs it has.
+    if (type == HubRepoType::kDataset && !dataset_config.empty())
+      for (const std::string& r : revisions)
+        if (auto commit = cache.read_ref(r))
+          if (snapshot_usable(cache.snapshot_dir(*commit), type, ""))
+            return cache.snapshot_dir(*commit).string();
     const auto commit = cache.read_ref(revision);
     std::string message = std::string(repo.kind()) + " '" + name_or_path +
                           "' is not a local folder and the HF cache has no ";

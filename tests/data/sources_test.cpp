@@ -82,9 +82,9 @@ TEST_F(HubCache, Gsm8kConfigAndSplits) {
   EXPECT_FALSE(find_split_files(source, "validation").has_value());
   EXPECT_THAT(error_of([&] { resolve_split_files(source, "validation"); }),
               HasSubstr("has no split 'validation': looked for data files"));
+  setenv("HF_HUB_OFFLINE", "1", 1);  // a miss must not reach for the network here
   EXPECT_THAT(error_of([&] { resolve_split_files(src("openai/gsm8k", "socratic"), "train"); }),
               HasSubstr("has no config 'socratic'"));
-  setenv("HF_HUB_OFFLINE", "1", 1);  // a miss must not reach for the network here
   EXPECT_THAT(error_of([&] { resolve_split_files(src("openai/nothing"), "train"); }),
               HasSubstr("[hub] dataset 'openai/nothing' is not a local folder"));
   unsetenv("HF_HUB_OFFLINE");
