@@ -13,6 +13,7 @@ packages=(
   libdnnl-dev                       # oneDNN: bf16 (AMX, AVX512-BF16) and f32 matmul
   libyaml-cpp-dev                   # sft train --config FILE.yaml
   libsnappy-dev zlib1g-dev libzstd-dev  # Parquet page codecs
+  libcurl4-openssl-dev libssl-dev   # Hub downloads (HTTP, SHA-256 of LFS files)
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin        # distributed training: mpirun -np N sft train ...
 )

@@ -27,6 +27,7 @@
 #include "dist/comm.h"
 #include "dist/groups.h"
 #include "dist/launch.h"
+#include "io/hub/upload.h"
 #include "model/model_dir.h"
 #include "model/transformer.h"
 #include "ops/profile.h"
@@ -117,6 +118,29 @@ std::string resume_command(const Args& argv, const std::string& checkpoint) {
     cmd += " " + shell_quote(argv[i]);
   }
   return cmd + " --resume_from_checkpoint " + shell_quote(checkpoint);
+}
+
+}  // namespace
+
+namespace {
+
+// --push_to_hub: the finished output_dir to --hub_model_id (io/hub/upload.h); by default a repo
+// named like output_dir under the token's user, as transformers' Trainer does. With
+// --hub_strategy every_save, each checkpoint's model files too (synchronously).
+hub::UploadOptions push_options(const TrainingArgs& args) {
+  hub::UploadOptions up;
+  std::filesystem::path out = std::filesystem::path(args.output_dir).lexically_normal();
+  if (out.filename().empty()) out = out.parent_path();  // "dir/" → "dir"
+  up.repo_id = args.hub_model_id.value_or(out.filename().string());
+  up.private_repo = args.hub_private_repo;
+  up.token = args.hub_token;
+  return up;
+}
+
+void push_output_dir(const TrainingArgs& args) {
+  hub::UploadOptions up = push_options(args);
+  up.commit_message = "End of training";
+  hub::push_folder(args.output_dir, up);
 }
 
 }  // namespace
@@ -212,6 +236,14 @@ int run_train(const Args& argv) {
   // others wait at the barrier above).
   world->set_timeout(args.ddp_timeout);
   comm->set_timeout(args.ddp_timeout);
+  if (args.push_to_hub && args.hub_strategy == "every_save") {
+    setup.on_checkpoint = [&args](const std::string& checkpoint, int64_t step) {
+      hub::UploadOptions up = push_options(args);
+      up.files = hub::checkpoint_model_files(checkpoint);
+      up.commit_message = "Training in progress, step " + std::to_string(step);
+      hub::push_folder(checkpoint, up);
+    };
+  }
   install_stop_signal_handlers();
   TrainResult result;
   {
@@ -233,7 +265,9 @@ int run_train(const Args& argv) {
     export_hf_model(model, args.output_dir, ex);
     verify_export(model, args.output_dir, ex.dtype);
     // README.md, the model card TRL writes (train/model_card.h).
-    write_model_card(args.output_dir, model_card_info(args, comm->size()));
+    write_model_card(
+        args.output_dir,
+        model_card_info(args, comm->size(), args.push_to_hub ? args.hub_model_id : std::nullopt));
     std::fprintf(
         stderr, "trained %lld steps (train_loss %.4f%s); model saved to %s\n",
         static_cast<long long>(result.global_step), result.train_loss,
@@ -241,6 +275,7 @@ int run_train(const Args& argv) {
             ? (", " + std::to_string(result.skipped_steps) + " non-finite steps skipped").c_str()
             : "",
         args.output_dir.c_str());
+    if (args.push_to_hub) push_output_dir(args);
   }
   return 0;
 }

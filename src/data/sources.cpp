@@ -26,6 +26,8 @@ bool has_glob(const std::string& s) {
 }
 
 // Data files under `root` (relative, '/'-separated), skipping hidden folders and files.
+// Paths are taken lexically: in the HF cache each snapshot file is a relative symlink into
+// blobs/, and fs::relative would resolve it to the blob's name (an etag, no extension).
 std::vector<std::string> list_data_files(const fs::path& root) {
   std::vector<std::string> out;
   std::error_code ec;
@@ -39,7 +41,7 @@ std::vector<std::string> list_data_files(const fs::path& root) {
       continue;
     }
     if (it->is_regular_file() && is_data_file(it->path()))
-      out.push_back(fs::relative(it->path(), root).generic_string());
+      out.push_back(it->path().lexically_relative(root).generic_string());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -143,9 +145,9 @@ std::optional<std::vector<std::string>> find_split_files(const DatasetSource& so
     if (split != "train") return std::nullopt;
     return files;
   }
-  std::string folder = fs::is_directory(name)
-                           ? name
-                           : resolve_hub_folder(name, HubRepoType::kDataset, source.revision);
+  std::string folder = fs::is_directory(name) ? name
+                                              : resolve_hub_folder(name, HubRepoType::kDataset,
+                                                                   source.revision, source.config);
   FolderSearch found = search_folder(folder, source.config, split);
   if (found.files.empty()) return std::nullopt;
   std::set<std::string> formats;
@@ -166,9 +168,9 @@ std::vector<std::string> resolve_split_files(const DatasetSource& source,
     fail("data", "dataset '" + name + "' has no split '" + split +
                      "': a single file or a glob is the train split only (hint: pass the " + split +
                      " data as its own file)");
-  std::string folder = fs::is_directory(name)
-                           ? name
-                           : resolve_hub_folder(name, HubRepoType::kDataset, source.revision);
+  std::string folder = fs::is_directory(name) ? name
+                                              : resolve_hub_folder(name, HubRepoType::kDataset,
+                                                                   source.revision, source.config);
   fail("data", "dataset '" + name + "' has no split '" + split + "': looked for " +
                    search_folder(folder, source.config, split).looked);
 }

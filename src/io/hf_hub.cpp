@@ -1,12 +1,13 @@
 #include "io/hf_hub.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "core/error.h"
+#include "io/hub/cache_repo.h"
+#include "io/hub/plan.h"
+#include "io/hub/snapshot.h"
 
 namespace sft {
 
@@ -26,17 +27,28 @@ bool looks_like_repo_id(const std::string& s) {
   return std::count(s.begin(), s.end(), '/') <= 1 && s.back() != '/';
 }
 
-bool is_commit_hash(const std::string& s) {
-  return s.size() == 40 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t start = 0;
-  while (start < s.size() && std::isspace(static_cast<unsigned char>(s[start]))) ++start;
-  return s.substr(start);
+// Whether a cached snapshot has what a run reads (a model snapshot holding only a config.json
+// that something else fetched is not enough; a dataset needs a data file of the config).
+bool snapshot_usable(const fs::path& snapshot, HubRepoType type,
+                     const std::string& dataset_config) {
+  std::error_code ec;
+  if (!fs::is_directory(snapshot, ec)) return false;
+  bool config = false, data = false;
+  for (auto it = fs::recursive_directory_iterator(snapshot, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string rel = it->path().lexically_relative(snapshot).generic_string();
+    if (!it->is_regular_file()) continue;  // also skips links whose blob is gone
+    if (type == HubRepoType::kModel) {
+      config |= rel == "config.json";
+      data |= rel.find('/') == std::string::npos && rel.ends_with(".safetensors");
+    } else {
+      config = true;
+      data |= hub::is_dataset_data_file(rel) &&
+              (dataset_config.empty() ||
+               ("/" + rel).find("/" + dataset_config + "/") != std::string::npos);
+    }
+  }
+  return config && data;
 }
 
 }  // namespace
@@ -52,44 +64,50 @@ std::string hf_hub_cache_dir() {
 }
 
 std::string resolve_hub_folder(const std::string& name_or_path, HubRepoType type,
-                               const std::string& revision) {
+                               const std::string& revision, const std::string& dataset_config) {
   if (fs::is_directory(name_or_path)) return name_or_path;
-  const char* kind = type == HubRepoType::kModel ? "model" : "dataset";
+  const hub::RepoRef repo{type, name_or_path};
   if (!looks_like_repo_id(name_or_path)) {
-    fail("hub", std::string(kind) + " '" + name_or_path +
+    fail("hub", std::string(repo.kind()) + " '" + name_or_path +
                     "' is not an existing folder (hint: pass a folder with config.json, or a Hub "
                     "id like Qwen/Qwen3-0.6B)");
   }
-  std::string folder_name = std::string(type == HubRepoType::kModel ? "models--" : "datasets--");
-  for (char c : name_or_path) {
-    if (c == '/') {
-      folder_name += "--";
-    } else {
-      folder_name += c;
+  const std::string cache_dir = hf_hub_cache_dir();
+  const hub::CacheRepo cache(cache_dir, repo);
+  std::vector<std::string> revisions = {revision};
+  if (type == HubRepoType::kDataset && revision == "main")
+    revisions.push_back("refs/convert/parquet");
+  for (const std::string& r : revisions) {
+    if (auto commit = cache.read_ref(r)) {
+      if (snapshot_usable(cache.snapshot_dir(*commit), type, dataset_config))
+        return cache.snapshot_dir(*commit).string();
     }
   }
-  const fs::path repo = fs::path(hf_hub_cache_dir()) / folder_name;
-  std::string commit = revision;
-  const fs::path ref = repo / "refs" / revision;
-  if (!is_commit_hash(revision)) {
-    std::ifstream in(ref);
-    if (in) {
-      std::getline(in, commit);
-      commit = trim(commit);
-    } else {
-      commit.clear();
-    }
-  }
-  const fs::path snapshot = repo / "snapshots" / commit;
-  if (!commit.empty() && fs::is_directory(snapshot)) return snapshot.string();
 
-  std::string message = std::string(kind) + " '" + name_or_path +
-                        "' not found: it is not a local folder, and the HF cache has no ";
-  message += commit.empty() ? "ref " + ref.string() : "snapshot " + snapshot.string();
-  message += " (hint: sft does not download yet; fetch it with `huggingface-cli download " +
-             name_or_path + (type == HubRepoType::kDataset ? " --repo-type dataset" : "") +
-             "`, set HF_HUB_CACHE/HF_HOME to the cache that has it, or pass a local folder)";
-  fail("hub", message);
+  if (hub::hub_offline()) {
+    // Offline, a dataset snapshot without the config asked for is still the best answer: the
+    // reader then says which configs it has.
+    if (type == HubRepoType::kDataset && !dataset_config.empty())
+      for (const std::string& r : revisions)
+        if (auto commit = cache.read_ref(r))
+          if (snapshot_usable(cache.snapshot_dir(*commit), type, ""))
+            return cache.snapshot_dir(*commit).string();
+    const auto commit = cache.read_ref(revision);
+    std::string message = std::string(repo.kind()) + " '" + name_or_path +
+                          "' is not a local folder and the HF cache has no ";
+    message += commit ? "complete snapshot " + cache.snapshot_dir(*commit).string()
+                      : "ref " + (cache.root() / "refs" / revision).string();
+    message +=
+        "; HF_HUB_OFFLINE=1 forbids downloading it (hint: unset HF_HUB_OFFLINE to "
+        "download it into " +
+        cache_dir +
+        ", set HF_HUB_CACHE/HF_HOME to the cache that has it, or pass a "
+        "local folder)";
+    fail("hub", message);
+  }
+  hub::SnapshotOptions options;
+  options.dataset_config = dataset_config;
+  return hub::download_snapshot(cache_dir, repo, revision, options);
 }
 
 }  // namespace sft

@@ -146,6 +146,16 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_optional_bool("disable_tqdm", &a.disable_tqdm, logging,
                       "plain log lines instead of a progress bar");
 
+  const std::string hub = "Hub";
+  o.add_bool("push_to_hub", &a.push_to_hub, hub, "upload output_dir to a Hub model repo");
+  o.add_optional_string("hub_model_id", &a.hub_model_id, hub,
+                        "ORG/NAME or NAME (default: output_dir's name under the token's user)");
+  o.add_bool("hub_private_repo", &a.hub_private_repo, hub, "create the repo private");
+  o.add_string("hub_strategy", &a.hub_strategy, hub,
+               "end, or every_save: also each checkpoint's model files");
+  o.add_optional_string("hub_token", &a.hub_token, hub,
+                        "token with write access (default: HF_TOKEN)");
+
   o.add_bool("use_peft", &a.use_peft, lora, "train LoRA adapters instead of all weights");
   o.add_int("lora_r", &a.lora_r, lora, "LoRA rank");
   o.add_int("lora_alpha", &a.lora_alpha, lora, "LoRA alpha (scale = alpha / r)");
@@ -238,6 +248,12 @@ void validate_training_args(TrainingArgs& a) {
     }
   }
   parse_size_bytes(a.max_shard_size);
+  if (a.hub_strategy == "checkpoint" || a.hub_strategy == "all_checkpoints")
+    fail(kComponent,
+         "--hub_strategy " + a.hub_strategy +
+             " (pushing checkpoint folders) is not supported yet (hint: use every_save, "
+             "which pushes each checkpoint's model files, or end)");
+  require_one_of("hub_strategy", a.hub_strategy, {"end", "every_save"});
   validate_distributed_args(a);
 }
 

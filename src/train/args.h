@@ -102,6 +102,14 @@ struct TrainingArgs {
   std::optional<std::string> resume_from_checkpoint;
   std::optional<bool> disable_tqdm;
 
+  // Hub (transformers' TrainingArguments): publish output_dir when training ends
+  bool push_to_hub = false;
+  std::optional<std::string>
+      hub_model_id;  // default: the output_dir's name, in the token's namespace
+  bool hub_private_repo = false;
+  std::string hub_strategy = "every_save";
+  std::optional<std::string> hub_token;
+
   // sft.cpp
   std::string max_shard_size = "5GB";
   bool init_from_config = false;

@@ -45,6 +45,8 @@
 // being written (after its files, before the rename), to test resuming after a crash.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -80,6 +82,8 @@ struct TrainerSetup {
   ExportOptions export_options;  // the model part of each checkpoint
   bool shuffle = true;           // TRL's default sampler shuffles (seed = data_seed or seed)
   bool console_progress = true;  // live bar on a terminal
+  // Called on the main rank after each checkpoint is written (--push_to_hub every_save).
+  std::function<void(const std::string& checkpoint, int64_t step)> on_checkpoint;
 };
 
 struct TrainResult {

@@ -179,6 +179,7 @@ std::string Trainer::save() {
     }
     write_curves();
     if (log_) log_->message("saved " + path);
+    if (setup_.on_checkpoint) setup_.on_checkpoint(path, step);
   }
   if (comm_->size() > 1) comm_->barrier();
   last_checkpoint_ = path;

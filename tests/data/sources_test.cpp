@@ -33,7 +33,9 @@ void touch(const fs::path& p) {
   std::ofstream(p) << "{\"text\": \"x\"}\n";
 }
 
-// A fake HF cache holding openai/gsm8k as the Hub lays it out: main/{split}-*.parquet.
+// A fake HF cache holding openai/gsm8k as huggingface_hub lays it out: main/{split}-*.parquet
+// in the snapshot are relative symlinks into blobs/, whose names (etags) have no extension;
+// refs/main holds the bare commit.
 class HubCache : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -42,8 +44,16 @@ class HubCache : public ::testing::Test {
     const std::string commit = "0123456789abcdef0123456789abcdef01234567";
     fs::create_directories(repo / "refs");
     std::ofstream(repo / "refs" / "main") << commit;
-    fs::create_directories(repo / "snapshots" / commit);
-    fs::copy(kFixtures + "/hub_gsm8k", repo / "snapshots" / commit, fs::copy_options::recursive);
+    fs::create_directories(repo / "blobs");
+    fs::create_directories(repo / "snapshots" / commit / "main");
+    int blob = 0;
+    for (const auto& e : fs::directory_iterator(kFixtures + "/hub_gsm8k/main")) {
+      const std::string etag =
+          "e7a9" + std::to_string(blob++) + "0000000000000000000000000000000000";
+      fs::copy_file(e.path(), repo / "blobs" / etag);
+      fs::create_symlink("../../../blobs/" + etag,
+                         repo / "snapshots" / commit / "main" / e.path().filename());
+    }
     const char* old = std::getenv("HF_HUB_CACHE");
     saved_ = old ? std::optional<std::string>(old) : std::nullopt;
     setenv("HF_HUB_CACHE", cache_.c_str(), 1);
@@ -72,10 +82,12 @@ TEST_F(HubCache, Gsm8kConfigAndSplits) {
   EXPECT_FALSE(find_split_files(source, "validation").has_value());
   EXPECT_THAT(error_of([&] { resolve_split_files(source, "validation"); }),
               HasSubstr("has no split 'validation': looked for data files"));
+  setenv("HF_HUB_OFFLINE", "1", 1);  // a miss must not reach for the network here
   EXPECT_THAT(error_of([&] { resolve_split_files(src("openai/gsm8k", "socratic"), "train"); }),
               HasSubstr("has no config 'socratic'"));
   EXPECT_THAT(error_of([&] { resolve_split_files(src("openai/nothing"), "train"); }),
-              HasSubstr("[hub] dataset 'openai/nothing' not found"));
+              HasSubstr("[hub] dataset 'openai/nothing' is not a local folder"));
+  unsetenv("HF_HUB_OFFLINE");
 }
 
 TEST(Sources, FolderLayouts) {
