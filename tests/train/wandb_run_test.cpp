@@ -337,6 +337,10 @@ TEST(WandbRun, RecordsFollowTrlAndTheSdk) {
                                             "overwrite_output_dir",
                                             "warmup_ratio",
                                             "logging_dir",
+                                            "nproc_per_node",
+                                            "zero_stage",
+                                            "accelerate_config",
+                                            "tp_size",
                                             "_wandb"};
   for (const std::string& k : cfg->keys)
     EXPECT_TRUE(golden_cfg->keys.count(k) || not_in_trl.count(k)) << "config key " << k;
