@@ -45,7 +45,7 @@ void Trainer::init_model_and_optimizer() {
   model_.zero_grad();
   model_.set_gradient_checkpointing(args_.gradient_checkpointing);
   // HF's get_decay_parameter_names: no weight decay for biases and norm weights.
-  slices_ = model_.params().decay_slices();
+  slices_ = model_.trainable().decay_slices();
   const ParamCounts counts = count_parameters(model_.layout());
   matmul_params_ = counts.total - counts.embeddings + (counts.lm_head == 0 ? counts.embeddings : 0);
   flos_params_ = counts.total - counts.embeddings;  // HF: num_parameters(exclude_embeddings=True)
@@ -55,7 +55,8 @@ void Trainer::init_model_and_optimizer() {
   ao.beta2 = args_.adam_beta2;
   ao.eps = args_.adam_epsilon;
   ao.weight_decay = args_.weight_decay;
-  optimizer_ = std::make_unique<AdamW>(static_cast<size_t>(model_.num_parameters()), ao);
+  // Only what trains has moments: with LoRA, the adapters (the frozen base has none).
+  optimizer_ = std::make_unique<AdamW>(static_cast<size_t>(model_.trainable().numel()), ao);
   const int64_t warmup =
       resolve_warmup_steps(args_.warmup_steps, args_.warmup_ratio, plan_.max_steps);
   const Json kwargs =
@@ -139,6 +140,12 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
   for (size_t i = 0; i < mbs.size(); ++i) {
     // The loss scale is known before the forward, so the LM head's gradient comes with it.
     const double scale = n_global > 0 ? 1.0 / n_global : 0.0;
+    // LoRA dropout masks: a function of (step, rank, micro-batch), so a resume redraws them.
+    model_.set_lora_dropout_key(
+        (static_cast<uint64_t>(state_.global_step) * static_cast<uint64_t>(comm_->size()) +
+         static_cast<uint64_t>(comm_->rank())) *
+            static_cast<uint64_t>(count) +
+        i);
     const model::LossStats ls =
         n_global > 0 ? model_.forward(mbs[i].batch, nullptr, scale) : model_.forward(mbs[i].batch);
     if (n_global > 0) model_.backward(scale);
@@ -167,7 +174,7 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
       per_mb[i] = {buf[3 * i], buf[3 * i + 1], buf[3 * i + 2]};
     const size_t tail = 3 * per_mb.size();
     step = {buf[tail], buf[tail + 1], buf[tail + 2]};
-    comm_->all_reduce_sum(model_.params().grads());
+    comm_->all_reduce_sum(model_.trainable().grads());
   }
   st.tokens = static_cast<int64_t>(step.tokens);
   st.padded_tokens = static_cast<int64_t>(step.padded_tokens);
@@ -182,8 +189,8 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
 void Trainer::apply_update(StepStats& st) {
   const int64_t step = state_.global_step + 1;
   st.grad_norm = args_.max_grad_norm > 0
-                     ? clip_grad_norm(model_.params().grads(), args_.max_grad_norm)
-                     : global_grad_norm(std::span<const float>(model_.params().grads()));
+                     ? clip_grad_norm(model_.trainable().grads(), args_.max_grad_norm)
+                     : global_grad_norm(std::span<const float>(model_.trainable().grads()));
   const bool finite = std::isfinite(st.loss) && std::isfinite(st.grad_norm);
   if (!finite) {
     const std::string what = "step " + std::to_string(step) + ": loss " + std::to_string(st.loss) +
@@ -200,7 +207,7 @@ void Trainer::apply_update(StepStats& st) {
   } else {
     consecutive_nonfinite_ = 0;
     const double lr = args_.learning_rate * schedule_factor(schedule_, state_.global_step);
-    model::ParameterSet& params = model_.params();
+    model::ParameterSet& params = model_.trainable();
     // Under bf16 compute the update also rounds the new weights into their bf16 copies.
     optimizer_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena());
   }
@@ -247,15 +254,18 @@ TrainResult Trainer::train() {
   else if (log_)
     log_->truncate_after(0);  // a fresh run (--overwrite_output_dir) starts a fresh metrics.jsonl
   if (log_) {
-    log_->message("training: " + std::to_string(plan_.max_steps) + " steps (" +
-                  std::to_string(plan_.num_epochs) + " epochs of " +
-                  std::to_string(plan_.updates_per_epoch) + "), global batch " +
-                  std::to_string(args_.per_device_train_batch_size *
-                                 args_.gradient_accumulation_steps * comm_->size()) +
-                  " rows, " + std::to_string(model_.num_parameters()) + " parameters" +
-                  (resume_path.empty() ? ""
-                                       : ", resumed from " + resume_path + " at step " +
-                                             std::to_string(state_.global_step)));
+    log_->message(
+        "training: " + std::to_string(plan_.max_steps) + " steps (" +
+        std::to_string(plan_.num_epochs) + " epochs of " + std::to_string(plan_.updates_per_epoch) +
+        "), global batch " +
+        std::to_string(args_.per_device_train_batch_size * args_.gradient_accumulation_steps *
+                       comm_->size()) +
+        " rows, " + std::to_string(model_.num_parameters()) + " parameters" +
+        (model_.lora() ? " (" + std::to_string(model_.trainable().numel()) + " trainable: LoRA)"
+                       : "") +
+        (resume_path.empty()
+             ? ""
+             : ", resumed from " + resume_path + " at step " + std::to_string(state_.global_step)));
   }
   const double start = now_s();
   TrainResult result;
