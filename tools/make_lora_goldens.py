@@ -72,15 +72,16 @@ class Recorder(TrainerCallback):
 
 
 def sft_lora_flags(lora: dict) -> list[str]:
-    """The `sft train` / `trl sft` ModelConfig flags for this LoraConfig."""
+    """The `sft train` ModelConfig flags for this LoraConfig (lists comma-separated, as sft's parser takes
+    them; `trl sft` takes them space-separated)."""
     flags = ["--use_peft", "true", "--lora_r", str(lora["r"]), "--lora_alpha", str(lora["lora_alpha"]),
              "--lora_dropout", "0"]
     if lora.get("target_modules"):
-        flags += ["--lora_target_modules", *lora["target_modules"]]
+        flags += ["--lora_target_modules", ",".join(lora["target_modules"])]
     if lora.get("use_rslora"):
         flags += ["--use_rslora", "true"]
     if lora.get("modules_to_save"):
-        flags += ["--lora_modules_to_save", *lora["modules_to_save"]]
+        flags += ["--lora_modules_to_save", ",".join(lora["modules_to_save"])]
     return flags
 
 

@@ -154,7 +154,9 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
   for (const std::string& m : config.modules_to_save) {
     bool found = false;
     for (const Parameter& p : base.all()) {
-      if (!module_matches(module_path(p.spec.name), m)) continue;
+      // PEFT's _set_trainable matches modules_to_save by plain suffix ("norm" takes every
+      // *norm module: input_layernorm, q_norm, ..., model.norm).
+      if (!module_path(p.spec.name).ends_with(m)) continue;
       if (p.spec.slot == ParamSlot::kEmbed && mc.tie_word_embeddings)
         fail("lora", what + ": modules_to_save '" + m +
                          "' names the embedding, which this model ties to the LM head (hint: "
@@ -236,7 +238,7 @@ void LoraAdapter::forward(ops::View y, ops::View x) {
     u_view_ = grown(u16_, N, r);
     ops::cast(u_view_, u);
   }
-  ops::matmul(y, u_view_, bf16 ? b->bf16 : b->value, false, false, true);
+  ops::matmul(y, u_view_, bf16 ? b->bf16 : b->value, false, true, true);
 }
 
 void LoraAdapter::backward(ops::View dx, ops::View dy, ops::View dy16, ops::View x) {

@@ -2,7 +2,8 @@
 // y = x Wᵀ + b becomes y = x Wᵀ + b + scale · (drop(x) Aᵀ) Bᵀ with A (r, I), B (O, r) trained
 // and W, b frozen; scale = alpha / r, or alpha / sqrt(r) with rsLoRA. drop is inverted
 // dropout on the adapter's input only (PEFT's lora_dropout), active in training forwards.
-// modules_to_save: the named modules' parameters are copied and the copies trained in full.
+// modules_to_save: the named modules' parameters are copied and the copies trained in full
+// (PEFT matches these by plain suffix of the module path: "norm" takes every *norm module).
 //
 // LoraModel owns the trainable ParameterSet (A and B of every adapted projection, then the
 // modules_to_save copies) under the key names of PEFT's adapter_model.safetensors, e.g.

@@ -144,16 +144,19 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_optional_bool("disable_tqdm", &a.disable_tqdm, logging,
                       "plain log lines instead of a progress bar");
 
-  o.add_bool("use_peft", &a.use_peft, lora, "train LoRA adapters instead of all weights");
+  o.add_bool("use_peft", &a.use_peft, lora,
+             "train LoRA adapters (PEFT) instead of all weights; the base stays frozen");
   o.add_int("lora_r", &a.lora_r, lora, "LoRA rank");
   o.add_int("lora_alpha", &a.lora_alpha, lora, "LoRA alpha (scale = alpha / r)");
   o.add_float("lora_dropout", &a.lora_dropout, lora, "dropout on the LoRA input");
   o.add_string_list("lora_target_modules", &a.lora_target_modules, lora,
-                    "modules to adapt (default: all linear)");
+                    "projections to adapt: names (q_proj k_proj v_proj o_proj gate_proj up_proj "
+                    "down_proj) or all-linear (default: PEFT's per-architecture q_proj v_proj)");
   o.add_string_list("lora_modules_to_save", &a.lora_modules_to_save, lora,
-                    "modules trained in full besides LoRA");
+                    "modules trained in full besides LoRA (e.g. lm_head)");
   o.add_bool("use_rslora", &a.use_rslora, lora, "rank-stabilised scale alpha / sqrt(r)");
-  o.add_bool("use_dora", &a.use_dora, lora, "weight-decomposed LoRA");
+  o.add_bool("use_dora", &a.use_dora, lora, "weight-decomposed LoRA (not supported: refused)");
+  o.add_string("lora_task_type", &a.lora_task_type, lora, "PEFT task type (CAUSAL_LM only)");
 
   o.add_string("max_shard_size", &a.max_shard_size, ours,
                "largest safetensors shard of the exported model");
@@ -219,6 +222,34 @@ void validate_training_args(TrainingArgs& a) {
     }
   }
   parse_size_bytes(a.max_shard_size);
+  validate_lora_args(a);
+}
+
+// ---- LoRA (TRL ModelConfig) ----
+void validate_lora_args(const TrainingArgs& a) {
+  if (a.use_dora)
+    fail(kComponent,
+         "--use_dora true: DoRA (weight-decomposed LoRA) is not implemented in sft.cpp (hint: "
+         "drop --use_dora for plain LoRA, which --use_peft trains)");
+  if (!a.use_peft) return;
+  if (a.lora_r <= 0)
+    fail(kComponent, "--lora_r must be a positive rank, got " + std::to_string(a.lora_r) +
+                         " (hint: TRL's default is 16)");
+  if (a.lora_dropout < 0 || a.lora_dropout >= 1)
+    fail(kComponent, "--lora_dropout must be in [0, 1), got " + std::to_string(a.lora_dropout));
+  require_one_of("lora_task_type", a.lora_task_type, {"CAUSAL_LM"});
+  static const std::vector<std::string> kProjections = {
+      "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  const auto& t = a.lora_target_modules;
+  if (t.size() == 1 && (t[0] == "all-linear" || t[0] == "all_linear")) return;
+  for (const std::string& m : t) {
+    const std::string leaf = m.substr(m.rfind('.') == std::string::npos ? 0 : m.rfind('.') + 1);
+    if (std::find(kProjections.begin(), kProjections.end(), leaf) == kProjections.end())
+      fail(kComponent,
+           "--lora_target_modules: '" + m +
+               "' is not a projection sft can adapt (hint: q_proj, k_proj, v_proj, o_proj, "
+               "gate_proj, up_proj, down_proj, or all-linear; the LM head is never adapted)");
+  }
 }
 
 uint64_t parse_size_bytes(const std::string& text) {
