@@ -13,7 +13,11 @@ made them) and writes tests/fixtures/lora/:
                            flags, output_dir left out), "steps": [{"step", "loss", "grad_norm",
                            "learning_rate", "epoch", "num_tokens", "mean_token_accuracy", "entropy"}]}
                            exactly as the Trainer handed them to its callbacks;
-  peft_adapter_config.json the adapter_config.json PEFT 0.21 writes (field set reference for export).
+  peft_adapter_config.json the adapter_config.json PEFT 0.21 writes (field set reference for export);
+  merge/                   an adapter with non-zero A and B (all seven projections, r 4, alpha 8, rsLoRA
+                           off, modules_to_save ["norm"]), tokens.json, and expected.safetensors: PEFT's
+                           logits of the adapted model ("logits") and of merge_and_unload() ("merged_logits")
+                           plus every merged weight ("merged.<HF name>"), for tests/model/lora_test.cpp.
 
 What differs from full fine-tuning (make_trl_train_goldens.py's docstring has the rest): only the
 adapters (and modules_to_save copies) have gradients, so grad_norm is the norm over them; AdamW keeps
@@ -110,10 +114,51 @@ def run(name: str, lora: dict, extra: list[str]) -> dict:
     return {"config": name, "lora": lora, "flags": sft_flags, "steps": recorder.steps}
 
 
+def make_merge_golden() -> None:
+    from peft import get_peft_model
+    from safetensors.torch import save_file
+    from transformers import AutoModelForCausalLM
+
+    folder = OUT / "merge"
+    shutil.rmtree(folder, ignore_errors=True)
+    torch.manual_seed(7)
+    base = AutoModelForCausalLM.from_pretrained(REPO / BASE, dtype=torch.float32)
+    config = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=ALL7, modules_to_save=["norm"],
+                        task_type="CAUSAL_LM")
+    model = get_peft_model(base, config)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.05)
+            elif "modules_to_save" in name:
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(folder / "adapter")
+    cfg_path = folder / "adapter" / "adapter_config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["base_model_name_or_path"] = BASE
+    cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    (folder / "adapter" / "README.md").unlink(missing_ok=True)
+    ids = torch.tensor([[(i * 37 + 5) % 702 for i in range(24)]])
+    (folder / "tokens.json").write_text(json.dumps({"input_ids": ids[0].tolist()}) + "\n")
+    model.eval()
+    with torch.no_grad():
+        logits = model(ids).logits[0].contiguous()
+        merged = model.merge_and_unload()
+        merged_logits = merged(ids).logits[0].contiguous()
+    tensors = {"logits": logits, "merged_logits": merged_logits}
+    for name, p in merged.state_dict().items():
+        if name != "lm_head.weight":  # tied to the embedding
+            tensors["merged." + name] = p.contiguous()
+    save_file(tensors, str(folder / "expected.safetensors"))
+    print(f"merge: max |logits - merged| {float((logits - merged_logits).abs().max()):.2e}", file=sys.stderr)
+
+
 def main() -> None:
     torch.set_num_threads(1)
     OUT.mkdir(parents=True, exist_ok=True)
     only = sys.argv[1:]
+    if not only or "merge" in only:
+        make_merge_golden()
     for name, (lora, extra) in CONFIGS.items():
         if only and name not in only:
             continue

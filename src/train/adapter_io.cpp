@@ -199,4 +199,23 @@ model::Transformer load_model_with_adapter(const std::string& adapter_dir,
   return m;
 }
 
+ModelSource resolve_model_source(const std::string& name_or_path, const std::string& revision) {
+  ModelSource s;
+  if (!is_adapter_dir(name_or_path)) {
+    s.model_dir = open_model_dir(name_or_path, revision).path;
+    s.tokenizer_dir = s.model_dir;
+    return s;
+  }
+  s.adapter_dir = name_or_path;
+  s.model_dir = resolve_adapter_base(read_adapter_config(name_or_path), name_or_path, revision);
+  s.tokenizer_dir =
+      fs::exists(fs::path(name_or_path) / "tokenizer.json") ? name_or_path : s.model_dir;
+  return s;
+}
+
+model::Transformer load_model_source(const ModelSource& source) {
+  if (source.adapter_dir.empty()) return model::Transformer::load(source.model_dir);
+  return load_model_with_adapter(source.adapter_dir, "main", nullptr);
+}
+
 }  // namespace sft

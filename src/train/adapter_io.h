@@ -46,4 +46,16 @@ std::string resolve_adapter_base(const model::LoraConfig& config, const std::str
 model::Transformer load_model_with_adapter(const std::string& adapter_dir,
                                            const std::string& revision, std::string* base_dir);
 
+// Where a model given to generate / evaluate / debug / merge comes from: a model folder or
+// Hub id, or an adapter folder (then model_dir is its base, tokenizer_dir the adapter folder
+// when it holds tokenizer.json, else the base).
+struct ModelSource {
+  std::string model_dir;
+  std::string tokenizer_dir;
+  std::string adapter_dir;  // "" = no adapter
+};
+ModelSource resolve_model_source(const std::string& name_or_path,
+                                 const std::string& revision = "main");
+model::Transformer load_model_source(const ModelSource& source);
+
 }  // namespace sft
