@@ -145,8 +145,8 @@ int run_train(const Args& argv) {
   std::string base_path;
   std::optional<model::Transformer> loaded;
   if (from_adapter) {
-    loaded.emplace(
-        load_model_with_adapter(args.model_name_or_path, args.model_revision, &base_path));
+    loaded.emplace(load_model_with_adapter(args.model_name_or_path, args.model_revision, &base_path,
+                                           static_cast<uint64_t>(args.seed)));
     if (args.use_peft && comm->rank() == 0)
       log_info("[train] ", args.model_name_or_path,
                " is a PEFT adapter: its adapter_config.json defines the adapter (the --lora_* "

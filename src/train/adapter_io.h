@@ -15,6 +15,7 @@
 // wrong shape — naming the file, the module and both shapes).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "io/json.h"
@@ -43,8 +44,10 @@ std::string resolve_adapter_base(const model::LoraConfig& config, const std::str
 
 // An adapter folder as model_name_or_path: loads its base, enables LoRA with the adapter's
 // config and loads its weights. `base_dir` receives the base folder.
+// `seed` seeds the adapters' dropout masks (the loaded weights replace A's initialisation).
 model::Transformer load_model_with_adapter(const std::string& adapter_dir,
-                                           const std::string& revision, std::string* base_dir);
+                                           const std::string& revision, std::string* base_dir,
+                                           uint64_t seed = 0);
 
 // Where a model given to generate / evaluate / debug / merge comes from: a model folder or
 // Hub id, or an adapter folder (then model_dir is its base, tokenizer_dir the adapter folder
