@@ -105,8 +105,8 @@ def run(name: str, lora: dict, extra: list[str]) -> dict:
         trainer.train()
     cfg_path = init / "adapter_config.json"
     cfg = json.loads(cfg_path.read_text())
+    cfg["base_model_name_or_path"] = BASE  # (PEFT wrote the absolute path SFTTrainer was given)
     (OUT / "peft_adapter_config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-    cfg["base_model_name_or_path"] = BASE
     cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
     (init / "README.md").unlink(missing_ok=True)
     assert len(recorder.steps) == 20, recorder.steps
