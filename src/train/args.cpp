@@ -149,11 +149,12 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_int("lora_r", &a.lora_r, lora, "LoRA rank");
   o.add_int("lora_alpha", &a.lora_alpha, lora, "LoRA alpha (scale = alpha / r)");
   o.add_float("lora_dropout", &a.lora_dropout, lora, "dropout on the LoRA input");
-  o.add_string_list("lora_target_modules", &a.lora_target_modules, lora,
-                    "projections to adapt: names (q_proj k_proj v_proj o_proj gate_proj up_proj "
-                    "down_proj) or all-linear (default: PEFT's per-architecture q_proj v_proj)");
+  o.add_string_list(
+      "lora_target_modules", &a.lora_target_modules, lora,
+      "projections to adapt, comma-separated (q_proj,k_proj,v_proj,o_proj,gate_proj,"
+      "up_proj,down_proj) or all-linear; None = PEFT's per-architecture q_proj,v_proj");
   o.add_string_list("lora_modules_to_save", &a.lora_modules_to_save, lora,
-                    "modules trained in full besides LoRA (e.g. lm_head)");
+                    "modules trained in full besides LoRA, comma-separated (e.g. lm_head)");
   o.add_bool("use_rslora", &a.use_rslora, lora, "rank-stabilised scale alpha / sqrt(r)");
   o.add_bool("use_dora", &a.use_dora, lora, "weight-decomposed LoRA (not supported: refused)");
   o.add_string("lora_task_type", &a.lora_task_type, lora, "PEFT task type (CAUSAL_LM only)");
