@@ -23,6 +23,9 @@ MODES = ("sft-fp32", "sft-bf16", "trl-fp32", "trl-bf16")
 SHAPES = {
     "103m": dict(vocab_size=151936, hidden_size=512, intermediate_size=1536, num_hidden_layers=8,
                  num_attention_heads=8, num_key_value_heads=4, head_dim=64, max_position_embeddings=4096),
+    # A smoke-test shape (the command working end to end, not a measurement).
+    "tiny": dict(vocab_size=151936, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096),
     "qwen3-0.6b": dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
                        num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=40960),
 }
@@ -41,8 +44,8 @@ def qwen3_config(shape: str):
 
 def matmul_params(model) -> int:
     """sft's matmul_params_: every parameter but the input embedding, plus the embedding when it is the
-    (tied) LM head. model.parameters() lists a tied matrix once."""
-    total = sum(p.numel() for p in model.parameters())
+    (tied) LM head. model.parameters() lists a tied matrix once; LoRA adapters (PEFT) are not counted."""
+    total = sum(p.numel() for n, p in model.named_parameters() if "lora_" not in n)
     embed = model.get_input_embeddings().weight.numel()
     return total if model.config.tie_word_embeddings else total - embed
 
@@ -240,17 +243,25 @@ def trl_worker(spec: dict) -> None:
                        gradient_accumulation_steps=1, max_length=spec["seq"], learning_rate=1e-4, seed=42,
                        bf16=spec["bf16"], gradient_checkpointing=False, save_strategy="no", report_to=[],
                        packing=spec["packing"], packing_strategy="bfd", train_sampling_strategy="sequential")
-    trainer = Recording(model=spec["model"], args=config, callbacks=[Timer()],
+    peft_config = None
+    if spec.get("lora_r"):  # --lora: TRL + PEFT with the same adapters as sft's --use_peft
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=spec["lora_r"], lora_alpha=2 * spec["lora_r"], lora_dropout=0.0,
+                                 target_modules="all-linear", task_type="CAUSAL_LM")
+    trainer = Recording(model=spec["model"], args=config, callbacks=[Timer()], peft_config=peft_config,
                         train_dataset=load_dataset("json", data_files=spec["data"], split="train"))
+    base = trainer.model.get_base_model() if peft_config else trainer.model
 
     def hook(module, args, output):  # what the first projection really computes in
         if not probe:
             probe.update(output_dtype=str(output.dtype), autocast=torch.is_autocast_enabled("cpu"),
                          autocast_dtype=str(torch.get_autocast_dtype("cpu")), weight_dtype=str(module.weight.dtype))
 
-    handle = trainer.model.model.layers[0].self_attn.q_proj.register_forward_hook(hook)
+    handle = base.model.layers[0].self_attn.q_proj.register_forward_hook(hook)
     trainer.train()
     handle.remove()
     Path(spec["result"]).write_text(json.dumps(dict(
-        times=times, steps=steps, probe=probe, matmul_params=matmul_params(trainer.model),
+        times=times, steps=steps, probe=probe, matmul_params=matmul_params(base),
+        trainable=sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
         mixed_precision=str(trainer.accelerator.mixed_precision))))

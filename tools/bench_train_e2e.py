@@ -35,7 +35,13 @@ final export, ~2× the parameters, is inside the same process). "saved activatio
 "[train] saved activations: N MiB ..." (its first micro-batch). "run wall" is the whole child (load, data
 preparation, training, and for sft the final model export).
 
+--lora R: LoRA instead of full fine-tuning on both sides (sft `--use_peft true --lora_r R --lora_alpha 2R
+--lora_dropout 0 --lora_target_modules all-linear`; TRL with the same PEFT LoraConfig); the report adds each
+side's trainable parameter count. GFLOP/s keep the full fine-tuning formula (6 · matmul params · tokens), so
+for LoRA they read as "full-fine-tuning-equivalent" rates.
+
 Run: ~/.venv-sft/bin/python tools/bench_train_e2e.py --sft build/sft --workload chat
+     ~/.venv-sft/bin/python tools/bench_train_e2e.py --sft build/sft --shape qwen3-0.6b --workload chat --lora 16
      ~/.venv-sft/bin/python tools/bench_train_e2e.py --modes trl-fp32,trl-bf16   (TRL only)
 Numbers are only meaningful on an otherwise idle machine: the load average is printed before and after.
 """
@@ -63,7 +69,9 @@ def sft_command(a, sft: str, data: Path, model: Path, out: Path, bf16: bool) -> 
             "--packing", "true" if a.packing else "false", "--packing_strategy", "bfd",
             "--train_sampling_strategy", "sequential",
             "--save_strategy", "no", "--report_to", "none", "--output_dir", str(out),
-            "--overwrite_output_dir", "true", "--num_threads", str(a.threads)]
+            "--overwrite_output_dir", "true", "--num_threads", str(a.threads)] + (
+                ["--use_peft", "true", "--lora_r", str(a.lora), "--lora_alpha", str(2 * a.lora),
+                 "--lora_dropout", "0", "--lora_target_modules", "all-linear"] if a.lora else [])
 
 
 def run_sft(a, mode: str, sft: str, data: Path, model: Path, env: dict) -> dict:
@@ -75,7 +83,8 @@ def run_sft(a, mode: str, sft: str, data: Path, model: Path, env: dict) -> dict:
     events = [e for e in events if "loss" in e and "step_time_s" in e]
     seen = [int(e["num_tokens"]) for e in events]  # cumulative real tokens
     saved = re.search(r"saved activations:\s*([\d.]+)\s*MiB", child["stdout"] + child["stderr"])
-    return dict(child, times=[e["step_time_s"] for e in events],
+    trainable = re.search(r"\((\d+) trainable: LoRA\)", child["stdout"] + child["stderr"])
+    return dict(child, trainable=int(trainable.group(1)) if trainable else None, times=[e["step_time_s"] for e in events],
                 tokens=[b - p for p, b in zip([0] + seen[:-1], seen)],
                 flops=[e["gflops"] * 1e9 * e["step_time_s"] for e in events],
                 saved_mib=float(saved.group(1)) if saved else None)
@@ -85,7 +94,7 @@ def run_trl(a, mode: str, data: Path, model: Path, n_matmul: int, env: dict) -> 
     logs = Path(a.workdir) / "runs"
     spec = dict(threads=a.threads, workdir=str(logs / mode), max_steps=a.warmup + a.steps, batch=a.batch,
                 seq=a.seq, bf16=mode == "trl-bf16", packing=a.packing, model=str(model), data=str(data),
-                result=str(logs / f"{mode}.json"))
+                result=str(logs / f"{mode}.json"), lora_r=a.lora)
     (logs / mode).mkdir(parents=True, exist_ok=True)
     (logs / f"{mode}.spec.json").write_text(json.dumps(spec))
     child = lib.run_child([sys.executable, __file__, "--worker", str(logs / f"{mode}.spec.json")], env,
@@ -97,7 +106,7 @@ def run_trl(a, mode: str, data: Path, model: Path, n_matmul: int, env: dict) -> 
         raise RuntimeError(f"{mode}: TRL's model has {r['matmul_params']} matmul parameters, expected {n_matmul}")
     return dict(child, times=r["times"], tokens=[s["tokens"] for s in r["steps"]], probe=r["probe"],
                 flops=[lib.step_flops(n_matmul, a.shape, s["docs"]) for s in r["steps"]], saved_mib=None,
-                mixed_precision=r["mixed_precision"])
+                mixed_precision=r["mixed_precision"], trainable=r.get("trainable") if a.lora else None)
 
 
 def summarise(a, res: dict, peak: float | None) -> dict:
@@ -186,6 +195,7 @@ def main() -> int:
     ap.add_argument("--peak_gflops", type=float, help="machine peak (default: measured by --peak_bench)")
     ap.add_argument("--peak_bench", help="bench_peak_flops binary (default: next to --sft, else "
                     "/work/main/build/bench/bench_peak_flops)")
+    ap.add_argument("--lora", type=int, default=0, help="LoRA rank on all linear layers (0: full fine-tuning)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
@@ -198,7 +208,7 @@ def main() -> int:
     a.seq, a.batch, a.packing = a.seq or wl["seq"], a.batch or wl["batch"], wl["packing"]
     sft = a.sft or (str(lib.REPO / "build" / "sft") if (lib.REPO / "build" / "sft").exists() else None)
 
-    work = Path(a.workdir) / f"{a.shape}-{a.workload}"
+    work = Path(a.workdir) / (f"{a.shape}-{a.workload}" + (f"-lora{a.lora}" if a.lora else ""))
     work.mkdir(parents=True, exist_ok=True)
     a.workdir = str(work)
     model = Path(a.workdir).parent / f"model-{a.shape}"
@@ -247,7 +257,7 @@ def main() -> int:
         st = summarise(a, r, peak)
         print(f"{mode:>8}: step {st['step']:.3f} s median ({st['lo']:.3f}–{st['hi']:.3f}), "
               f"{st['rate']:.1f} tokens/s, {st['gflops']:.1f} GFLOP/s, peak RSS {r['maxrss_mib']:.0f} MiB, "
-              f"run wall {r['wall']:.1f} s")
+              f"run wall {r['wall']:.1f} s" + (f", trainable {r['trainable']:,}" if r.get("trainable") else ""))
     if not results:
         return 0
     stats = {m: summarise(a, r, peak) for m, r in results.items()}

@@ -18,6 +18,7 @@
 #include "io/options.h"
 #include "io/safetensors.h"
 #include "model/transformer.h"
+#include "train/adapter_io.h"
 
 namespace sft::cli {
 
@@ -90,7 +91,7 @@ int run_debug_forward(const Args& args) {
                      id_list(j, "doc_lengths", f.tokens, false)};
   if (batch.labels.empty()) batch.labels = batch.tokens;
 
-  model::Transformer m = model::Transformer::load(f.model);
+  model::Transformer m = load_model_source(resolve_model_source(f.model));  // or an adapter
   const int64_t T = static_cast<int64_t>(batch.tokens.size()), V = m.config().vocab_size;
   Tensor logits = Tensor::zeros(DType::kF32, {T, V});
   const model::LossStats s = m.forward(batch, logits.mutable_values<float>().data());

@@ -26,6 +26,7 @@
 #include "model/model_dir.h"
 #include "model/transformer.h"
 #include "text/tokenizer.h"
+#include "train/adapter_io.h"
 
 namespace sft::cli {
 
@@ -149,8 +150,10 @@ int run_evaluate(const Args& args) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  const std::string model_dir = open_model_dir(model_path).path;
-  if (tokenizer_path.empty()) tokenizer_path = model_dir;
+  // A PEFT adapter folder works too: its base model with the adapter applied.
+  const ModelSource source = resolve_model_source(model_path);
+  const std::string model_dir = source.model_dir;
+  if (tokenizer_path.empty()) tokenizer_path = source.tokenizer_dir;
 
   std::vector<Item> items;
   data::RowErrors errors(/*skip_invalid_rows=*/false);
@@ -164,7 +167,7 @@ int run_evaluate(const Args& args) {
 
   const text::Tokenizer tokenizer = text::Tokenizer::from_file(tokenizer_path);
   const chat::ChatTemplate chat_template = chat::ChatTemplate::from_tokenizer(tokenizer_path);
-  model::Transformer m = model::Transformer::load(model_dir);
+  model::Transformer m = load_model_source(source);
   model::GenerateOptions options = generation_defaults(model_dir, m.config());
   options.sampling = {};  // greedy, whatever generation_config.json says
   options.max_new_tokens = max_new_tokens;

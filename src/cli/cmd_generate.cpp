@@ -24,6 +24,7 @@
 #include "model/model_dir.h"
 #include "model/transformer.h"
 #include "text/tokenizer.h"
+#include "train/adapter_io.h"
 
 namespace sft::cli {
 
@@ -138,8 +139,10 @@ int run_generate(const Args& args) {
   if (!f.prompt_ids.empty()) prompt = parse_ids(f.prompt_ids);
   if (!f.prompt_ids_file.empty()) prompt = read_ids_file(f.prompt_ids_file);
 
-  const std::string model_dir = open_model_dir(f.model).path;
-  const std::string tokenizer_path = f.tokenizer.empty() ? model_dir : f.tokenizer;
+  // A PEFT adapter folder works too: its base model with the adapter applied.
+  const ModelSource source = resolve_model_source(f.model);
+  const std::string model_dir = source.model_dir;
+  const std::string tokenizer_path = f.tokenizer.empty() ? source.tokenizer_dir : f.tokenizer;
   // The tokenizer is needed for text in or out; ids in and ids out work without one.
   std::optional<text::Tokenizer> tokenizer;
   if (!f.prompt.empty() || !f.messages.empty() || !f.output_ids) {
@@ -152,7 +155,7 @@ int run_generate(const Args& args) {
   if (!f.messages.empty()) prompt = messages_prompt(f.messages, *tokenizer, tokenizer_path);
   if (prompt.empty()) fail("generate", "the prompt is empty after tokenization");
 
-  model::Transformer m = model::Transformer::load(f.model);
+  model::Transformer m = load_model_source(source);
   // generation_config.json: sampling defaults and eos ids, as transformers' generate uses them.
   const model::GenerateOptions defaults = generation_defaults(model_dir, m.config());
   model::GenerateOptions o;

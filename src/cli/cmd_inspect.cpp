@@ -192,7 +192,9 @@ int run_inspect(const Args& args) {
   return 0;
 }
 
-SFT_REGISTER_COMMAND("inspect", "describe a model: architecture, parameter counts, dtypes, memory for a full fine-tune",
-                     run_inspect);
+SFT_REGISTER_COMMAND(
+    "inspect",
+    "describe a model: architecture, parameter counts, dtypes, memory for a full fine-tune",
+    run_inspect);
 
 }  // namespace sft::cli

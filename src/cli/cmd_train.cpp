@@ -9,7 +9,9 @@
 //   data       prepare_dataset (the audit is printed before training); eval rows from
 //              --dataset_test_split, else a --eval_split_ratio hold-out of the prepared rows
 //   output     checkpoints, metrics.jsonl, trainer_state.json, training_curves.svg, then
-//              the final model (export_hf_model + verify_export), README.md (the model card)
+//              the final model (export_hf_model + verify_export), README.md (the model card);
+//              with LoRA (--use_peft, or an adapter folder as the model) the PEFT adapter
+//              instead of the model (export_peft_adapter)
 //
 // An existing non-empty output_dir is refused unless --overwrite_output_dir or a resume (as
 // transformers did). SIGINT/SIGTERM end the current step, save and print the resume command.
@@ -18,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 
 #include "cli/command_registry.h"
 #include "core/error.h"
@@ -33,6 +36,7 @@
 #include "ops/profile.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_config.h"
+#include "train/adapter_io.h"
 #include "train/args.h"
 #include "train/checkpoint_dir.h"
 #include "train/data_options.h"
@@ -162,10 +166,6 @@ int run_train(const Args& argv) {
   std::unique_ptr<Comm> world = make_comm_from_environment();
   ParallelGroups groups = make_parallel_groups(*world, static_cast<int>(args.tp_size));
   Comm* comm = groups.dp.get();
-  if (args.use_peft)
-    fail("train",
-         "--use_peft true: LoRA is not implemented yet in sft.cpp (hint: use --use_peft false "
-         "for full fine-tuning)");
   if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
   check_output_dir(args);
   world->barrier();  // every rank has checked output_dir before rank 0 writes into it
@@ -174,28 +174,60 @@ int run_train(const Args& argv) {
         "[train] --fp16: the CPU backend has no fp16 kernels; it computes in fp32 "
         "(use --bf16 for mixed precision)");
 
-  const ModelDir dir = open_model_dir(args.model_name_or_path, args.model_revision);
-  model::Transformer model = args.init_from_config
+  // LoRA: an adapter folder as --model_name_or_path loads its base and continues training the
+  // adapter; --use_peft on a base model starts fresh adapters (train/adapter_io.h).
+  const bool from_adapter = is_adapter_dir(args.model_name_or_path);
+  std::string base_path;
+  std::optional<model::Transformer> loaded;
+  if (from_adapter) {
+    loaded.emplace(load_model_with_adapter(args.model_name_or_path, args.model_revision, &base_path,
+                                           static_cast<uint64_t>(args.seed)));
+    if (args.use_peft && comm->rank() == 0)
+      log_info("[train] ", args.model_name_or_path,
+               " is a PEFT adapter: its adapter_config.json defines the adapter (the --lora_* "
+               "flags are not used)");
+  }
+  const ModelDir dir =
+      open_model_dir(from_adapter ? base_path : args.model_name_or_path, args.model_revision);
+  model::Transformer model = loaded ? std::move(*loaded)
+                             : args.init_from_config
                                  ? init_from_config(dir, static_cast<uint64_t>(args.seed))
                                  : model::Transformer::load(dir.path);
+  if (args.use_peft && !from_adapter) {
+    model::LoraConfig lc;
+    lc.r = args.lora_r;
+    lc.alpha = static_cast<double>(args.lora_alpha);
+    lc.dropout = args.lora_dropout;
+    lc.use_rslora = args.use_rslora;
+    lc.target_modules = args.lora_target_modules;
+    lc.modules_to_save = args.lora_modules_to_save;
+    lc.base_model_name_or_path = args.model_name_or_path;
+    model.enable_lora(lc, static_cast<uint64_t>(args.seed), "--lora_target_modules");
+  }
   // TRL's bf16 (its default): bf16 matmuls with fp32 accumulation over fp32 master weights.
   if (args.bf16.value_or(false)) model.set_compute_dtype(DType::kBF16);
-  const text::Tokenizer tokenizer = text::Tokenizer::from_file(dir.path);
+  // Tokenizer files: the adapter folder's when it has them (TRL saves them there), else the
+  // base model's.
+  const std::string tok_path =
+      from_adapter && fs::exists(args.model_name_or_path + "/tokenizer.json")
+          ? args.model_name_or_path
+          : dir.path;
+  const text::Tokenizer tokenizer = text::Tokenizer::from_file(tok_path);
   std::optional<text::TokenizerConfig> tokenizer_config;
-  if (fs::exists(dir.path + "/tokenizer_config.json"))
-    tokenizer_config = text::TokenizerConfig::from_file(dir.path);
+  if (fs::exists(tok_path + "/tokenizer_config.json"))
+    tokenizer_config = text::TokenizerConfig::from_file(tok_path);
 
   const bool eval_packing = args.eval_packing.value_or(args.packing);
   // Rank 0 fills the token cache first; the other ranks then read it instead of re-encoding.
   if (world->rank() != 0) world->barrier();
   std::shared_ptr<data::PreparedDataset> train_rows = data::prepare_dataset(
-      prepare_options(args, dir.path, args.dataset_train_split, args.packing));
+      prepare_options(args, tok_path, args.dataset_train_split, args.packing));
   if (world->rank() == 0) world->barrier();
   if (comm->rank() == 0) std::fprintf(stderr, "%s\n", train_rows->report().to_text().c_str());
   std::shared_ptr<data::PreparedDataset> eval_rows;
   if (args.eval_strategy != "no") {
     data::PrepareOptions eo =
-        prepare_options(args, dir.path, args.dataset_test_split, eval_packing);
+        prepare_options(args, tok_path, args.dataset_test_split, eval_packing);
     if (data::find_split_files(eo.source, eo.split)) {
       eval_rows = data::prepare_dataset(eo);
     } else if (args.eval_split_ratio > 0) {
@@ -230,7 +262,7 @@ int run_train(const Args& argv) {
   setup.eval_batching.padding_free = args.padding_free || eval_packing;
   // Checkpoints hold F32 master weights (write_training_checkpoint); the final export uses
   // --dtype.
-  setup.export_options = export_options_from_args(args, dir.path, dir.path);
+  setup.export_options = export_options_from_args(args, dir.path, tok_path);
 
   // --ddp_timeout covers training, not data preparation (rank 0 may encode for long while the
   // others wait at the barrier above).
@@ -262,8 +294,13 @@ int run_train(const Args& argv) {
   }
   if (comm->rank() == 0) {
     const ExportOptions& ex = setup.export_options;
-    export_hf_model(model, args.output_dir, ex);
-    verify_export(model, args.output_dir, ex.dtype);
+    if (model.lora()) {  // TRL + PEFT: the adapter, not the merged model (see `sft merge`)
+      export_peft_adapter(model, args.output_dir, ex);
+      verify_adapter_export(model, args.output_dir);
+    } else {
+      export_hf_model(model, args.output_dir, ex);
+      verify_export(model, args.output_dir, ex.dtype);
+    }
     // README.md, the model card TRL writes (train/model_card.h).
     write_model_card(
         args.output_dir,

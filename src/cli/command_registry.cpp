@@ -12,11 +12,14 @@ std::vector<Command>& registry() {
 }
 }  // namespace
 
-CommandRegistrar::CommandRegistrar(const Command& command) { registry().push_back(command); }
+CommandRegistrar::CommandRegistrar(const Command& command) {
+  registry().push_back(command);
+}
 
 std::vector<Command> registered_commands() {
   std::vector<Command> out = registry();
-  std::sort(out.begin(), out.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
+  std::sort(out.begin(), out.end(),
+            [](const Command& a, const Command& b) { return a.name < b.name; });
   return out;
 }
 

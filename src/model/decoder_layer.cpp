@@ -159,6 +159,7 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
   g.dgate = take<float>(cv, T, s.I);
   g.dup = take<float>(cv, T, s.I);
   if (s.compute == DType::kBF16) g.dy16 = take<uint16_t>(cv, T, std::max({s.I, s.C, Q}));
+  g.norm_sink = take<float>(cv, 1, std::max(s.C, s.D));
   return g;
 }
 
@@ -226,7 +227,8 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
   ops::swiglu_backward(g.dgate, g.dup, g.dh, a.gate, a.up);
   w.gate.backward(g.dln, g.dgate, a.ln2, dy16(g.dgate));
   w.up.backward(g.dln, g.dup, a.ln2, dy16(g.dup), true);
-  ops::rmsnorm_backward(g.dtmp, w.post_norm->grad, g.dln, a.x_mid, a.rstd2, w.post_norm->value);
+  ops::rmsnorm_backward(g.dtmp, grad_or_sink(*w.post_norm, g), g.dln, a.x_mid, a.rstd2,
+                        w.post_norm->value);
   ops::add(g.dres, g.dtmp);  // d x_mid
   // Attention.
   w.o.backward(g.datt, g.dres, a.att_in, dy16(g.dres));
@@ -245,9 +247,9 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
   ops::rope_backward(g.dk, attn.cos, attn.sin);
   ops::View dq = g.dq, dk = g.dk;
   if (w.q_norm) {
-    ops::rmsnorm_backward(per_head(g.dq2, D), w.q_norm->grad, per_head(g.dq, D),
+    ops::rmsnorm_backward(per_head(g.dq2, D), grad_or_sink(*w.q_norm, g), per_head(g.dq, D),
                           per_head(widened(a.q_raw, g.q_raw32), D), a.q_rstd, w.q_norm->value);
-    ops::rmsnorm_backward(per_head(g.dk2, D), w.k_norm->grad, per_head(g.dk, D),
+    ops::rmsnorm_backward(per_head(g.dk2, D), grad_or_sink(*w.k_norm, g), per_head(g.dk, D),
                           per_head(widened(a.k_raw, g.k_raw32), D), a.k_rstd, w.k_norm->value);
     dq = g.dq2;
     dk = g.dk2;
@@ -255,7 +257,8 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
   w.q.backward(g.dln, dq, a.ln1, dy16(dq));
   w.k.backward(g.dln, dk, a.ln1, dy16(dk), true);
   w.v.backward(g.dln, g.dv, a.ln1, dy16(g.dv), true);
-  ops::rmsnorm_backward(g.dtmp, w.input_norm->grad, g.dln, x, a.rstd1, w.input_norm->value);
+  ops::rmsnorm_backward(g.dtmp, grad_or_sink(*w.input_norm, g), g.dln, x, a.rstd1,
+                        w.input_norm->value);
   ops::add(g.dres, g.dtmp);  // d(layer input)
 }
 

@@ -60,11 +60,17 @@ struct LayerScratch {
   ops::View dq2, dk2;          // (T, H·D), (T, Hkv·D) before rope's inverse (qk_norm)
   ops::View dh, dgate, dup;    // (T, I)
   ops::View dy16;              // (T, max(I, C, H·D)) bf16 gradient of a linear's output
-  ops::View att32;  // (T, H·D) f32 attention output under bf16; in backward att_in widened
+  ops::View att32;      // (T, H·D) f32 attention output under bf16; in backward att_in widened
+  ops::View norm_sink;  // (1, max(C, D)) the discarded weight gradient of a frozen norm (LoRA)
   // Under bf16: fp32 values of the bf16-saved projection outputs (some alias other scratch).
   ops::View q32, k32, v32;     // (T, H·D), (T, Hkv·D) ×2
   ops::View q_raw32, k_raw32;  // (T, H·D), (T, Hkv·D) qk_norm only
 };
+
+// A norm weight's gradient, or the scratch sink when the weight is frozen (no grad view).
+inline ops::View grad_or_sink(const Parameter& p, const LayerScratch& s) {
+  return p.grad.empty() ? s.norm_sink.first(1, p.value.cols) : p.grad;
+}
 
 struct LayerShape {
   int64_t T = 0, C = 0, I = 0, H = 0, Hkv = 0, D = 0;

@@ -1,6 +1,9 @@
 // Linear forward/backward and the LM head's fused loss, on ops::matmul. See linear.h.
 #include "model/linear.h"
 
+#include <cstring>
+#include <vector>
+
 #include "core/error.h"
 
 namespace sft::model {
@@ -15,18 +18,31 @@ ops::View Linear::weight_for(const ops::View& x) const {
 void Linear::forward(ops::View y, ops::View x) const {
   ops::matmul(y, x, weight_for(x), false, true, false);
   if (bias) ops::add_bias(y, bias->value);
+  if (lora) lora->forward(y, x);
+}
+
+void Linear::merged_weight(ops::View merged) const {
+  std::memcpy(merged.data, weight->value.data, static_cast<size_t>(merged.numel()) * sizeof(float));
+  if (!lora) return;
+  // Δ = (B A) · scale, in that order, as PEFT's get_delta_weight.
+  std::vector<float> delta(static_cast<size_t>(merged.numel()));
+  const ops::View d = ops::view_of(delta.data(), merged.rows, merged.cols);
+  ops::matmul(d, lora->b->value, lora->a->value, false, false, false);
+  ops::scale(d, lora->scale);
+  ops::add(merged, d);
 }
 
 void Linear::backward(ops::View dx, ops::View dy, ops::View x, ops::View dy16,
                       bool accumulate_dx) const {
-  if (bias) ops::bias_backward(bias->grad, dy);
+  if (bias && !bias->grad.empty()) ops::bias_backward(bias->grad, dy);
   ops::View g = dy;
   if (x.dtype == DType::kBF16) {
     ops::cast(dy16, dy);
     g = dy16;
   }
   if (!dx.empty()) ops::matmul(dx, g, weight_for(x), false, false, accumulate_dx);
-  ops::matmul(weight->grad, g, x, true, false, true);
+  if (!weight->grad.empty()) ops::matmul(weight->grad, g, x, true, false, true);
+  if (lora) lora->backward(dx, dy, g, x);
 }
 
 ops::LmHeadStats Linear::cross_entropy(ops::View dx, ops::View logits, ops::View x,

@@ -3,7 +3,9 @@
 // backward and merge) and tensor-parallel splits (a weight that is a slice of the full one,
 // with the reduction after it) each live in this one place.
 //
-// y = x Wᵀ + b with W stored as transformers stores nn.Linear weights: (O, I).
+// y = x Wᵀ + b with W stored as transformers stores nn.Linear weights: (O, I); with a LoRA
+// adapter (model/lora.h) y += scale · (drop(x) Aᵀ) Bᵀ. A frozen weight or bias (LoRA's base:
+// an empty grad view) gets no gradient; the input gradient still flows through it.
 // Compute dtype follows the input view: an f32 (or f64) x multiplies the master weight; a bf16
 // x multiplies the weight's bf16 copy with fp32 accumulation (torch autocast's bf16 matmul).
 // Signature rule: outputs first, then inputs; parameter grads accumulate (+=), dx overwrites
@@ -11,6 +13,7 @@
 // Dimensions: N rows, I in features, O out features.
 #pragma once
 
+#include "model/lora.h"
 #include "model/parameters.h"
 #include "ops/ops.h"
 
@@ -19,12 +22,15 @@ namespace sft::model {
 struct Linear {
   const Parameter* weight = nullptr;  // (O, I)
   const Parameter* bias = nullptr;    // (1, O) or null
+  LoraAdapter* lora = nullptr;        // or null
 
   int64_t in_features() const { return weight->value.cols; }
   int64_t out_features() const { return weight->value.rows; }
 
   // y (N, O) f32 =; x (N, I) f32 or bf16.
   void forward(ops::View y, ops::View x) const;
+  // merged = W + scale · B A (O, I) f32: the weight merge_and_unload() leaves; W without LoRA.
+  void merged_weight(ops::View merged) const;
   // dx (N, I) f32 = or +=, or empty; dW, db +=; dy (N, O) f32; x as in forward. With a bf16 x,
   // dy16 (N, O) bf16 is scratch that receives dy rounded (the bf16 gradient autocast uses).
   void backward(ops::View dx, ops::View dy, ops::View x, ops::View dy16,

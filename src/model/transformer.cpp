@@ -32,6 +32,79 @@ void Transformer::set_compute_dtype(DType dtype) {
     fail("model", "compute dtype must be f32 or bf16, not " + std::string(dtype_name(dtype)));
   compute_ = dtype;
   if (dtype == DType::kBF16) params_.enable_bf16_copies();
+  if (dtype == DType::kBF16 && lora_) lora_->params().enable_bf16_copies();
+  has_forward_ = false;
+}
+
+LoraModel& Transformer::enable_lora(const LoraConfig& config, uint64_t seed,
+                                    const std::string& what) {
+  if (lora_) fail("model", "LoRA is already enabled on this model");
+  lora_ = std::make_unique<LoraModel>(params_, config_, config, seed, what);
+  // Adapters sit on the base weights; modules_to_save copies then take their base's place.
+  auto swap = [&](const Parameter*& p) {
+    if (!p) return;
+    if (const Parameter* copy = lora_->saved_copy_of(p)) p = copy;
+  };
+  auto bind = [&](Linear& lin) {
+    lin.lora = lora_->adapter_for(lin.weight);
+    swap(lin.weight);
+    swap(lin.bias);
+  };
+  for (DecoderLayer& d : layers_) {
+    for (Linear* lin : {&d.q, &d.k, &d.v, &d.o, &d.gate, &d.up, &d.down}) bind(*lin);
+    swap(d.input_norm);
+    swap(d.post_norm);
+    swap(d.q_norm);
+    swap(d.k_norm);
+  }
+  swap(embed_);
+  swap(final_norm_);
+  swap(lm_head_.weight);
+  if (params_.has_grads())
+    fail("model", "enable_lora on a model that already has gradients (enable it before training)");
+  if (compute_ == DType::kBF16) lora_->params().enable_bf16_copies();
+  has_forward_ = false;
+  return *lora_;
+}
+
+void Transformer::merge_lora() {
+  if (!lora_) return;
+  for (DecoderLayer& d : layers_) {
+    for (Linear* lin : {&d.q, &d.k, &d.v, &d.o, &d.gate, &d.up, &d.down}) {
+      if (!lin->lora) continue;
+      std::vector<float> merged(
+          static_cast<size_t>(lin->lora->b->value.rows * lin->lora->a->value.cols));
+      const Parameter* base = nullptr;
+      for (size_t i = 0; i < lora_->adapters().size(); ++i)
+        if (&lora_->adapters()[i] == lin->lora) base = lora_->adapted_weights()[i];
+      lin->merged_weight(ops::view_of(merged.data(), base->value.rows, base->value.cols));
+      std::memcpy(base->value.data, merged.data(), merged.size() * sizeof(float));
+      lin->lora = nullptr;
+    }
+  }
+  // The trained copies go back into the base, and the layers point at the base again.
+  for (const auto& [base, copy] : lora_->saved())
+    std::memcpy(base->value.data, copy->value.data,
+                static_cast<size_t>(base->value.numel()) * sizeof(float));
+  auto unswap = [&](const Parameter*& p) {
+    for (const auto& [base, copy] : lora_->saved())
+      if (p == copy) p = base;
+  };
+  for (DecoderLayer& d : layers_) {
+    for (Linear* lin : {&d.q, &d.k, &d.v, &d.o, &d.gate, &d.up, &d.down}) {
+      unswap(lin->weight);
+      unswap(lin->bias);
+    }
+    unswap(d.input_norm);
+    unswap(d.post_norm);
+    unswap(d.q_norm);
+    unswap(d.k_norm);
+  }
+  unswap(embed_);
+  unswap(final_norm_);
+  unswap(lm_head_.weight);
+  lora_.reset();
+  if (params_.has_bf16_copies()) params_.refresh_bf16_copies();
   has_forward_ = false;
 }
 
@@ -85,8 +158,8 @@ float* Transformer::param_data(const std::string& name) {
 }
 
 float* Transformer::grad_data(const std::string& name) {
-  if (!params_.has_grads()) params_.allocate_grads();
-  return params_.named(name).grad.as<float>();
+  if (!trainable().has_grads()) trainable().allocate_grads();
+  return trainable().named(name).grad.as<float>();
 }
 
 void Transformer::save(const std::string& dir, DType dtype, uint64_t max_shard_bytes) const {

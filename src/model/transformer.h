@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/decoder_layer.h"
+#include "model/lora.h"
 #include "model/param_layout.h"
 #include "model/parameters.h"
 #include "model/rope.h"
@@ -65,16 +67,37 @@ class Transformer {
 
   const ModelConfig& config() const { return config_; }
   const std::vector<ParamSpec>& layout() const { return layout_; }
+  // The model's own (base) parameters; with LoRA they are frozen: no gradients.
   ParameterSet& params() { return params_; }
   const ParameterSet& params() const { return params_; }
+  // What training updates: the base parameters, or with LoRA the adapters (+ modules_to_save
+  // copies). Gradients, optimizer state and checkpoints' moments follow this set.
+  ParameterSet& trainable() { return lora_ ? lora_->params() : params_; }
+  const ParameterSet& trainable() const { return lora_ ? lora_->params() : params_; }
+
+  // LoRA: adapters on the targeted projections (lora.h), bound into the layers' Linears;
+  // modules_to_save copies replace their base parameters in the computation. `what` names
+  // the flag or file for error messages. Returns the adapters (A and B to be overwritten by a
+  // loaded adapter, if any, before training).
+  LoraModel& enable_lora(const LoraConfig& config, uint64_t seed, const std::string& what);
+  LoraModel* lora() { return lora_.get(); }
+  const LoraModel* lora() const { return lora_.get(); }
+  // The dropout mask key of the next training forward (the trainer sets it per micro-batch so
+  // that a resumed run draws the same masks).
+  void set_lora_dropout_key(uint64_t key) {
+    if (lora_) lora_->set_dropout_key(key);
+  }
+  // merge_and_unload(): W += scale · B A for every adapter, modules_to_save copies written
+  // back into the base; LoRA is then off.
+  void merge_lora();
   int64_t num_parameters() const { return params_.numel(); }
 
   // Named parameter / gradient tensors (borrowed views; valid while this object lives).
   std::vector<NamedTensor> parameters() const { return params_.named_values(); }
-  std::vector<NamedTensor> gradients() const { return params_.named_grads(); }
+  std::vector<NamedTensor> gradients() const { return trainable().named_grads(); }
   float* param_data(const std::string& name);
   float* grad_data(const std::string& name);
-  void zero_grad() { params_.zero_grads(); }
+  void zero_grad() { trainable().zero_grads(); }
 
   // kF32 (default) or kBF16. bf16 allocates the weights' bf16 copies; call
   // params().refresh_bf16_copies() after changing the master weights.
@@ -125,6 +148,7 @@ class Transformer {
   std::vector<ParamSpec> layout_;
   ParameterSet params_;
   std::vector<DecoderLayer> layers_;
+  std::unique_ptr<LoraModel> lora_;
   Linear lm_head_;
   const Parameter* embed_ = nullptr;
   const Parameter* final_norm_ = nullptr;

@@ -131,7 +131,8 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   check_batch(batch);
   prepare(batch);
   const int64_t T = T_, L = config_.num_hidden_layers;
-  if (loss_scale && !params_.has_grads()) params_.allocate_grads();
+  if (loss_scale && !trainable().has_grads()) trainable().allocate_grads();
+  if (lora_) lora_->set_training(loss_scale.has_value());
   ops::embedding_forward(resid_.row_range(0, T), tokens_.data(), embed_->value);
   for (int64_t l = 0; l < L; ++l) layer_forward(l);
   const ops::View norm_out = lnf_.dtype == DType::kBF16 ? dlnf_ : lnf_;
@@ -155,7 +156,7 @@ LossStats Transformer::head(float* logits, double scale, bool train) {
 
 void Transformer::backward(double scale) {
   if (!has_forward_) fail("model", "backward called without a forward");
-  if (!params_.has_grads()) params_.allocate_grads();
+  if (!trainable().has_grads()) trainable().allocate_grads();
   const ModelConfig& c = config_;
   const int64_t T = T_, L = c.num_hidden_layers;
   if (head_grad_scale_ && *head_grad_scale_ != scale)
@@ -166,14 +167,14 @@ void Transformer::backward(double scale) {
     scratch_ = carve_layer_scratch(cv, LayerShape::of(c, T, compute_), true);
   });
   LayerScratch& g = scratch_;
-  ops::rmsnorm_backward(g.dres, final_norm_->grad, dlnf_, resid_.row_range(L * T, T), rstdf_,
-                        final_norm_->value);
+  ops::rmsnorm_backward(g.dres, grad_or_sink(*final_norm_, g), dlnf_, resid_.row_range(L * T, T),
+                        rstdf_, final_norm_->value);
   for (int64_t l = L - 1; l >= 0; --l) {
     if (gradient_checkpointing_) layer_forward(l);
     decoder_layer_backward(g, la_[static_cast<size_t>(l)], resid_.row_range(l * T, T),
                            attention_inputs(l), layers_[static_cast<size_t>(l)]);
   }
-  ops::embedding_backward(embed_->grad, g.dres, tokens_.data());
+  if (!embed_->grad.empty()) ops::embedding_backward(embed_->grad, g.dres, tokens_.data());
   head_grad_scale_.reset();
 }
 

@@ -156,16 +156,20 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_optional_string("hub_token", &a.hub_token, hub,
                         "token with write access (default: HF_TOKEN)");
 
-  o.add_bool("use_peft", &a.use_peft, lora, "train LoRA adapters instead of all weights");
+  o.add_bool("use_peft", &a.use_peft, lora,
+             "train LoRA adapters (PEFT) instead of all weights; the base stays frozen");
   o.add_int("lora_r", &a.lora_r, lora, "LoRA rank");
   o.add_int("lora_alpha", &a.lora_alpha, lora, "LoRA alpha (scale = alpha / r)");
   o.add_float("lora_dropout", &a.lora_dropout, lora, "dropout on the LoRA input");
-  o.add_string_list("lora_target_modules", &a.lora_target_modules, lora,
-                    "modules to adapt (default: all linear)");
+  o.add_string_list(
+      "lora_target_modules", &a.lora_target_modules, lora,
+      "projections to adapt, comma-separated (q_proj,k_proj,v_proj,o_proj,gate_proj,"
+      "up_proj,down_proj) or all-linear; None = PEFT's per-architecture q_proj,v_proj");
   o.add_string_list("lora_modules_to_save", &a.lora_modules_to_save, lora,
-                    "modules trained in full besides LoRA");
+                    "modules trained in full besides LoRA, comma-separated (e.g. lm_head)");
   o.add_bool("use_rslora", &a.use_rslora, lora, "rank-stabilised scale alpha / sqrt(r)");
-  o.add_bool("use_dora", &a.use_dora, lora, "weight-decomposed LoRA");
+  o.add_bool("use_dora", &a.use_dora, lora, "weight-decomposed LoRA (not supported: refused)");
+  o.add_string("lora_task_type", &a.lora_task_type, lora, "PEFT task type (CAUSAL_LM only)");
 
   o.add_string("max_shard_size", &a.max_shard_size, ours,
                "largest safetensors shard of the exported model");
@@ -255,6 +259,7 @@ void validate_training_args(TrainingArgs& a) {
              "which pushes each checkpoint's model files, or end)");
   require_one_of("hub_strategy", a.hub_strategy, {"end", "every_save"});
   validate_distributed_args(a);
+  validate_lora_args(a);
 }
 
 void validate_distributed_args(TrainingArgs& a) {
@@ -281,6 +286,33 @@ void validate_distributed_args(TrainingArgs& a) {
     fail(kComponent, "--tp_size " + std::to_string(a.tp_size) +
                          ": tensor parallelism is not implemented yet (hint: --tp_size 1 with "
                          "mpirun -np N trains data parallel)");
+}
+
+// ---- LoRA (TRL ModelConfig) ----
+void validate_lora_args(const TrainingArgs& a) {
+  if (a.use_dora)
+    fail(kComponent,
+         "--use_dora true: DoRA (weight-decomposed LoRA) is not implemented in sft.cpp (hint: "
+         "drop --use_dora for plain LoRA, which --use_peft trains)");
+  if (!a.use_peft) return;
+  if (a.lora_r <= 0)
+    fail(kComponent, "--lora_r must be a positive rank, got " + std::to_string(a.lora_r) +
+                         " (hint: TRL's default is 16)");
+  if (a.lora_dropout < 0 || a.lora_dropout >= 1)
+    fail(kComponent, "--lora_dropout must be in [0, 1), got " + std::to_string(a.lora_dropout));
+  require_one_of("lora_task_type", a.lora_task_type, {"CAUSAL_LM"});
+  static const std::vector<std::string> kProjections = {
+      "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  const auto& t = a.lora_target_modules;
+  if (t.size() == 1 && (t[0] == "all-linear" || t[0] == "all_linear")) return;
+  for (const std::string& m : t) {
+    const std::string leaf = m.substr(m.rfind('.') == std::string::npos ? 0 : m.rfind('.') + 1);
+    if (std::find(kProjections.begin(), kProjections.end(), leaf) == kProjections.end())
+      fail(kComponent,
+           "--lora_target_modules: '" + m +
+               "' is not a projection sft can adapt (hint: q_proj, k_proj, v_proj, o_proj, "
+               "gate_proj, up_proj, down_proj, or all-linear; the LM head is never adapted)");
+  }
 }
 
 uint64_t parse_size_bytes(const std::string& text) {

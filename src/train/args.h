@@ -29,7 +29,8 @@ struct TrainingArgs {
   std::vector<std::string> lora_target_modules;
   std::vector<std::string> lora_modules_to_save;
   bool use_rslora = false;
-  bool use_dora = false;
+  bool use_dora = false;                     // refused: DoRA is not implemented
+  std::string lora_task_type = "CAUSAL_LM";  // the only task sft trains
 
   // Data (TRL ScriptArguments + SFTConfig)
   std::string dataset_name;
@@ -135,6 +136,8 @@ TrainingArgs parse_training_args(const std::vector<std::string>& tokens);
 void validate_training_args(TrainingArgs& args);
 // The distributed flags: --accelerate_config names, ZeRO stage, tp_size ($TP_SIZE).
 void validate_distributed_args(TrainingArgs& args);
+// The LoRA flags (--use_peft, --lora_*, --use_dora): rank, dropout, task type, target names.
+void validate_lora_args(const TrainingArgs& args);
 
 // "5GB", "500MB", "1024" → bytes (as transformers' convert_file_size_to_int: GB = 10^9, GiB =
 // 2^30).

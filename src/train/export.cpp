@@ -2,6 +2,7 @@
 // verify_export is in export_verify.cpp.
 #include "train/export.h"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -14,6 +15,7 @@
 #include "model/model_dir.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_config.h"
+#include "train/adapter_io.h"
 #include "train/args.h"
 #include "train/export_json.h"
 
@@ -255,6 +257,47 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
   write_output(out_dir, "generation_config.json",
                export_json::dump_like_python(out_generation, true));
   write_output(out_dir, "config.json", export_json::dump_like_python(out_config, true));
+}
+
+void export_peft_adapter(const model::Transformer& model, const std::string& out_dir,
+                         const ExportOptions& options) {
+  if (!model.lora()) fail(kComponent, "export_peft_adapter: the model has no LoRA adapters");
+  std::optional<Json> tokenizer_config;
+  const fs::path tc_path = fs::path(options.tokenizer_dir) / "tokenizer_config.json";
+  if (!options.tokenizer_dir.empty() && fs::is_regular_file(tc_path))
+    tokenizer_config = read_json_file(tc_path.string(), kComponent);
+  const TokenChoice tokens =
+      resolve_tokens(options, tokenizer_config ? &*tokenizer_config : nullptr);
+  std::optional<std::string> template_text;
+  if (options.chat_template_path) template_text = read_chat_template(*options.chat_template_path);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec)
+    fail(kComponent, "cannot create output folder " + out_dir + ": " + ec.message() +
+                         " (hint: check the path and its permissions)");
+  try {
+    write_safetensors((fs::path(out_dir) / kAdapterWeightsFile).string(),
+                      model.trainable().named_values(), {{"format", "pt"}});
+  } catch (const Error& e) {
+    fail(kComponent, "cannot write the adapter into " + out_dir + ": " + e.what() +
+                         " (hint: check that the folder is writable and the disk has space)");
+  }
+  export_tokenizer_files(out_dir, options, tokenizer_config, tokens, template_text);
+  // The config last: a folder with adapter_config.json is a complete adapter.
+  write_output(out_dir, kAdapterConfigFile,
+               export_json::dump_like_python(adapter_config_json(*model.lora()), true));
+}
+
+void verify_adapter_export(const model::Transformer& model, const std::string& dir) {
+  const SafetensorsFile f = SafetensorsFile::open((fs::path(dir) / kAdapterWeightsFile).string());
+  for (const NamedTensor& p : model.trainable().named_values()) {
+    const Tensor t = f.tensor(p.name);
+    if (t.nbytes() != p.tensor.nbytes() ||
+        std::memcmp(t.bytes(), p.tensor.bytes(), t.nbytes()) != 0)
+      fail(kComponent, f.path() + ": tensor '" + p.name +
+                           "' differs from the trained adapter after writing (hint: the disk "
+                           "or another process changed the file)");
+  }
 }
 
 }  // namespace sft

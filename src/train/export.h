@@ -48,6 +48,14 @@ ExportOptions export_options_from_args(const TrainingArgs& args, const std::stri
 void export_hf_model(const model::Transformer& model, const std::string& out_dir,
                      const ExportOptions& options);
 
+// A LoRA model's output as TRL + PEFT leave it (train/adapter_io.h): adapter_config.json and
+// adapter_model.safetensors (F32, the adapters' training dtype, as PEFT saves them) and the
+// tokenizer files with the chat template, as export_hf_model writes them; no base weights.
+// verify_adapter_export reloads the tensors and checks them bit for bit.
+void export_peft_adapter(const model::Transformer& model, const std::string& out_dir,
+                         const ExportOptions& options);
+void verify_adapter_export(const model::Transformer& model, const std::string& dir);
+
 // Reloads `dir`, checks every weight equals the in-memory one rounded to `dtype` (bit for
 // bit), then compares logits on a fixed token sequence with `model`'s: bit-identical for F32;
 // for BF16/F16 `model` runs with its weights temporarily rounded the same way, so the logits

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
+#include "train/adapter_io.h"
 
 namespace sft {
 
@@ -29,11 +30,16 @@ constexpr const char* kFormatVersion = "1";
   fail_in_file(kComponent, {file, place}, problem, hint);
 }
 
+// What the optimizer updates: all weights, or with LoRA the adapters (PEFT key names).
+std::vector<NamedTensor> trained(const model::Transformer& m) {
+  return m.trainable().named_values();
+}
+
 void check_moments_cover(AdamW& opt, const model::Transformer& m, const std::string& what) {
-  if (opt.exp_avg().numel() != m.num_parameters() || opt.exp_avg_sq().numel() != m.num_parameters())
+  const int64_t n = m.trainable().numel();
+  if (opt.exp_avg().numel() != n || opt.exp_avg_sq().numel() != n)
     fail(kComponent, what + ": the optimizer holds " + std::to_string(opt.exp_avg().numel()) +
-                         " moments for a model of " + std::to_string(m.num_parameters()) +
-                         " parameters");
+                         " moments for a model of " + std::to_string(n) + " trainable parameters");
 }
 
 void write_optimizer(const std::string& path, const model::Transformer& m, AdamW& opt) {
@@ -43,7 +49,7 @@ void write_optimizer(const std::string& path, const model::Transformer& m, AdamW
   const std::byte* avg = opt.exp_avg().bytes();
   const std::byte* avg_sq = opt.exp_avg_sq().bytes();
   size_t offset = 0;
-  for (const NamedTensor& p : m.parameters()) {
+  for (const NamedTensor& p : trained(m)) {
     const Shape& s = p.tensor.shape();
     tensors.push_back({"exp_avg." + p.name, Tensor::borrow(DType::kF32, s, avg + offset, nullptr)});
     tensors.push_back(
@@ -86,12 +92,12 @@ struct PendingCopy {
 void plan_weights(const SafetensorsCheckpoint& ckpt, model::Transformer& m,
                   std::vector<PendingCopy>& copies) {
   std::set<std::string> expected;
-  for (const NamedTensor& p : m.parameters()) {
+  for (const NamedTensor& p : trained(m)) {
     expected.insert(p.name);
     if (!ckpt.contains(p.name)) bad(ckpt.source(), "tensor '" + p.name + "'", "missing");
     const SafetensorsFile& f = ckpt.file_of(p.name);
     copies.push_back({&f, &checked_entry(f, p.name, p.tensor.shape()),
-                      reinterpret_cast<std::byte*>(m.param_data(p.name))});
+                      const_cast<std::byte*>(p.tensor.bytes())});  // our arena, borrowed
   }
   for (const std::string& name : ckpt.names())
     if (!expected.count(name))
@@ -128,7 +134,7 @@ int64_t plan_optimizer(const SafetensorsFile& f, const model::Transformer& m, Ad
   size_t offset = 0;
   std::byte* avg = opt.exp_avg().mutable_bytes();
   std::byte* avg_sq = opt.exp_avg_sq().mutable_bytes();
-  for (const NamedTensor& p : m.parameters()) {
+  for (const NamedTensor& p : trained(m)) {
     for (std::byte* arena : {avg, avg_sq}) {
       const std::string name = (arena == avg ? "exp_avg." : "exp_avg_sq.") + p.name;
       expected.insert(name);
@@ -149,7 +155,11 @@ void write_training_checkpoint(const std::string& folder, const TrainingSnapshot
   if (!snapshot.model) fail(kComponent, "write_training_checkpoint: no model");
   ExportOptions o = export_options;
   o.dtype = DType::kF32;  // master weights: a resume must continue bit for bit
-  export_hf_model(*snapshot.model, folder, o);
+  // With LoRA a checkpoint holds the adapter (as TRL + PEFT save one), not the frozen base.
+  if (snapshot.model->lora())
+    export_peft_adapter(*snapshot.model, folder, o);
+  else
+    export_hf_model(*snapshot.model, folder, o);
   const fs::path dir(folder);
   try {
     if (snapshot.optimizer)
@@ -175,7 +185,10 @@ void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snaps
   std::optional<TrainerState> trainer_state;
   if (snapshot.trainer_state) trainer_state = load_trainer_state(folder);
   std::vector<PendingCopy> copies;
-  const SafetensorsCheckpoint weights = SafetensorsCheckpoint::open_dir(folder);
+  const SafetensorsCheckpoint weights =
+      snapshot.model->lora()
+          ? SafetensorsCheckpoint::open_file((dir / kAdapterWeightsFile).string())
+          : SafetensorsCheckpoint::open_dir(folder);
   plan_weights(weights, *snapshot.model, copies);
   std::optional<SafetensorsFile> optimizer_file;
   int64_t step = 0;
@@ -193,7 +206,7 @@ void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snaps
     std::memcpy(c.dst, t.bytes(), t.nbytes());
   }
   // bf16 compute multiplies copies of the master weights: they must follow the restored ones.
-  model::ParameterSet& params = snapshot.model->params();
+  model::ParameterSet& params = snapshot.model->trainable();
   if (params.has_bf16_copies()) params.refresh_bf16_copies();
   if (snapshot.optimizer) snapshot.optimizer->set_steps_taken(step);
   snapshot.training_state = training_state;

@@ -47,7 +47,7 @@ void Trainer::init_model_and_optimizer() {
   model_.zero_grad();
   model_.set_gradient_checkpointing(args_.gradient_checkpointing);
   // HF's get_decay_parameter_names: no weight decay for biases and norm weights.
-  slices_ = model_.params().decay_slices();
+  slices_ = model_.trainable().decay_slices();
   const ParamCounts counts = count_parameters(model_.layout());
   matmul_params_ = counts.total - counts.embeddings + (counts.lm_head == 0 ? counts.embeddings : 0);
   flos_params_ = counts.total - counts.embeddings;  // HF: num_parameters(exclude_embeddings=True)
@@ -57,7 +57,8 @@ void Trainer::init_model_and_optimizer() {
   ao.beta2 = args_.adam_beta2;
   ao.eps = args_.adam_epsilon;
   ao.weight_decay = args_.weight_decay;
-  const size_t n_params = static_cast<size_t>(model_.num_parameters());
+  // Only what trains has moments: with LoRA, the adapters (the frozen base has none).
+  const size_t n_params = static_cast<size_t>(model_.trainable().numel());
   if (args_.zero_stage == 1)
     zero1_ = std::make_unique<Zero1>(n_params, ao, *comm_);
   else
@@ -153,6 +154,12 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
   for (size_t i = 0; i < mbs.size(); ++i) {
     // The loss scale is known before the forward, so the LM head's gradient comes with it.
     const double scale = n_global > 0 ? 1.0 / n_global : 0.0;
+    // LoRA dropout masks: a function of (step, rank, micro-batch), so a resume redraws them.
+    model_.set_lora_dropout_key(
+        (static_cast<uint64_t>(state_.global_step) * static_cast<uint64_t>(comm_->size()) +
+         static_cast<uint64_t>(comm_->rank())) *
+            static_cast<uint64_t>(count) +
+        i);
     const model::LossStats ls =
         n_global > 0 ? model_.forward(mbs[i].batch, nullptr, scale) : model_.forward(mbs[i].batch);
     if (n_global > 0) model_.backward(scale);
@@ -182,7 +189,7 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
     step = {buf[tail], buf[tail + 1], buf[tail + 2]};
     maybe_inject_fault();
     // Once per optimizer step; ZeRO-1 reduce-scatters in apply_update instead.
-    if (!zero1_) comm_->all_reduce_sum(model_.params().grads());
+    if (!zero1_) comm_->all_reduce_sum(model_.trainable().grads());
   }
   st.tokens = static_cast<int64_t>(step.tokens);
   st.padded_tokens = static_cast<int64_t>(step.padded_tokens);
@@ -197,12 +204,12 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
 void Trainer::apply_update(StepStats& st) {
   const int64_t step = state_.global_step + 1;
   if (zero1_) {
-    st.grad_norm = zero1_->reduce_gradients(model_.params().grads());
-    zero1_->clip(model_.params().grads(), st.grad_norm, args_.max_grad_norm);
+    st.grad_norm = zero1_->reduce_gradients(model_.trainable().grads());
+    zero1_->clip(model_.trainable().grads(), st.grad_norm, args_.max_grad_norm);
   } else {
     st.grad_norm = args_.max_grad_norm > 0
-                       ? clip_grad_norm(model_.params().grads(), args_.max_grad_norm)
-                       : global_grad_norm(std::span<const float>(model_.params().grads()));
+                       ? clip_grad_norm(model_.trainable().grads(), args_.max_grad_norm)
+                       : global_grad_norm(std::span<const float>(model_.trainable().grads()));
   }
   const bool finite = std::isfinite(st.loss) && std::isfinite(st.grad_norm);
   if (!finite) {
@@ -220,7 +227,7 @@ void Trainer::apply_update(StepStats& st) {
   } else {
     consecutive_nonfinite_ = 0;
     const double lr = args_.learning_rate * schedule_factor(schedule_, state_.global_step);
-    model::ParameterSet& params = model_.params();
+    model::ParameterSet& params = model_.trainable();
     // Under bf16 compute the update also rounds the new weights into their bf16 copies.
     if (zero1_)
       zero1_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena());
@@ -280,8 +287,10 @@ TrainResult Trainer::train() {
         "), global batch " +
         std::to_string(args_.per_device_train_batch_size * args_.gradient_accumulation_steps *
                        comm_->size()) +
-        " rows, " + std::to_string(model_.num_parameters()) + " parameters, " +
-        std::to_string(comm_->size()) + " data-parallel rank(s), optimizer state " +
+        " rows, " + std::to_string(model_.num_parameters()) + " parameters" +
+        (model_.lora() ? " (" + std::to_string(model_.trainable().numel()) + " trainable: LoRA)"
+                       : "") +
+        ", " + std::to_string(comm_->size()) + " data-parallel rank(s), optimizer state " +
         std::to_string(optimizer_state_bytes()) + " bytes per rank" + (zero1_ ? " (ZeRO-1)" : "") +
         (resume_path.empty()
              ? ""

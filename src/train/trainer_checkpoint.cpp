@@ -131,7 +131,7 @@ void Trainer::resume(const std::string& path) {
   // ZeRO-1: the checkpoint holds the whole moments; every rank reads them and keeps its shard.
   std::unique_ptr<AdamW> whole;
   if (zero1_) {
-    whole = std::make_unique<AdamW>(static_cast<size_t>(model_.num_parameters()),
+    whole = std::make_unique<AdamW>(static_cast<size_t>(model_.trainable().numel()),
                                     zero1_->shard_optimizer().options());
     snapshot.optimizer = whole.get();
   }
@@ -154,7 +154,7 @@ std::string Trainer::save() {
   // writes them, so the checkpoint is the same as without sharding.
   std::unique_ptr<AdamW> whole;
   if (zero1_) {
-    whole = std::make_unique<AdamW>(static_cast<size_t>(model_.num_parameters()),
+    whole = std::make_unique<AdamW>(static_cast<size_t>(model_.trainable().numel()),
                                     zero1_->shard_optimizer().options());
     zero1_->gather_into(*whole);
   }

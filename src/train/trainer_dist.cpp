@@ -37,7 +37,7 @@ void Trainer::maybe_inject_fault() {
 
 int64_t Trainer::optimizer_state_bytes() const {
   if (zero1_) return zero1_->state_bytes();
-  return 2 * model_.num_parameters() * static_cast<int64_t>(sizeof(float));
+  return 2 * model_.trainable().numel() * static_cast<int64_t>(sizeof(float));
 }
 
 }  // namespace sft

@@ -2,7 +2,7 @@
 # and chat template) and a 16-row text JSONL: a few steps with eval, TensorBoard and
 # checkpoints; the files a run leaves; a resume from checkpoint-2 that logs the same losses;
 # --init_from_config with padded batches on a chat dataset; the refusals (non-empty
-# output_dir, --use_peft).
+# output_dir, --use_dora).
 # Usage: cmake -DSFT=path/to/sft -DROOT=repo -DWORK=scratch -P train_tiny.cmake
 cmake_minimum_required(VERSION 3.25)
 set(MODEL "${ROOT}/tests/fixtures/generate_text")
@@ -81,14 +81,15 @@ if(NOT la STREQUAL lb OR la STREQUAL "")
 endif()
 message(STATUS "losses: ${la}")
 
-# A non-empty output_dir is refused; --use_peft is refused.
+# A non-empty output_dir is refused; --use_dora is refused (LoRA: train_lora_outputs.cmake).
 sft_train(1 ${COMMON} --dataset_name "${DATA}/train.jsonl" --output_dir "${A}" --max_steps 1)
 if(NOT train_out MATCHES "already exists and is not empty")
   message(FATAL_ERROR "wrong refusal:\n${train_out}")
 endif()
-sft_train(1 ${COMMON} --dataset_name "${DATA}/train.jsonl" --output_dir "${WORK}/c" --use_peft true)
-if(NOT train_out MATCHES "LoRA is not implemented yet")
-  message(FATAL_ERROR "wrong --use_peft message:\n${train_out}")
+sft_train(1 ${COMMON} --dataset_name "${DATA}/train.jsonl" --output_dir "${WORK}/c" --use_peft true
+          --use_dora true)
+if(NOT train_out MATCHES "DoRA .*is not implemented")
+  message(FATAL_ERROR "wrong --use_dora message:\n${train_out}")
 endif()
 
 # Random init from the config, padded batches, a chat dataset.

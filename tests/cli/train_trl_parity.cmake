@@ -8,7 +8,9 @@
 # Usage: cmake -DSFT=path/to/sft -DROOT=repo -DWORK=scratch_dir [-DCONFIGS="a;b"]
 #        -P train_trl_parity.cmake
 cmake_minimum_required(VERSION 3.25)
-set(F "${ROOT}/tests/fixtures/trl_parity")
+if(NOT F)  # train_lora_parity.cmake sets its own fixture folder
+  set(F "${ROOT}/tests/fixtures/trl_parity")
+endif()
 if(NOT CONFIGS)
   set(CONFIGS nopack_gas1 nopack_gas4 bfd_gas1 bfd_gas4 bfd_gas4_cosine_wd
               nopack_gas1_random nopack_gas4_random bfd_gas1_random_data_seed)

@@ -1,0 +1,269 @@
+// LoRA adapters: target resolution, PEFT's initialisation, forward/backward. See lora.h.
+#include "model/lora.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "core/rng.h"
+#include "ops/ops.h"
+
+namespace sft::model {
+
+namespace {
+
+constexpr uint64_t kInitStream = 0x4c6f5241'00000000ull;     // "LoRA": A's init draws
+constexpr uint64_t kDropoutStream = 0x4c6f5244'00000000ull;  // "LoRD": dropout masks
+
+bool is_projection(ParamSlot s) {
+  switch (s) {
+    case ParamSlot::kQ:
+    case ParamSlot::kK:
+    case ParamSlot::kV:
+    case ParamSlot::kO:
+    case ParamSlot::kGate:
+    case ParamSlot::kUp:
+    case ParamSlot::kDown:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// "model.layers.0.self_attn.q_proj.weight" → "model.layers.0.self_attn.q_proj".
+std::string module_path(const std::string& param_name) {
+  const size_t dot = param_name.rfind('.');
+  return dot == std::string::npos ? param_name : param_name.substr(0, dot);
+}
+
+// PEFT's rule: the module path equals the name or ends with "." + name.
+bool module_matches(const std::string& path, const std::string& name) {
+  return path == name || (path.size() > name.size() && path.ends_with("." + name));
+}
+
+template <typename T>
+ops::View grown(std::vector<T>& buf, int64_t rows, int64_t cols) {
+  const size_t n = static_cast<size_t>(rows * cols);
+  if (buf.size() < n) buf.resize(n);
+  return ops::view_of(buf.data(), rows, cols);
+}
+
+// Inverted dropout with a counter-based mask: element (i, j) keeps when its uniform draw at
+// position row_base + i·cols + j of the stream is ≥ p. The same (seed, stream, key) gives the
+// same mask in forward and backward, on any thread count. dst = mask ⊙ src / (1 - p) (dst
+// and src f32 or both bf16), or dst += that with accumulate (f32 only).
+void apply_dropout(ops::View dst, ops::View src, float p, uint64_t seed, uint64_t stream,
+                   uint64_t key, bool accumulate) {
+  const int64_t cols = src.cols;
+  const float keep_scale = 1.0f / (1.0f - p);
+  // key selects a 2^40-word window of the stream: micro-batches never share draws.
+  const uint64_t base = key << 40;
+  ops::parallel_for_rows(src.rows, 16, [&](int64_t b, int64_t e) {
+    Rng rng(seed, stream);
+    for (int64_t i = b; i < e; ++i) {
+      rng.set_position(base + static_cast<uint64_t>(i * cols));
+      for (int64_t j = 0; j < cols; ++j) {
+        const bool keep = rng.uniform() >= p;
+        const int64_t k = i * cols + j;
+        if (src.dtype == DType::kBF16) {
+          const float v = keep ? bf16_to_f32(src.as<uint16_t>()[k]) * keep_scale : 0.0f;
+          dst.as<uint16_t>()[k] = f32_to_bf16(v);
+        } else {
+          const float v = keep ? src.as<float>()[k] * keep_scale : 0.0f;
+          float& d = dst.as<float>()[k];
+          d = accumulate ? d + v : v;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+const std::vector<std::string>& lora_projection_names() {
+  static const std::vector<std::string> names = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                                                 "gate_proj", "up_proj", "down_proj"};
+  return names;
+}
+
+std::vector<std::string> lora_default_targets(const ModelConfig&) {
+  // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: llama, mistral, qwen2, qwen3 alike.
+  return {"q_proj", "v_proj"};
+}
+
+std::vector<std::string> resolve_lora_targets(const LoraConfig& c, const ModelConfig& mc,
+                                              const std::string& what) {
+  if (c.r <= 0)
+    fail("lora", what + ": rank r = " + std::to_string(c.r) +
+                     " must be positive (hint: --lora_r 16 is TRL's default)");
+  if (c.dropout < 0 || c.dropout >= 1)
+    fail("lora", what + ": lora_dropout " + std::to_string(c.dropout) + " must be in [0, 1)");
+  if (c.target_modules.empty()) return lora_default_targets(mc);
+  const auto& all = lora_projection_names();
+  if (c.target_modules.size() == 1 &&
+      (c.target_modules[0] == "all-linear" || c.target_modules[0] == "all_linear"))
+    return all;
+  std::vector<std::string> out;
+  for (const std::string& t : c.target_modules) {
+    // A name or a dotted suffix of a projection's module path ("self_attn.q_proj").
+    const size_t dot = t.rfind('.');
+    const std::string leaf = dot == std::string::npos ? t : t.substr(dot + 1);
+    if (std::find(all.begin(), all.end(), leaf) == all.end()) {
+      std::string list;
+      for (const auto& n : all) list += (list.empty() ? "" : ", ") + n;
+      fail("lora", what + ": target module '" + t + "' is not a projection of this " +
+                       std::string(model_type_name(mc.model_type)) + " model (hint: one of " +
+                       list + ", or all-linear; the LM head cannot be adapted)");
+    }
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+  }
+  return out;
+}
+
+double lora_scale(const LoraConfig& c) {
+  return c.use_rslora ? c.alpha / std::sqrt(static_cast<double>(c.r))
+                      : c.alpha / static_cast<double>(c.r);
+}
+
+std::string peft_key(const std::string& base_param_name, const std::string& which) {
+  if (which.empty()) return "base_model.model." + base_param_name;
+  return "base_model.model." + module_path(base_param_name) + "." + which + ".weight";
+}
+
+LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const LoraConfig& config,
+                     uint64_t seed, const std::string& what)
+    : config_(config), params_({}) {
+  targets_ = resolve_lora_targets(config, mc, what);
+  std::vector<ParamSpec> specs;
+  for (const Parameter& p : base.all()) {
+    if (!is_projection(p.spec.slot)) continue;
+    const std::string path = module_path(p.spec.name);
+    bool hit = false;
+    for (const std::string& t : targets_) hit = hit || module_matches(path, t);
+    if (!hit) continue;
+    const int64_t O = p.spec.shape[0], I = p.spec.shape[1];
+    specs.push_back(
+        {peft_key(p.spec.name, "lora_A"), {config.r, I}, p.spec.role, p.spec.layer, p.spec.slot});
+    specs.push_back(
+        {peft_key(p.spec.name, "lora_B"), {O, config.r}, p.spec.role, p.spec.layer, p.spec.slot});
+    adapted_.push_back(&p);
+  }
+  std::vector<const Parameter*> saved_base;
+  for (const std::string& m : config.modules_to_save) {
+    bool found = false;
+    for (const Parameter& p : base.all()) {
+      // PEFT's _set_trainable matches modules_to_save by plain suffix ("norm" takes every
+      // *norm module: input_layernorm, q_norm, ..., model.norm).
+      if (!module_path(p.spec.name).ends_with(m)) continue;
+      if (p.spec.slot == ParamSlot::kEmbed && mc.tie_word_embeddings)
+        fail("lora", what + ": modules_to_save '" + m +
+                         "' names the embedding, which this model ties to the LM head (hint: "
+                         "sft does not untie weights for modules_to_save; leave it out)");
+      if (std::find(saved_base.begin(), saved_base.end(), &p) != saved_base.end()) continue;
+      ParamSpec s = p.spec;
+      s.name = peft_key(p.spec.name, "");
+      specs.push_back(s);
+      saved_base.push_back(&p);
+      found = true;
+    }
+    if (!found)
+      fail("lora", what + ": modules_to_save '" + m +
+                       "' matches no module of the model (hint: a module name such as "
+                       "lm_head, embed_tokens, norm or input_layernorm)");
+  }
+  if (adapted_.empty() && saved_base.empty())
+    fail("lora", what + ": the target modules match no projection of the model");
+  params_ = ParameterSet(specs);
+
+  const std::span<Parameter> ps = params_.all();
+  const float scale = static_cast<float>(lora_scale(config));
+  for (size_t i = 0; i < adapted_.size(); ++i) {
+    const Parameter& a = ps[2 * i];
+    // kaiming_uniform_(a = sqrt(5)) on (r, I): gain sqrt(2 / 6), bound gain · sqrt(3 / I).
+    const float bound = 1.0f / std::sqrt(static_cast<float>(a.value.cols));
+    Rng rng(seed, kInitStream + i);
+    float* v = a.value.as<float>();
+    for (int64_t j = 0; j < a.value.numel(); ++j) v[j] = (2.0f * rng.uniform() - 1.0f) * bound;
+    // B stays zero (a fresh arena is zero-filled), so the adapted model starts as the base.
+    LoraAdapter ad;
+    ad.a = &a;
+    ad.b = &ps[2 * i + 1];
+    ad.scale = scale;
+    ad.dropout = static_cast<float>(config.dropout);
+    ad.seed = seed;
+    ad.stream = kDropoutStream + i;
+    ad.key = &key_;
+    ad.training = &training_;
+    adapters_.push_back(ad);
+  }
+  for (size_t i = 0; i < saved_base.size(); ++i) {
+    const Parameter& copy = ps[2 * adapted_.size() + i];
+    std::memcpy(copy.value.data, saved_base[i]->value.data,
+                static_cast<size_t>(copy.value.numel()) * sizeof(float));
+    saved_.push_back({saved_base[i], &copy});
+  }
+}
+
+LoraAdapter* LoraModel::adapter_for(const Parameter* base_weight) {
+  for (size_t i = 0; i < adapted_.size(); ++i)
+    if (adapted_[i] == base_weight) return &adapters_[i];
+  return nullptr;
+}
+
+const Parameter* LoraModel::saved_copy_of(const Parameter* base) const {
+  for (const auto& [b, c] : saved_)
+    if (b == base) return c;
+  return nullptr;
+}
+
+ops::View LoraAdapter::dropped_input(ops::View x) {
+  if (!dropping()) return x;
+  ops::View xd =
+      x.dtype == DType::kBF16 ? grown(xd16_, x.rows, x.cols) : grown(xd_, x.rows, x.cols);
+  apply_dropout(xd, x, dropout, seed, stream, *key, false);
+  return xd;
+}
+
+void LoraAdapter::forward(ops::View y, ops::View x) {
+  const int64_t N = x.rows, r = a->value.rows;
+  const bool bf16 = x.dtype == DType::kBF16;
+  const ops::View xd = dropped_input(x);
+  const ops::View u = grown(u_, N, r);
+  ops::matmul(u, xd, bf16 ? a->bf16 : a->value, false, true, false);
+  ops::scale(u, scale);  // (scale · u) Bᵀ: dB then comes out of the same saved product
+  u_view_ = u;
+  if (bf16) {
+    u_view_ = grown(u16_, N, r);
+    ops::cast(u_view_, u);
+  }
+  ops::matmul(y, u_view_, bf16 ? b->bf16 : b->value, false, true, true);
+}
+
+void LoraAdapter::backward(ops::View dx, ops::View dy, ops::View dy16, ops::View x) {
+  const int64_t N = x.rows, r = a->value.rows;
+  const bool bf16 = x.dtype == DType::kBF16;
+  const ops::View g = bf16 ? dy16 : dy;
+  // dB += gᵀ (scale · u).
+  ops::matmul(b->grad, g, u_view_.first(N, r), true, false, true);
+  // du = scale · g B; dA += duᵀ drop(x); d drop(x) = du A.
+  ops::View du = grown(du_, N, r);
+  ops::matmul(du, g, bf16 ? b->bf16 : b->value, false, false, false);
+  ops::scale(du, scale);
+  if (bf16) {
+    const ops::View du16 = grown(du16_, N, r);
+    ops::cast(du16, du);
+    du = du16;
+  }
+  const ops::View xd = dropped_input(x);  // the forward's mask, drawn again
+  ops::matmul(a->grad, du, xd, true, false, true);
+  if (dx.empty()) return;
+  const ops::View aw = bf16 ? a->bf16 : a->value;
+  if (!dropping()) return ops::matmul(dx, du, aw, false, false, true);
+  const ops::View dxd = grown(dxd_, N, x.cols);
+  ops::matmul(dxd, du, aw, false, false, false);
+  apply_dropout(dx, dxd, dropout, seed, stream, *key, true);
+}
+
+}  // namespace sft::model

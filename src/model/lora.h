@@ -1,0 +1,120 @@
+// LoRA (Hu et al. 2021) as PEFT 0.21 applies it to a causal LM: a targeted projection
+// y = x Wᵀ + b becomes y = x Wᵀ + b + scale · (drop(x) Aᵀ) Bᵀ with A (r, I), B (O, r) trained
+// and W, b frozen; scale = alpha / r, or alpha / sqrt(r) with rsLoRA. drop is inverted
+// dropout on the adapter's input only (PEFT's lora_dropout), active in training forwards.
+// modules_to_save: the named modules' parameters are copied and the copies trained in full
+// (PEFT matches these by plain suffix of the module path: "norm" takes every *norm module).
+//
+// LoraModel owns the trainable ParameterSet (A and B of every adapted projection, then the
+// modules_to_save copies) under the key names of PEFT's adapter_model.safetensors, e.g.
+// "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"; the base ParameterSet
+// keeps the frozen weights (no gradients, no optimizer state). The adapters' forward and
+// backward run inside Linear (model/linear.h), which holds a LoraAdapter pointer.
+//
+// Target names follow PEFT: a module path matches a name when it equals it or ends with
+// "." + name; "all-linear" = the seven projections (never the LM head). Without targets the
+// per-architecture default of PEFT 0.21 applies (q_proj, v_proj for llama, mistral, qwen2,
+// qwen3).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/parameters.h"
+#include "ops/view.h"
+
+namespace sft::model {
+
+struct LoraConfig {
+  int64_t r = 16;
+  double alpha = 32;
+  double dropout = 0.05;
+  bool use_rslora = false;
+  std::vector<std::string> target_modules;   // module names, or {"all-linear"}; empty: default
+  std::vector<std::string> modules_to_save;  // trained in full
+  std::string base_model_name_or_path;
+};
+
+// The seven projections' module names, in layer order.
+const std::vector<std::string>& lora_projection_names();
+// PEFT 0.21's default targets for the architecture.
+std::vector<std::string> lora_default_targets(const ModelConfig& config);
+// The projection names `config` targets (checked: unknown names and r <= 0 are refused, with
+// `what` naming the flag or file in the message).
+std::vector<std::string> resolve_lora_targets(const LoraConfig& config,
+                                              const ModelConfig& model_config,
+                                              const std::string& what);
+double lora_scale(const LoraConfig& config);
+
+// One adapted projection. Mutable state: the last forward's saved (N, r) product and the
+// scratch its backward needs; buffers grow to the largest batch and are then reused.
+struct LoraAdapter {
+  const Parameter* a = nullptr;  // (r, I)
+  const Parameter* b = nullptr;  // (O, r)
+  float scale = 1;
+  float dropout = 0;
+  uint64_t seed = 0, stream = 0;   // dropout mask stream of this adapter
+  const uint64_t* key = nullptr;   // the dropout key of the current micro-batch (LoraModel)
+  const bool* training = nullptr;  // dropout applies in training forwards only
+
+  // y (N, O) f32 += scale · (drop(x) Aᵀ) Bᵀ; x (N, I) f32 or bf16 (bf16 copies of A and B).
+  void forward(ops::View y, ops::View x);
+  // dA, dB +=; dx (N, I) f32 += the adapter's input gradient (skipped when empty); dy (N, O)
+  // f32, dy16 its bf16 copy under bf16 compute (already cast by Linear::backward).
+  void backward(ops::View dx, ops::View dy, ops::View dy16, ops::View x);
+
+ private:
+  bool dropping() const { return dropout > 0 && training && *training; }
+  // xd = drop(x) into the scratch (same dtype as x), or x itself without dropout.
+  ops::View dropped_input(ops::View x);
+  std::vector<float> u_, du_, xd_, dxd_;  // (N, r) ×2, (N, I) ×2 (dropout only)
+  std::vector<uint16_t> u16_, du16_, xd16_;
+  ops::View u_view_;  // the saved scale · drop(x) Aᵀ of the last forward (f32 or bf16)
+};
+
+class LoraModel {
+ public:
+  // Adapters for the targeted projections of `base` (layout order), A and B initialised as
+  // PEFT does (A Kaiming-uniform a = sqrt(5), i.e. U(±1/sqrt(I)), B zero) from Rng(seed).
+  LoraModel(const ParameterSet& base, const ModelConfig& model_config, const LoraConfig& config,
+            uint64_t seed, const std::string& what);
+
+  const LoraConfig& config() const { return config_; }
+  const std::vector<std::string>& targets() const { return targets_; }
+  ParameterSet& params() { return params_; }
+  const ParameterSet& params() const { return params_; }
+
+  // The adapter of a base weight, or null.
+  LoraAdapter* adapter_for(const Parameter* base_weight);
+  // The trained copy of a base parameter (modules_to_save), or null.
+  const Parameter* saved_copy_of(const Parameter* base) const;
+  // Pairs (base, trained copy) of modules_to_save.
+  const std::vector<std::pair<const Parameter*, const Parameter*>>& saved() const { return saved_; }
+  // Base weight of each adapter, in adapter order.
+  const std::vector<const Parameter*>& adapted_weights() const { return adapted_; }
+  std::vector<LoraAdapter>& adapters() { return adapters_; }
+  const std::vector<LoraAdapter>& adapters() const { return adapters_; }
+
+  void set_training(bool on) { training_ = on; }
+  void set_dropout_key(uint64_t key) { key_ = key; }
+
+ private:
+  LoraConfig config_;
+  std::vector<std::string> targets_;
+  ParameterSet params_;
+  std::vector<LoraAdapter> adapters_;
+  std::vector<const Parameter*> adapted_;
+  std::vector<std::pair<const Parameter*, const Parameter*>> saved_;
+  uint64_t key_ = 0;
+  bool training_ = false;
+};
+
+// PEFT's key of a base parameter's adapter tensor: "base_model.model." + module path +
+// ".lora_A.weight" (which = "lora_A" / "lora_B"); modules_to_save copies keep their base name
+// behind the prefix.
+std::string peft_key(const std::string& base_param_name, const std::string& which);
+
+}  // namespace sft::model

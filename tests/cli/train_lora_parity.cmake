@@ -1,0 +1,16 @@
+# `sft train --use_peft` against TRL's SFTTrainer + PEFT, step by step: for each golden in
+# tests/fixtures/lora/ (tools/make_lora_goldens.py: r 8, alpha 16, dropout 0; all seven
+# projections or PEFT's default targets; packing off and bfd; GAS 1 and 4; rsLoRA;
+# modules_to_save), run `sft train` from PEFT's initial adapter (the golden's flags name its
+# adapter_init folder as --model_name_or_path) and compare metrics.jsonl with TRL's values,
+# with the tolerances and the comparison of train_trl_parity.cmake (loss and grad_norm 1e-4
+# relative; observed ≤ 3e-7).
+# Usage: cmake -DSFT=path/to/sft -DROOT=repo -DWORK=scratch_dir [-DCONFIGS="a;b"]
+#        -P train_lora_parity.cmake
+cmake_minimum_required(VERSION 3.25)
+set(F "${ROOT}/tests/fixtures/lora")
+if(NOT CONFIGS)
+  set(CONFIGS all7_nopack_gas1 all7_nopack_gas4 all7_bfd_gas1 all7_bfd_gas4 default_nopack_gas1
+              rslora_bfd_gas4 save_norm_bfd_gas1)
+endif()
+include("${CMAKE_CURRENT_LIST_DIR}/train_trl_parity.cmake")
