@@ -322,6 +322,7 @@ TEST(WandbRun, RecordsFollowTrlAndTheSdk) {
                                             "lora_modules_to_save",
                                             "use_rslora",
                                             "use_dora",
+                                            "lora_task_type",
                                             "dataset_name",
                                             "dataset_config",
                                             "dataset_train_split",
