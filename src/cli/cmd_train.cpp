@@ -22,6 +22,7 @@
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/progress_phase.h"
 #include "core/rng.h"
 #include "data/prepare.h"
 #include "dist/comm.h"
@@ -140,6 +141,11 @@ int run_train(const Args& argv) {
         "[train] --fp16: the CPU backend has no fp16 kernels; it computes in fp32 "
         "(use --bf16 for mixed precision)");
 
+  // Feedback from the first second: each slow phase is named while it runs (core/progress_phase.h).
+  const bool main_rank = comm->rank() == 0;
+  auto phase = std::make_unique<Phase>(
+      args.init_from_config ? "initialising weights from config.json" : "loading weights",
+      main_rank);
   const ModelDir dir = open_model_dir(args.model_name_or_path, args.model_revision);
   model::Transformer model = args.init_from_config
                                  ? init_from_config(dir, static_cast<uint64_t>(args.seed))
@@ -151,10 +157,12 @@ int run_train(const Args& argv) {
   if (fs::exists(dir.path + "/tokenizer_config.json"))
     tokenizer_config = text::TokenizerConfig::from_file(dir.path);
 
+  phase->done();
+
+  phase = std::make_unique<Phase>("preparing data", main_rank);
   const bool eval_packing = args.eval_packing.value_or(args.packing);
   std::shared_ptr<data::PreparedDataset> train_rows = data::prepare_dataset(
       prepare_options(args, dir.path, args.dataset_train_split, args.packing));
-  if (comm->rank() == 0) std::fprintf(stderr, "%s\n", train_rows->report().to_text().c_str());
   std::shared_ptr<data::PreparedDataset> eval_rows;
   if (args.eval_strategy != "no") {
     data::PrepareOptions eo =
@@ -175,6 +183,8 @@ int run_train(const Args& argv) {
                         "--eval_strategy no)");
     }
   }
+  phase->done();
+  if (main_rank) std::fprintf(stderr, "%s\n", train_rows->report().to_text().c_str());
 
   const std::optional<int32_t> eos = tokenizer.token_to_id(args.eos_token.value_or(
       tokenizer_config && tokenizer_config->eos_token ? *tokenizer_config->eos_token
@@ -198,7 +208,9 @@ int run_train(const Args& argv) {
   install_stop_signal_handlers();
   TrainResult result;
   {
+    phase = std::make_unique<Phase>("initialising the trainer", main_rank);
     Trainer trainer(setup);
+    phase.reset();  // its done line, before the trainer's first line
     result = trainer.train();
   }
   uninstall_stop_signal_handlers();
@@ -215,7 +227,7 @@ int run_train(const Args& argv) {
     export_hf_model(model, args.output_dir, ex);
     verify_export(model, args.output_dir, ex.dtype);
     std::fprintf(
-        stderr, "trained %lld steps (train_loss %.4f%s); model saved to %s\n",
+        stderr, "trained %lld steps (train_loss %.6g%s); model saved to %s\n",
         static_cast<long long>(result.global_step), result.train_loss,
         result.skipped_steps
             ? (", " + std::to_string(result.skipped_steps) + " non-finite steps skipped").c_str()

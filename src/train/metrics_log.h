@@ -1,7 +1,8 @@
 // Where the trainer's log events go: output_dir/metrics.jsonl (one JSON object per event,
 // full precision), TensorBoard scalars (as transformers' TensorBoardCallback names them:
-// "train/loss", "eval/loss"), and the console (a live progress bar with step/total, ETA and
-// the last loss on a terminal; plain lines otherwise). Only rank 0 makes one.
+// "train/loss", "eval/loss"), and the console (train/console.h: a progress bar from before
+// step 1 that moves per micro-batch, with step/total, ETA and the last loss; plain lines on a
+// non-terminal). Only rank 0 makes one.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "io/json.h"
+#include "train/console.h"
 #include "train/tensorboard_writer.h"
 
 namespace sft {
@@ -31,8 +33,11 @@ class MetricsLog {
 
   // One log event (HF's log_history entry plus our speed keys); "step" is required.
   void log(const Json& entry);
-  // Redraws the bar after an optimizer step (no-op without a terminal).
-  void progress(int64_t step, double loss, double elapsed_s, int64_t steps_this_session);
+  // The progress bar: drawn when training (re)starts with `step` steps done, moved after each
+  // micro-batch (`micro` of the `gas` of the step in progress) and after each optimizer step.
+  void progress_begin(int64_t step);
+  void micro_batch_done(int64_t micro, int64_t gas);
+  void step_done(int64_t step, double loss);
   // Prints a message on its own line (clearing the bar first).
   void message(const std::string& text);
   // On resume: drops metrics.jsonl lines logged after `step` (a run killed after its last
@@ -40,18 +45,13 @@ class MetricsLog {
   void truncate_after(int64_t step);
 
  private:
-  void clear_bar();
-
   MetricsLogOptions options_;
   std::string jsonl_path_;
   std::FILE* jsonl_ = nullptr;
   std::unique_ptr<TensorBoardWriter> tensorboard_;
-  bool tty_ = false;
-  bool bar_shown_ = false;
+  Console console_;
+  TrainBarState bar_;
+  double bar_start_ = 0;
 };
-
-// "loss 1.2346 | grad_norm 0.5 | ..." — a log event as one console line (4 significant
-// digits, as people read them).
-std::string format_log_line(const Json& entry);
 
 }  // namespace sft

@@ -149,6 +149,7 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
           " MiB for a micro-batch of " + std::to_string(mbs[i].batch.tokens.size()) + " tokens (" +
           (model_.compute_dtype() == DType::kBF16 ? "bf16" : "fp32") + " compute)");
     }
+    if (log_) log_->micro_batch_done(static_cast<int64_t>(i + 1), count);
     per_mb[i] = {static_cast<double>(ls.count), static_cast<double>(ls.correct), ls.entropy_sum};
     step.loss_sum += ls.loss_sum;
     step.tokens += static_cast<double>(mbs[i].real_tokens);
@@ -257,6 +258,7 @@ TrainResult Trainer::train() {
                                        : ", resumed from " + resume_path + " at step " +
                                              std::to_string(state_.global_step)));
   }
+  if (log_) log_->progress_begin(state_.global_step);  // the bar is there before step 1
   const double start = now_s();
   TrainResult result;
   const bool eval_steps = eval_ && args_.eval_strategy == "steps";
@@ -297,7 +299,7 @@ TrainResult Trainer::train() {
             ? (step % plan_.logging_steps == 0 || (step == 1 && args_.logging_first_step))
             : args_.logging_strategy == "epoch" && epoch_hook;
     if (do_log) log_train(st, step_time);
-    if (log_) log_->progress(step, st.loss, now_s() - start, steps_this_session_);
+    if (log_) log_->step_done(step, st.loss);
     if ((eval_steps && (step % plan_.eval_steps == 0 || last)) || (eval_epoch && epoch_hook))
       evaluate();
     const bool stop = stop_requested();
