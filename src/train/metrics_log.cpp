@@ -29,8 +29,11 @@ MetricsLog::MetricsLog(const MetricsLogOptions& options)
   jsonl_path_ = options.output_dir + "/metrics.jsonl";
   jsonl_ = std::fopen(jsonl_path_.c_str(), "a");
   if (!jsonl_) fail("train", "cannot open " + jsonl_path_ + " for writing: " + errno_text(errno));
-  if (options.tensorboard_dir)
+  if (options.tensorboard_dir) {
     tensorboard_ = std::make_unique<TensorBoardWriter>(*options.tensorboard_dir, wall_time());
+    for (const auto& [tag, text] : options.tensorboard_texts)
+      tensorboard_->add_text(tag, text, 0, wall_time());
+  }
   bar_.max_steps = options.max_steps;
 }
 

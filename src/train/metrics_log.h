@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "io/json.h"
 #include "train/console.h"
@@ -20,7 +22,9 @@ namespace sft {
 struct MetricsLogOptions {
   std::string output_dir;
   std::optional<std::string> tensorboard_dir;  // set when report_to has tensorboard
-  bool progress_bar = true;                    // a bar when stderr is a terminal
+  // (tag, text) summaries written first, at step 0 ("args", "model_config").
+  std::vector<std::pair<std::string, std::string>> tensorboard_texts;
+  bool progress_bar = true;  // a bar when stderr is a terminal
   int64_t max_steps = 0;
 };
 

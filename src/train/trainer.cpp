@@ -3,6 +3,8 @@
 #include "train/trainer.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <ctime>
 #include <string>
 
 #include "core/clock.h"
@@ -11,6 +13,8 @@
 #include "optim/clip.h"
 #include "train/checkpoint_dir.h"
 #include "train/stop_signal.h"
+#include "train/tensorboard_args.h"
+#include "train/tensorboard_writer.h"
 
 namespace sft {
 
@@ -78,8 +82,17 @@ void Trainer::init_log() {
   mo.output_dir = args_.output_dir;
   for (const std::string& r : args_.report_to)
     if (r == "tensorboard" || r == "all") {
-      const std::string run = args_.run_name.value_or("run");
-      mo.tensorboard_dir = args_.logging_dir.value_or(args_.output_dir + "/runs/" + run);
+      // transformers 5: $TENSORBOARD_LOGGING_DIR, else output_dir/runs/<date>_<host> (a folder
+      // per run); --logging_dir, which it no longer has, still wins when given.
+      const char* env = std::getenv("TENSORBOARD_LOGGING_DIR");
+      mo.tensorboard_dir = args_.logging_dir ? *args_.logging_dir
+                           : env && *env     ? std::string(env)
+                                             : default_tensorboard_dir(args_.output_dir,
+                                                                       std::time(nullptr), host_name());
+      mo.tensorboard_texts = {
+          {"args", training_args_json(args_).dump(2)},
+          {"model_config",
+           model_config_text(setup_.export_options.source_model_dir, model_.config())}};
     }
   mo.progress_bar = setup_.console_progress && !args_.disable_tqdm.value_or(false);
   mo.max_steps = plan_.max_steps;
