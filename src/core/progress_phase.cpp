@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <exception>
 
 #include "core/clock.h"
 #include "core/progress.h"
@@ -81,7 +82,14 @@ Phase::Phase(std::string name, bool enabled, std::FILE* out, std::optional<bool>
 }
 
 Phase::~Phase() {
-  if (!finished_) done();
+  if (finished_) return;
+  // Unwinding from an error: stop and erase the spinner, but claim no "done" line; the error
+  // message comes next.
+  if (std::uncaught_exceptions() > 0) {
+    stop(false);
+  } else {
+    done();
+  }
 }
 
 void Phase::draw_spinner(int frame) {
@@ -112,9 +120,14 @@ void Phase::run() {
 
 double Phase::done() {
   const double seconds = now_s() - start_;
-  if (finished_) return seconds;
+  if (!finished_) stop(true);
+  return seconds;
+}
+
+void Phase::stop(bool print_done) {
+  const double seconds = now_s() - start_;
   finished_ = true;
-  if (!enabled_) return seconds;
+  if (!enabled_) return;
   {
     std::lock_guard lock(mutex_);
     stop_ = true;
@@ -122,9 +135,9 @@ double Phase::done() {
   wake_.notify_all();
   thread_.join();
   clear_status_line();
+  if (!print_done) return;
   std::fprintf(out_, "%s\n", format_phase_done(name_, seconds).c_str());
   std::fflush(out_);
-  return seconds;
 }
 
 }  // namespace sft

@@ -38,7 +38,7 @@ class Phase {
   // isatty of `out`. `out` is stderr except in tests.
   Phase(std::string name, bool enabled, std::FILE* out = stderr,
         std::optional<bool> tty = std::nullopt);
-  ~Phase();  // done() if not done yet
+  ~Phase();  // done() if not done yet; while an exception unwinds only erases the spinner
   Phase(const Phase&) = delete;
   Phase& operator=(const Phase&) = delete;
 
@@ -46,6 +46,7 @@ class Phase {
   double done();
 
  private:
+  void stop(bool print_done);    // ends the thread, then the done line if asked
   void run();                    // the background thread's loop
   void draw_spinner(int frame);  // under mutex_
 

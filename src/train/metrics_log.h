@@ -24,7 +24,7 @@ struct MetricsLogOptions {
   std::optional<std::string> tensorboard_dir;  // set when report_to has tensorboard
   // (tag, text) summaries written first, at step 0 ("args", "model_config").
   std::vector<std::pair<std::string, std::string>> tensorboard_texts;
-  bool progress_bar = true;  // a bar when stderr is a terminal
+  bool progress_bar = true;  // a bar on a terminal, a progress line every 30 s in a log
   int64_t max_steps = 0;
 };
 

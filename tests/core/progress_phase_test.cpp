@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 
 #include "core/clock.h"
@@ -64,6 +65,18 @@ TEST(ProgressPhase, SpinnerOnATerminalIsErasedBeforeTheDoneLine) {
   ASSERT_NE(text.rfind(tail), std::string::npos) << text;
   EXPECT_EQ(text.substr(text.rfind(tail) + tail.size()).find_first_of("\r\x1b"), std::string::npos);
   EXPECT_EQ(text.back(), '\n');
+  std::fclose(f);
+}
+
+TEST(ProgressPhase, AnErrorClaimsNoDoneLine) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  try {
+    Phase phase("loading weights", true, f, false);
+    throw std::runtime_error("no such model");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(contents(f), "loading weights ...\n");
   std::fclose(f);
 }
 
