@@ -11,7 +11,8 @@ eos_token_id 0, and two tokenizer_config.json variants for tests/fixtures/tokeni
 For each case, the steps of TRL 1.16's SFTTrainer.__init__ (sft_trainer.py: `if args.eos_token
 is not None:` and the pad token of the default collator) run on a transformers model built
 from that config, then model.save_pretrained writes the goldens
-tests/fixtures/export/<case>/{config.json, generation_config.json}:
+tests/fixtures/export/<case>/{config.json, generation_config.json} (config.json with
+transformers' Trainer's use_cache = TrainingArguments.use_cache, False):
   eos_im_end         with_pad,    --eos_token "<|im_end|>"
   eos_im_end_no_pad  without_pad, --eos_token "<|im_end|>"   (pad falls back to the new eos)
   no_eos             with_pad,    no --eos_token
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+from trl import SFTConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests/fixtures/export"
@@ -86,6 +88,10 @@ def run_case(src, case, tokenizer_config, eos_token, with_generation_config, wor
     tok.pad_token = pad_token
     model.config.get_text_config().pad_token_id = tok.pad_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
+
+    # transformers 5.24 Trainer.__init__, "11. Finalize": the config takes TrainingArguments'
+    # use_cache (False by default), so the saved config.json has use_cache false.
+    model.config.use_cache = SFTConfig(output_dir=str(work / "trl_out"), bf16=False).use_cache
 
     saved = work / case
     model.save_pretrained(saved)

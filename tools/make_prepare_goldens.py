@@ -3,7 +3,8 @@
 SFTTrainer._prepare_dataset makes of it (truncation + dropping of fully masked rows, or
 packing), for tests/data/prepare_rows_test.cpp; and cli/: a tiny tokenizer folder (tiny_qwen
 + a ChatML template with generation blocks), a conversational JSONL and TRL's rows for it
-(assistant_only_loss, max_length 40; and bfd packing to 64) for tests/cli/prepare_cli.cmake.
+(assistant_only_loss, max_length 40; and bfd packing to 64, with what packing cut:
+expected_packed_audit.json) for tests/cli/prepare_cli.cmake.
 
 The dataset is already tokenized (input_ids + labels), so TRL skips tokenization and runs
 exactly the steps sft.cpp's prepare_rows does after encoding. _prepare_dataset is called
@@ -110,6 +111,22 @@ def make_cli_fixture():
         with open(os.path.join(out, name), "w") as f:
             for r in dumped:
                 f.write("{" + ", ".join(f'"{k}": [' + ", ".join(map(str, v)) + "]" for k, v in r.items()) + "}\n")
+    # What TRL's packing cuts (the audit's "truncated rows" line): the tokenized rows before
+    # packing (no max_length, nothing cut) against TRL's packed rows.
+    args = SFTConfig(output_dir="/tmp/sft_prepare_goldens", report_to="none", bf16=False,
+                     use_cpu=True, max_length=None, assistant_only_loss=True)
+    whole = SFTTrainer._prepare_dataset(fake, Dataset.from_list(rows), tok, args, False, None, "train")
+    args = SFTConfig(output_dir="/tmp/sft_prepare_goldens", report_to="none", bf16=False,
+                     use_cpu=True, max_length=64, packing=True, assistant_only_loss=True)
+    packed = SFTTrainer._prepare_dataset(fake, Dataset.from_list(rows), tok, args, True, None, "train")
+    lengths = [len(r) for r in whole["input_ids"]]
+    audit = {"max_length": 64, "tokens": sum(lengths),
+             "packed_tokens": sum(len(r) for r in packed["input_ids"]),
+             "rows_truncated": sum(n > 64 for n in lengths)}
+    audit["tokens_truncated"] = audit["tokens"] - audit["packed_tokens"]
+    with open(os.path.join(out, "expected_packed_audit.json"), "w") as f:
+        json.dump(audit, f, indent=1)
+        f.write("\n")
 
 
 def main():

@@ -1,5 +1,9 @@
 // `sft evaluate --model DIR --dataset FILE`: held-out exact match of greedy answers.
 //
+// The model and --tokenizer are folders or Hub ids, the dataset a file, or a folder / glob /
+// Hub dataset id whose --split (default test) is read, all from the HF cache as `sft train`
+// resolves them (io/hf_hub.h, data/sources.h).
+//
 // Every row must be a conversation whose last message is the assistant's reference answer
 // (`messages`), or a conversational prompt/completion pair whose completion is one assistant
 // message. The messages before the answer are rendered with the model's chat template and
@@ -11,6 +15,7 @@
 // Prints the first --show_failures mismatches and `exact_match: 0.973 (973/1000)`; exits 0, or
 // fails when the score is below --min_exact_match (the quickstart's acceptance check).
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +26,8 @@
 #include "core/error.h"
 #include "data/format.h"
 #include "data/row_errors.h"
+#include "data/sources.h"
+#include "io/hf_hub.h"
 #include "io/options.h"
 #include "model/generate.h"
 #include "model/model_dir.h"
@@ -33,12 +40,18 @@ namespace sft::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: sft evaluate --model PATH --dataset FILE [--tokenizer PATH] [--max_new_tokens N]\n"
-    "                    [--limit N] [--show_failures N] [--min_exact_match X]\n\n"
+    "usage: sft evaluate --model PATH --dataset DATA [--split NAME] [--tokenizer PATH]\n"
+    "                    [--max_new_tokens N] [--limit N] [--show_failures N]\n"
+    "                    [--min_exact_match X]\n\n"
     "Greedy answers to held-out conversations, compared with the reference answers.\n\n"
-    "  --dataset FILE          .jsonl / .json / .parquet: `messages` ending with the assistant's\n"
+    "  --model PATH            model folder, or Hub id (ORG/NAME) in the HF cache\n"
+    "  --dataset DATA          .jsonl / .json / .parquet file, or a folder, glob or Hub dataset\n"
+    "                          id in the HF cache: `messages` ending with the assistant's\n"
     "                          answer, or conversational `prompt` + `completion`\n"
-    "  --tokenizer PATH        tokenizer folder with the chat template (default: the model)\n"
+    "  --dataset_config NAME   the dataset's config (subset), if it has several\n"
+    "  --split NAME            split of a folder / Hub dataset (default test)\n"
+    "  --tokenizer PATH        tokenizer folder or Hub id with the chat template (default: the\n"
+    "                          model)\n"
     "  --max_new_tokens N      longest answer generated (default 32)\n"
     "  --limit N               only the first N rows (default: all)\n"
     "  --show_failures N       print the first N mismatches (default 5)\n"
@@ -105,7 +118,7 @@ Item to_item(data::Example&& example, const FileLocation& where) {
 
 // Flags: the names and help live in kUsage; OptionSet parses and names the closest flag.
 struct EvaluateFlags {
-  std::string model, dataset, tokenizer;
+  std::string model, dataset, tokenizer, dataset_config, split = "test";
   int64_t max_new_tokens = 32, limit = 0, show_failures = 5;
   std::optional<double> min_exact_match;
 };
@@ -116,6 +129,8 @@ EvaluateFlags parse_flags(const Args& args) {
   const std::string group = "evaluate";
   options.add_string("model", &f.model, group, "model folder or Hub id");
   options.add_string("dataset", &f.dataset, group, "held-out conversations");
+  options.add_string("dataset_config", &f.dataset_config, group, "the dataset's config");
+  options.add_string("split", &f.split, group, "split of a folder or Hub dataset");
   options.add_string("tokenizer", &f.tokenizer, group, "tokenizer folder (default: the model)");
   options.add_int("max_new_tokens", &f.max_new_tokens, group, "longest answer generated");
   options.add_int("limit", &f.limit, group, "only the first N rows (0: all)");
@@ -153,11 +168,17 @@ int run_evaluate(const Args& args) {
   // A PEFT adapter folder works too: its base model with the adapter applied.
   const ModelSource source = resolve_model_source(model_path);
   const std::string model_dir = source.model_dir;
-  if (tokenizer_path.empty()) tokenizer_path = source.tokenizer_dir;
+  tokenizer_path = tokenizer_path.empty() ? source.tokenizer_dir
+                                          : resolve_hub_folder(tokenizer_path, HubRepoType::kModel);
+  // A file is read whole (a lone file has no splits); anything else is a dataset's split.
+  const std::vector<std::string> files =
+      std::filesystem::is_regular_file(dataset)
+          ? std::vector<std::string>{dataset}
+          : data::resolve_split_files({dataset, flags.dataset_config}, flags.split);
 
   std::vector<Item> items;
   data::RowErrors errors(/*skip_invalid_rows=*/false);
-  data::read_examples({dataset}, data::FormatOptions{}, errors,
+  data::read_examples(files, data::FormatOptions{}, errors,
                       [&](data::Example&& example, const data::RowRef& where) {
                         if (limit > 0 && static_cast<int64_t>(items.size()) >= limit) return;
                         items.push_back(to_item(std::move(example), where.location()));

@@ -25,6 +25,7 @@
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/progress_phase.h"
 #include "core/rng.h"
 #include "data/prepare.h"
 #include "dist/comm.h"
@@ -174,6 +175,11 @@ int run_train(const Args& argv) {
         "[train] --fp16: the CPU backend has no fp16 kernels; it computes in fp32 "
         "(use --bf16 for mixed precision)");
 
+  // Feedback from the first second: each slow phase is named while it runs (core/progress_phase.h).
+  const bool main_rank = comm->rank() == 0;
+  auto phase = std::make_unique<Phase>(
+      args.init_from_config ? "initialising weights from config.json" : "loading weights",
+      main_rank);
   // LoRA: an adapter folder as --model_name_or_path loads its base and continues training the
   // adapter; --use_peft on a base model starts fresh adapters (train/adapter_io.h).
   const bool from_adapter = is_adapter_dir(args.model_name_or_path);
@@ -182,7 +188,7 @@ int run_train(const Args& argv) {
   if (from_adapter) {
     loaded.emplace(load_model_with_adapter(args.model_name_or_path, args.model_revision, &base_path,
                                            static_cast<uint64_t>(args.seed)));
-    if (args.use_peft && comm->rank() == 0)
+    if (args.use_peft && main_rank)
       log_info("[train] ", args.model_name_or_path,
                " is a PEFT adapter: its adapter_config.json defines the adapter (the --lora_* "
                "flags are not used)");
@@ -217,13 +223,15 @@ int run_train(const Args& argv) {
   if (fs::exists(tok_path + "/tokenizer_config.json"))
     tokenizer_config = text::TokenizerConfig::from_file(tok_path);
 
+  phase->done();
+
+  phase = std::make_unique<Phase>("preparing data", main_rank);
   const bool eval_packing = args.eval_packing.value_or(args.packing);
   // Rank 0 fills the token cache first; the other ranks then read it instead of re-encoding.
   if (world->rank() != 0) world->barrier();
   std::shared_ptr<data::PreparedDataset> train_rows = data::prepare_dataset(
       prepare_options(args, tok_path, args.dataset_train_split, args.packing));
   if (world->rank() == 0) world->barrier();
-  if (comm->rank() == 0) std::fprintf(stderr, "%s\n", train_rows->report().to_text().c_str());
   std::shared_ptr<data::PreparedDataset> eval_rows;
   if (args.eval_strategy != "no") {
     data::PrepareOptions eo =
@@ -244,6 +252,8 @@ int run_train(const Args& argv) {
                         "--eval_strategy no)");
     }
   }
+  phase->done();
+  if (main_rank) std::fprintf(stderr, "%s\n", train_rows->report().to_text().c_str());
 
   const std::optional<int32_t> eos = tokenizer.token_to_id(args.eos_token.value_or(
       tokenizer_config && tokenizer_config->eos_token ? *tokenizer_config->eos_token
@@ -279,7 +289,9 @@ int run_train(const Args& argv) {
   install_stop_signal_handlers();
   TrainResult result;
   {
+    phase = std::make_unique<Phase>("initialising the trainer", main_rank);
     Trainer trainer(setup);
+    phase.reset();  // its done line, before the trainer's first line
     result = trainer.train();
   }
   uninstall_stop_signal_handlers();
@@ -306,7 +318,7 @@ int run_train(const Args& argv) {
         args.output_dir,
         model_card_info(args, comm->size(), args.push_to_hub ? args.hub_model_id : std::nullopt));
     std::fprintf(
-        stderr, "trained %lld steps (train_loss %.4f%s); model saved to %s\n",
+        stderr, "trained %lld steps (train_loss %.6g%s); model saved to %s\n",
         static_cast<long long>(result.global_step), result.train_loss,
         result.skipped_steps
             ? (", " + std::to_string(result.skipped_steps) + " non-finite steps skipped").c_str()

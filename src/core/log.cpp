@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/progress_phase.h"
 
 namespace sft {
 
@@ -62,6 +63,7 @@ LogLevel parse_log_level(std::string_view name) {
 void log_line(LogLevel level, std::string_view message) {
   std::string line = "[sft ";
   line.append(level_tag(level)).append("] ").append(message).append("\n");
+  clear_status_line();  // a phase spinner on the terminal gives the line back first
   // One write() per line: lines from different threads may reorder but never interleave.
   size_t done = 0;
   while (done < line.size()) {

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/progress_phase.h"
+
 namespace sft {
 
 namespace {
@@ -82,7 +84,9 @@ Progress::Progress(std::string label, uint64_t total, bool enabled)
       enabled_(enabled),
       tty_(isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()),
-      last_draw_(start_) {}
+      last_draw_(start_) {
+  if (enabled_ && tty_) status_line_bar_begin();  // a phase spinner gives way to the bar
+}
 
 Progress::~Progress() {
   if (!finished_) finish();
@@ -106,6 +110,7 @@ void Progress::add(uint64_t rows, uint64_t tokens) {
 void Progress::finish() {
   if (finished_) return;
   if (enabled_) draw(true);
+  if (enabled_ && tty_) status_line_bar_end();
   finished_ = true;
 }
 

@@ -21,8 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Bumped whenever preparation changes its output for the same inputs, so old caches miss.
-constexpr const char* kPrepareVersion = "sft-prepare-1";
+// Bumped whenever preparation changes its output (rows or stored audit) for the same inputs,
+// so old caches miss (2: the audit counts truncation and EOS after packing).
+constexpr const char* kPrepareVersion = "sft-prepare-2";
 
 // End-of-turn tokens of common chat templates, counted with the EOS in rows_training_eos
 // (Qwen's base tokenizer's EOS is <|endoftext|> but turns end with <|im_end|>).

@@ -61,14 +61,19 @@ struct PrepareReport {
   uint64_t rows_read = 0;
   uint64_t rows_kept = 0;
   std::map<std::string, uint64_t> rows_dropped;  // reason → rows (invalid-row reasons too)
+  // Rows cut to max_length, by truncation or (bfd packing) by pack_dataset's own cut, and the
+  // tokens those cuts dropped; bfd_split and wrapped keep every token.
   uint64_t rows_truncated = 0;
+  uint64_t tokens_truncated = 0;
   uint64_t prompt_not_prefix = 0;
-  uint64_t double_bos = 0;         // rows starting with two identical special tokens
-  uint64_t double_bos_fixed = 0;   // ... of which the first was dropped (fix_double_bos)
-  uint64_t tokens = 0;             // encoded, before packing/truncation (rows dropped included)
-  uint64_t output_tokens = 0;      // in the final rows (after truncation/packing)
-  uint64_t trained_tokens = 0;     // labels != -100 in the final rows
-  uint64_t rows_training_eos = 0;  // rows whose EOS / end-of-turn token is trained
+  uint64_t double_bos = 0;        // rows starting with two identical special tokens
+  uint64_t double_bos_fixed = 0;  // ... of which the first was dropped (fix_double_bos)
+  uint64_t tokens = 0;            // encoded, before packing/truncation (rows dropped included)
+  uint64_t output_tokens = 0;     // in the final rows (after truncation/packing)
+  uint64_t trained_tokens = 0;    // labels != -100 in the final rows
+  // Kept rows whose EOS / end-of-turn token is trained in the final rows (so one that lost it
+  // to truncation, or whose end token became a document's masked first label, does not count).
+  uint64_t rows_training_eos = 0;
   // Kept rows (after truncation, before packing) per power-of-two length bucket: index 0 for
   // lengths 0-1, k for [2^k, 2^(k+1)).
   std::vector<uint64_t> length_histogram;

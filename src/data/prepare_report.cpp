@@ -37,7 +37,8 @@ std::string PrepareReport::to_text() const {
   }
   out << "\n";
   out << "truncated rows:      " << rows_truncated << " (" << percent(rows_truncated, rows_read)
-      << " of rows read)\n";
+      << " of rows read), " << tokens_truncated << " tokens cut ("
+      << percent(tokens_truncated, tokens) << " of encoded tokens)\n";
   out << "tokens:              " << tokens << " encoded, " << output_tokens
       << " in training rows\n";
   out << "trained tokens:      " << trained_tokens << " (" << percent(trained_tokens, output_tokens)
@@ -79,6 +80,7 @@ Json PrepareReport::to_json() const {
               {"rows_kept", rows_kept},
               {"rows_dropped", rows_dropped},
               {"rows_truncated", rows_truncated},
+              {"tokens_truncated", tokens_truncated},
               {"prompt_not_prefix", prompt_not_prefix},
               {"double_bos", double_bos},
               {"double_bos_fixed", double_bos_fixed},
@@ -100,6 +102,7 @@ PrepareReport PrepareReport::from_json(const Json& j) {
   r.rows_kept = j.at("rows_kept").get<uint64_t>();
   r.rows_dropped = j.at("rows_dropped").get<std::map<std::string, uint64_t>>();
   r.rows_truncated = j.at("rows_truncated").get<uint64_t>();
+  r.tokens_truncated = j.at("tokens_truncated").get<uint64_t>();
   r.prompt_not_prefix = j.at("prompt_not_prefix").get<uint64_t>();
   r.double_bos = j.at("double_bos").get<uint64_t>();
   r.double_bos_fixed = j.at("double_bos_fixed").get<uint64_t>();

@@ -161,6 +161,7 @@ std::optional<TokenRow> settle_row(const Slot& slot, const Stage& stage, Prepare
   report.double_bos += e.double_bos;
   report.double_bos_fixed += e.double_bos_fixed;
   report.rows_truncated += slot.truncated;
+  report.tokens_truncated += slot.encoded_length - e.input_ids.size();
   report.tokens += slot.encoded_length;
   const TokenRow row{e.input_ids, e.labels};
   if (stage.truncation.enabled && !any_trained(row.labels)) {
@@ -170,21 +171,27 @@ std::optional<TokenRow> settle_row(const Slot& slot, const Stage& stage, Prepare
   return row;
 }
 
-// Step 4: what a kept row adds to the report: its count, length bucket and whether one of
-// the end tokens is trained in it.
-void record_kept_row(const TokenRow& row, std::span<const int32_t> end_token_ids,
-                     PrepareReport& report) {
+// Whether one of the end tokens is trained in these tokens (and their labels).
+bool trains_end_token(std::span<const int32_t> ids, std::span<const int32_t> labels,
+                      std::span<const int32_t> end_token_ids) {
+  for (size_t t = 0; t < ids.size(); ++t)
+    if (labels[t] != kIgnoreLabel &&
+        std::find(end_token_ids.begin(), end_token_ids.end(), ids[t]) != end_token_ids.end())
+      return true;
+  return false;
+}
+
+// Step 4: what a kept row adds to the report: its count, length bucket and (unpacked, where
+// the row is final) whether one of the end tokens is trained in it. Packed rows are counted
+// after packing, which may still cut them or mask a document's first label.
+void record_kept_row(const TokenRow& row, const Stage& stage, PrepareReport& report) {
   ++report.rows_kept;
   const size_t bucket = length_bucket(row.input_ids.size());
   if (report.length_histogram.size() <= bucket) report.length_histogram.resize(bucket + 1);
   ++report.length_histogram[bucket];
-  for (size_t t = 0; t < row.input_ids.size(); ++t) {
-    if (row.labels[t] != kIgnoreLabel && std::find(end_token_ids.begin(), end_token_ids.end(),
-                                                   row.input_ids[t]) != end_token_ids.end()) {
-      ++report.rows_training_eos;
-      break;
-    }
-  }
+  if (!stage.options.packing &&
+      trains_end_token(row.input_ids, row.labels, stage.pipeline.end_token_ids))
+    ++report.rows_training_eos;
 }
 
 // Step 5: a kept row, unpacked, is a final row of one document.
@@ -206,7 +213,7 @@ void run_batch(std::vector<Slot>& batch, const Stage& stage, PrepareReport& repo
   for (const Slot& slot : batch) {
     const std::optional<TokenRow> row = settle_row(slot, stage, report);
     if (!row) continue;
-    record_kept_row(*row, stage.pipeline.end_token_ids, report);
+    record_kept_row(*row, stage, report);
     if (stage.options.on_row) stage.options.on_row(*row);
     if (stage.options.packing) {
       before_packing.append(*row);
@@ -229,7 +236,9 @@ void count_invalid_rows(const RowErrors& errors, PrepareReport& report) {
 }
 
 // Step 7 (packing only): plans the packed rows over every kept row, builds them in parallel
-// batches and hands them to the sink in order; fills the report's packing counts.
+// batches and hands them to the sink in order; fills the report's packing counts, and the
+// truncation and EOS counts from what the packed rows hold of each source row (bfd cuts rows
+// longer than max_length, as TRL's pack_dataset does).
 void pack_rows(const RowStore& rows, const Stage& stage, PrepareReport& report) {
   PackOptions pack = stage.options.pack;
   pack.max_length = static_cast<uint32_t>(stage.truncation.max_length);
@@ -243,17 +252,34 @@ void pack_rows(const RowStore& rows, const Stage& stage, PrepareReport& report) 
   const size_t batch_rows = stage.pipeline.batch_rows;
   uint64_t packed_tokens = 0;
   std::vector<PackedRow> packed;
+  std::vector<uint32_t> kept(lengths.size(), 0);       // tokens of each row in the packed rows
+  std::vector<uint8_t> trains_eos(lengths.size(), 0);  // an end token of the row is trained
   for (size_t begin = 0; begin < plan.rows.size(); begin += batch_rows) {
     const size_t n = std::min(batch_rows, plan.rows.size() - begin);
     packed.assign(n, PackedRow{});
     for_each_dynamic(stage.pool, n, [&packed, &plan, &sources, begin](size_t i) {
       packed[i] = materialize_packed_row(plan, begin + i, sources);
     });
-    for (const PackedRow& p : packed) {
+    for (size_t i = 0; i < n; ++i) {
+      const PackedRow& p = packed[i];
+      size_t at = 0;
+      for (const PackSegment& s : plan.rows[begin + i]) {
+        kept[s.row] += s.length;
+        const std::span<const int32_t> ids(p.input_ids), labels(p.labels);
+        if (trains_end_token(ids.subspan(at, s.length), labels.subspan(at, s.length),
+                             stage.pipeline.end_token_ids))
+          trains_eos[s.row] = 1;
+        at += s.length;
+      }
       packed_tokens += p.input_ids.size();
       report.trained_tokens += count_trained(p.labels);
       stage.out({p.input_ids, p.labels}, p.doc_lengths);
     }
+  }
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    report.rows_truncated += kept[r] < lengths[r];
+    report.tokens_truncated += lengths[r] - kept[r];
+    report.rows_training_eos += trains_eos[r];
   }
   report.packed_rows = plan.rows.size();
   report.output_tokens = packed_tokens;

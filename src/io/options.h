@@ -77,6 +77,8 @@ class OptionSet {
   std::string help() const;
   // The closest option name by edit distance (for "did you mean").
   std::string closest(std::string_view name) const;
+  // Every option, in the order added (e.g. to record a run's arguments).
+  const std::vector<Option>& options() const { return options_; }
 
  private:
   Option& add(Option option);

@@ -40,7 +40,82 @@ std::optional<int64_t> step_of(const std::string& name) {
   return std::stoll(digits);
 }
 
+// A transformers Trainer checkpoint (what TRL's SFTTrainer saves): trainer_state.json beside
+// the torch-pickled optimizer / scheduler / RNG / training-args files.
+bool is_transformers_checkpoint(const fs::path& dir) {
+  if (!fs::is_regular_file(dir / "trainer_state.json")) return false;
+  for (const char* f : {"optimizer.pt", "scheduler.pt", "rng_state.pth", "training_args.bin"})
+    if (fs::exists(dir / f)) return true;
+  return false;
+}
+
+bool is_model_folder(const fs::path& dir) {
+  if (!fs::is_regular_file(dir / "config.json")) return false;
+  for (const char* f : {"model.safetensors", "model.safetensors.index.json"})
+    if (fs::exists(dir / f)) return true;
+  return false;
+}
+
+// "at step 500 of 1000" from a transformers trainer_state.json, "" if it does not say.
+std::string step_of_trainer_state(const fs::path& dir) {
+  try {
+    const Json state = read_json_file((dir / "trainer_state.json").string(), kComponent);
+    std::string out = " at step " + std::to_string(state.at("global_step").get<int64_t>());
+    if (state.contains("max_steps") && state["max_steps"].is_number_integer())
+      out += " of " + std::to_string(state["max_steps"].get<int64_t>());
+    return out;
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+std::string use_as_model_hint(const fs::path& dir) {
+  return "to fine-tune on from its weights, pass it as --model_name_or_path " + dir.string() +
+         " (a new optimizer and schedule, steps from 0)";
+}
+
 }  // namespace
+
+std::string explain_not_a_checkpoint(const std::string& path) {
+  const fs::path dir(path);
+  const std::string head = "--resume_from_checkpoint " + path + ": ";
+  if (!fs::exists(dir))
+    return head +
+           "no such folder (hint: give a checkpoint-<step> folder of an sft run, or true "
+           "for the latest in output_dir)";
+  if (is_transformers_checkpoint(dir)) {
+    std::string what = head + "a transformers / TRL checkpoint" + step_of_trainer_state(dir) +
+                       ", not an sft one: its optimizer, scheduler and RNG states are torch "
+                       "pickles (optimizer.pt, rng_state.pth) that sft cannot restore, so the run "
+                       "cannot continue bit for bit";
+    if (is_model_folder(dir))
+      what += " (hint: " + use_as_model_hint(dir) + "; or resume it with TRL)";
+    else
+      what += " (hint: resume it with TRL; it holds no safetensors weights sft could start from)";
+    return what;
+  }
+  if (is_model_folder(dir))
+    return head + "a model folder, not a training checkpoint (no " +
+           std::string(kCheckpointMarker) + ") (hint: " + use_as_model_hint(dir) + ")";
+  return head + "not a complete sft checkpoint (no " + std::string(kCheckpointMarker) +
+         "; hint: use a checkpoint-<step> folder, or true for the latest in output_dir)";
+}
+
+std::string explain_foreign_checkpoints(const std::string& output_dir) {
+  std::error_code ec;
+  std::optional<std::pair<int64_t, fs::path>> newest;
+  for (const auto& entry : fs::directory_iterator(output_dir, ec)) {
+    const std::optional<int64_t> step = step_of(entry.path().filename().string());
+    if (!step || !entry.is_directory() || !is_transformers_checkpoint(entry.path())) continue;
+    if (!newest || *step > newest->first) newest = {{*step, entry.path()}};
+  }
+  if (!newest) return "";
+  std::string out = "; its " + newest->second.filename().string() +
+                    " is a transformers / TRL checkpoint, whose torch optimizer and RNG states "
+                    "sft cannot restore";
+  if (is_model_folder(newest->second)) out += " (hint: " + use_as_model_hint(newest->second) + ")";
+  return out;
+}
 
 std::string save_checkpoint(const std::string& output_dir, int64_t step,
                             const std::function<void(const std::string& folder)>& write_files) {

@@ -37,6 +37,15 @@ std::optional<CheckpointInfo> latest_checkpoint(const std::string& output_dir);
 // paths.
 std::vector<std::string> rotate_checkpoints(const std::string& output_dir, int64_t limit);
 
+// Why `path`, given to --resume_from_checkpoint, is not an sft checkpoint, and what sft can do
+// with it: a transformers / TRL checkpoint (trainer_state.json, optimizer.pt, ...: its torch
+// optimizer and RNG states cannot be restored, but its weights can start a new run as
+// --model_name_or_path), a model folder (the same), a missing folder, or something else.
+std::string explain_not_a_checkpoint(const std::string& path);
+// For --resume_from_checkpoint true without an sft checkpoint in output_dir: the sentence
+// above about its newest transformers / TRL checkpoint-<step>, or "" when it has none.
+std::string explain_foreign_checkpoints(const std::string& output_dir);
+
 // Removes temporary folders left by interrupted saves; returns how many.
 int remove_interrupted_saves(const std::string& output_dir);
 

@@ -230,8 +230,18 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
   check_config_describes_model(out_config, model);
   const Json out_generation =
       export_json::export_generation_config(generation_config, config, tokens.ids);
+  // The template goes to chat_template.jinja, as transformers 5's save_pretrained writes a
+  // string template (dropping it from tokenizer_config.json): --chat_template_path's, else the
+  // tokenizer folder's own (its chat_template.jinja, or the string in its config).
   std::optional<std::string> template_text;
-  if (options.chat_template_path) template_text = read_chat_template(*options.chat_template_path);
+  if (options.chat_template_path) {
+    template_text = read_chat_template(*options.chat_template_path);
+  } else if (!options.tokenizer_dir.empty() &&
+             (fs::is_regular_file(fs::path(options.tokenizer_dir) / "chat_template.jinja") ||
+              (tokenizer_config && tokenizer_config->contains("chat_template") &&
+               (*tokenizer_config)["chat_template"].is_string()))) {
+    template_text = read_chat_template(options.tokenizer_dir);
+  }
 
   std::error_code ec;
   fs::create_directories(out_dir, ec);

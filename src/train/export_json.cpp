@@ -117,6 +117,9 @@ Json export_config(Json config, DType dtype, const TokenIds& ids) {
   if (ids.eos) config["eos_token_id"] = *ids.eos;
   if (ids.pad) config["pad_token_id"] = *ids.pad;
   config["transformers_version"] = kTransformersVersion;
+  // transformers' Trainer sets config.use_cache = TrainingArguments.use_cache (False) when it
+  // is built, so every model TRL saves says false (generation_config.json keeps its own).
+  config["use_cache"] = false;
   return config;
 }
 

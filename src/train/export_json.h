@@ -1,8 +1,9 @@
 // The JSON files of an HF export (export.h), as pure functions of their sources so that each
 // rule can be tested alone:
 //
-//   config.json             source config with eos/pad ids set and "dtype" = the saved dtype
-//                           (transformers 5 writes "dtype" and no "torch_dtype")
+//   config.json             source config with eos/pad ids set, "dtype" = the saved dtype
+//                           (transformers 5 writes "dtype" and no "torch_dtype") and use_cache
+//                           false (as transformers' Trainer leaves it)
 //   generation_config.json  source generation config, or GenerationConfig.from_model_config;
 //                           TRL's eos rule: the new id goes first unless already listed
 //   tokenizer_config.json   source keys kept; eos_token / pad_token replaced

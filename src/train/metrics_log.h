@@ -1,8 +1,9 @@
 // Where the trainer's log events go: output_dir/metrics.jsonl (one JSON object per event,
 // full precision), TensorBoard scalars (as transformers' TensorBoardCallback names them:
 // "train/loss", "eval/loss"), a W&B offline run (history rows and console lines, wandb_run.h),
-// and the console (a live progress bar with step/total, ETA and
-// the last loss on a terminal; plain lines otherwise). Only rank 0 makes one.
+// and the console (train/console.h: a progress bar from before step 1 that moves per
+// micro-batch, with step/total, ETA and the last loss; plain lines on a non-terminal). Only
+// rank 0 makes one.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +11,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "io/json.h"
+#include "train/console.h"
 #include "train/tensorboard_writer.h"
 #include "train/wandb_run.h"
 
@@ -21,7 +25,9 @@ struct MetricsLogOptions {
   std::string output_dir;
   std::optional<std::string> tensorboard_dir;  // set when report_to has tensorboard
   std::optional<WandbStart> wandb;             // set when report_to has wandb (wandb_run.h)
-  bool progress_bar = true;                    // a bar when stderr is a terminal
+  // (tag, text) summaries written first, at step 0 ("args", "model_config").
+  std::vector<std::pair<std::string, std::string>> tensorboard_texts;
+  bool progress_bar = true;  // a bar on a terminal, a progress line every 30 s in a log
   int64_t max_steps = 0;
 };
 
@@ -34,8 +40,11 @@ class MetricsLog {
 
   // One log event (HF's log_history entry plus our speed keys); "step" is required.
   void log(const Json& entry);
-  // Redraws the bar after an optimizer step (no-op without a terminal).
-  void progress(int64_t step, double loss, double elapsed_s, int64_t steps_this_session);
+  // The progress bar: drawn when training (re)starts with `step` steps done, moved after each
+  // micro-batch (`micro` of the `gas` of the step in progress) and after each optimizer step.
+  void progress_begin(int64_t step);
+  void micro_batch_done(int64_t micro, int64_t gas);
+  void step_done(int64_t step, double loss);
   // Prints a message on its own line (clearing the bar first).
   void message(const std::string& text);
   // On resume: drops metrics.jsonl lines logged after `step` (a run killed after its last
@@ -43,19 +52,14 @@ class MetricsLog {
   void truncate_after(int64_t step);
 
  private:
-  void clear_bar();
-
   MetricsLogOptions options_;
   std::string jsonl_path_;
   std::FILE* jsonl_ = nullptr;
   std::unique_ptr<TensorBoardWriter> tensorboard_;
   std::unique_ptr<WandbRun> wandb_;
-  bool tty_ = false;
-  bool bar_shown_ = false;
+  Console console_;
+  TrainBarState bar_;
+  double bar_start_ = 0;
 };
-
-// "loss 1.2346 | grad_norm 0.5 | ..." — a log event as one console line (4 significant
-// digits, as people read them).
-std::string format_log_line(const Json& entry);
 
 }  // namespace sft

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "core/crc32c.h"
@@ -77,6 +78,55 @@ std::string encode_scalar_event(std::string_view tag, float value, int64_t step,
   return event;
 }
 
+std::string encode_text_event(std::string_view tag, std::string_view text, int64_t step,
+                              double wall_time) {
+  // TensorProto: dtype = 1 (DT_STRING = 7), tensor_shape = 2 {dim = 2 {size = 1}},
+  // string_val = 8.
+  std::string dim;
+  put_key(dim, 1, kVarint);
+  put_varint(dim, 1);
+  std::string shape;
+  put_bytes(shape, 2, dim);
+  std::string tensor;
+  put_key(tensor, 1, kVarint);
+  put_varint(tensor, 7);
+  put_bytes(tensor, 2, shape);
+  put_bytes(tensor, 8, text);
+  // SummaryMetadata: plugin_data = 1 {plugin_name = 1}; the text plugin's content (version 0)
+  // serializes to nothing.
+  std::string plugin;
+  put_bytes(plugin, 1, "text");
+  std::string metadata;
+  put_bytes(metadata, 1, plugin);
+  // Summary.Value: tag = 1, tensor = 8, metadata = 9 (in the order torch writes them).
+  std::string summary_value;
+  put_bytes(summary_value, 1, std::string(tag) + "/text_summary");
+  put_bytes(summary_value, 8, tensor);
+  put_bytes(summary_value, 9, metadata);
+  std::string summary;
+  put_bytes(summary, 1, summary_value);
+  std::string event = event_header(wall_time, step);
+  put_bytes(event, 5, summary);
+  return event;
+}
+
+std::string host_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "localhost";
+  return host;
+}
+
+std::string default_tensorboard_dir(const std::string& output_dir, int64_t unix_seconds,
+                                    const std::string& host) {
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm local{};
+  localtime_r(&t, &local);
+  char stamp[64];
+  // datetime.now().strftime("%b%d_%H-%M-%S"); the C locale's month names, as Python's default.
+  std::strftime(stamp, sizeof stamp, "%b%d_%H-%M-%S", &local);
+  return (std::filesystem::path(output_dir) / "runs" / (std::string(stamp) + "_" + host)).string();
+}
+
 std::string encode_tfrecord(const std::string& payload) {
   std::string record;
   put_fixed(record, uint64_t{payload.size()});
@@ -90,11 +140,9 @@ std::string encode_tfrecord(const std::string& payload) {
 TensorBoardWriter::TensorBoardWriter(const std::string& dir, double wall_time) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  char host[256] = "localhost";
-  ::gethostname(host, sizeof host - 1);
   path_ = (std::filesystem::path(dir) /
-           ("events.out.tfevents." + std::to_string(static_cast<int64_t>(wall_time)) + "." + host +
-            "." + std::to_string(::getpid()) + ".0"))
+           ("events.out.tfevents." + std::to_string(static_cast<int64_t>(wall_time)) + "." +
+            host_name() + "." + std::to_string(::getpid()) + ".0"))
               .string();
   file_ = std::fopen(path_.c_str(), "wb");
   if (file_ == nullptr) fail("tensorboard", "cannot create " + path_ + ": " + errno_text(errno));
@@ -108,6 +156,11 @@ TensorBoardWriter::~TensorBoardWriter() {
 void TensorBoardWriter::add_scalar(std::string_view tag, float value, int64_t step,
                                    double wall_time) {
   write_record(encode_scalar_event(tag, value, step, wall_time));
+}
+
+void TensorBoardWriter::add_text(std::string_view tag, std::string_view text, int64_t step,
+                                 double wall_time) {
+  write_record(encode_text_event(tag, text, step, wall_time));
 }
 
 void TensorBoardWriter::write_record(const std::string& event) {

@@ -3,6 +3,8 @@
 #include "train/trainer.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <ctime>
 #include <string>
 
 #include "core/clock.h"
@@ -11,6 +13,8 @@
 #include "optim/clip.h"
 #include "train/checkpoint_dir.h"
 #include "train/stop_signal.h"
+#include "train/tensorboard_args.h"
+#include "train/tensorboard_writer.h"
 #include "train/wandb_config.h"
 
 namespace sft {
@@ -85,8 +89,17 @@ void Trainer::init_log() {
   mo.output_dir = args_.output_dir;
   for (const std::string& r : args_.report_to)
     if (r == "tensorboard" || r == "all") {
-      const std::string run = args_.run_name.value_or("run");
-      mo.tensorboard_dir = args_.logging_dir.value_or(args_.output_dir + "/runs/" + run);
+      // transformers 5: $TENSORBOARD_LOGGING_DIR, else output_dir/runs/<date>_<host> (a folder
+      // per run); --logging_dir, which it no longer has, still wins when given.
+      const char* env = std::getenv("TENSORBOARD_LOGGING_DIR");
+      mo.tensorboard_dir = args_.logging_dir ? *args_.logging_dir
+                           : env && *env     ? std::string(env)
+                                             : default_tensorboard_dir(args_.output_dir,
+                                                                       std::time(nullptr), host_name());
+      mo.tensorboard_texts = {
+          {"args", training_args_json(args_).dump(2)},
+          {"model_config",
+           model_config_text(setup_.export_options.source_model_dir, model_.config())}};
     }
   // --report_to wandb / all: a W&B offline run (WANDB_MODE=disabled: none).
   for (const std::string& r : args_.report_to)
@@ -170,6 +183,7 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
           " MiB for a micro-batch of " + std::to_string(mbs[i].batch.tokens.size()) + " tokens (" +
           (model_.compute_dtype() == DType::kBF16 ? "bf16" : "fp32") + " compute)");
     }
+    if (log_) log_->micro_batch_done(static_cast<int64_t>(i + 1), count);
     per_mb[i] = {static_cast<double>(ls.count), static_cast<double>(ls.correct), ls.entropy_sum};
     step.loss_sum += ls.loss_sum;
     step.tokens += static_cast<double>(mbs[i].real_tokens);
@@ -296,6 +310,7 @@ TrainResult Trainer::train() {
              ? ""
              : ", resumed from " + resume_path + " at step " + std::to_string(state_.global_step)));
   }
+  if (log_) log_->progress_begin(state_.global_step);  // the bar is there before step 1
   const double start = now_s();
   TrainResult result;
   const bool eval_steps = eval_ && args_.eval_strategy == "steps";
@@ -336,7 +351,7 @@ TrainResult Trainer::train() {
             ? (step % plan_.logging_steps == 0 || (step == 1 && args_.logging_first_step))
             : args_.logging_strategy == "epoch" && epoch_hook;
     if (do_log) log_train(st, step_time);
-    if (log_) log_->progress(step, st.loss, now_s() - start, steps_this_session_);
+    if (log_) log_->step_done(step, st.loss);
     if ((eval_steps && (step % plan_.eval_steps == 0 || last)) || (eval_epoch && epoch_hook))
       evaluate();
     // Every rank must stop after the same step (a signal reaches them at different times).

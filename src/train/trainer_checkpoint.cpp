@@ -110,16 +110,18 @@ std::string Trainer::resolve_resume_path() const {
   if (v.empty() || v == "false" || v == "False") return "";
   if (v == "true" || v == "True") {
     const std::optional<CheckpointInfo> latest = latest_checkpoint(args_.output_dir);
-    if (!latest)
-      fail("train", "--resume_from_checkpoint true: no complete checkpoint in " + args_.output_dir +
-                        " (hint: give a checkpoint folder, or drop the flag to start afresh)");
+    if (!latest) {
+      const std::string foreign = explain_foreign_checkpoints(args_.output_dir);
+      fail("train", "--resume_from_checkpoint true: no complete sft checkpoint in " +
+                        args_.output_dir + foreign +
+                        (foreign.empty() ? " (hint: give a checkpoint folder, or drop the flag to "
+                                           "start afresh)"
+                                         : ""));
+    }
     return latest->path;
   }
   if (!std::filesystem::exists(v + "/" + kCheckpointMarker))
-    fail("train", "--resume_from_checkpoint " + v + ": not a complete checkpoint (no " +
-                      kCheckpointMarker +
-                      "; hint: use a checkpoint-<step> folder, or true for the latest in "
-                      "output_dir)");
+    fail("train", explain_not_a_checkpoint(v));
   return v;
 }
 

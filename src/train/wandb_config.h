@@ -11,11 +11,9 @@
 #include "io/json.h"
 #include "model/config.h"
 #include "train/args.h"
+#include "train/args_json.h"
 
 namespace sft {
-
-// Every `sft train` option by its flag name, with its value typed as TRL's dict holds it.
-Json training_args_json(const TrainingArgs& args);
 
 // The model's config as transformers' config.to_dict() gives it: the source folder's
 // config.json when there is one, else the config serialized.

@@ -62,3 +62,33 @@ execute_process(COMMAND "${SFT}" evaluate --model "${F}" --dataset "${F}/test.js
 if(rc EQUAL 0 OR NOT err MATCHES "below --min_exact_match 1")
   message(FATAL_ERROR "--min_exact_match 1 should fail: rc ${rc}, stderr: ${err}")
 endif()
+
+# Hub ids, from the HF cache as `sft train` resolves them: the model (and --tokenizer) as
+# models--ORG--NAME, the dataset as datasets--ORG--NAME whose test split is evaluated.
+set(HUB "${CMAKE_CURRENT_BINARY_DIR}/output/evaluate_hub")
+file(REMOVE_RECURSE "${HUB}")
+set(snapshot "0123456789abcdef0123456789abcdef01234567")
+foreach(repo "models--sft-test--tiny" "datasets--sft-test--held-out")
+  file(MAKE_DIRECTORY "${HUB}/${repo}/snapshots/${snapshot}" "${HUB}/${repo}/refs")
+  file(WRITE "${HUB}/${repo}/refs/main" "${snapshot}")
+endforeach()
+file(GLOB model_files "${F}/*")
+list(FILTER model_files EXCLUDE REGEX "(test\\.jsonl|expected\\.json)$")
+file(COPY ${model_files} DESTINATION "${HUB}/models--sft-test--tiny/snapshots/${snapshot}")
+file(MAKE_DIRECTORY "${HUB}/datasets--sft-test--held-out/snapshots/${snapshot}/data")
+file(COPY "${F}/test.jsonl" DESTINATION "${HUB}/datasets--sft-test--held-out/snapshots/${snapshot}/data")
+execute_process(COMMAND ${CMAKE_COMMAND} -E env "HF_HUB_CACHE=${HUB}"
+                        "${SFT}" evaluate --model sft-test/tiny --tokenizer sft-test/tiny
+                        --dataset sft-test/held-out --max_new_tokens ${max_new} --show_failures 0
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "exact_match: ${score} \\(${correct}/${rows}\\)\n$")
+  message(FATAL_ERROR "Hub ids: rc ${rc}, want 'exact_match: ${score} (${correct}/${rows})', got:\n${out}\n${err}")
+endif()
+# A split the dataset does not have is named in the error.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env "HF_HUB_CACHE=${HUB}"
+                        "${SFT}" evaluate --model sft-test/tiny --dataset sft-test/held-out
+                        --split validation
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(rc EQUAL 0 OR NOT err MATCHES "validation")
+  message(FATAL_ERROR "--split validation should fail naming the split: rc ${rc}, stderr: ${err}")
+endif()

@@ -48,8 +48,16 @@ expect_match("cache" "${out}" "from cache: +yes")
 expect_match("cache" "${out}" "12 read, 4 kept")
 
 # Packing: the packed rows TRL's pack_dataset + padding-free collator give.
-run_ok("packing" --max_length 64 --packing true --dump_packed "${WORK}/packed.jsonl")
+run_ok("packing" --max_length 64 --packing true --dump_packed "${WORK}/packed.jsonl" --report)
 expect_same_file("--dump_packed" "${WORK}/packed.jsonl" "${fx}/expected_packed.jsonl")
+# The audit counts what packing cut, as TRL's rows lack it (expected_packed_audit.json).
+file(READ "${fx}/expected_packed_audit.json" audit)
+string(JSON rows_cut GET "${audit}" rows_truncated)
+string(JSON tokens_cut GET "${audit}" tokens_truncated)
+string(JSON tokens GET "${audit}" tokens)
+string(JSON packed_tokens GET "${audit}" packed_tokens)
+expect_match("packing audit" "${out}" "truncated rows: +${rows_cut} \\([0-9.]+% of rows read\\), ${tokens_cut} tokens cut")
+expect_match("packing audit" "${out}" "tokens: +${tokens} encoded, ${packed_tokens} in training rows")
 
 # A damaged cache is refused with the file named, never read as rows.
 file(GLOB shards "${WORK}/cache/*/shard-00000.bin")

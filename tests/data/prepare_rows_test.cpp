@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "core/thread_pool.h"
 #include "data_test_util.h"
 #include "io/json.h"
@@ -59,6 +61,15 @@ PrepareOptions options_for(const Json& config) {
   return o;
 }
 
+// Rows of the fixture dataset longer than max_length tokens.
+uint64_t rows_longer_than(int64_t max_length) {
+  std::ifstream in(fixture("tokenized.jsonl"));
+  uint64_t n = 0;
+  for (std::string line; std::getline(in, line);)
+    n += int64_t(Json::parse(line)["input_ids"].size()) > max_length;
+  return n;
+}
+
 class PrepareRowsGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PrepareRowsGolden, MatchesTrl) {
@@ -103,6 +114,14 @@ TEST_P(PrepareRowsGolden, MatchesTrl) {
     }
     EXPECT_EQ(report.output_tokens, tokens);
     EXPECT_EQ(report.trained_tokens, trained);
+    if (options.packing) {
+      // What the audit says packing cut is what TRL's packed rows lack of the dataset; bfd
+      // cuts every row longer than max_length, bfd_split and wrapped none.
+      EXPECT_EQ(report.tokens - report.tokens_truncated, tokens);
+      const bool cuts = options.pack.strategy == PackingStrategy::kBfd;
+      EXPECT_EQ(report.rows_truncated, cuts ? rows_longer_than(*options.max_length) : 0u);
+      EXPECT_EQ(report.tokens_truncated > 0, cuts);
+    }
   }
 }
 
@@ -131,6 +150,7 @@ TEST(PrepareRows, ReportCounts) {
   EXPECT_EQ(r.rows_kept, 3u);
   EXPECT_EQ(r.rows_dropped, (std::map<std::string, uint64_t>{{"no_trained_tokens", 1}}));
   EXPECT_EQ(r.rows_truncated, 2u);
+  EXPECT_EQ(r.tokens_truncated, 2u + 1u);
   EXPECT_EQ(r.tokens, 15u);
   EXPECT_EQ(r.output_tokens, 4u + 3u + 1u);
   EXPECT_EQ(r.trained_tokens, 1u + 1u + 1u);
@@ -147,6 +167,47 @@ TEST(PrepareRows, ReportCounts) {
   const std::string text = r.to_text();
   EXPECT_NE(text.find("4 read, 3 kept, 1 dropped (1 no_trained_tokens)"), std::string::npos)
       << text;
+  EXPECT_NE(
+      text.find("truncated rows:      2 (50.0% of rows read), 3 tokens cut (20.0% of encoded"),
+      std::string::npos)
+      << text;
+}
+
+// With packing the audit counts what packing cuts and which end tokens the final rows train,
+// checked by hand per strategy on four rows (end token 7; max_length 4).
+TEST(PrepareRows, PackedReportCounts) {
+  const std::string path = test_util::write_file(
+      "prepare_rows_packed_counts", "d.jsonl",
+      // 6 tokens: bfd cuts it to 4 (its 7 lost); bfd_split's second piece [5, 7] trains the 7.
+      "{\"input_ids\": [1, 2, 3, 4, 5, 7], \"labels\": [-100, -100, -100, 4, 5, 7]}\n"
+      "{\"input_ids\": [1, 2, 3], \"labels\": [-100, -100, 3]}\n"
+      // A lone 7 is a document's first token, whose label packing masks (not in wrapped).
+      "{\"input_ids\": [7]}\n"
+      "{\"input_ids\": [5, 7]}\n");
+  struct Want {
+    const char* strategy;
+    uint64_t rows_truncated, tokens_truncated, rows_training_eos, output_tokens;
+  };
+  for (const Want& want :
+       {Want{"bfd", 1, 2, 1, 10}, Want{"bfd_split", 0, 0, 2, 12}, Want{"wrapped", 0, 0, 3, 12}}) {
+    SCOPED_TRACE(want.strategy);
+    PrepareOptions o;
+    o.show_progress = false;
+    o.max_length = 4;
+    o.packing = true;
+    o.pack.strategy = parse_packing_strategy(want.strategy);
+    RowPipeline p;
+    p.encode = identity_encode;
+    p.end_token_ids = {7};
+    PrepareReport r = prepare_rows({path}, o, p, [](const TokenRow&, auto) {});
+    EXPECT_EQ(r.rows_kept, 4u);
+    EXPECT_EQ(r.tokens, 12u);
+    EXPECT_EQ(r.rows_truncated, want.rows_truncated);
+    EXPECT_EQ(r.tokens_truncated, want.tokens_truncated);
+    EXPECT_EQ(r.rows_training_eos, want.rows_training_eos);
+    EXPECT_EQ(r.output_tokens, want.output_tokens);
+    EXPECT_EQ(PrepareReport::from_json(r.to_json()).to_json(), r.to_json());
+  }
 }
 
 TEST(PrepareRows, EncodeErrorsNameTheRowOrAreCounted) {

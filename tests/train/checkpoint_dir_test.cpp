@@ -94,4 +94,59 @@ TEST_F(CheckpointDir, RotationKeepsTheNewest) {
   EXPECT_THROW(rotate_checkpoints(dir_, 0), Error);
 }
 
+// A folder TRL's SFTTrainer saved (transformers' Trainer._save_checkpoint), as far as the
+// file names go.
+void write_trl_checkpoint(const std::string& folder, bool with_weights) {
+  fs::create_directories(folder);
+  std::ofstream(folder + "/trainer_state.json") << R"({"global_step": 4, "max_steps": 10})";
+  for (const char* f : {"optimizer.pt", "scheduler.pt", "rng_state.pth", "training_args.bin"})
+    std::ofstream(folder + "/" + f) << "pickle";
+  if (!with_weights) return;
+  std::ofstream(folder + "/config.json") << "{}";
+  std::ofstream(folder + "/model.safetensors") << "weights";
+}
+
+TEST_F(CheckpointDir, TrlCheckpointIsNamedWithWhatSftCanDoWithIt) {
+  const std::string trl = dir_ + "/checkpoint-4";
+  write_trl_checkpoint(trl, true);
+  const std::string msg = explain_not_a_checkpoint(trl);
+  EXPECT_NE(msg.find("a transformers / TRL checkpoint at step 4 of 10, not an sft one"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("optimizer.pt"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--model_name_or_path " + trl), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("not a complete"), std::string::npos) << msg;
+
+  const std::string bare = dir_ + "/no_weights";
+  write_trl_checkpoint(bare, false);
+  EXPECT_NE(explain_not_a_checkpoint(bare).find("resume it with TRL"), std::string::npos);
+  EXPECT_EQ(explain_not_a_checkpoint(bare).find("--model_name_or_path"), std::string::npos);
+}
+
+TEST_F(CheckpointDir, ModelFoldersMissingFoldersAndOthersAreTold) {
+  const std::string model = dir_ + "/model";
+  fs::create_directories(model);
+  std::ofstream(model + "/config.json") << "{}";
+  std::ofstream(model + "/model.safetensors") << "weights";
+  EXPECT_NE(explain_not_a_checkpoint(model).find("a model folder, not a training checkpoint"),
+            std::string::npos);
+  EXPECT_NE(explain_not_a_checkpoint(model).find("--model_name_or_path " + model),
+            std::string::npos);
+  EXPECT_NE(explain_not_a_checkpoint(dir_ + "/nope").find("no such folder"), std::string::npos);
+  fs::create_directories(dir_ + "/empty");
+  EXPECT_NE(explain_not_a_checkpoint(dir_ + "/empty").find("not a complete sft checkpoint"),
+            std::string::npos);
+}
+
+TEST_F(CheckpointDir, ResumeTrueNamesTheNewestTrlCheckpoint) {
+  EXPECT_EQ(explain_foreign_checkpoints(dir_), "");
+  write_trl_checkpoint(dir_ + "/checkpoint-2", true);
+  write_trl_checkpoint(dir_ + "/checkpoint-10", true);
+  fs::create_directories(dir_ + "/checkpoint-20");  // not a TRL checkpoint
+  const std::string msg = explain_foreign_checkpoints(dir_);
+  EXPECT_EQ(msg.rfind("; its checkpoint-10 is a transformers / TRL checkpoint", 0), 0u) << msg;
+  EXPECT_NE(msg.find("--model_name_or_path " + dir_ + "/checkpoint-10"), std::string::npos) << msg;
+  EXPECT_FALSE(latest_checkpoint(dir_));
+}
+
 }  // namespace sft

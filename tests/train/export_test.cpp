@@ -179,7 +179,27 @@ TEST_F(Export, WithoutEosTokenKeepsTheSourceTemplateAndIds) {
   EXPECT_EQ(read_json(out + "/generation_config.json")["eos_token_id"], 0);
   const Json tc = read_json(out + "/tokenizer_config.json");
   EXPECT_EQ(tc["eos_token"], "<|endoftext|>");
-  EXPECT_TRUE(tc["chat_template"].is_string());
+  // transformers 5's save_pretrained: the string template moves to chat_template.jinja.
+  EXPECT_FALSE(tc.contains("chat_template"));
+  EXPECT_EQ(read(out + "/chat_template.jinja"),
+            "{% for m in messages %}{{ m.content }}{% endfor %}");
+  // As transformers' Trainer leaves the config (generation_config.json keeps the source's).
+  EXPECT_EQ(read_json(out + "/config.json")["use_cache"], false);
+  EXPECT_EQ(read_json(out + "/generation_config.json")["use_cache"], true);
+}
+
+TEST_F(Export, SourceChatTemplateJinjaIsKept) {
+  write(tok_ + "/chat_template.jinja", "{{ 'jinja file wins' }}");
+  const std::string out = dir_ + "/out";
+  export_hf_model(*model_, out, options());
+  EXPECT_EQ(read(out + "/chat_template.jinja"), "{{ 'jinja file wins' }}");
+  EXPECT_FALSE(read_json(out + "/tokenizer_config.json").contains("chat_template"));
+}
+
+TEST_F(Export, NoTemplateWritesNoJinja) {
+  write(tok_ + "/tokenizer_config.json", R"({"eos_token": "<|endoftext|>"})");
+  const std::string out = dir_ + "/out";
+  export_hf_model(*model_, out, options());
   EXPECT_FALSE(fs::exists(out + "/chat_template.jinja"));
 }
 
@@ -421,7 +441,13 @@ TEST(ExportRealTokenizer, Qwen3EosAndPadIds) {
   Json tc = read_json(dir + "/out/tokenizer_config.json");
   EXPECT_EQ(tc["eos_token"], "<|im_end|>");
   tc["eos_token"] = src_tc["eos_token"];
-  EXPECT_EQ(tc, src_tc);  // nothing else changed (added_tokens_decoder, chat_template, ...)
+  // The template moved to chat_template.jinja (transformers 5); nothing else changed.
+  Json src_without_template = src_tc;
+  if (src_tc.contains("chat_template") && src_tc["chat_template"].is_string()) {
+    EXPECT_EQ(read(dir + "/out/chat_template.jinja"), src_tc["chat_template"].get<std::string>());
+    src_without_template.erase("chat_template");
+  }
+  EXPECT_EQ(tc, src_without_template);  // added_tokens_decoder, ...
   EXPECT_EQ(read(dir + "/out/tokenizer.json"), read(tok + "/tokenizer.json"));
   EXPECT_NO_THROW(verify_export(m, dir + "/out", DType::kBF16));
 }

@@ -16,6 +16,7 @@
 #include "test_paths.h"
 #include "train/checkpoint_dir.h"
 #include "train/stop_signal.h"
+#include "train/tensorboard_writer.h"
 
 namespace sft {
 namespace {
@@ -243,7 +244,14 @@ TEST(Trainer, EvaluatesAndRotatesCheckpoints) {
   EXPECT_EQ(evals, 2);  // steps 3 and 6
   EXPECT_TRUE(t.state().log_history.back().contains("train_loss"));
   EXPECT_EQ(list_checkpoints(a.output_dir).size(), 1u);
-  EXPECT_TRUE(fs::exists(a.output_dir + "/runs/run"));
+  // TensorBoard in transformers 5's folder per run: runs/<date>_<host>.
+  ASSERT_TRUE(fs::is_directory(a.output_dir + "/runs"));
+  int runs = 0;
+  for (const auto& run : fs::directory_iterator(a.output_dir + "/runs")) {
+    ++runs;
+    EXPECT_NE(run.path().filename().string().find("_" + host_name()), std::string::npos);
+  }
+  EXPECT_EQ(runs, 1);
 }
 
 }  // namespace
