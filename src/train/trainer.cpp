@@ -257,6 +257,8 @@ TrainResult Trainer::train() {
                                        : ", resumed from " + resume_path + " at step " +
                                              std::to_string(state_.global_step)));
   }
+  // TrainingArguments.eval_on_start: one evaluation before the first step (on resume too).
+  if (eval_ && args_.eval_on_start) evaluate();
   const double start = now_s();
   TrainResult result;
   const bool eval_steps = eval_ && args_.eval_strategy == "steps";
