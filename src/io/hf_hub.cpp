@@ -86,7 +86,7 @@ std::string resolve_hub_folder(const std::string& name_or_path, HubRepoType type
   std::string message = std::string(kind) + " '" + name_or_path +
                         "' not found: it is not a local folder, and the HF cache has no ";
   message += commit.empty() ? "ref " + ref.string() : "snapshot " + snapshot.string();
-  message += " (hint: sft does not download yet; fetch it with `huggingface-cli download " +
+  message += " (hint: sft does not download yet; fetch it with `hf download " +
              name_or_path + (type == HubRepoType::kDataset ? " --repo-type dataset" : "") +
              "`, set HF_HUB_CACHE/HF_HOME to the cache that has it, or pass a local folder)";
   fail("hub", message);

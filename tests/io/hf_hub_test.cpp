@@ -90,7 +90,7 @@ TEST(HfHub, MissingRepoSaysWhereItLooked) {
     const std::string message = e.what();
     EXPECT_NE(message.find(root + "/models--Qwen--Qwen3-0.6B/refs/main"), std::string::npos)
         << message;
-    EXPECT_NE(message.find("huggingface-cli download Qwen/Qwen3-0.6B"), std::string::npos)
+    EXPECT_NE(message.find("`hf download Qwen/Qwen3-0.6B`"), std::string::npos)
         << message;
   }
   EXPECT_THROW(resolve_hub_folder("./not/here", HubRepoType::kModel), Error);
