@@ -508,16 +508,18 @@ void OptionSet::apply_yaml_file(const std::string& path) {
   }
 }
 
-std::string OptionSet::help() const {
+std::string OptionSet::help(const std::set<std::string>* only) const {
+  auto shown = [only](const Option& o) { return only == nullptr || only->count(o.name) != 0; };
   std::vector<std::string> groups;
   for (const Option& o : options_) {
+    if (!shown(o)) continue;
     if (std::find(groups.begin(), groups.end(), o.group) == groups.end()) groups.push_back(o.group);
   }
   std::ostringstream out;
   for (const std::string& group : groups) {
     out << "\n" << group << ":\n";
     for (const Option& o : options_) {
-      if (o.group != group) continue;
+      if (o.group != group || !shown(o)) continue;
       std::string flag = "  --" + o.name;
       out << flag << std::string(flag.size() < 34 ? 34 - flag.size() : 1, ' ') << o.help
           << " (default: " << o.show() << ")\n";

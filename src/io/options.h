@@ -84,8 +84,9 @@ class OptionSet {
 
   // Options given explicitly (command line or YAML), for defaults that depend on others.
   bool was_set(const std::string& name) const { return set_.count(name) != 0; }
-  // Help text with options grouped in the order groups were first used.
-  std::string help() const;
+  // Help text with options grouped in the order groups were first used; with `only`, just
+  // those options (a command that reads a subset of a shared table).
+  std::string help(const std::set<std::string>* only = nullptr) const;
   // The option a mistyped name most likely meant, or "" when none is close (for "did you
   // mean"): a prefix or extension of the name, else a name containing it, else the most shared
   // `_` words, else an edit distance of at most a third of the name.

@@ -92,4 +92,10 @@ train_expect(1 "no complete checkpoint in ${WORK}/full" --output_dir "${WORK}/fu
 if(EXISTS "${WORK}/out")
   message(FATAL_ERROR "a refused run created ${WORK}/out")
 endif()
+# `sft prepare --help` lists the flags preparation reads, not the training ones.
+execute_process(COMMAND "${SFT}" prepare --help OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "  --max_length " OR NOT out MATCHES "  --dump "
+   OR out MATCHES "--learning_rate" OR out MATCHES "--torch_compile")
+  message(FATAL_ERROR "sft prepare --help (exit ${rc}) should list only preparation flags:\n${out}")
+endif()
 message(STATUS "sft train: usage errors exit 2 before any work; preflight messages are true")
