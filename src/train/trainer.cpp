@@ -88,6 +88,18 @@ void Trainer::init_log() {
 
 Trainer::~Trainer() = default;
 
+// NEFTune as transformers' hook: alpha / sqrt(L * hidden), L the length the embedding output
+// has there — the padded row length, or every token for padding-free (one row) batches. The
+// noise stream is (step, micro-batch), so a resumed run draws the same noise.
+void Trainer::arm_neftune(const MicroBatch& mb, size_t index) {
+  const int64_t T = static_cast<int64_t>(mb.batch.tokens.size());
+  const int64_t rows = setup_.batching.padding_free ? 1 : std::max<int64_t>(1, mb.rows);
+  const double dims = static_cast<double>(T / rows) * model_.config().hidden_size;
+  const uint64_t stream = (static_cast<uint64_t>(state_.global_step) << 16) | index;
+  model_.arm_embedding_noise(*args_.neftune_noise_alpha / std::sqrt(dims),
+                             static_cast<uint64_t>(args_.seed) ^ 0x4e4546544e45ull, stream);
+}
+
 std::vector<uint64_t> Trainer::next_rows() {
   const data::LoaderCursor before = loader_->cursor();
   std::vector<uint64_t> rows = loader_->next_batch();
@@ -139,6 +151,7 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
   for (size_t i = 0; i < mbs.size(); ++i) {
     // The loss scale is known before the forward, so the LM head's gradient comes with it.
     const double scale = n_global > 0 ? 1.0 / n_global : 0.0;
+    if (args_.neftune_noise_alpha && *args_.neftune_noise_alpha > 0) arm_neftune(mbs[i], i);
     const model::LossStats ls =
         n_global > 0 ? model_.forward(mbs[i].batch, nullptr, scale) : model_.forward(mbs[i].batch);
     if (n_global > 0) model_.backward(scale);
