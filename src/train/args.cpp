@@ -75,7 +75,6 @@ void validate_trl_extras(TrainingArgs& a, const OptionSet* given) {
                  "out that share of the prepared rows, as --eval_split_ratio)");
     if (a.eval_split_ratio == 0) a.eval_split_ratio = *a.test_split_size;
   }
-  check_trl_compat_values(a.trl_compat, a.notices);
 }
 
 }  // namespace
@@ -134,9 +133,6 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_string("loss_type", &a.loss_type, data, "nll");
   o.add_float("eval_split_ratio", &a.eval_split_ratio, data,
               "hold out this fraction of train for eval");
-  o.add_json("datasets", &a.datasets, data,
-             "dataset mixture (YAML list of path/name/data_dir/data_files/split/columns/fraction)",
-             true);
   o.add_optional_float("test_split_size", &a.test_split_size, data,
                        "as --eval_split_ratio (a fraction of the prepared rows)");
   o.add_optional_float("neftune_noise_alpha", &a.neftune_noise_alpha, data,
@@ -251,6 +247,8 @@ TrainingArgs parse_training_args(const std::vector<std::string>& tokens) {
 }
 
 void validate_training_args(TrainingArgs& a, const OptionSet* given) {
+  // First: a refused TRL flag (--datasets, --deepspeed, ...) explains more than what it lacks.
+  check_trl_compat_values(a.trl_compat, a.notices);
   if (a.model_name_or_path.empty()) fail_usage(kComponent, "--model_name_or_path is required");
   if (a.dataset_name.empty()) fail_usage(kComponent, "--dataset_name is required");
   if (a.output_dir.empty()) fail_usage(kComponent, "--output_dir is required");

@@ -61,7 +61,6 @@ struct TrainingArgs {
   bool skip_invalid_rows = false;  // sft.cpp
   double eval_split_ratio =
       0.0;        // sft.cpp: hold out a fraction of train when there is no test split
-  Json datasets;  // DatasetMixtureConfig.datasets (YAML list of maps)
   std::optional<double> test_split_size;  // DatasetMixtureConfig: a fraction → eval_split_ratio
   Json model_init_kwargs;                 // its dtype/torch_dtype sets --dtype
   std::optional<double> neftune_noise_alpha;

@@ -67,7 +67,9 @@ constexpr TrlFlag kFlags[] = {
     {"dataset_test_split", K::kImplemented, T::kString, "", ""},
     {"dataset_text_field", K::kImplemented, T::kString, "", ""},
     {"dataset_train_split", K::kImplemented, T::kString, "", ""},
-    {"datasets", K::kImplemented, T::kJson, "", ""},
+    {"datasets", K::kRefused, T::kJson, "[]",
+     "dataset mixtures are not supported yet (hint: to concatenate files, name them with a glob "
+     "in --dataset_name, e.g. 'data/*.jsonl', read in name order)"},
     {"ddp_backend", K::kNotice, T::kString, "None", "", "MPI helper"},
     {"ddp_broadcast_buffers", K::kNotice, T::kBool, "None", "", "MPI helper"},
     {"ddp_bucket_cap_mb", K::kNotice, T::kInt, "None", "", "MPI helper"},

@@ -98,27 +98,18 @@ bool has_glob(const std::string& s) {
   return s.find_first_of("*?[") != std::string::npos;
 }
 
-void check_local_path(std::string_view component, const std::string& flag,
-                      const std::string& name, const char* what) {
+void check_local_path(std::string_view component, const std::string& flag, const std::string& name,
+                      const char* what) {
   if (name.empty() || has_glob(name) || !looks_like_local_path(name)) return;
   std::error_code ec;
   if (fs::exists(name, ec)) return;
   fail(component, flag + " " + name + ": " + what + " not found (looked for " +
-                   fs::absolute(name, ec).string() +
-                   "; hint: check the path; a Hub id looks like ORG/NAME without a file "
-                   "extension)");
+                      fs::absolute(name, ec).string() +
+                      "; hint: check the path; a Hub id looks like ORG/NAME without a file "
+                      "extension)");
 }
 
 void check_datasets(const TrainingArgs& a) {
-  if (a.datasets.is_array() && !a.datasets.empty()) {
-    for (const Json& d : a.datasets) {
-      if (!d.is_object() || !d.contains("path") || !d["path"].is_string())
-        fail_usage("args", "--datasets: each entry needs a path (e.g. - path: data/a.jsonl)");
-      const std::string path = d["path"].get<std::string>();
-      check_local_path("data", "--datasets path", path, "dataset file");
-    }
-    return;
-  }
   check_local_path("data", "--dataset_name", a.dataset_name, "dataset file");
   data::DatasetSource source;
   source.name = a.dataset_name;
@@ -153,7 +144,8 @@ OutputDirBefore preflight_train(const TrainingArgs& a) {
   check_schedule(a);
   check_output_dir(a);
   check_resume(a);
-  if (a.chat_template_path) check_local_path("train", "--chat_template_path", *a.chat_template_path, "file");
+  if (a.chat_template_path)
+    check_local_path("train", "--chat_template_path", *a.chat_template_path, "file");
   check_datasets(a);
   check_local_path("model", "--model_name_or_path", a.model_name_or_path, "model folder");
   open_model_dir(a.model_name_or_path, a.model_revision);  // config.json only, no weights

@@ -9,7 +9,7 @@
 //                path must be a complete checkpoint-<step> folder
 //   dataset      a name that looks like a path ("./", "../", "/", "~", or a data extension) and
 //                does not exist is "file not found", never a Hub id; the train split's files
-//                must be found (local folder, glob or HF cache), and every --datasets entry's
+//                must be found (local folder, glob or HF cache)
 //   model        the folder (or HF cache snapshot) with its config.json
 //   schedule     --lr_scheduler_kwargs valid for --lr_scheduler_type
 //
