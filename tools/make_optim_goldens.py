@@ -65,6 +65,7 @@ def schedules() -> None:
         ("warmup_stable_decay", 4, 24, {"num_decay_steps": 8, "warmup_type": "cosine", "decay_type": "1-sqrt",
                                         "min_lr_ratio": 0.05}),
         ("warmup_stable_decay", 2, 16, {"num_decay_steps": 5, "warmup_type": "1-sqrt", "decay_type": "linear"}),
+        ("inverse_sqrt", 4, 20, {}), ("inverse_sqrt", 0, 12, {}), ("inverse_sqrt", 3, 15, {"timescale": 7}),
     ]
     out = []
     for kind, warmup, total, kwargs in cases:

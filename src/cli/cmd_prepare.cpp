@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "cli/command_registry.h"
 #include "core/error.h"
@@ -93,21 +94,51 @@ int run_prepare(const Args& tokens) {
                      "position_ids, doc_lengths}");
   for (const auto& t : tokens) {
     if (t == "--help" || t == "-h") {
+      // Only the flags preparation reads (train/data_options.cpp); the other `sft train` flags
+      // are accepted so that one command line or YAML serves both commands.
+      const std::set<std::string> used = {"model_name_or_path",
+                                          "model_revision",
+                                          "dataset_name",
+                                          "dataset_config",
+                                          "dataset_train_split",
+                                          "dataset_text_field",
+                                          "dataset_columns",
+                                          "dataset_num_proc",
+                                          "chat_template_path",
+                                          "eos_token",
+                                          "max_length",
+                                          "truncation_mode",
+                                          "packing",
+                                          "packing_strategy",
+                                          "completion_only_loss",
+                                          "assistant_only_loss",
+                                          "skip_invalid_rows",
+                                          "num_threads",
+                                          "disable_tqdm",
+                                          "tokenizer_name_or_path",
+                                          "cache_dir",
+                                          "no_cache",
+                                          "report",
+                                          "preview",
+                                          "dump",
+                                          "dump_packed"};
       std::cout << "usage: sft prepare --model_name_or_path M --dataset_name D [flags]\n\n"
-                << options.help();
+                   "The other flags of `sft train` are accepted and ignored, so one command "
+                   "line\nor YAML config serves both.\n"
+                << options.help(&used);
       return 0;
     }
   }
   const std::vector<std::string> positional = options.parse(tokens);
   if (!positional.empty())
-    fail("args", "sft prepare takes only --flags, got '" + positional.front() + "'");
+    fail_usage("args", "sft prepare takes only --flags, got '" + positional.front() + "'");
   if (tokenizer_name_or_path.empty()) tokenizer_name_or_path = args.model_name_or_path;
   if (tokenizer_name_or_path.empty())
-    fail("args", "--model_name_or_path (or --tokenizer_name_or_path) is required");
-  if (args.dataset_name.empty()) fail("args", "--dataset_name is required");
+    fail_usage("args", "--model_name_or_path (or --tokenizer_name_or_path) is required");
+  if (args.dataset_name.empty()) fail_usage("args", "--dataset_name is required");
   if (!dump_packed.empty() && !args.packing)
-    fail("args", "--dump_packed needs --packing (hint: use --dump for unpacked rows)");
-  if (preview < 0) fail("args", "--preview must be >= 0");
+    fail_usage("args", "--dump_packed needs --packing (hint: use --dump for unpacked rows)");
+  if (preview < 0) fail_usage("args", "--preview must be >= 0");
 
   const std::string tokenizer_path = resolve_tokenizer(tokenizer_name_or_path, args.model_revision);
   data::PrepareOptions prepare =

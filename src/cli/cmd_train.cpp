@@ -13,8 +13,11 @@
 //              with LoRA (--use_peft, or an adapter folder as the model) the PEFT adapter
 //              instead of the model (export_peft_adapter)
 //
-// An existing non-empty output_dir is refused unless --overwrite_output_dir or a resume (as
-// transformers did). SIGINT/SIGTERM end the current step, save and print the resume command.
+// Before any work, train/preflight.h checks the flags against the file system (output_dir
+// writable and empty unless --overwrite_output_dir or a resume, dataset and model found);
+// notices for TRL flags without effect are printed first. A failed run that completed no
+// checkpoint leaves output_dir as it found it. SIGINT/SIGTERM end the current step, save and
+// print the resume command.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +46,7 @@
 #include "train/data_options.h"
 #include "train/export.h"
 #include "train/model_card.h"
+#include "train/preflight.h"
 #include "train/stop_signal.h"
 #include "train/subset_dataset.h"
 #include "train/trainer.h"
@@ -59,17 +63,6 @@ constexpr const char* kUsage =
     "       sft train --config run.yaml [options]\n\n"
     "Supervised fine-tuning with the flags of `trl sft` (TRL's SFTConfig, ModelConfig and\n"
     "ScriptArguments). Flags after --config override the YAML file.\n";
-
-void check_output_dir(const TrainingArgs& a) {
-  if (!fs::is_directory(a.output_dir) || a.overwrite_output_dir) return;
-  const bool resuming = a.resume_from_checkpoint && *a.resume_from_checkpoint != "false" &&
-                        *a.resume_from_checkpoint != "False";
-  if (resuming || fs::is_empty(a.output_dir)) return;
-  std::string hint = "use --overwrite_output_dir true to write into it anyway";
-  if (latest_checkpoint(a.output_dir)) hint += ", or --resume_from_checkpoint true to continue";
-  fail("train", "output directory " + a.output_dir +
-                    " already exists and is not empty (hint: " + hint + ")");
-}
 
 model::Transformer init_from_config(const ModelDir& dir, uint64_t seed) {
   const Json raw = read_json_file(dir.path + "/config.json", "train");
@@ -125,6 +118,16 @@ std::string resume_command(const Args& argv, const std::string& checkpoint) {
   return cmd + " --resume_from_checkpoint " + shell_quote(checkpoint);
 }
 
+// --log_level as TrainingArguments names the levels; passive keeps SFT_LOG_LEVEL.
+void apply_log_level(const std::string& level) {
+  if (level == "debug") set_log_level(LogLevel::kDebug);
+  if (level == "info") set_log_level(LogLevel::kInfo);
+  if (level == "warning") set_log_level(LogLevel::kWarn);
+  if (level == "error" || level == "critical") set_log_level(LogLevel::kError);
+}
+
+int train_checked(const Args& argv, TrainingArgs& args);
+
 }  // namespace
 
 namespace {
@@ -160,16 +163,42 @@ int run_train(const Args& argv) {
     }
   }
   TrainingArgs args = parse_training_args(argv);
-  // Distributed: --nproc_per_node N re-launches under mpirun; under mpirun every rank joins
-  // the world and trains in its data-parallel group (dist/groups.h).
+  // Distributed: --nproc_per_node N re-launches under mpirun first; every rank then runs the
+  // checks itself.
   if (args.nproc_per_node && *args.nproc_per_node > 1 && !under_mpi_launcher())
     relaunch_under_mpirun(static_cast<int>(*args.nproc_per_node), without_nproc_flag(argv));
+  apply_log_level(args.log_level);
+  const bool first_rank = launcher_world_rank() == 0;  // the one that writes output_dir
+  if (first_rank)
+    for (const std::string& notice : args.notices) log_info("[args] ", notice);
+  const OutputDirBefore before = preflight_train(args);
+  try {
+    return train_checked(argv, args);
+  } catch (const std::filesystem::filesystem_error& e) {
+    const int removed = first_rank ? restore_output_dir(before) : 0;
+    fail("train",
+         std::string("I/O error: ") + e.what() +
+             (removed ? " (this run's partial outputs in " + args.output_dir + " were removed)"
+                      : "") +
+             " (hint: check free disk space and the permissions of " + args.output_dir + ")");
+  } catch (const Error&) {
+    if (const int removed = first_rank ? restore_output_dir(before) : 0)
+      log_info("[train] no checkpoint was completed: removed the ", removed,
+               " entries this run created in ", args.output_dir);
+    throw;
+  }
+}
+
+namespace {
+
+int train_checked(const Args& argv, TrainingArgs& args) {
+  // Under mpirun every rank joins the world and trains in its data-parallel group
+  // (dist/groups.h).
   std::unique_ptr<Comm> world = make_comm_from_environment();
   ParallelGroups groups = make_parallel_groups(*world, static_cast<int>(args.tp_size));
   Comm* comm = groups.dp.get();
   if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
-  check_output_dir(args);
-  world->barrier();  // every rank has checked output_dir before rank 0 writes into it
+  world->barrier();  // every rank has checked output_dir (preflight) before rank 0 writes into it
   if (args.fp16)
     log_info(
         "[train] --fp16: the CPU backend has no fp16 kernels; it computes in fp32 "
@@ -328,6 +357,8 @@ int run_train(const Args& argv) {
   }
   return 0;
 }
+
+}  // namespace
 
 SFT_REGISTER_COMMAND("train", "supervised fine-tuning with TRL's flags (sft train --help)",
                      run_train);

@@ -17,6 +17,12 @@ bool under_mpi_launcher() {
   return false;
 }
 
+int launcher_world_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char* v = std::getenv(var); v && *v) return std::atoi(v);
+  return 0;
+}
+
 std::vector<std::string> mpirun_command(int nproc, const std::string& self,
                                         const std::vector<std::string>& args) {
   const char* env = std::getenv("SFT_MPIRUN");

@@ -11,6 +11,8 @@ namespace sft {
 
 // Whether this process was started by an MPI launcher (mpirun, srun with PMIx).
 bool under_mpi_launcher();
+// The world rank the launcher gave this process (0 without one), known before MPI starts.
+int launcher_world_rank();
 
 // The command line `relaunch_under_mpirun` runs (for messages and tests).
 std::vector<std::string> mpirun_command(int nproc, const std::string& self,

@@ -73,19 +73,41 @@ std::vector<std::string> to_list(const std::string& text) {
   return out;
 }
 
+// Edits (insert, delete, substitute, swap two neighbours) turning a into b: a swapped pair
+// of letters is one slip (--cuont), as people type.
 size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  const size_t w = b.size() + 1;
+  std::vector<size_t> d((a.size() + 1) * w);
+  for (size_t i = 0; i <= a.size(); ++i) d[i * w] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      size_t v =
+          std::min({d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1, d[(i - 1) * w + j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        v = std::min(v, d[(i - 2) * w + j - 2] + 1);
+      d[i * w + j] = v;
     }
   }
-  return row[b.size()];
+  return d[a.size() * w + b.size()];
+}
+
+// HfArgumentParser registers `--output-dir` beside `--output_dir`; one spelling here.
+std::string flag_name(std::string_view raw) {
+  std::string name(raw);
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+std::vector<std::string> words_of(const std::string& name) {
+  std::vector<std::string> out;
+  std::stringstream in(name);
+  std::string word;
+  while (std::getline(in, word, '_')) {
+    if (!word.empty()) out.push_back(word);
+  }
+  return out;
 }
 
 // A YAML node as the text the command line would carry (lists comma-joined, maps as JSON).
@@ -149,10 +171,11 @@ void OptionSet::add_int(std::string name, int64_t* field, std::string group, std
 }
 
 void OptionSet::add_optional_int(std::string name, std::optional<int64_t>* field, std::string group,
-                                 std::string help) {
+                                 std::string help, std::string none_word) {
   add({name, group, help, OptionType::kInt, true,
-       [field](const std::optional<std::string>& t) {
-         *field = t ? std::optional<int64_t>(to_int(*t)) : std::nullopt;
+       [field, none_word](const std::optional<std::string>& t) {
+         const bool none = !t || (!none_word.empty() && lower(*t) == none_word);
+         *field = none ? std::nullopt : std::optional<int64_t>(to_int(*t));
        },
        [field] { return *field ? std::to_string(**field) : std::string("None"); }});
 }
@@ -208,41 +231,142 @@ void OptionSet::add_string_list(std::string name, std::vector<std::string>* fiel
        }});
 }
 
-void OptionSet::add_json(std::string name, Json* field, std::string group, std::string help) {
+void OptionSet::add_json(std::string name, Json* field, std::string group, std::string help,
+                         bool allow_array) {
   add({name, group, help, OptionType::kJson, true,
-       [field](const std::optional<std::string>& t) {
+       [field, allow_array](const std::optional<std::string>& t) {
          if (!t) {
            *field = nullptr;
            return;
          }
+         const char* expected = allow_array ? "a JSON object or array such as '[{\"path\": \"a\"}]'"
+                                            : "a JSON object such as '{\"key\": 1}'";
          try {
            *field = Json::parse(*t);
          } catch (const Json::exception&) {
-           throw BadValue{"a JSON object such as '{\"key\": 1}'"};
+           throw BadValue{expected};
          }
-         if (!field->is_object()) throw BadValue{"a JSON object such as '{\"key\": 1}'"};
+         if (!field->is_object() && !(allow_array && field->is_array())) throw BadValue{expected};
        },
        [field] { return field->is_null() ? std::string("None") : field->dump(); }});
 }
 
-const Option* OptionSet::find(std::string_view name) const {
+void OptionSet::add_text(std::string name, OptionType type,
+                         std::map<std::string, std::string>* store, std::string group,
+                         std::string help, std::string default_text) {
+  add({name, group, help, type, true,
+       [store, name, type](const std::optional<std::string>& t) {
+         if (!t) {
+           (*store)[name] = "None";
+           return;
+         }
+         switch (type) {
+           case OptionType::kBool:
+             (*store)[name] = to_bool(*t) ? "true" : "false";
+             return;
+           case OptionType::kInt:
+             (*store)[name] = std::to_string(to_int(*t));
+             return;
+           case OptionType::kFloat: {
+             std::ostringstream out;
+             out << to_float(*t);
+             (*store)[name] = out.str();
+             return;
+           }
+           case OptionType::kJson:
+             try {
+               (*store)[name] = Json::parse(*t).dump();
+             } catch (const Json::exception&) {
+               throw BadValue{"JSON such as '{\"key\": 1}'"};
+             }
+             return;
+           default:
+             (*store)[name] = *t;
+         }
+       },
+       [store, name, default_text] {
+         auto it = store->find(name);
+         if (it != store->end()) return it->second;
+         return default_text.empty() ? std::string("\"\"") : default_text;
+       }});
+}
+
+const Option* OptionSet::find(std::string_view raw) const {
+  const std::string name = flag_name(raw);
   for (const Option& o : options_) {
     if (o.name == name) return &o;
   }
   return nullptr;
 }
 
-std::string OptionSet::closest(std::string_view name) const {
+std::string OptionSet::closest(std::string_view raw) const {
+  const std::string name = flag_name(raw);
+  if (name.empty()) return "";
+  // A one-letter slip beats everything else (--cuont → --count).
   std::string best;
   size_t best_distance = SIZE_MAX;
   for (const Option& o : options_) {
-    size_t d = edit_distance(name, o.name);
+    const size_t d = edit_distance(name, o.name);
     if (d < best_distance) {
       best_distance = d;
       best = o.name;
     }
   }
-  return best;
+  if (best_distance <= 1) return best;
+  // Then a prefix either way (--logging_step, --warmup_ratios), the closest in length.
+  auto pick = [&](auto matches) {
+    std::string found;
+    size_t found_gap = SIZE_MAX;
+    for (const Option& o : options_) {
+      if (!matches(o.name)) continue;
+      const size_t gap =
+          o.name.size() > name.size() ? o.name.size() - name.size() : name.size() - o.name.size();
+      if (gap < found_gap) {
+        found_gap = gap;
+        found = o.name;
+      }
+    }
+    return found;
+  };
+  std::string found =
+      pick([&](const std::string& o) { return o.rfind(name, 0) == 0 || name.rfind(o, 0) == 0; });
+  if (!found.empty()) return found;
+  // A name that contains the typed one (--batch_size → --per_device_train_batch_size), if the
+  // typed one is a word or more, not a fragment such as "to".
+  if (name.size() >= 4) {
+    found = pick([&](const std::string& o) { return o.find(name) != std::string::npos; });
+    if (!found.empty()) return found;
+  }
+  // Shared words (--eval_batch_size → --per_device_eval_batch_size); short words such as
+  // "to" or "of" do not count, and ties go to the smaller edit distance.
+  const std::vector<std::string> words = words_of(name);
+  size_t best_shared = 0;
+  found.clear();
+  size_t found_distance = SIZE_MAX;
+  for (const Option& o : options_) {
+    size_t shared = 0;
+    for (const std::string& w : words_of(o.name)) {
+      if (w.size() >= 3 && std::find(words.begin(), words.end(), w) != words.end()) ++shared;
+    }
+    const size_t d = edit_distance(name, o.name);
+    if (shared > best_shared || (shared == best_shared && shared > 0 && d < found_distance)) {
+      best_shared = shared;
+      found_distance = d;
+      found = o.name;
+    }
+  }
+  // One shared word is enough only when it is most of what was typed.
+  if (best_shared >= 2 || (best_shared == 1 && words.size() <= 2)) return found;
+  // Last, a plain misspelling (--lerning_rat): at most a third of the letters differ.
+  if (best_distance * 3 <= name.size()) return best;
+  return "";
+}
+
+std::string OptionSet::unknown_hint(const std::string& name) const {
+  const std::string guess = closest(name);
+  return "unknown option --" + name + " (" +
+         (guess.empty() ? "" : "did you mean --" + guess + "? ") + "see `sft " + command_ +
+         " --help`)";
 }
 
 void OptionSet::apply(const Option& option, const std::optional<std::string>& text,
@@ -282,18 +406,30 @@ std::vector<std::string> OptionSet::parse(const std::vector<std::string>& tokens
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
+    name = flag_name(name);
     if (name == "config") {
       if (!value) ++i;
       continue;
     }
     const Option* option = find(name);
-    if (option == nullptr) {
-      fail_usage(kComponent, "sft " + command_ + ": unknown option --" + name +
-                                 " (did you mean --" + closest(name) + "? see `sft " + command_ +
-                                 " --help`)");
+    // HfArgumentParser's `--no_gradient_checkpointing` for a boolean.
+    if (option == nullptr && name.rfind("no_", 0) == 0 && !value) {
+      const Option* negated = find(name.substr(3));
+      if (negated != nullptr && negated->type == OptionType::kBool) {
+        apply(*negated, std::string("false"), std::string(kCommandLine));
+        continue;
+      }
+    }
+    if (option == nullptr) fail_usage(kComponent, "sft " + command_ + ": " + unknown_hint(name));
+    auto is_value = [&](size_t at) { return at < tokens.size() && tokens[at].rfind("--", 0) != 0; };
+    if (!value && option->type == OptionType::kStringList && is_value(i + 1)) {
+      // nargs='+': every word up to the next --flag (commas still split, as before).
+      std::string joined;
+      while (is_value(i + 1)) joined += (joined.empty() ? "" : ",") + tokens[++i];
+      value = joined;
     }
     if (!value) {
-      const bool next_is_value = i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0;
+      const bool next_is_value = is_value(i + 1);
       if (option->type == OptionType::kBool && !next_is_value) {
         value = "true";
       } else if (!next_is_value) {
@@ -315,10 +451,14 @@ bool OptionSet::asks_for_help(const std::vector<std::string>& tokens) const {
     if (token.rfind("--", 0) != 0 || token.find('=') != std::string::npos) continue;
     // As parse(): a flag with a value takes the next token unless that is a flag. A boolean's
     // optional value is never `-h`, so `--mask -h` asks for help.
-    const std::string name = token.substr(2);
+    const std::string name = flag_name(token.substr(2));
     const Option* option = find(name);
     const bool takes_value = name == "config" || (option && option->type != OptionType::kBool);
-    if (takes_value && i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0) ++i;
+    const bool takes_words = option && option->type == OptionType::kStringList;
+    while (takes_value && i + 1 < tokens.size() && tokens[i + 1].rfind("--", 0) != 0) {
+      ++i;
+      if (!takes_words) break;
+    }
   }
   return false;
 }
@@ -339,18 +479,22 @@ void OptionSet::apply_yaml_file(const std::string& path) {
                  "write one `name: value` per line, with the names of the command-line flags");
   }
   for (const auto& kv : root) {
-    const std::string name = kv.first.as<std::string>();
+    const std::string name = flag_name(kv.first.as<std::string>());
     const std::string place = "line " + std::to_string(kv.first.Mark().line + 1);
     const Option* option = find(name);
     if (option == nullptr) {
+      const std::string guess = closest(name);
       fail_in_file(kComponent, {path, place}, "unknown option '" + name + "'",
-                   "did you mean '" + closest(name) + "'?");
+                   guess.empty() ? "see `sft " + command_ + " --help` for the option names"
+                                 : "did you mean '" + guess + "'?");
     }
     const Json value = yaml_to_json(kv.second);
     std::optional<std::string> text;
     if (value.is_string()) {
       text = value.get<std::string>();
       if (is_none(*text) && option->optional) text.reset();
+    } else if (value.is_array() && option->type == OptionType::kJson) {
+      text = value.dump();
     } else if (value.is_array()) {
       std::string joined;
       for (const Json& item : value)
@@ -364,16 +508,18 @@ void OptionSet::apply_yaml_file(const std::string& path) {
   }
 }
 
-std::string OptionSet::help() const {
+std::string OptionSet::help(const std::set<std::string>* only) const {
+  auto shown = [only](const Option& o) { return only == nullptr || only->count(o.name) != 0; };
   std::vector<std::string> groups;
   for (const Option& o : options_) {
+    if (!shown(o)) continue;
     if (std::find(groups.begin(), groups.end(), o.group) == groups.end()) groups.push_back(o.group);
   }
   std::ostringstream out;
   for (const std::string& group : groups) {
     out << "\n" << group << ":\n";
     for (const Option& o : options_) {
-      if (o.group != group) continue;
+      if (o.group != group || !shown(o)) continue;
       std::string flag = "  --" + o.name;
       out << flag << std::string(flag.size() < 34 ? 34 - flag.size() : 1, ' ') << o.help
           << " (default: " << o.show() << ")\n";

@@ -65,4 +65,22 @@ LayoutMismatch compare_with_layout(const SafetensorsCheckpoint& checkpoint,
   return result;
 }
 
+std::string describe_mismatch(const LayoutMismatch& mismatch, size_t max_lines) {
+  std::string out;
+  size_t shown = 0, total = 0;
+  auto add = [&](const char* what, const std::vector<std::string>& names) {
+    for (const std::string& name : names) {
+      ++total;
+      if (shown >= max_lines) continue;
+      out += std::string("\n  ") + what + " " + name;
+      ++shown;
+    }
+  };
+  add("missing", mismatch.missing);
+  add("unexpected", mismatch.unexpected);
+  add("wrong shape", mismatch.wrong_shape);
+  if (total > shown) out += "\n  ... and " + std::to_string(total - shown) + " more";
+  return out;
+}
+
 }  // namespace sft

@@ -32,5 +32,8 @@ struct LayoutMismatch {
 // A tied checkpoint that still stores lm_head.weight is accepted (transformers ignores it).
 LayoutMismatch compare_with_layout(const SafetensorsCheckpoint& checkpoint,
                                    const std::vector<ParamSpec>& layout);
+// One tensor per line ("\n  missing model.norm.weight"), at most `max_lines`, then
+// "\n  ... and N more": readable when a whole family of tensors is off.
+std::string describe_mismatch(const LayoutMismatch& mismatch, size_t max_lines = 10);
 
 }  // namespace sft

@@ -117,11 +117,8 @@ Transformer Transformer::load(const std::string& model_dir) {
   const SafetensorsCheckpoint ckpt = SafetensorsCheckpoint::open_dir(dir.path);
   const LayoutMismatch mm = compare_with_layout(ckpt, m.layout_);
   if (!mm.ok()) {
-    std::string what;
-    for (const auto& s : mm.missing) what += " missing " + s + ";";
-    for (const auto& s : mm.unexpected) what += " unexpected " + s + ";";
-    for (const auto& s : mm.wrong_shape) what += " wrong shape " + s + ";";
-    fail_in_file("model", {ckpt.source(), ""}, "weights do not match config.json:" + what,
+    fail_in_file("model", {ckpt.source(), ""},
+                 "weights do not match config.json:" + describe_mismatch(mm) + "\n",
                  "the checkpoint and config.json must come from the same model");
   }
   for (const Parameter& p : m.params_.all()) {

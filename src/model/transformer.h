@@ -111,6 +111,15 @@ class Transformer {
   // Gradients of scale · loss_sum of the last forward, accumulated (+=) into gradients().
   void backward(double scale);
 
+  // NEFTune (transformers' neftune_post_forward_hook, training only): the next forward adds
+  // noise uniform in [-magnitude, magnitude] to the embedding output, magnitude = alpha /
+  // sqrt(L * hidden) for sequences of L tokens. Element j of the (T, hidden) output draws word j
+  // of Philox stream (seed, stream), so the noise depends on neither threads nor resume.
+  // Applies to one forward only; evaluation never arms it.
+  void arm_embedding_noise(double magnitude, uint64_t seed, uint64_t stream) {
+    noise_ = {magnitude, seed, stream};
+  }
+
   // Keep only each layer's input and recompute the rest during backward (transformers'
   // gradient_checkpointing): activation memory of one layer instead of L, one extra forward.
   void set_gradient_checkpointing(bool on) { gradient_checkpointing_ = on; }
@@ -153,6 +162,11 @@ class Transformer {
   const Parameter* embed_ = nullptr;
   const Parameter* final_norm_ = nullptr;
   DType compute_ = DType::kF32;
+  struct EmbeddingNoise {
+    double magnitude = 0;
+    uint64_t seed = 0, stream = 0;
+  } noise_;
+  void add_embedding_noise(int64_t T);
   bool gradient_checkpointing_ = false;
 
   // State of the last forward (views into acts_; host vectors reuse their capacity).

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "model/rope.h"
 #include "model/transformer.h"
 #include "ops/ops.h"
@@ -126,6 +127,19 @@ void Transformer::layer_forward(int64_t l) {
                         layers_[static_cast<size_t>(l)]);
 }
 
+void Transformer::add_embedding_noise(int64_t T) {
+  const int64_t C = config_.hidden_size;
+  const float magnitude = static_cast<float>(noise_.magnitude);
+  float* out = resid_.as<float>();
+  ops::parallel_for_rows(T, 64, [&](int64_t begin, int64_t end) {
+    Rng rng(noise_.seed, noise_.stream);
+    rng.set_position(static_cast<uint64_t>(begin * C));
+    for (int64_t i = begin * C; i < end * C; ++i)
+      out[i] += (2.0f * rng.uniform() - 1.0f) * magnitude;
+  });
+  noise_ = {};  // one forward only
+}
+
 LossStats Transformer::forward(const Batch& batch, float* logits,
                                std::optional<double> loss_scale) {
   check_batch(batch);
@@ -134,6 +148,7 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   if (loss_scale && !trainable().has_grads()) trainable().allocate_grads();
   if (lora_) lora_->set_training(loss_scale.has_value());
   ops::embedding_forward(resid_.row_range(0, T), tokens_.data(), embed_->value);
+  if (noise_.magnitude > 0) add_embedding_noise(T);
   for (int64_t l = 0; l < L; ++l) layer_forward(l);
   const ops::View norm_out = lnf_.dtype == DType::kBF16 ? dlnf_ : lnf_;
   ops::rmsnorm_forward(norm_out, rstdf_, resid_.row_range(L * T, T), final_norm_->value,

@@ -23,6 +23,7 @@ constexpr NamedType kTypes[] = {
     {ScheduleType::kConstant, "constant"},
     {ScheduleType::kConstantWithWarmup, "constant_with_warmup"},
     {ScheduleType::kWarmupStableDecay, "warmup_stable_decay"},
+    {ScheduleType::kInverseSqrt, "inverse_sqrt"},
 };
 
 double warmup_factor(int64_t step, int64_t warmup) {
@@ -95,7 +96,7 @@ ScheduleConfig make_schedule_config(ScheduleType type, int64_t warmup_steps, int
     fail(kComponent, "lr_scheduler_kwargs must be a JSON object");
   static const char* const kKnown[] = {"num_cycles",      "min_lr",           "min_lr_rate",
                                        "num_decay_steps", "num_stable_steps", "warmup_type",
-                                       "decay_type",      "min_lr_ratio"};
+                                       "decay_type",      "min_lr_ratio",     "timescale"};
   if (kwargs.is_object()) {
     for (const auto& [key, value] : kwargs.items()) {
       if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
@@ -130,6 +131,12 @@ ScheduleConfig make_schedule_config(ScheduleType type, int64_t warmup_steps, int
     c.warmup_type = shape_kwarg(args, "warmup_type", "linear");
     c.decay_type = shape_kwarg(args, "decay_type", "cosine");
     c.min_lr_ratio = number_kwarg(args, "min_lr_ratio", 0.0);
+  }
+  if (type == ScheduleType::kInverseSqrt) {
+    // get_inverse_sqrt_schedule: timescale defaults to the warmup, or 10_000 without one.
+    c.timescale = static_cast<int64_t>(
+        number_kwarg(args, "timescale", static_cast<double>(warmup_steps ? warmup_steps : 10000)));
+    if (c.timescale <= 0) fail(kComponent, "lr_scheduler_kwargs.timescale must be positive");
   }
   return c;
 }
@@ -168,6 +175,12 @@ double schedule_factor(const ScheduleConfig& c, int64_t step) {
         return std::max(0.0, f * (1.0 - c.min_lr_ratio) + c.min_lr_ratio);
       }
       return c.min_lr_ratio;
+    }
+    case ScheduleType::kInverseSqrt: {
+      if (step < warmup) return warmup_factor(step, warmup);
+      // 1 / sqrt((step + timescale - warmup) / timescale): 1 at the end of warmup.
+      const double shifted = static_cast<double>(step + c.timescale - warmup);
+      return 1.0 / std::sqrt(shifted / static_cast<double>(c.timescale));
     }
   }
   return 1.0;

@@ -20,6 +20,7 @@ enum class ScheduleType {
   kConstant,
   kConstantWithWarmup,
   kWarmupStableDecay,
+  kInverseSqrt,
 };
 
 // "linear", "cosine", ... as TrainingArguments.lr_scheduler_type; throws listing the valid names.
@@ -43,6 +44,7 @@ struct ScheduleConfig {
   std::string warmup_type = "linear";  // warmup_stable_decay: linear, cosine, 1-sqrt
   std::string decay_type = "cosine";   // warmup_stable_decay: linear, cosine, 1-sqrt
   double min_lr_ratio = 0.0;           // warmup_stable_decay
+  int64_t timescale = 0;               // inverse_sqrt (default: warmup steps, else 10000)
 };
 
 // Builds a config from the scheduler type, step counts and the kwargs object

@@ -6,6 +6,8 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "optim/schedule.h"
+#include "train/args_trl_flags.h"
 
 namespace sft {
 
@@ -20,12 +22,60 @@ void require_one_of(const std::string& flag, const std::string& value,
   }
   std::string list;
   for (const char* v : valid) list += (list.empty() ? "" : ", ") + std::string(v);
-  fail(kComponent, "--" + flag + " '" + value + "' is not one of: " + list);
+  fail_usage(kComponent, "--" + flag + " '" + value + "' is not one of: " + list);
 }
 
 void require_positive(const std::string& flag, double value) {
   if (!(value > 0))
-    fail(kComponent, "--" + flag + " must be positive, got " + std::to_string(value));
+    fail_usage(kComponent, "--" + flag + " must be positive, got " + std::to_string(value));
+}
+
+// An error's text without its "[component] " prefix, to rethrow it as a usage error.
+std::string message_of(const Error& e) {
+  const std::string text = e.what();
+  const size_t cut = e.component().size() + 3;
+  return text.size() > cut ? text.substr(cut) : text;
+}
+
+// The TRL fields that map onto others or only earn a notice (see args_trl_flags.h).
+void validate_trl_extras(TrainingArgs& a, const OptionSet* given) {
+  auto set = [&](const char* name) { return given != nullptr && given->was_set(name); };
+  if (a.use_cpu)
+    a.notices.push_back("--use_cpu: the CPU is sft.cpp's only backend; nothing to change");
+  if (a.attn_implementation) {
+    require_one_of("attn_implementation", *a.attn_implementation,
+                   {"eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention"});
+    a.notices.push_back("--attn_implementation " + *a.attn_implementation +
+                        " has no effect in sft.cpp: it always uses its own exact attention kernel");
+  }
+  if (a.gradient_checkpointing_kwargs.is_object() && !a.gradient_checkpointing_kwargs.empty()) {
+    a.notices.push_back("--gradient_checkpointing_kwargs " +
+                        a.gradient_checkpointing_kwargs.dump() +
+                        " has no effect in sft.cpp: its recompute takes no options");
+  }
+  if (a.model_init_kwargs.is_object()) {
+    for (const auto& [key, value] : a.model_init_kwargs.items()) {
+      if (key == "dtype" || key == "torch_dtype") {
+        if (!value.is_string())
+          fail_usage(kComponent,
+                     "--model_init_kwargs: " + key + " must be a string such as \"bfloat16\"");
+        if (!set("dtype")) a.dtype = value.get<std::string>();
+      } else {
+        a.notices.push_back("--model_init_kwargs key '" + key +
+                            "' has no effect in sft.cpp (only dtype is used)");
+      }
+    }
+  }
+  require_one_of("dtype", a.dtype, {"auto", "float32", "bfloat16", "float16"});
+  if (a.neftune_noise_alpha && !(*a.neftune_noise_alpha >= 0))
+    fail_usage(kComponent, "--neftune_noise_alpha must be >= 0");
+  if (a.test_split_size) {
+    if (!(*a.test_split_size > 0 && *a.test_split_size < 1))
+      fail_usage(kComponent,
+                 "--test_split_size: only a fraction in (0, 1) is supported (it holds "
+                 "out that share of the prepared rows, as --eval_split_ratio)");
+    if (a.eval_split_ratio == 0) a.eval_split_ratio = *a.test_split_size;
+  }
 }
 
 }  // namespace
@@ -40,6 +90,10 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_string("model_revision", &a.model_revision, model, "Hub revision: branch, tag or commit");
   o.add_string("dtype", &a.dtype, model,
                "dtype to load weights in (master weights are fp32 on CPU)");
+  o.add_optional_string("attn_implementation", &a.attn_implementation, model,
+                        "eager, sdpa or flash_attention_2: accepted; sft.cpp has its own kernel");
+  o.add_json("model_init_kwargs", &a.model_init_kwargs, model,
+             "JSON; its dtype (or torch_dtype) sets --dtype, other keys have no effect");
 
   o.add_string("dataset_name", &a.dataset_name, data,
                "file (.jsonl/.json/.parquet), folder, glob or Hub dataset id");
@@ -71,7 +125,7 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_bool("padding_free", &a.padding_free, data,
              "flatten batches without padding even without packing");
   o.add_optional_int("pad_to_multiple_of", &a.pad_to_multiple_of, data,
-                     "pad row lengths to a multiple of this");
+                     "pad row lengths to a multiple of this (auto: none on CPU, as TRL)", "auto");
   o.add_optional_bool("eval_packing", &a.eval_packing, data,
                       "pack the eval set (default: as --packing)");
   o.add_optional_bool("completion_only_loss", &a.completion_only_loss, data,
@@ -80,6 +134,11 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_string("loss_type", &a.loss_type, data, "nll");
   o.add_float("eval_split_ratio", &a.eval_split_ratio, data,
               "hold out this fraction of train for eval");
+  o.add_optional_float("test_split_size", &a.test_split_size, data,
+                       "as --eval_split_ratio (a fraction of the prepared rows)");
+  o.add_optional_float("neftune_noise_alpha", &a.neftune_noise_alpha, data,
+                       "NEFTune: uniform noise on the embeddings in training, scaled by "
+                       "alpha/sqrt(length*hidden)");
 
   o.add_string("output_dir", &a.output_dir, training,
                "where checkpoints, logs and the final model go");
@@ -103,11 +162,14 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_optional_bool("bf16", &a.bf16, training,
                       "bf16 matmul inputs, fp32 accumulation and master weights");
   o.add_bool("fp16", &a.fp16, training, "fp16 mixed precision (GPU only)");
+  o.add_bool("use_cpu", &a.use_cpu, training, "accepted: the CPU is sft.cpp's only backend");
+  o.add_json("gradient_checkpointing_kwargs", &a.gradient_checkpointing_kwargs, training,
+             "accepted (JSON); sft.cpp's recompute takes no options");
 
   o.add_float("learning_rate", &a.learning_rate, optim, "peak learning rate");
-  o.add_string(
-      "lr_scheduler_type", &a.lr_scheduler_type, optim,
-      "linear, cosine, cosine_with_min_lr, constant, constant_with_warmup, warmup_stable_decay");
+  o.add_string("lr_scheduler_type", &a.lr_scheduler_type, optim,
+               "linear, cosine, cosine_with_min_lr, constant, constant_with_warmup, inverse_sqrt, "
+               "warmup_stable_decay");
   o.add_json("lr_scheduler_kwargs", &a.lr_scheduler_kwargs, optim,
              "extra scheduler arguments as JSON");
   o.add_float("warmup_steps", &a.warmup_steps, optim,
@@ -145,6 +207,9 @@ OptionSet training_options(TrainingArgs& a) {
                         "checkpoint folder, or true for the latest in output_dir");
   o.add_optional_bool("disable_tqdm", &a.disable_tqdm, logging,
                       "plain log lines instead of a progress bar");
+  o.add_bool("eval_on_start", &a.eval_on_start, logging, "evaluate once before the first step");
+  o.add_string("log_level", &a.log_level, logging,
+               "passive, debug, info, warning, error or critical");
 
   const std::string hub = "Hub";
   o.add_bool("push_to_hub", &a.push_to_hub, hub, "upload output_dir to a Hub model repo");
@@ -192,6 +257,7 @@ OptionSet training_options(TrainingArgs& a) {
               "seconds one collective may wait before every rank stops (0: never)");
   o.add_int("tp_size", &a.tp_size, dist,
             "tensor parallel size ($TP_SIZE when not given; > 1 not yet)");
+  add_trl_compat_options(o, &a.trl_compat);
   return o;
 }
 
@@ -200,20 +266,22 @@ TrainingArgs parse_training_args(const std::vector<std::string>& tokens) {
   OptionSet options = training_options(args);
   std::vector<std::string> positional = options.parse(tokens);
   if (!positional.empty()) {
-    fail(kComponent,
-         "sft train takes only --flags, got '" + positional.front() +
-             "' (hint: the model goes in --model_name_or_path, the data in --dataset_name)");
+    fail_usage(kComponent,
+               "sft train takes only --flags, got '" + positional.front() +
+                   "' (hint: the model goes in --model_name_or_path, the data in --dataset_name)");
   }
-  validate_training_args(args);
+  validate_training_args(args, &options);
   return args;
 }
 
-void validate_training_args(TrainingArgs& a) {
-  if (a.model_name_or_path.empty()) fail(kComponent, "--model_name_or_path is required");
-  if (a.dataset_name.empty()) fail(kComponent, "--dataset_name is required");
-  if (a.output_dir.empty()) fail(kComponent, "--output_dir is required");
+void validate_training_args(TrainingArgs& a, const OptionSet* given) {
+  // First: a refused TRL flag (--datasets, --deepspeed, ...) explains more than what it lacks.
+  check_trl_compat_values(a.trl_compat, a.notices);
+  if (a.model_name_or_path.empty()) fail_usage(kComponent, "--model_name_or_path is required");
+  if (a.dataset_name.empty()) fail_usage(kComponent, "--dataset_name is required");
+  if (a.output_dir.empty()) fail_usage(kComponent, "--output_dir is required");
   if (!a.bf16) a.bf16 = !a.fp16;  // SFTConfig: bf16 unless fp16 was asked for
-  if (*a.bf16 && a.fp16) fail(kComponent, "--bf16 and --fp16 are mutually exclusive");
+  if (*a.bf16 && a.fp16) fail_usage(kComponent, "--bf16 and --fp16 are mutually exclusive");
   require_one_of("packing_strategy", a.packing_strategy, {"bfd", "bfd_split", "wrapped"});
   require_one_of("truncation_mode", a.truncation_mode, {"keep_start", "keep_end"});
   require_one_of("loss_type", a.loss_type, {"nll"});
@@ -231,32 +299,48 @@ void validate_training_args(TrainingArgs& a) {
   require_positive("logging_steps", a.logging_steps);
   require_positive("save_steps", a.save_steps);
   if (a.max_steps <= 0) require_positive("num_train_epochs", a.num_train_epochs);
-  if (a.max_length && *a.max_length <= 0) fail(kComponent, "--max_length must be positive or None");
-  if (a.packing && !a.max_length) fail(kComponent, "--packing needs a --max_length to pack to");
+  if (a.max_length && *a.max_length <= 0)
+    fail_usage(kComponent, "--max_length must be positive or None");
+  if (a.packing && !a.max_length)
+    fail_usage(kComponent, "--packing needs a --max_length to pack to");
   if (a.adam_beta1 < 0 || a.adam_beta1 >= 1 || a.adam_beta2 < 0 || a.adam_beta2 >= 1) {
-    fail(kComponent, "--adam_beta1 and --adam_beta2 must be in [0, 1)");
+    fail_usage(kComponent, "--adam_beta1 and --adam_beta2 must be in [0, 1)");
   }
   if (a.eval_split_ratio < 0 || a.eval_split_ratio >= 1)
-    fail(kComponent, "--eval_split_ratio must be in [0, 1)");
+    fail_usage(kComponent, "--eval_split_ratio must be in [0, 1)");
   for (const std::string& r : a.report_to) {
     if (r == "trackio")
-      fail(kComponent,
-           "--report_to trackio: sft.cpp does not write trackio's database (hint: use "
-           "--report_to wandb for an offline W&B run, tensorboard, or all for both)");
+      fail_usage(kComponent,
+                 "--report_to trackio: sft.cpp does not write trackio's database (hint: use "
+                 "--report_to wandb for an offline W&B run, tensorboard, or all for both)");
     require_one_of("report_to", r, {"none", "all", "tensorboard", "wandb"});
   }
   for (const std::string& c : a.dataset_columns) {
     if (c.find('=') == std::string::npos) {
-      fail(kComponent,
-           "--dataset_columns entry '" + c + "' is not target=source (e.g. prompt=question)");
+      fail_usage(kComponent,
+                 "--dataset_columns entry '" + c + "' is not target=source (e.g. prompt=question)");
     }
   }
-  parse_size_bytes(a.max_shard_size);
+  try {
+    parse_size_bytes(a.max_shard_size);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    fail_usage(kComponent, message_of(e));
+  }
+  require_one_of("log_level", a.log_level,
+                 {"passive", "debug", "info", "warning", "error", "critical"});
+  try {
+    parse_schedule_type(a.lr_scheduler_type);
+  } catch (const Error& e) {
+    fail_usage(kComponent, "--lr_scheduler_type: " + message_of(e));
+  }
+  validate_trl_extras(a, given);
   if (a.hub_strategy == "checkpoint" || a.hub_strategy == "all_checkpoints")
-    fail(kComponent,
-         "--hub_strategy " + a.hub_strategy +
-             " (pushing checkpoint folders) is not supported yet (hint: use every_save, "
-             "which pushes each checkpoint's model files, or end)");
+    fail_usage(kComponent,
+               "--hub_strategy " + a.hub_strategy +
+                   " (pushing checkpoint folders) is not supported yet (hint: use every_save, "
+                   "which pushes each checkpoint's model files, or end)");
   require_one_of("hub_strategy", a.hub_strategy, {"end", "every_save"});
   validate_distributed_args(a);
   validate_lora_args(a);
@@ -268,38 +352,41 @@ void validate_distributed_args(TrainingArgs& a) {
     if (c == "zero1")
       a.zero_stage = 1;
     else if (c != "multi_gpu" && c != "single_gpu" && c != "ddp")
-      fail(kComponent, "--accelerate_config " + c +
-                           ": sft.cpp implements zero1 and plain data parallel (multi_gpu, "
-                           "single_gpu) (hint: --accelerate_config zero1)");
+      fail_usage(kComponent, "--accelerate_config " + c +
+                                 ": sft.cpp implements zero1 and plain data parallel (multi_gpu, "
+                                 "single_gpu) (hint: --accelerate_config zero1)");
   }
   if (a.zero_stage != 0 && a.zero_stage != 1)
-    fail(kComponent, "--zero_stage " + std::to_string(a.zero_stage) +
-                         ": only ZeRO stages 0 and 1 are implemented (hint: --zero_stage 1 "
-                         "shards the optimizer state; stages 2 and 3 are not available)");
-  if (a.ddp_timeout < 0) fail(kComponent, "--ddp_timeout must be >= 0 seconds (0: no limit)");
+    fail_usage(kComponent, "--zero_stage " + std::to_string(a.zero_stage) +
+                               ": only ZeRO stages 0 and 1 are implemented (hint: --zero_stage 1 "
+                               "shards the optimizer state; stages 2 and 3 are not available)");
+  if (a.ddp_timeout < 0) fail_usage(kComponent, "--ddp_timeout must be >= 0 seconds (0: no limit)");
   if (a.nproc_per_node && *a.nproc_per_node < 1)
-    fail(kComponent, "--nproc_per_node must be at least 1");
+    fail_usage(kComponent, "--nproc_per_node must be at least 1");
   if (a.tp_size == 1)
     if (const char* env = std::getenv("TP_SIZE"); env && *env) a.tp_size = std::atoll(env);
-  if (a.tp_size < 1) fail(kComponent, "--tp_size must be at least 1");
+  if (a.tp_size < 1) fail_usage(kComponent, "--tp_size must be at least 1");
   if (a.tp_size > 1)
-    fail(kComponent, "--tp_size " + std::to_string(a.tp_size) +
-                         ": tensor parallelism is not implemented yet (hint: --tp_size 1 with "
-                         "mpirun -np N trains data parallel)");
+    fail_usage(kComponent,
+               "--tp_size " + std::to_string(a.tp_size) +
+                   ": tensor parallelism is not implemented yet (hint: --tp_size 1 with "
+                   "mpirun -np N trains data parallel)");
 }
 
 // ---- LoRA (TRL ModelConfig) ----
 void validate_lora_args(const TrainingArgs& a) {
   if (a.use_dora)
-    fail(kComponent,
-         "--use_dora true: DoRA (weight-decomposed LoRA) is not implemented in sft.cpp (hint: "
-         "drop --use_dora for plain LoRA, which --use_peft trains)");
+    fail_usage(
+        kComponent,
+        "--use_dora true: DoRA (weight-decomposed LoRA) is not implemented in sft.cpp (hint: "
+        "drop --use_dora for plain LoRA, which --use_peft trains)");
   if (!a.use_peft) return;
   if (a.lora_r <= 0)
-    fail(kComponent, "--lora_r must be a positive rank, got " + std::to_string(a.lora_r) +
-                         " (hint: TRL's default is 16)");
+    fail_usage(kComponent, "--lora_r must be a positive rank, got " + std::to_string(a.lora_r) +
+                               " (hint: TRL's default is 16)");
   if (a.lora_dropout < 0 || a.lora_dropout >= 1)
-    fail(kComponent, "--lora_dropout must be in [0, 1), got " + std::to_string(a.lora_dropout));
+    fail_usage(kComponent,
+               "--lora_dropout must be in [0, 1), got " + std::to_string(a.lora_dropout));
   require_one_of("lora_task_type", a.lora_task_type, {"CAUSAL_LM"});
   static const std::vector<std::string> kProjections = {
       "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
@@ -308,10 +395,10 @@ void validate_lora_args(const TrainingArgs& a) {
   for (const std::string& m : t) {
     const std::string leaf = m.substr(m.rfind('.') == std::string::npos ? 0 : m.rfind('.') + 1);
     if (std::find(kProjections.begin(), kProjections.end(), leaf) == kProjections.end())
-      fail(kComponent,
-           "--lora_target_modules: '" + m +
-               "' is not a projection sft can adapt (hint: q_proj, k_proj, v_proj, o_proj, "
-               "gate_proj, up_proj, down_proj, or all-linear; the LM head is never adapted)");
+      fail_usage(kComponent,
+                 "--lora_target_modules: '" + m +
+                     "' is not a projection sft can adapt (hint: q_proj, k_proj, v_proj, o_proj, "
+                     "gate_proj, up_proj, down_proj, or all-linear; the LM head is never adapted)");
   }
 }
 

@@ -4,10 +4,13 @@
 //
 // Flags that transformers 5 removed but TRL users still pass (warmup_ratio, logging_dir,
 // overwrite_output_dir) are accepted with their old meaning. Flags specific to sft.cpp are
-// in their own group.
+// in their own group. Every other TRL field is in train/args_trl_flags.h: accepted with a
+// one-line notice where it has no meaning here, or refused with the reason. All mistakes are
+// usage errors (exit 2).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +25,7 @@ struct TrainingArgs {
   std::string model_name_or_path;
   std::string model_revision = "main";
   std::string dtype = "float32";
+  std::optional<std::string> attn_implementation;  // eager/sdpa/flash_attention_*: a notice
   bool use_peft = false;
   int64_t lora_r = 16;
   int64_t lora_alpha = 32;
@@ -58,6 +62,9 @@ struct TrainingArgs {
   bool skip_invalid_rows = false;  // sft.cpp
   double eval_split_ratio =
       0.0;  // sft.cpp: hold out a fraction of train when there is no test split
+  std::optional<double> test_split_size;  // DatasetMixtureConfig: a fraction → eval_split_ratio
+  Json model_init_kwargs;                 // its dtype/torch_dtype sets --dtype
+  std::optional<double> neftune_noise_alpha;
 
   // Training (TrainingArguments, with SFTConfig's defaults)
   std::string output_dir;
@@ -73,6 +80,8 @@ struct TrainingArgs {
   std::string train_sampling_strategy = "random";  // or "sequential" (transformers 5.x)
   std::optional<bool> bf16;                        // SFTConfig: None means "bf16 unless fp16"
   bool fp16 = false;
+  bool use_cpu = false;                // CPU is the only backend: a notice
+  Json gradient_checkpointing_kwargs;  // accepted; sft.cpp's recompute has no options
 
   // Optimizer and schedule
   double learning_rate = 2e-5;
@@ -102,6 +111,8 @@ struct TrainingArgs {
   bool save_only_model = false;
   std::optional<std::string> resume_from_checkpoint;
   std::optional<bool> disable_tqdm;
+  bool eval_on_start = false;
+  std::string log_level = "passive";  // passive keeps SFT_LOG_LEVEL / info
 
   // Hub (transformers' TrainingArguments): publish output_dir when training ends
   bool push_to_hub = false;
@@ -123,17 +134,24 @@ struct TrainingArgs {
   std::optional<std::string> accelerate_config;  // TRL's names: zero1, multi_gpu, ...
   double ddp_timeout = 1800;                     // seconds one collective may take
   int64_t tp_size = 1;                           // tensor parallel ranks (TP_SIZE)
+  // TRL flags kept only to compare with TRL's default (train/args_trl_flags.h), as given.
+  std::map<std::string, std::string> trl_compat;
+  // One line per flag accepted without effect, for cmd_train to print before any work.
+  std::vector<std::string> notices;
 };
 
 // The option table bound to `args` (for parsing and for `sft train --help`).
 OptionSet training_options(TrainingArgs& args);
 
 // Parses a `sft train` command line (with --config YAML) and validates it; throws
-// sft::Error("[args] ...") naming the offending flag.
+// sft::UsageError("[args] ...") naming the offending flag (errors inside a YAML file are plain
+// sft::Error naming the file and line).
 TrainingArgs parse_training_args(const std::vector<std::string>& tokens);
 
-// Checks relations between flags (and fills derived defaults such as bf16 = !fp16).
-void validate_training_args(TrainingArgs& args);
+// Checks values and relations between flags (and fills derived defaults such as bf16 = !fp16,
+// --dtype from --model_init_kwargs); `given` says which flags were set explicitly (nullptr:
+// none known). Adds the notices of accepted-without-effect flags to args.notices.
+void validate_training_args(TrainingArgs& args, const OptionSet* given = nullptr);
 // The distributed flags: --accelerate_config names, ZeRO stage, tp_size ($TP_SIZE).
 void validate_distributed_args(TrainingArgs& args);
 // The LoRA flags (--use_peft, --lora_*, --use_dora): rank, dropout, task type, target names.

@@ -120,6 +120,18 @@ void Trainer::init_log() {
 
 Trainer::~Trainer() = default;
 
+// NEFTune as transformers' hook: alpha / sqrt(L * hidden), L the length the embedding output
+// has there — the padded row length, or every token for padding-free (one row) batches. The
+// noise stream is (step, micro-batch), so a resumed run draws the same noise.
+void Trainer::arm_neftune(const MicroBatch& mb, size_t index) {
+  const int64_t T = static_cast<int64_t>(mb.batch.tokens.size());
+  const int64_t rows = setup_.batching.padding_free ? 1 : std::max<int64_t>(1, mb.rows);
+  const double dims = static_cast<double>(T / rows) * model_.config().hidden_size;
+  const uint64_t stream = (static_cast<uint64_t>(state_.global_step) << 16) | index;
+  model_.arm_embedding_noise(*args_.neftune_noise_alpha / std::sqrt(dims),
+                             static_cast<uint64_t>(args_.seed) ^ 0x4e4546544e45ull, stream);
+}
+
 std::vector<uint64_t> Trainer::next_rows() {
   const data::LoaderCursor before = loader_->cursor();
   std::vector<uint64_t> rows = loader_->next_batch();
@@ -173,6 +185,7 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
          static_cast<uint64_t>(comm_->rank())) *
             static_cast<uint64_t>(count) +
         i);
+    if (args_.neftune_noise_alpha && *args_.neftune_noise_alpha > 0) arm_neftune(mbs[i], i);
     const model::LossStats ls =
         n_global > 0 ? model_.forward(mbs[i].batch, nullptr, scale) : model_.forward(mbs[i].batch);
     if (n_global > 0) model_.backward(scale);
@@ -310,6 +323,8 @@ TrainResult Trainer::train() {
              ? ""
              : ", resumed from " + resume_path + " at step " + std::to_string(state_.global_step)));
   }
+  // TrainingArguments.eval_on_start: one evaluation before the first step (on resume too).
+  if (eval_ && args_.eval_on_start) evaluate();
   if (log_) log_->progress_begin(state_.global_step);  // the bar is there before step 1
   const double start = now_s();
   TrainResult result;

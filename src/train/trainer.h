@@ -126,6 +126,7 @@ class Trainer {
   void log_train(const StepStats& last, double step_time_s);
   void log_final(double runtime_s);
   std::vector<uint64_t> next_rows();
+  void arm_neftune(const MicroBatch& mb, size_t index);  // --neftune_noise_alpha
   std::string save();
   void resume(const std::string& checkpoint);
   // Data parallel (trainer_dist.cpp).

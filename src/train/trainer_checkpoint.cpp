@@ -174,10 +174,16 @@ std::string Trainer::save() {
       if (args_.save_total_limit && *args_.save_total_limit >= 1)
         rotate_checkpoints(args_.output_dir, *args_.save_total_limit);
     } catch (const Error& e) {
+      // Name a resume only when there is a complete checkpoint to resume from.
+      const std::optional<CheckpointInfo> earlier = latest_checkpoint(args_.output_dir);
       fail("train", "saving checkpoint-" + std::to_string(step) + " failed: " + e.what() +
-                        " (earlier checkpoints in " + args_.output_dir +
-                        " are intact; hint: check free disk space and permissions, then resume "
-                        "with --resume_from_checkpoint true)");
+                        (earlier ? " (earlier checkpoints in " + args_.output_dir +
+                                       " are intact, the latest " + earlier->path +
+                                       "; hint: check free disk space and permissions, then "
+                                       "resume with --resume_from_checkpoint true)"
+                                 : " (no checkpoint was completed in " + args_.output_dir +
+                                       "; hint: check free disk space and permissions, then run "
+                                       "the same command again)"));
     }
     write_curves();
     if (log_) log_->message("saved " + path);

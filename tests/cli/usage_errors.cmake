@@ -34,3 +34,68 @@ if(at EQUAL -1)
   message(FATAL_ERROR "sft ${COMMAND} --help does not list --${SUGGEST}:\n${out}")
 endif()
 message(STATUS "sft ${COMMAND}: --${TYPO} suggests --${SUGGEST} (exit 2); --help lists ${GROUPS}")
+
+# `sft train` (with -DMODEL=model folder -DDATA=train.jsonl -DWORK=scratch): mistakes are found
+# before any work — usage errors exit 2, the output_dir and dataset checks exit 1 with a true
+# message — and the notices of accepted TRL flags come first.
+if(NOT DEFINED MODEL)
+  return()
+endif()
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(ENV{SFT_CACHE_DIR} "${WORK}/cache")
+set(BASE --model_name_or_path "${MODEL}" --dataset_name "${DATA}" --max_steps 1)
+function(train_expect want_rc want_text)
+  execute_process(COMMAND "${SFT}" train ${BASE} ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL ${want_rc})
+    message(FATAL_ERROR "sft train ${ARGN}: exit ${rc}, wanted ${want_rc}\n${out}${err}")
+  endif()
+  string(FIND "${out}${err}" "${want_text}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "sft train ${ARGN}: output lacks '${want_text}':\n${out}${err}")
+  endif()
+  foreach(never "[internal]" "huggingface-cli" "training:")
+    string(FIND "${out}${err}" "${never}" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "sft train ${ARGN}: output has '${never}':\n${out}${err}")
+    endif()
+  endforeach()
+  if(EXISTS "${WORK}/cache")
+    message(FATAL_ERROR "sft train ${ARGN}: prepared data before failing")
+  endif()
+endfunction()
+set(OUT --output_dir "${WORK}/out")
+train_expect(2 "is not one of: bfd" ${OUT} --packing_strategy ffd)
+train_expect(2 "unknown lr_scheduler_type 'cosin'" ${OUT} --lr_scheduler_type cosin)
+train_expect(2 "did you mean --learning_rate?" ${OUT} --lerning_rate 1e-4)
+train_expect(2 "--output_dir is required" --output-dir=)
+train_expect(2 "--load_in_4bit true: QLoRA" ${OUT} --load_in_4bit)
+train_expect(2 "takes only --flags" ${OUT} extra)
+train_expect(2 "unknown lr_scheduler_kwargs key 'bogus'" ${OUT} --lr_scheduler_kwargs "{\"bogus\": 1}")
+# Dash spellings and a notice, then a dataset path that does not exist: file not found.
+train_expect(1 "--torch_compile has no effect in sft.cpp" --output-dir "${WORK}/out"
+             --torch-compile --dataset_name data/missing.jsonl)
+train_expect(1 "--dataset_name data/missing.jsonl: dataset file not found" ${OUT}
+             --dataset_name data/missing.jsonl)
+train_expect(1 "--model_name_or_path ./no_model: model folder not found" ${OUT}
+             --model_name_or_path ./no_model)
+# output_dir: not writable (even for root: /proc), a file, non-empty (the hint is sft's own flag).
+train_expect(1 "output_dir /proc/sft_out is not writable" --output_dir /proc/sft_out)
+file(WRITE "${WORK}/a_file" "x")
+train_expect(1 "exists and is not a folder" --output_dir "${WORK}/a_file")
+file(MAKE_DIRECTORY "${WORK}/full")
+file(WRITE "${WORK}/full/notes.txt" "x")
+train_expect(1 "pick a new --output_dir or empty this one" --output_dir "${WORK}/full")
+train_expect(1 "no complete checkpoint in ${WORK}/full" --output_dir "${WORK}/full"
+             --resume_from_checkpoint true)
+if(EXISTS "${WORK}/out")
+  message(FATAL_ERROR "a refused run created ${WORK}/out")
+endif()
+# `sft prepare --help` lists the flags preparation reads, not the training ones.
+execute_process(COMMAND "${SFT}" prepare --help OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "  --max_length " OR NOT out MATCHES "  --dump "
+   OR out MATCHES "--learning_rate" OR out MATCHES "--torch_compile")
+  message(FATAL_ERROR "sft prepare --help (exit ${rc}) should list only preparation flags:\n${out}")
+endif()
+message(STATUS "sft train: usage errors exit 2 before any work; preflight messages are true")

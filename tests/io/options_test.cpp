@@ -108,6 +108,50 @@ TEST(Options, CommandLineMistakesAreUsageErrors) {
   }
 }
 
+// HfArgumentParser's forms: dash spellings, lists as separate words up to the next flag,
+// --no_X for a boolean.
+TEST(Options, AcceptsHfArgumentParserForms) {
+  Fields f;
+  OptionSet o = options_for(f);
+  auto rest = o.parse({"--list", "q_proj", "v_proj", "--count=4", "--no-flag", "--rate", "1"});
+  EXPECT_EQ(f.list, (std::vector<std::string>{"q_proj", "v_proj"}));
+  EXPECT_EQ(f.count, 4);
+  EXPECT_FALSE(f.flag);
+  EXPECT_TRUE(rest.empty());
+  Fields g;
+  options_for(g).parse({"--flag", "--no_flag"});
+  EXPECT_FALSE(g.flag);
+  Fields h;
+  options_for(h).parse({"--list=a,b", "--name", "n"});
+  EXPECT_EQ(h.list, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(o.has("kw-args") == false);
+  EXPECT_TRUE(o.has("kwargs"));
+}
+
+TEST(Options, SuggestionsAreSensible) {
+  struct Many {
+    bool b = false;
+    std::optional<std::string> s;
+    int64_t i = 0;
+  } m;
+  OptionSet o("demo");
+  o.add_optional_string("eos_token", &m.s, "A", "");
+  o.add_int("per_device_train_batch_size", &m.i, "A", "");
+  o.add_int("per_device_eval_batch_size", &m.i, "A", "");
+  o.add_int("logging_steps", &m.i, "A", "");
+  o.add_bool("logging_first_step", &m.b, "A", "");
+  o.add_int("max_new_tokens", &m.i, "A", "");
+  o.add_int("learning_rate", &m.i, "A", "");
+  EXPECT_EQ(o.closest("push_to_hub"), "");  // nothing close: no far-fetched --eos_token
+  EXPECT_EQ(o.closest("logging_step"), "logging_steps");                    // a prefix
+  EXPECT_EQ(o.closest("max_new_token"), "max_new_tokens");                  // a prefix
+  EXPECT_EQ(o.closest("train_batch_size"), "per_device_train_batch_size");  // a substring
+  EXPECT_EQ(o.closest("eval_batch"), "per_device_eval_batch_size");         // a substring
+  EXPECT_EQ(o.closest("batch_size_eval"), "per_device_eval_batch_size");    // shared words
+  EXPECT_EQ(o.closest("lerning_rate"), "learning_rate");                    // a slip
+  EXPECT_EQ(o.closest("eos-tokn"), "eos_token");
+}
+
 TEST(Options, AsksForHelpOnlyWhereAFlagStands) {
   Fields f;
   const OptionSet o = options_for(f);

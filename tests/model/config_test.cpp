@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "model/model_dir.h"
+
 namespace sft {
 
 namespace {
@@ -111,6 +115,24 @@ TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
       error_of(R"({"model_type": "llama", "torch_dtype": "int4"})").find("unknown dtype 'int4'"),
       std::string::npos);
   EXPECT_NE(error_of("[]").find("expected a JSON object"), std::string::npos);
+}
+
+}  // namespace sft
+
+namespace sft {
+
+// A config/weights mismatch lists one tensor per line, at most 10, then how many more.
+TEST(ModelDir, MismatchIsOneTensorPerLine) {
+  LayoutMismatch mm;
+  for (int i = 0; i < 14; ++i) mm.missing.push_back("model.layers." + std::to_string(i) + ".w");
+  mm.unexpected.push_back("extra");
+  const std::string text = describe_mismatch(mm);
+  EXPECT_EQ(text.rfind("\n  missing model.layers.0.w\n  missing model.layers.1.w", 0), 0u) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 11);
+  EXPECT_NE(text.find("\n  ... and 5 more"), std::string::npos) << text;
+  LayoutMismatch one;
+  one.wrong_shape.push_back("a: checkpoint [2], config implies [3]");
+  EXPECT_EQ(describe_mismatch(one), "\n  wrong shape a: checkpoint [2], config implies [3]");
 }
 
 }  // namespace sft

@@ -102,6 +102,43 @@ TEST(TrainingArgs, RelationsAreChecked) {
   EXPECT_NE(error_of(base + "--max_shard_size lots").find("size 'lots'"), std::string::npos);
 }
 
+TEST(TrainingArgs, TrlUsersForms) {
+  const TrainingArgs a = parse_training_args(
+      split("--model-name-or-path m --dataset_name=d --output-dir o --lora_target_modules q_proj "
+            "v_proj --report_to none --no_gradient_checkpointing --lr_scheduler_type inverse_sqrt "
+            "--pad_to_multiple_of auto --model_init_kwargs '{\"dtype\": \"bfloat16\"}'"));
+  EXPECT_EQ(a.output_dir, "o");
+  EXPECT_EQ(a.lora_target_modules, (std::vector<std::string>{"q_proj", "v_proj"}));
+  EXPECT_TRUE(a.report_to.empty());  // "none", as transformers
+  EXPECT_FALSE(a.gradient_checkpointing);
+  EXPECT_FALSE(a.pad_to_multiple_of.has_value());
+  EXPECT_EQ(a.dtype, "bfloat16");  // model_init_kwargs' dtype, as TRL loads the model
+  // An explicit --dtype wins over model_init_kwargs.
+  EXPECT_EQ(parse_training_args(split("--model_name_or_path m --dataset_name d --output_dir o "
+                                      "--dtype float32 --model_init_kwargs '{\"dtype\": "
+                                      "\"bfloat16\"}'"))
+                .dtype,
+            "float32");
+}
+
+// Mistakes in flags are usage errors (exit 2, docs/cli.md), found before any work.
+TEST(TrainingArgs, MistakesAreUsageErrors) {
+  const std::string base = "--model_name_or_path m --dataset_name d --output_dir o ";
+  for (const char* bad :
+       {"--lr_scheduler_type cosine_typo", "--packing_strategy ffd", "--bf16 --fp16",
+        "--gradient_accumulation_steps 0", "--max_shard_size lots", "--log_level loud",
+        "--attn_implementation flash", "--dtype float8", "positional", "--deepspeed ds.json",
+        "--neftune_noise_alpha -1", "--test_split_size 100"}) {
+    EXPECT_THROW(parse_training_args(split(base + bad)), UsageError) << bad;
+  }
+  EXPECT_THROW(parse_training_args(split("--dataset_name d --output_dir o")), UsageError);
+  try {
+    parse_training_args(split(base + "--lr_scheduler_type cosine_typo"));
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("inverse_sqrt"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TrainingArgs, SizesParseAsTransformers) {
   EXPECT_EQ(parse_size_bytes("5GB"), 5'000'000'000u);
   EXPECT_EQ(parse_size_bytes("100KB"), 100'000u);
