@@ -53,6 +53,13 @@ struct TokenChoice {
   export_json::TokenIds ids;
 };
 
+// The source tokenizer_config.json, when options.tokenizer_dir has one.
+std::optional<Json> read_tokenizer_config(const ExportOptions& o) {
+  const fs::path path = fs::path(o.tokenizer_dir) / "tokenizer_config.json";
+  if (o.tokenizer_dir.empty() || !fs::is_regular_file(path)) return std::nullopt;
+  return read_json_file(path.string(), kComponent);
+}
+
 TokenChoice resolve_tokens(const ExportOptions& o, const Json* tokenizer_config) {
   TokenChoice c;
   if (o.tokenizer_dir.empty()) {
@@ -213,10 +220,7 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
   } else {
     config = export_json::model_config_to_json(model.config());
   }
-  std::optional<Json> tokenizer_config;
-  const fs::path tc_path = fs::path(options.tokenizer_dir) / "tokenizer_config.json";
-  if (!options.tokenizer_dir.empty() && fs::is_regular_file(tc_path))
-    tokenizer_config = read_json_file(tc_path.string(), kComponent);
+  const std::optional<Json> tokenizer_config = read_tokenizer_config(options);
   const TokenChoice tokens =
       resolve_tokens(options, tokenizer_config ? &*tokenizer_config : nullptr);
   const int64_t V = model.config().vocab_size;
@@ -272,10 +276,7 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
 void export_peft_adapter(const model::Transformer& model, const std::string& out_dir,
                          const ExportOptions& options) {
   if (!model.lora()) fail(kComponent, "export_peft_adapter: the model has no LoRA adapters");
-  std::optional<Json> tokenizer_config;
-  const fs::path tc_path = fs::path(options.tokenizer_dir) / "tokenizer_config.json";
-  if (!options.tokenizer_dir.empty() && fs::is_regular_file(tc_path))
-    tokenizer_config = read_json_file(tc_path.string(), kComponent);
+  const std::optional<Json> tokenizer_config = read_tokenizer_config(options);
   const TokenChoice tokens =
       resolve_tokens(options, tokenizer_config ? &*tokenizer_config : nullptr);
   std::optional<std::string> template_text;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "io/json.h"
+#include "order_golden.h"
 #include "test_paths.h"
 
 namespace sft {
@@ -20,31 +21,7 @@ const Json& goldens() {
   return g;
 }
 
-std::string fnv1a64(const std::vector<uint64_t>& values) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint64_t v : values)
-    for (int b = 0; b < 8; ++b) {
-      h ^= (v >> (8 * b)) & 0xff;
-      h *= 0x100000001b3ull;
-    }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
-// A golden order: {"length", "values"} or {"length", "head", "tail", "fnv1a64"}.
-void expect_order(const Json& want, const std::vector<uint64_t>& got, const std::string& what) {
-  ASSERT_EQ(got.size(), want.at("length").get<uint64_t>()) << what;
-  if (want.contains("values")) {
-    EXPECT_EQ(got, want.at("values").get<std::vector<uint64_t>>()) << what;
-    return;
-  }
-  const auto head = want.at("head").get<std::vector<uint64_t>>();
-  const auto tail = want.at("tail").get<std::vector<uint64_t>>();
-  EXPECT_TRUE(std::equal(head.begin(), head.end(), got.begin())) << what;
-  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), got.end() - tail.size())) << what;
-  EXPECT_EQ(fnv1a64(got), want.at("fnv1a64").get<std::string>()) << what;
-}
+using test::expect_order;
 
 TEST(TorchGenerator, RawDrawsMatchTorch) {
   for (const Json& s : goldens().at("streams")) {

@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 
 #include "data/loader.h"
+#include "order_golden.h"
 #include "test_paths.h"
 
 namespace sft::data {
@@ -19,30 +19,7 @@ Json golden(const std::string& name) {
   return read_json_file(test::source_path("tests/fixtures/sampler/" + name), "test");
 }
 
-std::string fnv1a64(const std::vector<uint64_t>& values) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint64_t v : values)
-    for (int b = 0; b < 8; ++b) {
-      h ^= (v >> (8 * b)) & 0xff;
-      h *= 0x100000001b3ull;
-    }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
-void expect_rows(const Json& want, const std::vector<uint64_t>& got, const std::string& what) {
-  ASSERT_EQ(got.size(), want.at("length").get<uint64_t>()) << what;
-  if (want.contains("values")) {
-    EXPECT_EQ(got, want.at("values").get<std::vector<uint64_t>>()) << what;
-    return;
-  }
-  const auto head = want.at("head").get<std::vector<uint64_t>>();
-  const auto tail = want.at("tail").get<std::vector<uint64_t>>();
-  EXPECT_TRUE(std::equal(head.begin(), head.end(), got.begin())) << what;
-  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), got.end() - tail.size())) << what;
-  EXPECT_EQ(fnv1a64(got), want.at("fnv1a64").get<std::string>()) << what;
-}
+using test::expect_order;
 
 LoaderOptions options_of(const Json& c) {
   LoaderOptions o;
@@ -85,7 +62,7 @@ TEST(LoaderTrlOrder, EveryEpochIsTheTrainersOrder) {
         rows.insert(rows.end(), b.begin(), b.end());
         last_batch = b.size();
       }
-      expect_rows(epochs[e], rows, name_of(c) + " epoch " + std::to_string(e));
+      expect_order(epochs[e], rows, name_of(c) + " epoch " + std::to_string(e));
       ++checked;
     }
     EXPECT_EQ(last_batch, c.at("last_batch_size").get<size_t>()) << name_of(c);
