@@ -108,12 +108,12 @@ if(NOT sft_stdout STREQUAL merged_text)
   message(FATAL_ERROR "generate: adapter and merged model differ:\n${sft_stdout}\n${merged_text}")
 endif()
 
-# Refusals.
-sft(1 train --model_name_or_path "${MODEL}" ${COMMON} --output_dir "${WORK}/e1" --use_peft true
+# Refusals (flag mistakes exit 2, as every usage error; TRL's space-separated list form too).
+sft(2 train --model_name_or_path "${MODEL}" ${COMMON} --output_dir "${WORK}/e1" --use_peft true
     --lora_r 0)
 expect_message("--lora_r must be a positive rank")
-sft(1 train --model_name_or_path "${MODEL}" ${COMMON} --output_dir "${WORK}/e2" --use_peft true
-    --lora_target_modules q_proj,qkv_proj)
+sft(2 train --model_name_or_path "${MODEL}" ${COMMON} --output_dir "${WORK}/e2" --use_peft true
+    --lora_target_modules q_proj qkv_proj)
 expect_message("--lora_target_modules: 'qkv_proj' is not a projection")
 sft(1 train --model_name_or_path "${MODEL}" ${COMMON} --output_dir "${WORK}/e3" --use_peft true
     --lora_modules_to_save nothing_here)

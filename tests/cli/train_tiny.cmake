@@ -106,7 +106,7 @@ sft_train(1 ${COMMON} --dataset_name "${DATA}/train.jsonl" --output_dir "${A}" -
 if(NOT train_out MATCHES "already exists and is not empty")
   message(FATAL_ERROR "wrong refusal:\n${train_out}")
 endif()
-sft_train(1 ${COMMON} --dataset_name "${DATA}/train.jsonl" --output_dir "${WORK}/c" --use_peft true
+sft_train(2 ${COMMON} --dataset_name "${DATA}/train.jsonl" --output_dir "${WORK}/c" --use_peft true
           --use_dora true)
 if(NOT train_out MATCHES "DoRA .*is not implemented")
   message(FATAL_ERROR "wrong --use_dora message:\n${train_out}")
