@@ -33,4 +33,4 @@ add_test(NAME dist.two_hosts_netns
           $<TARGET_FILE:sft_dist_tests> $<TARGET_FILE:sft_compare_weights> ${PROJECT_SOURCE_DIR}
           ${CMAKE_CURRENT_BINARY_DIR}/output/dist_two_hosts)
 set_tests_properties(dist.two_hosts_netns PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240
-                     PROCESSORS 2 RUN_SERIAL TRUE)
+                     PROCESSORS 2 RUN_SERIAL TRUE ENVIRONMENT "${SFT_MPI_TEST_ENV}")

@@ -45,7 +45,8 @@ chmod +x "$work/agent.sh"
 printf "hosta slots=1\nhostb slots=1\n" > "$work/hosts"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SFT_CACHE_DIR="$work/cache"
 mpirun_2host="mpirun -np 2 --hostfile $work/hosts --mca plm_rsh_agent $work/agent.sh \
-  --mca btl tcp,self --mca btl_tcp_if_include $net/24 --mca oob_tcp_if_include $net/24"
+  --mca btl tcp,self --mca btl_tcp_if_include $net/24 --mca oob_tcp_if_include $net/24 \
+  ${ASAN_OPTIONS:+-x ASAN_OPTIONS}"
 on_host_a() { timeout 120 ip netns exec "$a" unshare --uts sh -c "hostname hosta; $*"; }
 
 on_host_a "$mpirun_2host $dist_tests --gtest_filter=-CollectiveWatchdog.*"
