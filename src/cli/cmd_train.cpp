@@ -241,6 +241,8 @@ int train_checked(const Args& argv, TrainingArgs& args) {
   }
   // TRL's bf16 (its default): bf16 matmuls with fp32 accumulation over fp32 master weights.
   if (args.bf16.value_or(false)) model.set_compute_dtype(DType::kBF16);
+  // LoRA under bf16: the frozen base matmuls read only its bf16 copies, so its fp32 matrices go.
+  if (args.bf16.value_or(false) && model.lora()) model.keep_frozen_base_in_bf16();
   // Tokenizer files: the adapter folder's when it has them (TRL saves them there), else the
   // base model's.
   const std::string tok_path =

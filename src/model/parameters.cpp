@@ -94,12 +94,45 @@ void ParameterSet::enable_bf16_copies() {
   refresh_bf16_copies();
 }
 
+void ParameterSet::check_fp32_whole(const char* what) const {
+  if (fp32_released_)
+    fail("model", std::string(what) +
+                      ": the fp32 values of this parameter set's matrices were released (a "
+                      "frozen base kept in bf16 only); only its bf16 copies remain");
+}
+
+void ParameterSet::release_fp32_matrices(bool (*keep_fp32)(const ParamSpec&)) {
+  if (!has_bf16_copies() || has_grads())
+    fail("model", "release_fp32_matrices needs bf16 copies and a set without gradients");
+  if (fp32_released_) return;
+  auto released = [&](const Parameter& p) { return !p.bf16.empty() && !keep_fp32(p.spec); };
+  int64_t kept = 0;
+  for (const Parameter& p : params_)
+    if (!released(p)) kept += p.value.numel();
+  Arena compact(values_.device());
+  compact.reserve(static_cast<size_t>(kept) * sizeof(float));
+  float* next = reinterpret_cast<float*>(compact.data());
+  for (Parameter& p : params_) {
+    if (released(p)) {
+      p.value.data = nullptr;  // the shape stays (Linear reads its in/out features from it)
+      continue;
+    }
+    std::memcpy(next, p.value.data, static_cast<size_t>(p.value.numel()) * sizeof(float));
+    p.value.data = next;
+    next += p.value.numel();
+  }
+  values_ = std::move(compact);
+  fp32_released_ = true;
+}
+
 void ParameterSet::refresh_bf16_copies() {
+  check_fp32_whole("refresh_bf16_copies");
   for (const Parameter& p : params_)
     if (!p.bf16.empty()) ops::cast(p.bf16, p.value);
 }
 
 std::vector<NamedTensor> ParameterSet::named_values() const {
+  check_fp32_whole("named_values");
   std::vector<NamedTensor> out;
   for (const Parameter& p : params_)
     out.push_back({p.spec.name, Tensor::borrow(DType::kF32, p.spec.shape, p.value.data, nullptr)});

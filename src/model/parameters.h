@@ -45,8 +45,12 @@ class ParameterSet {
   const Parameter& named(const std::string& name) const;
 
   int64_t numel() const { return numel_; }
-  std::span<float> values() { return {reinterpret_cast<float*>(values_.data()), size()}; }
+  std::span<float> values() {
+    check_fp32_whole("values");
+    return {reinterpret_cast<float*>(values_.data()), size()};
+  }
   std::span<const float> values() const {
+    check_fp32_whole("values");
     return {reinterpret_cast<const float*>(values_.data()), size()};
   }
   std::span<float> grads() { return {reinterpret_cast<float*>(grads_.data()), grads_size()}; }
@@ -63,6 +67,14 @@ class ParameterSet {
   void enable_bf16_copies();
   bool has_bf16_copies() const { return bf16_.capacity() > 0; }
   void refresh_bf16_copies();
+  // For a frozen set computed in bf16 (a LoRA base): frees the fp32 values of every matmul
+  // weight that has a bf16 copy, except those `keep_fp32` names (e.g. an embedding table that
+  // is looked up in fp32); the rest move to a smaller fp32 arena. Afterwards a released
+  // weight's `value` has its shape but no data, and values(), named_values() and
+  // refresh_bf16_copies() fail (nothing may read or change the fp32 master any more).
+  // Requires bf16 copies and no gradients.
+  void release_fp32_matrices(bool (*keep_fp32)(const ParamSpec&));
+  bool fp32_released() const { return fp32_released_; }
   // The bf16 arena (same offsets as values(), room for every parameter; only matmul weights
   // have views into it), for an optimizer that writes the copies itself; null without copies.
   uint16_t* bf16_arena() {
@@ -77,9 +89,12 @@ class ParameterSet {
   size_t size() const { return static_cast<size_t>(numel_); }
   size_t grads_size() const { return has_grads() ? size() : 0; }
 
+  void check_fp32_whole(const char* what) const;
+
   std::vector<Parameter> params_;
   int64_t numel_ = 0;
   Arena values_, grads_, bf16_;
+  bool fp32_released_ = false;
 };
 
 }  // namespace sft::model

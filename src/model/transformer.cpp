@@ -30,6 +30,8 @@ Transformer::~Transformer() = default;
 void Transformer::set_compute_dtype(DType dtype) {
   if (dtype != DType::kF32 && dtype != DType::kBF16)
     fail("model", "compute dtype must be f32 or bf16, not " + std::string(dtype_name(dtype)));
+  if (dtype != DType::kBF16 && params_.fp32_released())
+    fail("model", "fp32 compute after keep_frozen_base_in_bf16 (the base has only bf16 matrices)");
   compute_ = dtype;
   if (dtype == DType::kBF16) params_.enable_bf16_copies();
   if (dtype == DType::kBF16 && lora_) lora_->params().enable_bf16_copies();
@@ -65,6 +67,13 @@ LoraModel& Transformer::enable_lora(const LoraConfig& config, uint64_t seed,
   if (compute_ == DType::kBF16) lora_->params().enable_bf16_copies();
   has_forward_ = false;
   return *lora_;
+}
+
+void Transformer::keep_frozen_base_in_bf16() {
+  if (!lora_ || compute_ != DType::kBF16)
+    fail("model", "keep_frozen_base_in_bf16 needs LoRA adapters and bf16 compute");
+  params_.release_fp32_matrices(
+      [](const ParamSpec& spec) { return spec.slot == ParamSlot::kEmbed; });
 }
 
 void Transformer::merge_lora() {

@@ -90,6 +90,10 @@ class Transformer {
   // merge_and_unload(): W += scale · B A for every adapter, modules_to_save copies written
   // back into the base; LoRA is then off.
   void merge_lora();
+  // LoRA under bf16 compute: the frozen base then keeps only the bf16 copies of its matrices
+  // (4 bytes less per base parameter); the embedding table, looked up in fp32, and the norms
+  // keep fp32. Afterwards parameters() fails (nothing exports or merges from this model).
+  void keep_frozen_base_in_bf16();
   int64_t num_parameters() const { return params_.numel(); }
 
   // Named parameter / gradient tensors (borrowed views; valid while this object lives).

@@ -7,10 +7,12 @@
 //   - merged logits equal the adapted model's; rsLoRA scales by alpha / sqrt(r);
 //   - dropout masks are a pure function of the key (same key, same loss; another key, another
 //     loss), and forward and backward use the same mask (finite differences);
-//   - bf16 compute with adapters stays close to fp32;
+//   - bf16 compute with adapters stays close to fp32, and is bit for bit the same when the
+//     frozen base keeps only its bf16 matrices (keep_frozen_base_in_bf16);
 //   - bad configurations fail naming the problem.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -231,6 +233,34 @@ TEST(Lora, Bf16ComputeTracksFp32) {
     d += (double(g32[i]) - g16[i]) * (double(g32[i]) - g16[i]);
   }
   EXPECT_LT(std::sqrt(d / n), 5e-2);
+}
+
+TEST(Lora, FrozenBaseInBf16OnlyComputesBitForBitTheSame) {
+  const Batch batch = tiny_batch();
+  for (const bool tied : {true, false}) {
+    SCOPED_TRACE(tied ? "tied embeddings" : "untied LM head");
+    ModelConfig config = tiny_config();
+    config.tie_word_embeddings = tied;
+    Transformer both = Transformer::random(config, 3), bf16_only = Transformer::random(config, 3);
+    for (Transformer* m : {&both, &bf16_only}) {
+      m->enable_lora(all_linear(), 5, "test");
+      randomize_b(*m, 17);
+      m->set_compute_dtype(DType::kBF16);
+    }
+    bf16_only.keep_frozen_base_in_bf16();
+    EXPECT_TRUE(bf16_only.params().at(ParamSlot::kQ, 0).value.empty());
+    EXPECT_FALSE(bf16_only.params().at(ParamSlot::kEmbed).value.empty());  // looked up in fp32
+    for (Transformer* m : {&both, &bf16_only}) {
+      m->forward(batch, nullptr, 1.0);
+      m->backward(1.0);
+    }
+    const auto a = both.trainable().grads(), b = bf16_only.trainable().grads();
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin()));
+    EXPECT_EQ(logits_of(both, batch), logits_of(bf16_only, batch));
+    EXPECT_THROW(bf16_only.parameters(), Error);
+    EXPECT_THROW(bf16_only.set_compute_dtype(DType::kF32), Error);
+  }
 }
 
 TEST(Lora, DefaultTargetsAndModulesToSave) {
