@@ -114,6 +114,8 @@ std::vector<std::string> expand_files(const std::vector<std::string>& patterns,
   std::vector<std::string> out;
   for (const std::string& p : patterns) {
     const std::string full = fs::path(p).is_absolute() ? p : (base / p).lexically_normal().string();
+    if (!fs::exists(full) && full.find_first_of("*?[") == std::string::npos)
+      fail("data", where(index, "data_files") + ": file not found: " + full);
     DatasetSource source;
     source.name = full;
     try {
@@ -122,8 +124,6 @@ std::vector<std::string> expand_files(const std::vector<std::string>& patterns,
     } catch (const Error& e) {
       fail("data", where(index, "data_files") + ": " + message_of(e));
     }
-    if (!fs::exists(full) && full.find_first_of("*?[") == std::string::npos)
-      fail("data", where(index, "data_files") + ": file not found: " + full);
   }
   return out;
 }
