@@ -1,7 +1,6 @@
 // Parsing, resolving and reading a `--datasets` mixture (see mixture.h).
 #include "data/mixture.h"
 
-#include <cfenv>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -128,6 +127,15 @@ std::vector<std::string> expand_files(const std::vector<std::string>& patterns,
   return out;
 }
 
+// Python's round() of a non-negative float: to the nearest integer, halves to the even one
+// (round(2.5) == 2), whatever the FPU's rounding mode.
+uint64_t round_half_even(double x) {
+  const double floor = std::floor(x);
+  const double diff = x - floor;
+  double r = diff < 0.5 ? floor : diff > 0.5 ? floor + 1 : floor + std::fmod(floor, 2.0);
+  return static_cast<uint64_t>(r);
+}
+
 // Rows of a part's files (Python's len(dataset)): every row the readers produce.
 uint64_t count_rows(const std::vector<std::string>& files, bool skip_invalid_rows) {
   RowErrors errors(skip_invalid_rows);
@@ -219,9 +227,7 @@ std::vector<uint64_t> mixture_take_counts(const std::vector<uint64_t>& rows,
   for (size_t i = 0; i < rows.size(); ++i)
     if (weights[i] > 0) total = std::min(total, static_cast<double>(rows[i]) / weights[i]);
   std::vector<uint64_t> take;
-  std::fesetround(FE_TONEAREST);  // Python's round(): half to even
-  for (size_t i = 0; i < rows.size(); ++i)
-    take.push_back(static_cast<uint64_t>(std::nearbyint(weights[i] * total)));
+  for (size_t i = 0; i < rows.size(); ++i) take.push_back(round_half_even(weights[i] * total));
   return take;
 }
 
