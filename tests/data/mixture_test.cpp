@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -123,6 +124,37 @@ TEST(Mixture, EntriesResolveThroughTheDatasetSources) {
             std::string::npos);
   EXPECT_EQ(error_of([&] { files(R"([{"path": ")" + dir + R"(/folder", "data_dir": "nope"}])"); }),
             "[data] --datasets[0] data_dir: no folder " + dir + "/folder/nope");
+}
+
+// A Hub id in the HF cache (openai/gsm8k's parquet layout, as tests/data/sources_test.cpp):
+// name is the config, split picks files, data_files are relative to the snapshot.
+TEST(Mixture, HubIdsResolveFromTheCache) {
+  const std::string cache = sft::test::fresh_output_dir("mixture_hub_cache");
+  const fs::path repo = fs::path(cache) / "datasets--openai--gsm8k";
+  const std::string commit = "0123456789abcdef0123456789abcdef01234567";
+  fs::create_directories(repo / "refs");
+  std::ofstream(repo / "refs" / "main") << commit;
+  fs::create_directories(repo / "snapshots" / commit / "main");
+  for (const auto& e :
+       fs::directory_iterator(sft::test::source_path("tests/fixtures/parquet/hub_gsm8k/main")))
+    fs::copy_file(e.path(), repo / "snapshots" / commit / "main" / e.path().filename());
+  const char* old = std::getenv("HF_HUB_CACHE");
+  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  setenv("HF_HUB_CACHE", cache.c_str(), 1);
+  const auto entries = parse_mixture(Json::parse(R"([
+    {"path": "openai/gsm8k", "name": "main", "split": "test"},
+    {"path": "openai/gsm8k", "data_files": "main/train-00001-of-00002.parquet"}])"));
+  const auto test_files = mixture_entry_files(entries[0], 0);
+  const auto train_files = mixture_entry_files(entries[1], 1);
+  if (saved) {
+    setenv("HF_HUB_CACHE", saved->c_str(), 1);
+  } else {
+    unsetenv("HF_HUB_CACHE");
+  }
+  ASSERT_EQ(test_files.size(), 1u);
+  EXPECT_TRUE(test_files[0].ends_with("main/test-00000-of-00001.parquet")) << test_files[0];
+  ASSERT_EQ(train_files.size(), 1u);
+  EXPECT_TRUE(train_files[0].ends_with("main/train-00001-of-00002.parquet")) << train_files[0];
 }
 
 TEST(Mixture, ColumnsSelectAndOrderTheRowsKeys) {
