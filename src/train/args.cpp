@@ -350,6 +350,12 @@ void validate_training_args(TrainingArgs& a, const OptionSet* given) {
     fail_usage(kComponent, "--lr_scheduler_type: " + message_of(e));
   }
   validate_trl_extras(a, given);
+  // A --datasets mixture has no test split (TRL's get_dataset makes one only with
+  // test_split_size): say so now rather than after preparing the data.
+  if (mixture && a.eval_strategy != "no" && a.eval_split_ratio == 0)
+    fail_usage(kComponent, "--eval_strategy " + a.eval_strategy +
+                               ": a --datasets mixture has no test split (hint: --test_split_size "
+                               "0.1 holds out a share of its rows, or --eval_strategy no)");
   if (a.hub_strategy == "checkpoint" || a.hub_strategy == "all_checkpoints")
     fail_usage(kComponent,
                "--hub_strategy " + a.hub_strategy +

@@ -60,6 +60,20 @@ TEST(ArgsMixture, BadEntryIsAUsageError) {
   }
   EXPECT_THROW(parse_training_args({"--model_name_or_path", "m", "--output_dir", "o"}),
                UsageError);  // neither --dataset_name nor --datasets
+  const std::vector<std::string> eval = {
+      "--model_name_or_path", "m",    "--output_dir", "o", "--datasets", R"([{"path": "a"}])",
+      "--eval_strategy",      "steps"};
+  try {
+    parse_training_args(eval);
+    FAIL() << "a mixture has no test split";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("a --datasets mixture has no test split"),
+              std::string::npos)
+        << e.what();
+  }
+  std::vector<std::string> with_split = eval;
+  with_split.insert(with_split.end(), {"--test_split_size", "0.1"});
+  EXPECT_NO_THROW(parse_training_args(with_split));
 }
 
 TEST(ArgsMixture, PreflightChecksEveryEntry) {
