@@ -144,6 +144,49 @@ uint64_t count_rows(const std::vector<std::string>& files, bool skip_invalid_row
   return n;
 }
 
+// The row's keys in order.
+std::vector<std::string> keys_of(const RowJson& row) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : row.items()) keys.push_back(k);
+  return keys;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& c : v) s += (s.empty() ? "" : ", ") + c;
+  return s;
+}
+
+// select_columns on one row: only `columns`, in that order. A column missing from a part's
+// first row is the dataset lacking it (an error, as datasets raises); missing later (a JSON
+// Lines row without the key) it is null, as datasets fills it.
+RowJson select_columns(RowJson&& row, const std::vector<std::string>& columns, bool first_row,
+                       size_t part, const RowRef& ref) {
+  RowJson kept = RowJson::object();
+  for (const std::string& c : columns) {
+    auto it = row.find(c);
+    if (it == row.end() && first_row)
+      fail_in_file("data", ref.location(),
+                   where(part, "columns") + ": column '" + c +
+                       "' is not in the dataset (its columns: " + joined(keys_of(row)) + ")",
+                   "name columns the dataset has");
+    kept[c] = it == row.end() ? RowJson() : std::move(*it);
+  }
+  return kept;
+}
+
+// datasets' concatenate_datasets would fill a column one part lacks with None.
+void check_same_columns(const std::vector<std::string>& columns,
+                        const std::vector<std::string>& first_columns, size_t part) {
+  if (std::set<std::string>(columns.begin(), columns.end()) ==
+      std::set<std::string>(first_columns.begin(), first_columns.end()))
+    return;
+  fail("data", where(part) + " has the columns [" + joined(columns) + "] but --datasets[0] has [" +
+                   joined(first_columns) +
+                   "]; concatenating them would leave columns empty (hint: give each dataset "
+                   "`columns` naming the same columns)");
+}
+
 }  // namespace
 
 std::vector<MixtureEntry> parse_mixture(const Json& datasets) {
@@ -258,48 +301,22 @@ void read_mixture_rows(const std::vector<MixturePart>& parts, RowErrors& errors,
     const MixturePart& part = parts[p];
     uint64_t taken = 0;
     bool first = true;
+    bool reorder = false;  // this part's columns come in another order than the first part's
     // Parts are read whole even when only some rows are kept: a stop would need a reader that
     // can end early, and a mixture's later rows cost only their parse.
     read_rows(part.files, errors, [&](RowJson&& row, const RowRef& ref) {
       if (part.take && taken >= *part.take) return;
       ++taken;
-      if (part.columns) {
-        RowJson kept = RowJson::object();
-        for (const std::string& c : *part.columns) {
-          auto it = row.find(c);
-          if (it == row.end() && first) {
-            std::string have;
-            for (const auto& [k, v] : row.items()) have += (have.empty() ? "" : ", ") + k;
-            fail_in_file("data", ref.location(),
-                         where(p, "columns") + ": column '" + c +
-                             "' is not in the dataset (its "
-                             "columns: " +
-                             have + ")",
-                         "name columns the dataset has");
-          }
-          kept[c] = it == row.end() ? RowJson() : std::move(*it);
-        }
-        row = std::move(kept);
-      }
+      if (part.columns) row = select_columns(std::move(row), *part.columns, first, p, ref);
       if (first) {
-        std::vector<std::string> cols;
-        for (const auto& [k, v] : row.items()) cols.push_back(k);
-        if (p == 0) {
-          first_columns = cols;
-        } else if (std::set<std::string>(cols.begin(), cols.end()) !=
-                   std::set<std::string>(first_columns.begin(), first_columns.end())) {
-          auto join = [](const std::vector<std::string>& v) {
-            std::string s;
-            for (const auto& c : v) s += (s.empty() ? "" : ", ") + c;
-            return s;
-          };
-          fail("data", where(p) + " has the columns [" + join(cols) + "] but --datasets[0] has [" +
-                           join(first_columns) +
-                           "]; concatenating them would leave columns empty (hint: give each "
-                           "dataset `columns` naming the same columns)");
-        }
+        const std::vector<std::string> columns = keys_of(row);
+        if (p == 0) first_columns = columns;
+        check_same_columns(columns, first_columns, p);
+        reorder = columns != first_columns;
         first = false;
       }
+      // concatenate_datasets gives every row the first dataset's column order.
+      if (reorder) row = select_columns(std::move(row), first_columns, false, p, ref);
       visit(std::move(row), ref);
     });
   }

@@ -171,6 +171,16 @@ TEST(Mixture, ColumnsSelectAndOrderTheRowsKeys) {
                     [&](RowJson&& row, const RowRef&) { rows.push_back(row.dump()); });
   EXPECT_EQ(rows, (std::vector<std::string>{R"({"prompt":"p","completion":"c"})",
                                             R"({"prompt":"q","completion":"d"})"}));
+  // Without columns, a later part's keys take the first part's order (concatenate_datasets).
+  std::ofstream(dir + "/c.jsonl") << R"({"completion": "e", "prompt": "r"})"
+                                     "\n";
+  std::ofstream(dir + "/d.jsonl") << R"({"prompt": "s", "completion": "f"})"
+                                     "\n";
+  rows.clear();
+  read_mixture_rows({{{dir + "/c.jsonl"}, {}, {}}, {{dir + "/d.jsonl"}, {}, {}}}, errors,
+                    [&](RowJson&& row, const RowRef&) { rows.push_back(row.dump()); });
+  EXPECT_EQ(rows, (std::vector<std::string>{R"({"completion":"e","prompt":"r"})",
+                                            R"({"completion":"f","prompt":"s"})"}));
 
   using test_util::error_of;
   parts[1].columns = std::vector<std::string>{"prompt", "answer"};
