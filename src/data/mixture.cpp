@@ -238,9 +238,17 @@ std::vector<std::string> mixture_entry_files(const MixtureEntry& m, size_t index
                           ? " (a string or list of data_files is the train split)"
                           : ""));
   }
+  if (is_builder(m.path) && !m.data_dir.empty()) {
+    // datasets reads data_dir/** then: the folder's files, split by their names.
+    try {
+      return resolve_split_files({m.data_dir, "", "main"}, m.split);
+    } catch (const Error& e) {
+      fail(e.component(), where(index, "data_dir") + ": " + message_of(e));
+    }
+  }
   if (is_builder(m.path))
     fail_usage("args", where(index, "path") + " '" + m.path +
-                           "' is a file format: it needs data_files (hint: data_files: "
+                           "' is a file format: it needs data_files or data_dir (hint: data_files: "
                            "data/train.jsonl, or give the file itself as path)");
   DatasetSource source{m.path, m.name, "main"};
   if (!m.data_dir.empty()) {

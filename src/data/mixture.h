@@ -5,7 +5,7 @@
 // resolves to files through the same sources as --dataset_name (sources.h):
 //   path "json" / "parquet"   datasets' packaged builders: the files are `data_files`
 //                             (a path, glob or list; or a mapping split → files), relative to
-//                             data_dir when given
+//                             data_dir when given; without data_files, data_dir's files
 //   path a file/glob/folder/Hub id  as --dataset_name with name = its config, data_dir a
 //                             sub-folder, data_files paths relative to that folder
 // Rows of an entry keep only `columns` when given, in that order (select_columns). With
@@ -13,7 +13,8 @@
 // over weights > 0, and each entry keeps its first round(weight_i · total) rows (Python's
 // round: half to even). Entries are concatenated in order, before encoding and packing.
 // Every entry must end up with the same columns: datasets' concatenate_datasets would fill a
-// column missing in one entry with None, which no SFT format accepts.
+// column missing in one entry with None, which no SFT format accepts; rows of later entries
+// take the first entry's column order, as concatenate_datasets gives them.
 #pragma once
 
 #include <cstdint>

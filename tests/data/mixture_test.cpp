@@ -105,10 +105,14 @@ TEST(Mixture, EntriesResolveThroughTheDatasetSources) {
                   R"(", "data_files": {"validation": "two.jsonl"}, "split": "validation"}])"),
             (std::vector<std::string>{dir + "/two.jsonl"}));
 
+  EXPECT_EQ(files(R"([{"path": "json", "data_dir": ")" + dir + R"(/folder/sub"}])"),
+            (std::vector<std::string>{dir + "/folder/sub/train.jsonl"}));
+
   using test_util::error_of;
-  EXPECT_EQ(error_of([&] { files(R"([{"path": "json"}])"); }),
-            "[args] --datasets[0] path 'json' is a file format: it needs data_files (hint: "
-            "data_files: data/train.jsonl, or give the file itself as path)");
+  EXPECT_EQ(
+      error_of([&] { files(R"([{"path": "json"}])"); }),
+      "[args] --datasets[0] path 'json' is a file format: it needs data_files or data_dir (hint: "
+      "data_files: data/train.jsonl, or give the file itself as path)");
   EXPECT_EQ(
       error_of([&] { files(R"([{"path": "json", "data_files": ")" + dir + R"(/none.jsonl"}])"); }),
       "[data] --datasets[0] data_files: file not found: " + dir + "/none.jsonl");
