@@ -6,6 +6,7 @@ _prepare_dataset make of it, for tests/data/mixture_parity_test.cpp.
 
   mixture.json        the `datasets` list (data_files relative to tests/fixtures/mixture)
   expected_rows.jsonl TRL's prepared rows {input_ids, labels} (assistant_only_loss, max_length 64)
+  expected_packed.jsonl  the same mixture packed (bfd, max_length 64): {input_ids, seq_lengths}
   expected.json       rows per entry after `fraction`, and a few take-count cases of TRL's
                       fraction rule (half-way cases included: Python's round is half to even)
 
@@ -95,6 +96,15 @@ def main():
     with open(os.path.join(OUT, "expected_rows.jsonl"), "w") as f:
         for r in ds:
             row = {"input_ids": r["input_ids"], "labels": list(r["labels"])}
+            f.write("{" + ", ".join(f'"{k}": [' + ", ".join(map(str, v)) + "]"
+                                    for k, v in row.items()) + "}\n")
+
+    args = SFTConfig(output_dir="/tmp/sft_mixture_goldens", report_to="none", bf16=False,
+                     use_cpu=True, max_length=64, packing=True, assistant_only_loss=True)
+    packed = SFTTrainer._prepare_dataset(fake, train, tok, args, True, None, "train")
+    with open(os.path.join(OUT, "expected_packed.jsonl"), "w") as f:
+        for r in packed:
+            row = {"input_ids": r["input_ids"], "seq_lengths": r["seq_lengths"]}
             f.write("{" + ", ".join(f'"{k}": [' + ", ".join(map(str, v)) + "]"
                                     for k, v in row.items()) + "}\n")
 

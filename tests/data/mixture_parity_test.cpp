@@ -2,7 +2,8 @@
 // tools/make_mixture_goldens.py): three conversational datasets in JSON Lines, a JSON array
 // and Parquet, each reduced to `columns: [messages]` and mixed by `fraction`, prepared with
 // assistant_only_loss and max_length 64 give exactly the rows of TRL's get_dataset +
-// SFTTrainer._prepare_dataset, in order; TRL's fraction rule gives TRL's row counts.
+// SFTTrainer._prepare_dataset, in order, unpacked and packed (bfd); TRL's fraction rule gives
+// TRL's row counts.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -70,6 +71,30 @@ TEST(MixtureParity, PreparedRowsAreTrls) {
   const Json counts = read_json(sft::test::source_path(kFixtures + "/expected.json"));
   EXPECT_EQ(prepared->report().rows_read, counts["mixture_rows"].get<uint64_t>());
   EXPECT_EQ(prepared->num_rows(), counts["prepared_rows"].get<uint64_t>());
+}
+
+// Packing runs over the concatenated rows (bfd to 64, TRL's default strategy).
+TEST(MixtureParity, PackedRowsAreTrls) {
+  PrepareOptions o = mixture_options();
+  o.packing = true;
+  o.pack.strategy = PackingStrategy::kBfd;
+  const auto prepared = prepare_dataset(o);
+  std::ifstream expected(sft::test::source_path(kFixtures + "/expected_packed.jsonl"));
+  std::string line;
+  size_t i = 0;
+  for (; std::getline(expected, line); ++i) {
+    const Json row = Json::parse(line);
+    ASSERT_LT(i, prepared->num_rows()) << "sft has fewer packed rows than TRL";
+    const TokenRow got = prepared->row(i);
+    EXPECT_EQ(std::vector<int32_t>(got.input_ids.begin(), got.input_ids.end()),
+              row["input_ids"].get<std::vector<int32_t>>())
+        << "row " << i;
+    const auto docs = prepared->doc_lengths(i);
+    EXPECT_EQ(std::vector<int32_t>(docs.begin(), docs.end()),
+              row["seq_lengths"].get<std::vector<int32_t>>())
+        << "row " << i;
+  }
+  EXPECT_EQ(prepared->num_rows(), i);
 }
 
 TEST(MixtureParity, FractionRuleIsTrls) {
