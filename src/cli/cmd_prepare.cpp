@@ -99,6 +99,7 @@ int run_prepare(const Args& tokens) {
       const std::set<std::string> used = {"model_name_or_path",
                                           "model_revision",
                                           "dataset_name",
+                                          "datasets",
                                           "dataset_config",
                                           "dataset_train_split",
                                           "dataset_text_field",
@@ -135,7 +136,9 @@ int run_prepare(const Args& tokens) {
   if (tokenizer_name_or_path.empty()) tokenizer_name_or_path = args.model_name_or_path;
   if (tokenizer_name_or_path.empty())
     fail_usage("args", "--model_name_or_path (or --tokenizer_name_or_path) is required");
-  if (args.dataset_name.empty()) fail_usage("args", "--dataset_name is required");
+  if (args.dataset_name.empty() && args.datasets.is_null())
+    fail_usage("args", "--dataset_name (or a --datasets mixture) is required");
+  if (!args.datasets.is_null()) data::parse_mixture(args.datasets);
   if (!dump_packed.empty() && !args.packing)
     fail_usage("args", "--dump_packed needs --packing (hint: use --dump for unpacked rows)");
   if (preview < 0) fail_usage("args", "--preview must be >= 0");

@@ -267,7 +267,9 @@ int train_checked(const Args& argv, TrainingArgs& args) {
   if (args.eval_strategy != "no") {
     data::PrepareOptions eo =
         prepare_options(args, tok_path, args.dataset_test_split, eval_packing);
-    if (data::find_split_files(eo.source, eo.split)) {
+    // A --datasets mixture has only its train rows (as TRL's get_dataset without
+    // test_split_size); eval then holds out --eval_split_ratio / --test_split_size.
+    if (eo.mixture.empty() && data::find_split_files(eo.source, eo.split)) {
       eval_rows = data::prepare_dataset(eo);
     } else if (args.eval_split_ratio > 0) {
       auto [train_part, eval_part] =

@@ -317,8 +317,14 @@ std::optional<Example> to_example(RowJson&& row, const DetectedFormat& format,
 
 DetectedFormat read_examples(const std::vector<std::string>& paths, const FormatOptions& options,
                              RowErrors& errors, const ExampleVisitor& visit) {
+  return read_examples([&paths](RowErrors& e, const RowVisitor& v) { read_rows(paths, e, v); },
+                       options, errors, visit);
+}
+
+DetectedFormat read_examples(const RowSource& rows, const FormatOptions& options, RowErrors& errors,
+                             const ExampleVisitor& visit) {
   std::optional<DetectedFormat> format;
-  read_rows(paths, errors, [&](RowJson&& row, const RowRef& where) {
+  rows(errors, [&](RowJson&& row, const RowRef& where) {
     if (!apply_column_mapping(row, options, where, errors)) return;
     if (!format) format = detect_format(row, options, where);
     if (auto example = to_example(std::move(row), *format, options, where, errors))

@@ -61,5 +61,9 @@ std::optional<Example> to_example(RowJson&& row, const DetectedFormat& format,
 using ExampleVisitor = std::function<void(Example&& example, const RowRef& where)>;
 DetectedFormat read_examples(const std::vector<std::string>& paths, const FormatOptions& options,
                              RowErrors& errors, const ExampleVisitor& visit);
+// As above over rows from any source (a --datasets mixture: mixture.h).
+using RowSource = std::function<void(RowErrors& errors, const RowVisitor& visit)>;
+DetectedFormat read_examples(const RowSource& rows, const FormatOptions& options, RowErrors& errors,
+                             const ExampleVisitor& visit);
 
 }  // namespace sft::data

@@ -96,6 +96,18 @@ std::unique_ptr<chat::ChatTemplate> load_template(const PrepareOptions& options)
   return std::make_unique<chat::ChatTemplate>(chat::ChatTemplate::from_tokenizer(folder.string()));
 }
 
+// prepare_rows over the split's files, or over the mixture's parts when there are any.
+PrepareReport run_rows(const std::vector<std::string>& files, const std::vector<MixturePart>& parts,
+                       const PrepareOptions& options, const RowPipeline& pipeline,
+                       const FinalRowSink& out) {
+  if (parts.empty()) return prepare_rows(files, options, pipeline, out);
+  return prepare_rows(
+      [&parts](RowErrors& errors, const RowVisitor& visit) {
+        read_mixture_rows(parts, errors, visit);
+      },
+      0, options, pipeline, out);
+}
+
 }  // namespace
 
 std::string prepare_fingerprint(const PrepareOptions& o, const std::vector<std::string>& files) {
@@ -105,6 +117,17 @@ std::string prepare_fingerprint(const PrepareOptions& o, const std::vector<std::
   fp.add_int("files", static_cast<int64_t>(files.size()));
   for (const auto& f : files) fp.add_file_identity(f);
   fp.add("split", o.split);
+  // A mixture's entries (columns, rows kept; their files are in `files` above), so a
+  // different mixture of the same files is another cache.
+  if (!o.mixture.empty()) {
+    for (const MixtureEntry& e : o.mixture) {
+      Json j{{"path", e.path}, {"name", e.name}, {"data_dir", e.data_dir}, {"split", e.split}};
+      j["columns"] = e.columns ? Json(*e.columns) : Json();
+      j["fraction"] = e.fraction ? Json(*e.fraction) : Json();
+      j["data_files"] = Json(e.data_files);
+      fp.add("mixture_entry", j.dump());
+    }
+  }
   fp.add("text_field", o.format.text_field);
   for (const auto& [target, source] : o.format.columns) fp.add("column", target + "=" + source);
   fp.add_int("skip_invalid_rows", o.skip_invalid_rows);
@@ -135,7 +158,14 @@ std::string prepare_fingerprint(const PrepareOptions& o, const std::vector<std::
 
 std::unique_ptr<PreparedDataset> prepare_dataset(const PrepareOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<std::string> files = resolve_split_files(options.source, options.split);
+  std::vector<MixturePart> parts;
+  std::vector<std::string> files;
+  if (options.mixture.empty()) {
+    files = resolve_split_files(options.source, options.split);
+  } else {
+    parts = resolve_mixture(options.mixture, options.skip_invalid_rows);
+    for (const MixturePart& p : parts) files.insert(files.end(), p.files.begin(), p.files.end());
+  }
   const std::string fingerprint = prepare_fingerprint(options, files);
   const std::string cache_dir =
       options.cache_dir.empty() ? "" : (fs::path(options.cache_dir) / fingerprint).string();
@@ -173,16 +203,16 @@ std::unique_ptr<PreparedDataset> prepare_dataset(const PrepareOptions& options) 
 
   if (cache_dir.empty()) {
     RowStore rows;
-    PrepareReport report = prepare_rows(
-        files, options, pipeline,
+    PrepareReport report = run_rows(
+        files, parts, options, pipeline,
         [&](const TokenRow& row, std::span<const int32_t> docs) { rows.append(row, docs); });
     report.seconds = seconds_since(start);
     return std::make_unique<MemoryDataset>(std::move(rows), std::move(report), fingerprint);
   }
 
   TokenCacheWriter writer(cache_dir);
-  PrepareReport report = prepare_rows(
-      files, options, pipeline,
+  PrepareReport report = run_rows(
+      files, parts, options, pipeline,
       [&](const TokenRow& row, std::span<const int32_t> docs) { writer.append(row, docs); });
   report.seconds = seconds_since(start);
   writer.finish(Json{{"report", report.to_json()}, {"fingerprint", fingerprint}});

@@ -26,6 +26,7 @@
 
 #include "data/encode.h"
 #include "data/format.h"
+#include "data/mixture.h"
 #include "data/pack.h"
 #include "data/sources.h"
 
@@ -34,6 +35,8 @@ namespace sft::data {
 struct PrepareOptions {
   DatasetSource source;
   std::string split = "train";
+  // --datasets: when not empty, the rows are this mixture's and source/split are not used.
+  std::vector<MixtureEntry> mixture;
   FormatOptions format;
   bool skip_invalid_rows = false;
 

@@ -296,17 +296,24 @@ size_t length_bucket(uint64_t length) {
 
 PrepareReport prepare_rows(const std::vector<std::string>& paths, const PrepareOptions& options,
                            const RowPipeline& pipeline, const FinalRowSink& out) {
+  return prepare_rows([&paths](RowErrors& e, const RowVisitor& v) { read_rows(paths, e, v); },
+                      estimate_rows(paths), options, pipeline, out);
+}
+
+PrepareReport prepare_rows(const RowSource& rows, uint64_t estimated_rows,
+                           const PrepareOptions& options, const RowPipeline& pipeline,
+                           const FinalRowSink& out) {
   const Stage stage{options, pipeline, checked_truncation(options),
                     pipeline.pool ? *pipeline.pool : default_thread_pool(), out};
   PrepareReport report;
   RowErrors errors(options.skip_invalid_rows);
   RowStore before_packing;  // packing needs every row's length before it can start
-  Progress progress("preparing", estimate_rows(paths), options.show_progress);
+  Progress progress("preparing", estimated_rows, options.show_progress);
 
   std::vector<Slot> batch;
   batch.reserve(pipeline.batch_rows);
   const DetectedFormat format =
-      read_examples(paths, options.format, errors, [&](Example&& example, const RowRef& where) {
+      read_examples(rows, options.format, errors, [&](Example&& example, const RowRef& where) {
         batch.push_back(Slot{std::move(example), where.location(), {}, {}, 0, false});
         if (batch.size() >= pipeline.batch_rows)
           run_batch(batch, stage, report, before_packing, progress);

@@ -40,6 +40,11 @@ struct RowPipeline {
 // show_progress); fills everything in the report except from_cache and seconds.
 PrepareReport prepare_rows(const std::vector<std::string>& paths, const PrepareOptions& options,
                            const RowPipeline& pipeline, const FinalRowSink& out);
+// As above over rows from any source (a --datasets mixture); `estimated_rows` (0 = unknown)
+// is the progress bar's total.
+PrepareReport prepare_rows(const RowSource& rows, uint64_t estimated_rows,
+                           const PrepareOptions& options, const RowPipeline& pipeline,
+                           const FinalRowSink& out);
 
 // Index of the power-of-two bucket of a row length: 0 for lengths 0 and 1, k for
 // [2^k, 2^(k+1)).

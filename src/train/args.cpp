@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "data/mixture.h"
 #include "optim/schedule.h"
 #include "train/args_trl_flags.h"
 
@@ -134,6 +135,10 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_string("loss_type", &a.loss_type, data, "nll");
   o.add_float("eval_split_ratio", &a.eval_split_ratio, data,
               "hold out this fraction of train for eval");
+  o.add_json("datasets", &a.datasets, data,
+             "a mixture: a JSON list (or a `datasets:` YAML list) of {path, name, data_dir, "
+             "data_files, split, columns, fraction}, concatenated in order as TRL's get_dataset",
+             /*allow_array=*/true);
   o.add_optional_float("test_split_size", &a.test_split_size, data,
                        "as --eval_split_ratio (a fraction of the prepared rows)");
   o.add_optional_float("neftune_noise_alpha", &a.neftune_noise_alpha, data,
@@ -278,7 +283,16 @@ void validate_training_args(TrainingArgs& a, const OptionSet* given) {
   // First: a refused TRL flag (--datasets, --deepspeed, ...) explains more than what it lacks.
   check_trl_compat_values(a.trl_compat, a.notices);
   if (a.model_name_or_path.empty()) fail_usage(kComponent, "--model_name_or_path is required");
-  if (a.dataset_name.empty()) fail_usage(kComponent, "--dataset_name is required");
+  // --datasets: TRL loads the mixture and ignores --dataset_name (with a warning).
+  const bool mixture = !a.datasets.is_null() && !(a.datasets.is_array() && a.datasets.empty());
+  if (mixture) {
+    data::parse_mixture(a.datasets);  // every entry checked here, before any work
+    if (!a.dataset_name.empty())
+      a.notices.push_back("--dataset_name " + a.dataset_name +
+                          " is ignored: --datasets is given (as in `trl sft`)");
+  } else if (a.dataset_name.empty()) {
+    fail_usage(kComponent, "--dataset_name (or a --datasets mixture) is required");
+  }
   if (a.output_dir.empty()) fail_usage(kComponent, "--output_dir is required");
   if (!a.bf16) a.bf16 = !a.fp16;  // SFTConfig: bf16 unless fp16 was asked for
   if (*a.bf16 && a.fp16) fail_usage(kComponent, "--bf16 and --fp16 are mutually exclusive");
@@ -336,6 +350,12 @@ void validate_training_args(TrainingArgs& a, const OptionSet* given) {
     fail_usage(kComponent, "--lr_scheduler_type: " + message_of(e));
   }
   validate_trl_extras(a, given);
+  // A --datasets mixture has no test split (TRL's get_dataset makes one only with
+  // test_split_size): say so now rather than after preparing the data.
+  if (mixture && a.eval_strategy != "no" && a.eval_split_ratio == 0)
+    fail_usage(kComponent, "--eval_strategy " + a.eval_strategy +
+                               ": a --datasets mixture has no test split (hint: --test_split_size "
+                               "0.1 holds out a share of its rows, or --eval_strategy no)");
   if (a.hub_strategy == "checkpoint" || a.hub_strategy == "all_checkpoints")
     fail_usage(kComponent,
                "--hub_strategy " + a.hub_strategy +

@@ -38,6 +38,7 @@ struct TrainingArgs {
 
   // Data (TRL ScriptArguments + SFTConfig)
   std::string dataset_name;
+  Json datasets;  // DatasetMixtureConfig's list (data/mixture.h); when set, dataset_name is ignored
   std::optional<std::string> dataset_config;
   std::string dataset_train_split = "train";
   std::string dataset_test_split = "test";

@@ -70,9 +70,7 @@ constexpr TrlFlag kFlags[] = {
     {"dataset_test_split", K::kImplemented, T::kString, "", ""},
     {"dataset_text_field", K::kImplemented, T::kString, "", ""},
     {"dataset_train_split", K::kImplemented, T::kString, "", ""},
-    {"datasets", K::kRefused, T::kJson, "[]",
-     "dataset mixtures are not supported yet (hint: to concatenate files, name them with a glob "
-     "in --dataset_name, e.g. 'data/*.jsonl', read in name order)"},
+    {"datasets", K::kImplemented, T::kJson, "", ""},
     {"ddp_backend", K::kNotice, T::kString, "None",
      "has no effect in sft.cpp: the communicator is OpenMPI's (mpirun -np N)"},
     {"ddp_broadcast_buffers", K::kNotice, T::kBool, "None", kDdpReduce},

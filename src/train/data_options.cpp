@@ -20,6 +20,7 @@ data::PrepareOptions prepare_options_from_args(const TrainingArgs& a,
   data::PrepareOptions o;
   o.source = {a.dataset_name, a.dataset_config.value_or(""), "main"};
   o.split = a.dataset_train_split;
+  if (!a.datasets.is_null()) o.mixture = data::parse_mixture(a.datasets);
   o.format.text_field = a.dataset_text_field;
   std::string columns;
   for (const auto& c : a.dataset_columns) columns += (columns.empty() ? "" : ",") + c;

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "data/mixture.h"
 #include "data/sources.h"
 #include "io/options.h"
 #include "model/model_dir.h"
@@ -111,6 +112,19 @@ void check_local_path(std::string_view component, const std::string& flag, const
 }
 
 void check_datasets(const TrainingArgs& a) {
+  // A mixture: every entry's files (data/mixture.h); --dataset_name is then ignored.
+  if (!a.datasets.is_null()) {
+    const std::vector<data::MixtureEntry> entries = data::parse_mixture(a.datasets);
+    if (!entries.empty()) {
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].data_files.empty())
+          check_local_path("data", "--datasets[" + std::to_string(i) + "] path", entries[i].path,
+                           "dataset file");
+        data::mixture_entry_files(entries[i], i);
+      }
+      return;
+    }
+  }
   check_local_path("data", "--dataset_name", a.dataset_name, "dataset file");
   data::DatasetSource source;
   source.name = a.dataset_name;
