@@ -16,9 +16,9 @@ Workloads:
           English-like words, 50–600 template tokens each), `--packing true` (bfd, TRL's default strategy,
           padding-free), max_length 1024, 1 row per step. Both sides tokenize and pack it themselves; the
           script checks that their tokens per step agree and prints both.
-Same flags on both sides: rows in dataset order (`--train_sampling_strategy sequential`: sft's seeded
-shuffle is its own, not torch's RandomSampler permutation, so shuffled runs would train different rows per
-step; the order does not change the cost of a row), gradient accumulation 1, --warmup + --steps optimizer
+Same flags on both sides: rows in dataset order (`--train_sampling_strategy sequential`, so the rows of
+every step are known up front; sft's default random order is TRL's too, and the order does not change the
+cost of a row), gradient accumulation 1, --warmup + --steps optimizer
 steps, lr 1e-4, seed 42, logging every step, no gradient checkpointing (TRL's SFTConfig turns it on by
 default; off here), no checkpoints, --threads threads (torch.set_num_threads + OMP/MKL/OpenBLAS variables;
 --num_threads for sft).
