@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <span>
 
 #include "core/error.h"
 #include "io/hf_hub.h"
@@ -70,6 +71,30 @@ bool names_any_split(const std::set<std::string>& words) {
   return false;
 }
 
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t slash = std::min(path.find('/', start), path.size());
+    parts.push_back(path.substr(start, slash - start));
+    start = slash + 1;
+  }
+  return parts;
+}
+
+// Glob matching as datasets' (fsspec's) data_files patterns: `*`, `?` and `[...]` stay within
+// one path segment; a `**` segment matches any number of folders (none included).
+bool glob_matches(std::span<const std::string> pattern, std::span<const std::string> path) {
+  if (pattern.empty()) return path.empty();
+  if (pattern[0] == "**") {
+    for (size_t skip = 0; skip <= path.size(); ++skip)
+      if (glob_matches(pattern.subspan(1), path.subspan(skip))) return true;
+    return false;
+  }
+  return !path.empty() && fnmatch(pattern[0].c_str(), path[0].c_str(), FNM_PERIOD) == 0 &&
+         glob_matches(pattern.subspan(1), path.subspan(1));
+}
+
 std::vector<std::string> glob_files(const std::string& pattern) {
   // The folder to list: the pattern's longest leading part without glob characters.
   size_t cut = pattern.find_first_of("*?[");
@@ -77,9 +102,10 @@ std::vector<std::string> glob_files(const std::string& pattern) {
   fs::path base = slash == std::string::npos ? fs::path(".") : fs::path(pattern.substr(0, slash));
   std::vector<std::string> out;
   if (!fs::is_directory(base)) return out;
+  const std::vector<std::string> pattern_parts = split_path(pattern);
   for (const std::string& rel : list_data_files(base)) {
     std::string full = slash == std::string::npos ? rel : (base / rel).generic_string();
-    if (fnmatch(pattern.c_str(), full.c_str(), 0) == 0) out.push_back(full);
+    if (glob_matches(pattern_parts, split_path(full))) out.push_back(full);
   }
   return out;
 }

@@ -127,5 +127,21 @@ TEST(Sources, FileAndGlob) {
               HasSubstr("no .jsonl/.json/.parquet files match"));
 }
 
+// As datasets' data_files patterns: `*` stays within a folder, `**` crosses any number of them.
+TEST(Sources, GlobStarStaysInItsFolder) {
+  const fs::path root = sft::test::fresh_output_dir("globs");
+  touch(root / "rows/a.jsonl");
+  touch(root / "rows/extra/b.jsonl");
+  touch(root / "rows/extra/deeper/c.jsonl");
+  const std::string rows = (root / "rows").string();
+  EXPECT_THAT(resolve_split_files(src(rows + "/*.jsonl"), "train"),
+              ElementsAre(EndsWith("rows/a.jsonl")));
+  EXPECT_THAT(resolve_split_files(src(rows + "/*/*.jsonl"), "train"),
+              ElementsAre(EndsWith("rows/extra/b.jsonl")));
+  EXPECT_THAT(resolve_split_files(src(rows + "/**/*.jsonl"), "train"),
+              ElementsAre(EndsWith("rows/a.jsonl"), EndsWith("rows/extra/b.jsonl"),
+                          EndsWith("rows/extra/deeper/c.jsonl")));
+}
+
 }  // namespace
 }  // namespace sft::data
