@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "scoped_env.h"
 #include "test_paths.h"
 
 namespace sft {
@@ -15,32 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Sets an environment variable for the scope of a test and restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old) old_ = old;
-    had_ = old != nullptr;
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using test::ScopedEnv;
 
 const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
 

@@ -12,6 +12,7 @@
 #include "io/hub/download_file.h"
 #include "io/hub/snapshot.h"
 #include "io/hub_server.h"
+#include "scoped_env.h"
 #include "test_paths.h"
 
 namespace sft::hub {
@@ -21,31 +22,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using test::ScopedEnv;
 
 const std::string kModel = test::source_path("tests/fixtures/generate_text");
 const std::string kDataset = test::source_path("tests/fixtures/hub/dataset");
