@@ -5,6 +5,7 @@
 // so every rank gets the same bits.
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -75,7 +76,7 @@ Layout bucket_of_shards(size_t n, size_t b0, size_t len, int size) {
 
 }  // namespace
 
-template <typename T, typename Acc>
+template <typename T, typename Acc, bool kMax>
 void Comm::reduce_shards(std::span<T> values, bool gather, const char* what) {
   const int n_ranks = size();
   if (n_ranks == 1 || values.empty()) return;
@@ -100,7 +101,15 @@ void Comm::reduce_shards(std::span<T> values, bool gather, const char* what) {
     recv.resize(static_cast<size_t>(n_ranks) * mine.size());
     exchange(data, send.counts, send.displs, recv.data(), from.counts, from.displs, sizeof(T));
     for (size_t i = 0; i < mine.size(); ++i) {
-      if constexpr (std::is_same_v<Acc, double>) {
+      if constexpr (kMax) {
+        T acc = recv[i];
+        for (int r = 1; r < n_ranks; ++r) {
+          const T v = recv[size_t(r) * mine.size() + i];
+          if (v > acc || v != v) acc = v;
+        }
+        if (acc != acc) acc = std::numeric_limits<T>::quiet_NaN();
+        data[mine.begin + i] = acc;
+      } else if constexpr (std::is_same_v<Acc, double>) {
         double acc = 0;
         for (int r = 0; r < n_ranks; ++r) acc += to_acc(recv[size_t(r) * mine.size() + i]);
         data[mine.begin + i] = from_acc<T>(acc);
@@ -133,6 +142,9 @@ void Comm::all_reduce_sum(std::span<int64_t> v) {
 }
 void Comm::all_reduce_sum_bf16(std::span<uint16_t> v) {
   reduce_shards<uint16_t, double>(v, true, "all_reduce_sum(bf16)");
+}
+void Comm::all_reduce_max(std::span<float> v) {
+  reduce_shards<float, float, true>(v, true, "all_reduce_max(f32)");
 }
 void Comm::reduce_scatter_sum(std::span<float> v) {
   reduce_shards<float, double>(v, false, "reduce_scatter_sum(f32)");

@@ -50,6 +50,8 @@ class Comm {
   void all_reduce_sum(std::span<double> values);
   void all_reduce_sum(std::span<int64_t> values);
   void all_reduce_sum_bf16(std::span<uint16_t> values);  // summed in fp32, rounded once
+  // In place, element-wise maximum over all ranks (NaN wins, as in a sum).
+  void all_reduce_max(std::span<float> values);
   // In place: afterwards values[shard_of(n, rank, size)] holds the sum over ranks of that
   // range; the rest of `values` is left as it was.
   void reduce_scatter_sum(std::span<float> values);
@@ -88,7 +90,7 @@ class Comm {
   virtual void do_barrier() = 0;
 
  private:
-  template <typename T, typename Acc>
+  template <typename T, typename Acc, bool kMax = false>
   void reduce_shards(std::span<T> values, bool gather, const char* what);
   template <typename T>
   void gather_shards(std::span<T> values, const char* what);

@@ -57,9 +57,15 @@ ops::View widened(const ops::View& saved, const ops::View& scratch) {
   return out;
 }
 
+// Column-parallel projections: each rank's input gradient covers its own heads / MLP slice.
+void sum_over_tp(const DecoderLayer& w, ops::View dx) {
+  if (w.tp_group) w.tp_group->sum({dx.as<float>(), static_cast<size_t>(dx.numel())});
+}
+
 }  // namespace
 
-DecoderLayer DecoderLayer::bind(const ParameterSet& p, const ModelConfig& c, int layer) {
+DecoderLayer DecoderLayer::bind(const ParameterSet& p, const ModelConfig& c, int layer,
+                                const TensorParallel& tp) {
   DecoderLayer d;
   d.q = linear(p, ParamSlot::kQ, ParamSlot::kQBias, layer);
   d.k = linear(p, ParamSlot::kK, ParamSlot::kKBias, layer);
@@ -75,18 +81,19 @@ DecoderLayer DecoderLayer::bind(const ParameterSet& p, const ModelConfig& c, int
   const size_t l = static_cast<size_t>(layer);
   const bool sliding =
       l < c.layer_sliding_window.size() && c.layer_sliding_window[l] && c.sliding_window;
-  d.dims = {c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+  d.dims = {c.num_attention_heads / tp.size, c.num_key_value_heads / tp.size, c.head_dim,
             sliding ? *c.sliding_window : 0};
   d.eps = c.rms_norm_eps;
+  d.o.sum_output = d.down.sum_output = d.tp_group = tp.group;
   return d;
 }
 
-LayerShape LayerShape::of(const ModelConfig& c, int64_t tokens, DType compute) {
+LayerShape LayerShape::of(const ModelConfig& c, int64_t tokens, DType compute, int tp_size) {
   return {tokens,
           c.hidden_size,
-          c.intermediate_size,
-          c.num_attention_heads,
-          c.num_key_value_heads,
+          c.intermediate_size / tp_size,
+          c.num_attention_heads / tp_size,
+          c.num_key_value_heads / tp_size,
           c.head_dim,
           c.qk_norm,
           compute};
@@ -227,6 +234,7 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
   ops::swiglu_backward(g.dgate, g.dup, g.dh, a.gate, a.up);
   w.gate.backward(g.dln, g.dgate, a.ln2, dy16(g.dgate));
   w.up.backward(g.dln, g.dup, a.ln2, dy16(g.dup), true);
+  sum_over_tp(w, g.dln);
   ops::rmsnorm_backward(g.dtmp, grad_or_sink(*w.post_norm, g), g.dln, a.x_mid, a.rstd2,
                         w.post_norm->value);
   ops::add(g.dres, g.dtmp);  // d x_mid
@@ -257,6 +265,7 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
   w.q.backward(g.dln, dq, a.ln1, dy16(dq));
   w.k.backward(g.dln, dk, a.ln1, dy16(dk), true);
   w.v.backward(g.dln, g.dv, a.ln1, dy16(g.dv), true);
+  sum_over_tp(w, g.dln);
   ops::rmsnorm_backward(g.dtmp, grad_or_sink(*w.input_norm, g), g.dln, x, a.rstd1,
                         w.input_norm->value);
   ops::add(g.dres, g.dtmp);  // d(layer input)

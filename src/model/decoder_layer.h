@@ -20,6 +20,7 @@
 #include "model/config.h"
 #include "model/linear.h"
 #include "model/parameters.h"
+#include "model/tensor_parallel.h"
 #include "ops/ops.h"
 
 namespace sft::model {
@@ -30,10 +31,15 @@ struct DecoderLayer {
   const Parameter* post_norm = nullptr;   // (C)
   const Parameter* q_norm = nullptr;      // (D) Qwen3, else null
   const Parameter* k_norm = nullptr;      // (D)
-  ops::AttentionDims dims;                // heads, head dim and this layer's sliding window
+  ops::AttentionDims dims;  // this rank's heads, head dim and the layer's sliding window
   double eps = 1e-6;
+  // Tensor parallelism: the group the input gradients of the column-parallel projections
+  // (q, k, v into ln1; gate, up into ln2) are summed over; null without.
+  ShardGroup* tp_group = nullptr;
 
-  static DecoderLayer bind(const ParameterSet& params, const ModelConfig& config, int layer);
+  // params holds this rank's slices (tensor_parallel.h); o and down then sum over tp.group.
+  static DecoderLayer bind(const ParameterSet& params, const ModelConfig& config, int layer,
+                           const TensorParallel& tp = {});
 };
 
 // Activations of one layer over T tokens (views into an activation arena). k and v are where
@@ -76,7 +82,8 @@ struct LayerShape {
   int64_t T = 0, C = 0, I = 0, H = 0, Hkv = 0, D = 0;
   bool qk_norm = false;
   DType compute = DType::kF32;  // kF32 or kBF16
-  static LayerShape of(const ModelConfig& config, int64_t tokens, DType compute);
+  // This rank's share under tensor parallelism: I, H and Hkv divided by tp_size.
+  static LayerShape of(const ModelConfig& config, int64_t tokens, DType compute, int tp_size = 1);
 };
 
 // Carves one layer's activations; k and v are left empty when `own_kv` is false (decoding

@@ -17,6 +17,7 @@ ops::View Linear::weight_for(const ops::View& x) const {
 
 void Linear::forward(ops::View y, ops::View x) const {
   ops::matmul(y, x, weight_for(x), false, true, false);
+  if (sum_output) sum_output->sum({y.as<float>(), static_cast<size_t>(y.numel())});
   if (bias) ops::add_bias(y, bias->value);
   if (lora) lora->forward(y, x);
 }
@@ -46,9 +47,10 @@ void Linear::backward(ops::View dx, ops::View dy, ops::View x, ops::View dy16,
 }
 
 ops::LmHeadStats Linear::cross_entropy(ops::View dx, ops::View logits, ops::View x,
-                                       const int64_t* targets, double scale, bool train) const {
+                                       const int64_t* targets, double scale, bool train,
+                                       ops::VocabShard shard) const {
   return ops::lm_head_cross_entropy(train ? dx : ops::View{}, train ? weight->grad : ops::View{},
-                                    logits, x, weight_for(x), targets, scale);
+                                    logits, x, weight_for(x), targets, scale, shard);
 }
 
 }  // namespace sft::model

@@ -6,6 +6,10 @@
 // y = x Wᵀ + b with W stored as transformers stores nn.Linear weights: (O, I); with a LoRA
 // adapter (model/lora.h) y += scale · (drop(x) Aᵀ) Bᵀ. A frozen weight or bias (LoRA's base:
 // an empty grad view) gets no gradient; the input gradient still flows through it.
+// Tensor parallelism (tensor_parallel.h): a column-parallel Linear is just a smaller one (its
+// weight is this rank's rows); a row-parallel one (o, down) names the group its partial
+// outputs are summed over, before the bias. The input gradient of column-parallel layers is
+// summed by the caller, once for all the Linears that share an input (q, k, v; gate, up).
 // Compute dtype follows the input view: an f32 (or f64) x multiplies the master weight; a bf16
 // x multiplies the weight's bf16 copy with fp32 accumulation (torch autocast's bf16 matmul).
 // Signature rule: outputs first, then inputs; parameter grads accumulate (+=), dx overwrites
@@ -23,6 +27,7 @@ struct Linear {
   const Parameter* weight = nullptr;  // (O, I)
   const Parameter* bias = nullptr;    // (1, O) or null
   LoraAdapter* lora = nullptr;        // or null
+  ShardGroup* sum_output = nullptr;   // row-parallel: y summed over this group; or null
 
   int64_t in_features() const { return weight->value.cols; }
   int64_t out_features() const { return weight->value.rows; }
@@ -37,9 +42,11 @@ struct Linear {
                 bool accumulate_dx = false) const;
 
   // The LM head: cross-entropy of x Wᵀ against targets, fused (ops::lm_head_cross_entropy);
-  // with `train`, dx = and dW += the gradient of scale · Σ loss.
+  // with `train`, dx = and dW += the gradient of scale · Σ loss. A vocabulary-parallel head
+  // names its shard (statistics and dx are then the whole head's).
   ops::LmHeadStats cross_entropy(ops::View dx, ops::View logits, ops::View x,
-                                 const int64_t* targets, double scale, bool train) const;
+                                 const int64_t* targets, double scale, bool train,
+                                 ops::VocabShard shard = {}) const;
 
  private:
   ops::View weight_for(const ops::View& x) const;

@@ -1,5 +1,10 @@
 #include "model/param_layout.h"
 
+#include <string>
+
+#include "core/error.h"
+#include "model/tensor_parallel.h"
+
 namespace sft {
 
 namespace {
@@ -71,9 +76,45 @@ Shape layer_tensor_shape(const ModelConfig& c, ParamSlot slot) {
   }
 }
 
+// The dimension Megatron's split cuts (tensor_parallel.h), or -1 for a replicated tensor.
+int tp_split_dim(ParamSlot slot) {
+  switch (slot) {
+    case ParamSlot::kEmbed:
+    case ParamSlot::kLmHead:
+    case ParamSlot::kQ:
+    case ParamSlot::kQBias:
+    case ParamSlot::kK:
+    case ParamSlot::kKBias:
+    case ParamSlot::kV:
+    case ParamSlot::kVBias:
+    case ParamSlot::kGate:
+    case ParamSlot::kGateBias:
+    case ParamSlot::kUp:
+    case ParamSlot::kUpBias:
+      return 0;
+    case ParamSlot::kO:
+    case ParamSlot::kDown:
+      return 1;
+    default:
+      return -1;  // norms, and the o / down biases (added once, after the sum)
+  }
+}
+
+// Rank `rank` of `size`'s block of a whole-tensor spec.
+void split_spec(ParamSpec& p, int rank, int size) {
+  p.full_shape = p.shape;
+  if (size == 1) return;
+  p.tp_dim = tp_split_dim(p.slot);
+  if (p.tp_dim < 0) return;
+  const size_t d = static_cast<size_t>(p.tp_dim);
+  p.shape[d] /= size;
+  p.tp_begin = rank * p.shape[d];
+}
+
 }  // namespace
 
-std::vector<ParamSpec> parameter_layout(const ModelConfig& c) {
+std::vector<ParamSpec> parameter_layout(const ModelConfig& c, int tp_rank, int tp_size) {
+  if (tp_size > 1) model::check_tensor_parallel(c, tp_size, "parameter_layout");
   const int64_t V = c.vocab_size, C = c.hidden_size;
   std::vector<ParamSpec> out;
   out.push_back(
@@ -88,6 +129,7 @@ std::vector<ParamSpec> parameter_layout(const ModelConfig& c) {
   out.push_back({"model.norm.weight", {C}, ParamRole::kNorm, -1, ParamSlot::kFinalNorm});
   if (!c.tie_word_embeddings)
     out.push_back({"lm_head.weight", {V, C}, ParamRole::kLmHead, -1, ParamSlot::kLmHead});
+  for (ParamSpec& p : out) split_spec(p, tp_rank, tp_size);
   return out;
 }
 
@@ -105,3 +147,22 @@ ParamCounts count_parameters(const std::vector<ParamSpec>& layout) {
 }
 
 }  // namespace sft
+
+namespace sft::model {
+
+void check_tensor_parallel(const ModelConfig& c, int size, const std::string& where) {
+  if (size < 1) fail("model", where + ": the tensor-parallel size must be at least 1");
+  auto divides = [&](const char* field, int64_t value) {
+    if (value % size != 0)
+      fail("model", where + ": config.json's " + field + " (" + std::to_string(value) +
+                        ") does not divide by the tensor-parallel size " + std::to_string(size) +
+                        " (hint: a --tp_size that divides num_attention_heads, "
+                        "num_key_value_heads, intermediate_size and vocab_size)");
+  };
+  divides("num_attention_heads", c.num_attention_heads);
+  divides("num_key_value_heads", c.num_key_value_heads);
+  divides("intermediate_size", c.intermediate_size);
+  divides("vocab_size", c.vocab_size);
+}
+
+}  // namespace sft::model

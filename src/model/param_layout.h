@@ -46,6 +46,12 @@ struct ParamSpec {
   ParamRole role;
   int layer;  // -1 for parameters outside the decoder layers
   ParamSlot slot;
+  // Tensor parallelism (model/tensor_parallel.h): the dimension split over the ranks (-1 =
+  // replicated), this rank's first index along it, and the whole tensor's shape (= shape
+  // when nothing is split).
+  int tp_dim = -1;
+  int64_t tp_begin = 0;
+  Shape full_shape = {};
 };
 
 // HF Trainer's get_decay_parameter_names: weight decay skips norm weights and biases.
@@ -54,7 +60,10 @@ inline bool weight_decay_applies(ParamRole role) {
 }
 
 // Every trainable parameter in HF order; lm_head.weight only when embeddings are untied.
-std::vector<ParamSpec> parameter_layout(const ModelConfig& config);
+// With tp_size > 1, rank tp_rank's slices (tensor_parallel.h's split; the config must pass
+// check_tensor_parallel).
+std::vector<ParamSpec> parameter_layout(const ModelConfig& config, int tp_rank = 0,
+                                        int tp_size = 1);
 
 struct ParamCounts {
   int64_t total = 0;       // as transformers' model.num_parameters() (tied weights once)

@@ -8,15 +8,20 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "model/model_dir.h"
+#include "model/param_slices.h"
 #include "ops/ops.h"
 
 namespace sft::model {
 
-Transformer::Transformer(ModelConfig config)
-    : config_(std::move(config)), layout_(parameter_layout(config_)), params_(layout_) {
+Transformer::Transformer(ModelConfig config, const TensorParallel& tp)
+    : config_(std::move(config)),
+      tp_(tp),
+      layout_(parameter_layout(config_, tp.rank, tp.size)),
+      params_(layout_) {
   for (int l = 0; l < config_.num_hidden_layers; ++l)
-    layers_.push_back(DecoderLayer::bind(params_, config_, l));
+    layers_.push_back(DecoderLayer::bind(params_, config_, l, tp_));
   embed_ = &params_.at(ParamSlot::kEmbed);
+  vocab_shard_ = {embed_->spec.tp_begin, tp_.group};
   final_norm_ = &params_.at(ParamSlot::kFinalNorm);
   const Parameter* head = params_.find(ParamSlot::kLmHead);
   lm_head_ = Linear{head ? head : embed_, nullptr};  // tied: the embedding matrix
@@ -41,6 +46,9 @@ void Transformer::set_compute_dtype(DType dtype) {
 LoraModel& Transformer::enable_lora(const LoraConfig& config, uint64_t seed,
                                     const std::string& what) {
   if (lora_) fail("model", "LoRA is already enabled on this model");
+  if (tp_.on())
+    fail("model", what + ": LoRA adapters with tensor parallelism are not supported " +
+                      "(hint: --tp_size 1; data parallelism splits the batch instead)");
   lora_ = std::make_unique<LoraModel>(params_, config_, config, seed, what);
   // Adapters sit on the base weights; modules_to_save copies then take their base's place.
   auto swap = [&](const Parameter*& p) {
@@ -117,28 +125,49 @@ void Transformer::merge_lora() {
   has_forward_ = false;
 }
 
-Transformer Transformer::load(const std::string& model_dir) {
+Transformer Transformer::load(const std::string& model_dir, const TensorParallel& tp) {
   const ModelDir dir = open_model_dir(model_dir);
   if (dir.config.hidden_act != "silu")
     fail("model", dir.path + "/config.json: hidden_act '" + dir.config.hidden_act +
                       "' is not supported (only silu)");
-  Transformer m(dir.config);
+  if (tp.on()) check_tensor_parallel(dir.config, tp.size, dir.path + "/config.json");
+  Transformer m(dir.config, tp);
   const SafetensorsCheckpoint ckpt = SafetensorsCheckpoint::open_dir(dir.path);
-  const LayoutMismatch mm = compare_with_layout(ckpt, m.layout_);
+  const LayoutMismatch mm = compare_with_layout(ckpt, parameter_layout(m.config_));
   if (!mm.ok()) {
     fail_in_file("model", {ckpt.source(), ""},
                  "weights do not match config.json:" + describe_mismatch(mm) + "\n",
                  "the checkpoint and config.json must come from the same model");
   }
-  for (const Parameter& p : m.params_.all()) {
-    const std::vector<float> v = ckpt.tensor(p.spec.name).to_f32_vector();
-    std::memcpy(p.value.data, v.data(), v.size() * sizeof(float));
-  }
+  load_parameter_slices(ckpt, m.params_);
   return m;
 }
 
-Transformer Transformer::random(const ModelConfig& config, uint64_t seed, float std) {
-  Transformer m(config);
+Transformer Transformer::zeros(const ModelConfig& config, const TensorParallel& tp) {
+  Transformer m(config, tp);
+  std::span<float> v = m.params_.values();
+  std::fill(v.begin(), v.end(), 0.0f);
+  return m;
+}
+
+namespace {
+
+// dst[k] = N(0, std) drawn from words (2j, 2j + 1) of stream `stream` for j = first + k: the
+// element's index in the whole tensor, so a tensor-parallel slice holds the unsplit values.
+void fill_normal(float* dst, int64_t first, int64_t n, uint64_t seed, uint64_t stream, float std) {
+  ops::parallel_for_rows(n, 1 << 16, [&](int64_t b, int64_t e) {
+    Rng rng(seed, stream);
+    rng.set_position(static_cast<uint64_t>(2 * (first + b)));
+    for (int64_t j = b; j < e; ++j) dst[j] = rng.normal() * std;
+  });
+}
+
+}  // namespace
+
+Transformer Transformer::random(const ModelConfig& config, uint64_t seed, float std,
+                                const TensorParallel& tp) {
+  if (tp.on()) check_tensor_parallel(config, tp.size, "random initialisation");
+  Transformer m(config, tp);
   for (size_t i = 0; i < m.params_.all().size(); ++i) {
     const Parameter& param = m.params_.all()[i];
     float* p = param.value.as<float>();
@@ -147,13 +176,16 @@ Transformer Transformer::random(const ModelConfig& config, uint64_t seed, float 
       for (int64_t j = 0; j < n; ++j) p[j] = 1.0f;
     } else if (param.spec.role == ParamRole::kBias) {
       continue;  // zeros
+    } else if (param.spec.tp_dim == 1 && param.spec.shape.size() == 2) {
+      // Column blocks: one run per row of the whole matrix.
+      const int64_t rows = param.spec.shape[0], cols = param.spec.shape[1];
+      const int64_t full_cols = param.spec.full_shape[1];
+      for (int64_t r = 0; r < rows; ++r)
+        fill_normal(p + r * cols, r * full_cols + param.spec.tp_begin, cols, seed, i, std);
     } else {
-      // Element j draws words (2j, 2j+1) of stream i, so the weights do not depend on threads.
-      ops::parallel_for_rows(n, 1 << 16, [&](int64_t b, int64_t e) {
-        Rng rng(seed, i);
-        rng.set_position(static_cast<uint64_t>(2 * b));
-        for (int64_t j = b; j < e; ++j) p[j] = rng.normal() * std;
-      });
+      // Unsplit, or a block of rows: one run from the block's first element.
+      const int64_t row = param.spec.shape.size() == 2 ? param.spec.shape[1] : 1;
+      fill_normal(p, param.spec.tp_begin * row, n, seed, i, std);
     }
   }
   return m;

@@ -35,6 +35,7 @@
 #include "model/param_layout.h"
 #include "model/parameters.h"
 #include "model/rope.h"
+#include "model/tensor_parallel.h"
 #include "ops/ops.h"
 
 namespace sft::model {
@@ -56,17 +57,25 @@ struct KvCache {
 
 class Transformer {
  public:
-  // Loads config.json + safetensors (any float dtype) into fp32 master weights.
-  static Transformer load(const std::string& model_dir);
-  // Random N(0, std) weights, norms = 1, biases = 0 (benchmarks, tests).
-  static Transformer random(const ModelConfig& config, uint64_t seed, float std = 0.02f);
+  // Loads config.json + safetensors (any float dtype) into fp32 master weights. With tensor
+  // parallelism (tensor_parallel.h) each rank reads only its slices of the files.
+  static Transformer load(const std::string& model_dir, const TensorParallel& tp = {});
+  // Random N(0, std) weights, norms = 1, biases = 0 (benchmarks, tests). Element j of a
+  // tensor draws the same numbers whatever the tensor-parallel split, so a split model holds
+  // slices of the unsplit one.
+  static Transformer random(const ModelConfig& config, uint64_t seed, float std = 0.02f,
+                            const TensorParallel& tp = {});
+  // All weights zero (the destination of a gather).
+  static Transformer zeros(const ModelConfig& config, const TensorParallel& tp = {});
 
   Transformer(Transformer&&) noexcept;
   Transformer& operator=(Transformer&&) noexcept;
   ~Transformer();
 
   const ModelConfig& config() const { return config_; }
+  // This rank's parameters (slices under tensor parallelism; spec.full_shape is the whole).
   const std::vector<ParamSpec>& layout() const { return layout_; }
+  const TensorParallel& tensor_parallel() const { return tp_; }
   // The model's own (base) parameters; with LoRA they are frozen: no gradients.
   ParameterSet& params() { return params_; }
   const ParameterSet& params() const { return params_; }
@@ -146,7 +155,7 @@ class Transformer {
   void save(const std::string& dir, DType dtype, uint64_t max_shard_bytes = 5'000'000'000) const;
 
  private:
-  explicit Transformer(ModelConfig config);
+  Transformer(ModelConfig config, const TensorParallel& tp);
   void check_batch(const Batch& batch) const;
   void prepare(const Batch& batch);
   void layer_forward(int64_t l);
@@ -158,12 +167,14 @@ class Transformer {
   LossStats head(float* logits, double scale, bool train);
 
   ModelConfig config_;
+  TensorParallel tp_;
   std::vector<ParamSpec> layout_;
   ParameterSet params_;
   std::vector<DecoderLayer> layers_;
   std::unique_ptr<LoraModel> lora_;
   Linear lm_head_;
   const Parameter* embed_ = nullptr;
+  ops::VocabShard vocab_shard_;  // the embedding's (and LM head's) vocabulary rows
   const Parameter* final_norm_ = nullptr;
   DType compute_ = DType::kF32;
   struct EmbeddingNoise {

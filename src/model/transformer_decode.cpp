@@ -24,6 +24,10 @@ KvCache Transformer::new_cache(int64_t capacity) const {
 
 void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* last_logits) {
   if (lora_) lora_->set_training(false);  // generation: no adapter dropout
+  if (tp_.on())
+    fail("model",
+         "generation with a tensor-parallel model (hint: generate from the exported "
+         "model in one process)");
   const ModelConfig& c = config_;
   const int64_t C = c.hidden_size, KV = c.num_key_value_heads * c.head_dim, D = c.head_dim,
                 V = c.vocab_size;

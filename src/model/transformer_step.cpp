@@ -79,7 +79,7 @@ void Transformer::prepare(const Batch& b) {
   for (int64_t n : b.doc_lengths) add_document(n);
   if (T > T_real) add_document(T - T_real);
 
-  const LayerShape shape = LayerShape::of(c, T, compute_);
+  const LayerShape shape = LayerShape::of(c, T, compute_, tp_.size);
   const size_t layer_sets = gradient_checkpointing_ ? 1 : static_cast<size_t>(L);
   la_.resize(static_cast<size_t>(L));
   carve(acts_, [&](Carver& cv) {
@@ -147,7 +147,7 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   const int64_t T = T_, L = config_.num_hidden_layers;
   if (loss_scale && !trainable().has_grads()) trainable().allocate_grads();
   if (lora_) lora_->set_training(loss_scale.has_value());
-  ops::embedding_forward(resid_.row_range(0, T), tokens_.data(), embed_->value);
+  ops::embedding_forward(resid_.row_range(0, T), tokens_.data(), embed_->value, vocab_shard_);
   if (noise_.magnitude > 0) add_embedding_noise(T);
   for (int64_t l = 0; l < L; ++l) layer_forward(l);
   const ops::View norm_out = lnf_.dtype == DType::kBF16 ? dlnf_ : lnf_;
@@ -163,8 +163,11 @@ LossStats Transformer::head(float* logits, double scale, bool train) {
   // The LM head sees the batch's own rows; the padding rows get no gradient.
   const int64_t Tr = T_real_;
   const ops::View logits_view = logits ? ops::view_of(logits, Tr, config_.vocab_size) : ops::View{};
-  const LossStats s = lm_head_.cross_entropy(dlnf_.row_range(0, Tr), logits_view,
-                                             lnf_.row_range(0, Tr), targets_.data(), scale, train);
+  if (logits && tp_.on())
+    fail("model", "full logits of a tensor-parallel model (each rank holds a vocabulary slice)");
+  const LossStats s =
+      lm_head_.cross_entropy(dlnf_.row_range(0, Tr), logits_view, lnf_.row_range(0, Tr),
+                             targets_.data(), scale, train, vocab_shard_);
   if (train && T_ > Tr) ops::zero(dlnf_.row_range(Tr, T_ - Tr));
   return s;
 }
@@ -179,7 +182,7 @@ void Transformer::backward(double scale) {
   if (!head_grad_scale_) head(nullptr, scale, true);  // unfused: the head's gradient now
   // The backward scratch also serves the layer recomputation of gradient checkpointing.
   carve(bwd_, [&](Carver& cv) {
-    scratch_ = carve_layer_scratch(cv, LayerShape::of(c, T, compute_), true);
+    scratch_ = carve_layer_scratch(cv, LayerShape::of(c, T, compute_, tp_.size), true);
   });
   LayerScratch& g = scratch_;
   ops::rmsnorm_backward(g.dres, grad_or_sink(*final_norm_, g), dlnf_, resid_.row_range(L * T, T),
@@ -189,7 +192,8 @@ void Transformer::backward(double scale) {
     decoder_layer_backward(g, la_[static_cast<size_t>(l)], resid_.row_range(l * T, T),
                            attention_inputs(l), layers_[static_cast<size_t>(l)]);
   }
-  if (!embed_->grad.empty()) ops::embedding_backward(embed_->grad, g.dres, tokens_.data());
+  if (!embed_->grad.empty())
+    ops::embedding_backward(embed_->grad, g.dres, tokens_.data(), vocab_shard_);
   head_grad_scale_.reset();
 }
 
@@ -197,7 +201,9 @@ std::vector<NamedTensor> Transformer::activations() const {
   std::vector<NamedTensor> out;
   if (!has_forward_) return out;
   const ModelConfig& c = config_;
-  const int64_t T = T_, H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
+  const int64_t T = T_, H = c.num_attention_heads / tp_.size,
+                Hkv = c.num_key_value_heads / tp_.size, D = c.head_dim,
+                I = c.intermediate_size / tp_.size;
   auto view = [&](const std::string& name, const ops::View& v, Shape shape) {
     if (!v.empty())
       out.push_back({name, Tensor::borrow(v.dtype, std::move(shape), v.data, nullptr)});
@@ -215,9 +221,9 @@ std::vector<NamedTensor> Transformer::activations() const {
     view(p + "attn", a.att, {T, H * D});
     view(p + "attn_residual", a.x_mid, {T, c.hidden_size});
     view(p + "mlp_norm", a.ln2, {T, c.hidden_size});
-    view(p + "gate", a.gate, {T, c.intermediate_size});
-    view(p + "up", a.up, {T, c.intermediate_size});
-    view(p + "swiglu", a.h, {T, c.intermediate_size});
+    view(p + "gate", a.gate, {T, I});
+    view(p + "up", a.up, {T, I});
+    view(p + "swiglu", a.h, {T, I});
     view(p + "output", resid_.row_range(static_cast<int64_t>(l + 1) * T, T), {T, c.hidden_size});
   }
   view("final_norm", lnf_, {T, c.hidden_size});

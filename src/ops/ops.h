@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/shard_group.h"
 #include "ops/attention.h"
 #include "ops/lm_head_ce.h"
 #include "ops/view.h"
@@ -73,9 +74,20 @@ void rope_backward(View dx, View cos, View sin);
 void swiglu_forward(View h, View gate, View up);
 void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
 
+// A vocabulary-parallel table (tensor parallelism): this rank's rows are the vocabulary ids
+// [begin, begin + rows) of the whole table, the other ranks of `group` hold the rest. The
+// default is the whole vocabulary on one rank (no group).
+struct VocabShard {
+  int64_t begin = 0;
+  ShardGroup* group = nullptr;
+};
+
 // out (T, C) = table[ids]; backward dtable (V, C) += scatter of dout in token order.
-void embedding_forward(View out, const int64_t* ids, View table);
-void embedding_backward(View dtable, View dout, const int64_t* ids);
+// With a shard, ids are whole-vocabulary ids: out = the sum over the group of each rank's
+// rows (ids outside a rank's rows contribute zero there), and dtable += only for this rank's
+// ids (dout is the same on every rank).
+void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard = {});
+void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard shard = {});
 
 // Attention over segments (ops/attention.h): out (Tq, H·D) =, lse (Tq, H) = the log-sum-exp
 // saved for backward; q (Tq, H·D); k, v (Tk, Hkv·D). Backward: dq =, dk and dv = on the key
@@ -90,8 +102,12 @@ void attention_backward(View dq, View dk, View dv, View dout, View out, View lse
 // scored at row t or -1. With dx/dw given, the gradient of scale · Σ loss is produced here:
 // dx (T, C) = (unscored rows 0), dw (V, C) +=. logits (T, V) = x wᵀ for every row when given.
 // x and w are f32 (f64 reference) or bf16 (dx, dw, logits f32).
+// With a shard, w holds the vocabulary rows [begin, begin + w.rows) and targets are
+// whole-vocabulary ids: the row statistics are combined over the group (max, then the sums;
+// never the logits), so the returned statistics and dx are the whole head's, identical on
+// every rank, and dw += this rank's rows of the gradient. No logits with a shard.
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
-                                  const int64_t* targets, double scale);
+                                  const int64_t* targets, double scale, VocabShard shard = {});
 
 // dst += src (same shape). dst and src may differ in dtype only as f32 += bf16.
 void add(View dst, View src);

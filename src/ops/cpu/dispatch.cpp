@@ -179,8 +179,9 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
   });
 }
 
-void embedding_forward(View out, const int64_t* ids, View table) {
+void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard) {
   const ScopedOp op("embedding_forward");
+  if (shard.group) fail("ops", "embedding_forward: vocabulary shards are not wired yet");
   require_cpu("embedding", {out, table});
   require(out.cols == table.cols, "embedding",
           [&] { return "out " + shape(out) + ", table " + shape(table); });
@@ -190,8 +191,9 @@ void embedding_forward(View out, const int64_t* ids, View table) {
   });
 }
 
-void embedding_backward(View dtable, View dout, const int64_t* ids) {
+void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard shard) {
   const ScopedOp op("embedding_backward");
+  if (shard.group) fail("ops", "embedding_backward: vocabulary shards are not wired yet");
   require_cpu("embedding_backward", {dtable, dout});
   require(dout.cols == dtable.cols, "embedding_backward",
           [&] { return "dout " + shape(dout) + ", dtable " + shape(dtable); });

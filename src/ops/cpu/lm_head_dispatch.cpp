@@ -45,8 +45,9 @@ void check(const View& dx, const View& dw, const View& logits, const View& x, co
 }  // namespace
 
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
-                                  const int64_t* targets, double scale) {
+                                  const int64_t* targets, double scale, VocabShard shard) {
   const ScopedOp op("lm_head_cross_entropy");
+  if (shard.group) fail("ops", "lm_head_cross_entropy: vocabulary shards are not wired yet");
   check(dx, dw, logits, x, w);
   const int64_t T = x.rows, C = x.cols, V = w.rows;
   if (x.dtype == DType::kBF16 && logits.empty())

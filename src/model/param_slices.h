@@ -1,0 +1,25 @@
+// Moving parameters between their whole form (files, checkpoints, export) and a rank's
+// tensor-parallel slice (ParamSpec::tp_dim / tp_begin / full_shape, tensor_parallel.h).
+// A tensor is 1-D or 2-D; a slice is the rank's block of equal blocks along tp_dim, so along
+// dim 0 it is one contiguous run and along dim 1 one run per row.
+#pragma once
+
+#include "core/shard_group.h"
+#include "io/safetensors.h"
+#include "model/param_layout.h"
+#include "model/parameters.h"
+
+namespace sft::model {
+
+// local (spec.shape) = this rank's block of full (spec.full_shape); a copy when unsplit.
+void copy_block(const ParamSpec& spec, const float* full, float* local);
+
+// full (spec.full_shape) = every rank's block (each rank passes its own local). A collective:
+// every rank of `group` calls it for the same spec, in the same order. Unsplit: a copy.
+void gather_blocks(const ParamSpec& spec, const float* local, float* full, ShardGroup& group);
+
+// Every parameter's value from the checkpoint (shapes already checked against full_shape by
+// the caller), as this rank's slice.
+void load_parameter_slices(const SafetensorsCheckpoint& ckpt, ParameterSet& params);
+
+}  // namespace sft::model
