@@ -49,6 +49,7 @@
 #include "train/preflight.h"
 #include "train/stop_signal.h"
 #include "train/subset_dataset.h"
+#include "train/tp_gather.h"
 #include "train/trainer.h"
 
 namespace sft::cli {
@@ -64,15 +65,20 @@ constexpr const char* kUsage =
     "Supervised fine-tuning with the flags of `trl sft` (TRL's SFTConfig, ModelConfig and\n"
     "ScriptArguments). Flags after --config override the YAML file.\n";
 
-model::Transformer init_from_config(const ModelDir& dir, uint64_t seed) {
+model::Transformer init_from_config(const ModelDir& dir, uint64_t seed,
+                                    const model::TensorParallel& tp) {
   const Json raw = read_json_file(dir.path + "/config.json", "train");
   const double std = raw.value("initializer_range", 0.02);
-  model::Transformer m = model::Transformer::random(dir.config, seed, static_cast<float>(std));
-  // nn.Embedding(padding_idx=pad_token_id): _init_weights zeroes the pad row.
-  if (dir.config.pad_token_id && *dir.config.pad_token_id >= 0 &&
-      *dir.config.pad_token_id < dir.config.vocab_size) {
+  model::Transformer m =
+      model::Transformer::random(dir.config, seed, static_cast<float>(std), tp);
+  // nn.Embedding(padding_idx=pad_token_id): _init_weights zeroes the pad row (on the rank
+  // whose vocabulary slice holds it).
+  const int64_t first = m.params().at(ParamSlot::kEmbed).spec.tp_begin;
+  const int64_t rows = m.params().at(ParamSlot::kEmbed).value.rows;
+  if (dir.config.pad_token_id && *dir.config.pad_token_id >= first &&
+      *dir.config.pad_token_id < first + rows) {
     float* row = m.param_data("model.embed_tokens.weight") +
-                 *dir.config.pad_token_id * dir.config.hidden_size;
+                 (*dir.config.pad_token_id - first) * dir.config.hidden_size;
     std::fill(row, row + dir.config.hidden_size, 0.0f);
   }
   return m;
@@ -197,6 +203,7 @@ int train_checked(const Args& argv, TrainingArgs& args) {
   std::unique_ptr<Comm> world = make_comm_from_environment();
   ParallelGroups groups = make_parallel_groups(*world, static_cast<int>(args.tp_size));
   Comm* comm = groups.dp.get();
+  const model::TensorParallel tp = model::TensorParallel::of(groups.tp_group.get());
   if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
   world->barrier();  // every rank has checked output_dir (preflight) before rank 0 writes into it
   if (args.fp16)
@@ -205,13 +212,17 @@ int train_checked(const Args& argv, TrainingArgs& args) {
         "(use --bf16 for mixed precision)");
 
   // Feedback from the first second: each slow phase is named while it runs (core/progress_phase.h).
-  const bool main_rank = comm->rank() == 0;
+  const bool main_rank = world->rank() == 0;
   auto phase = std::make_unique<Phase>(
       args.init_from_config ? "initialising weights from config.json" : "loading weights",
       main_rank);
   // LoRA: an adapter folder as --model_name_or_path loads its base and continues training the
   // adapter; --use_peft on a base model starts fresh adapters (train/adapter_io.h).
   const bool from_adapter = is_adapter_dir(args.model_name_or_path);
+  if (from_adapter && tp.on())
+    fail("train", "--tp_size " + std::to_string(args.tp_size) + ": " + args.model_name_or_path +
+                      " is a PEFT adapter, and LoRA is not split over tensor-parallel ranks "
+                      "(hint: --tp_size 1)");
   std::string base_path;
   std::optional<model::Transformer> loaded;
   if (from_adapter) {
@@ -226,8 +237,8 @@ int train_checked(const Args& argv, TrainingArgs& args) {
       open_model_dir(from_adapter ? base_path : args.model_name_or_path, args.model_revision);
   model::Transformer model = loaded ? std::move(*loaded)
                              : args.init_from_config
-                                 ? init_from_config(dir, static_cast<uint64_t>(args.seed))
-                                 : model::Transformer::load(dir.path);
+                                 ? init_from_config(dir, static_cast<uint64_t>(args.seed), tp)
+                                 : model::Transformer::load(dir.path, tp);
   if (args.use_peft && !from_adapter) {
     model::LoraConfig lc;
     lc.r = args.lora_r;
@@ -297,6 +308,7 @@ int train_checked(const Args& argv, TrainingArgs& args) {
   setup.train = train_rows.get();
   setup.eval = eval_rows.get();
   setup.comm = comm;
+  setup.tp_comm = tp.on() ? groups.tp.get() : nullptr;
   setup.shuffle = args.train_sampling_strategy != "sequential";
   setup.batching.padding_free = args.padding_free || args.packing;
   setup.batching.pad_to_multiple_of = args.pad_to_multiple_of;
@@ -311,6 +323,7 @@ int train_checked(const Args& argv, TrainingArgs& args) {
   // others wait at the barrier above).
   world->set_timeout(args.ddp_timeout);
   comm->set_timeout(args.ddp_timeout);
+  groups.tp->set_timeout(args.ddp_timeout);
   if (args.push_to_hub && args.hub_strategy == "every_save") {
     setup.on_checkpoint = [&args](const std::string& checkpoint, int64_t step) {
       hub::UploadOptions up = push_options(args);
@@ -329,7 +342,7 @@ int train_checked(const Args& argv, TrainingArgs& args) {
   }
   uninstall_stop_signal_handlers();
   // SFT_PROFILE=1: where the training steps' time went, op by op (before export adds to it).
-  if (ops::profiling() && comm->rank() == 0) std::fputs(ops::op_profile_table().c_str(), stderr);
+  if (ops::profiling() && main_rank) std::fputs(ops::op_profile_table().c_str(), stderr);
   if (result.interrupted) {
     if (world->rank() != 0) return 0;  // rank 0 wrote the checkpoint and says where
     std::fprintf(stderr, "stopped at step %lld; checkpoint %s\nresume with:\n  %s\n",
@@ -337,19 +350,24 @@ int train_checked(const Args& argv, TrainingArgs& args) {
                  resume_command(argv, result.last_checkpoint).c_str());
     return 0;
   }
-  if (comm->rank() == 0) {
+  // Tensor parallel: the first data-parallel group's ranks assemble the whole model on world
+  // rank 0, which exports it as one HF folder.
+  std::optional<model::Transformer> whole;
+  if (tp.on() && comm->rank() == 0) whole = gather_full_model(model, *tp.group);
+  if (main_rank) {
     const ExportOptions& ex = setup.export_options;
-    if (model.lora()) {  // TRL + PEFT: the adapter, not the merged model (see `sft merge`)
-      export_peft_adapter(model, args.output_dir, ex);
-      verify_adapter_export(model, args.output_dir);
+    model::Transformer& out = whole ? *whole : model;
+    if (out.lora()) {  // TRL + PEFT: the adapter, not the merged model (see `sft merge`)
+      export_peft_adapter(out, args.output_dir, ex);
+      verify_adapter_export(out, args.output_dir);
     } else {
-      export_hf_model(model, args.output_dir, ex);
-      verify_export(model, args.output_dir, ex.dtype);
+      export_hf_model(out, args.output_dir, ex);
+      verify_export(out, args.output_dir, ex.dtype);
     }
     // README.md, the model card TRL writes (train/model_card.h).
     write_model_card(
         args.output_dir,
-        model_card_info(args, comm->size(), args.push_to_hub ? args.hub_model_id : std::nullopt));
+        model_card_info(args, world->size(), args.push_to_hub ? args.hub_model_id : std::nullopt));
     std::fprintf(
         stderr, "trained %lld steps (train_loss %.6g%s); model saved to %s\n",
         static_cast<long long>(result.global_step), result.train_loss,

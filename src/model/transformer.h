@@ -103,7 +103,10 @@ class Transformer {
   // (4 bytes less per base parameter); the embedding table, looked up in fp32, and the norms
   // keep fp32. Afterwards parameters() fails (nothing exports or merges from this model).
   void keep_frozen_base_in_bf16();
-  int64_t num_parameters() const { return params_.numel(); }
+  // The whole model's (not a tensor-parallel slice's), as transformers counts them.
+  int64_t num_parameters() const {
+    return tp_.on() ? count_parameters(parameter_layout(config_)).total : params_.numel();
+  }
 
   // Named parameter / gradient tensors (borrowed views; valid while this object lives).
   std::vector<NamedTensor> parameters() const { return params_.named_values(); }

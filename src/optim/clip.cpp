@@ -13,12 +13,16 @@ double global_grad_norm(std::span<const float> grads) {
 
 double clip_grad_norm(std::span<float> grads, double max_norm) {
   const double norm = global_grad_norm(grads);
-  if (max_norm <= 0 || !std::isfinite(norm)) return norm;
+  clip_to_norm(grads, norm, max_norm);
+  return norm;
+}
+
+void clip_to_norm(std::span<float> grads, double norm, double max_norm) {
+  if (max_norm <= 0 || !std::isfinite(norm) || grads.empty()) return;
   const double coef = max_norm / (norm + 1e-6);
-  if (coef >= 1.0) return norm;
+  if (coef >= 1.0) return;
   ops::scale(ops::view_of(grads.data(), 1, static_cast<int64_t>(grads.size())),
              static_cast<float>(coef));
-  return norm;
 }
 
 }  // namespace sft

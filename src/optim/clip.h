@@ -12,5 +12,7 @@ double global_grad_norm(std::span<const float> grads);
 // Scales grads by max_norm / (norm + 1e-6) when that is below 1, as torch does; returns the
 // norm before clipping (what HF logs as grad_norm). max_norm <= 0 disables clipping.
 double clip_grad_norm(std::span<float> grads, double max_norm);
+// The scaling clip_grad_norm applies, for a norm computed elsewhere (over several ranks).
+void clip_to_norm(std::span<float> grads, double norm, double max_norm);
 
 }  // namespace sft

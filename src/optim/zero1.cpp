@@ -28,11 +28,15 @@ int64_t Zero1::state_bytes() const {
   return static_cast<int64_t>(2 * shard_.size() * sizeof(float));
 }
 
-double Zero1::reduce_gradients(std::span<float> grads) {
+void Zero1::reduce_scatter(std::span<float> grads) {
   if (grads.size() != num_params_)
     fail("optim", "ZeRO-1 was built for " + std::to_string(num_params_) + " parameters, given " +
                       std::to_string(grads.size()) + " grads");
   dp_.reduce_scatter_sum(grads);
+}
+
+double Zero1::reduce_gradients(std::span<float> grads) {
+  reduce_scatter(grads);
   const int64_t n = static_cast<int64_t>(shard_.size());
   std::vector<double> sq = {
       n > 0 ? ops::sum_of_squares(ops::view_of(grads.data() + shard_.begin, 1, n)) : 0.0};

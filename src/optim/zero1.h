@@ -31,6 +31,9 @@ class Zero1 {
   // grads: this rank's local gradient sums (full size). Reduce-scatters them and returns the
   // global L2 norm; only the own shard of grads is meaningful afterwards.
   double reduce_gradients(std::span<float> grads);
+  // Only the reduce-scatter of reduce_gradients (for a caller that computes the norm itself,
+  // e.g. over tensor-parallel slices).
+  void reduce_scatter(std::span<float> grads);
   // Scales the own shard as clip_grad_norm does for `norm` (max_norm <= 0: no clipping).
   void clip(std::span<float> grads, double norm, double max_norm);
   // AdamW on the own shard, then every rank gets the whole updated weights (and bf16 copies).

@@ -261,7 +261,7 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_float("ddp_timeout", &a.ddp_timeout, dist,
               "seconds one collective may wait before every rank stops (0: never)");
   o.add_int("tp_size", &a.tp_size, dist,
-            "tensor parallel size ($TP_SIZE when not given; > 1 not yet)");
+            "tensor parallel ranks: Megatron's split of heads, MLP and vocabulary ($TP_SIZE when not given)");
   add_trl_compat_options(o, &a.trl_compat);
   return o;
 }
@@ -386,11 +386,11 @@ void validate_distributed_args(TrainingArgs& a) {
   if (a.tp_size == 1)
     if (const char* env = std::getenv("TP_SIZE"); env && *env) a.tp_size = std::atoll(env);
   if (a.tp_size < 1) fail_usage(kComponent, "--tp_size must be at least 1");
-  if (a.tp_size > 1)
-    fail_usage(kComponent,
-               "--tp_size " + std::to_string(a.tp_size) +
-                   ": tensor parallelism is not implemented yet (hint: --tp_size 1 with "
-                   "mpirun -np N trains data parallel)");
+  if (a.tp_size > 1 && a.use_peft)
+    fail_usage(kComponent, "--tp_size " + std::to_string(a.tp_size) +
+                               " with --use_peft: LoRA adapters are not split over "
+                               "tensor-parallel ranks (hint: --tp_size 1; mpirun -np N then "
+                               "trains the adapters data parallel)");
 }
 
 // ---- LoRA (TRL ModelConfig) ----

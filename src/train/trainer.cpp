@@ -20,7 +20,13 @@
 namespace sft {
 
 Trainer::Trainer(const TrainerSetup& s)
-    : args_(*s.args), model_(*s.model), train_(*s.train), eval_(s.eval), comm_(s.comm), setup_(s) {
+    : args_(*s.args),
+      model_(*s.model),
+      train_(*s.train),
+      eval_(s.eval),
+      comm_(s.comm),
+      tp_comm_(s.tp_comm),
+      setup_(s) {
   init_test_fault();
   init_loader_and_plan();
   init_model_and_optimizer();
@@ -52,7 +58,8 @@ void Trainer::init_model_and_optimizer() {
   model_.set_gradient_checkpointing(args_.gradient_checkpointing);
   // HF's get_decay_parameter_names: no weight decay for biases and norm weights.
   slices_ = model_.trainable().decay_slices();
-  const ParamCounts counts = count_parameters(model_.layout());
+  // FLOPs and HF's total_flos count the whole model (not a tensor-parallel slice).
+  const ParamCounts counts = count_parameters(parameter_layout(model_.config()));
   matmul_params_ = counts.total - counts.embeddings + (counts.lm_head == 0 ? counts.embeddings : 0);
   flos_params_ = counts.total - counts.embeddings;  // HF: num_parameters(exclude_embeddings=True)
 
@@ -230,14 +237,7 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
 
 void Trainer::apply_update(StepStats& st) {
   const int64_t step = state_.global_step + 1;
-  if (zero1_) {
-    st.grad_norm = zero1_->reduce_gradients(model_.trainable().grads());
-    zero1_->clip(model_.trainable().grads(), st.grad_norm, args_.max_grad_norm);
-  } else {
-    st.grad_norm = args_.max_grad_norm > 0
-                       ? clip_grad_norm(model_.trainable().grads(), args_.max_grad_norm)
-                       : global_grad_norm(std::span<const float>(model_.trainable().grads()));
-  }
+  st.grad_norm = reduce_norm_and_clip();
   const bool finite = std::isfinite(st.loss) && std::isfinite(st.grad_norm);
   if (!finite) {
     const std::string what = "step " + std::to_string(step) + ": loss " + std::to_string(st.loss) +
@@ -292,9 +292,10 @@ void Trainer::log_train(const StepStats& last, double step_time_s) {
     full["tokens_per_second"] = tokens_since_log_ / secs;
     full["step_time_s"] = step_time_s;
     full["gflops"] = flops_since_log_ / secs / 1e9;
-    if (comm_->size() > 1) {  // rank 0's share of the time in collectives, waiting included
-      full["comm_time_s"] = comm_->collective_seconds() - comm_seconds_at_log_;
-      comm_seconds_at_log_ = comm_->collective_seconds();
+    if (comm_->size() > 1 || tp_comm_) {  // rank 0's time in collectives, waiting included
+      const double total = comm_->collective_seconds() + (tp_comm_ ? tp_comm_->collective_seconds() : 0);
+      full["comm_time_s"] = total - comm_seconds_at_log_;
+      comm_seconds_at_log_ = total;
     }
     log_->log(full);
   }
@@ -317,7 +318,9 @@ TrainResult Trainer::train() {
         " rows, " + std::to_string(model_.num_parameters()) + " parameters" +
         (model_.lora() ? " (" + std::to_string(model_.trainable().numel()) + " trainable: LoRA)"
                        : "") +
-        ", " + std::to_string(comm_->size()) + " data-parallel rank(s), optimizer state " +
+        ", " + std::to_string(comm_->size()) + " data-parallel rank(s)" +
+        (tp_comm_ ? " × " + std::to_string(tp_comm_->size()) + " tensor-parallel" : "") +
+        ", optimizer state " +
         std::to_string(optimizer_state_bytes()) + " bytes per rank" + (zero1_ ? " (ZeRO-1)" : "") +
         (resume_path.empty()
              ? ""
@@ -372,6 +375,7 @@ TrainResult Trainer::train() {
     // Every rank must stop after the same step (a signal reaches them at different times).
     std::vector<int64_t> stop_votes = {stop_requested() ? 1 : 0};
     comm_->all_reduce_sum(std::span<int64_t>(stop_votes));
+    if (tp_comm_) tp_comm_->all_reduce_sum(std::span<int64_t>(stop_votes));
     const bool stop = stop_votes[0] > 0;
     if ((save_steps && (step % plan_.save_steps == 0 || last)) || (save_epoch && epoch_hook) ||
         stop)

@@ -30,6 +30,11 @@
 // scheduler step, loader cursor and the logging accumulators; resume_from_checkpoint (a
 // path, or "true" for the latest in output_dir) continues bit for bit on CPU.
 //
+// Tensor parallel (`tp_comm`, tensor_parallel.h): the model holds this rank's slices and
+// combines them itself; the ranks of a tensor-parallel group see the same batch, loss and
+// statistics. The gradient norm sums the split parameters over the group and counts the
+// replicated ones once; world rank 0 writes everything.
+//
 // Data parallel (`comm` is the data-parallel group; dist/comm.h): each rank trains its slice
 // of every global batch (data::Loader's rank = DP rank); the target count N, the logged
 // counts and the gradients are summed over ranks (i64, f64 and bucketed f32 all-reduces,
@@ -76,7 +81,8 @@ struct TrainerSetup {
   model::Transformer* model = nullptr;
   const data::PreparedDataset* train = nullptr;
   const data::PreparedDataset* eval = nullptr;  // null: no evaluation
-  Comm* comm = nullptr;
+  Comm* comm = nullptr;     // the data-parallel group
+  Comm* tp_comm = nullptr;  // the tensor-parallel group when tp_size > 1 (the model's), else null
   BatchOptions batching;         // train micro-batches
   BatchOptions eval_batching;    // eval micro-batches
   ExportOptions export_options;  // the model part of each checkpoint
@@ -137,7 +143,13 @@ class Trainer {
   Json training_state_json() const;
   void restore_training_state(const Json& state, const std::string& source);
   void write_curves() const;
-  bool is_main() const { return comm_->rank() == 0; }
+  // World rank 0: data-parallel rank 0 and tensor-parallel rank 0.
+  bool is_main() const { return comm_->rank() == 0 && tp_rank() == 0; }
+  int tp_rank() const { return tp_comm_ ? tp_comm_->rank() : 0; }
+  int world_rank() const { return comm_->rank() * (tp_comm_ ? tp_comm_->size() : 1) + tp_rank(); }
+  // The gradient norm over all ranks (logged as grad_norm), after which the gradients are
+  // clipped to max_grad_norm; under ZeRO-1 this also reduce-scatters them (trainer_dist.cpp).
+  double reduce_norm_and_clip();
   double step_flops(const model::Batch& batch) const;
 
   const TrainingArgs& args_;
@@ -145,6 +157,7 @@ class Trainer {
   const data::PreparedDataset& train_;
   const data::PreparedDataset* eval_;
   Comm* comm_;
+  Comm* tp_comm_;
   TrainerSetup setup_;
 
   StepPlanInput plan_input_;

@@ -1,16 +1,70 @@
-// The data-parallel parts of the trainer that are not the step itself: the optimizer
-// memory it reports, and the fault-injection hook the multi-rank tests use
-// (SFT_TEST_FAULT=<kill|hang|nan|term>:<rank>:<step>, see trainer.h).
+// The distributed parts of the trainer that are not the step itself: the gradient norm over
+// data- and tensor-parallel ranks, the optimizer memory it reports, and the fault-injection
+// hook the multi-rank tests use (SFT_TEST_FAULT=<kill|hang|nan|term>:<rank>:<step>, see
+// trainer.h; <rank> is the world rank).
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
 #include "core/error.h"
+#include "optim/clip.h"
 #include "train/trainer.h"
 
 namespace sft {
+
+namespace {
+
+// Σ g² of the gradients in [begin, end) of the flat arena, each replicated parameter's
+// weighted 1 / tp_size: summed over the tensor-parallel ranks, the split parameters' squares
+// then add up to the whole tensors' and the replicated ones (equal on every rank) count once.
+double tp_weighted_sum_of_squares(const model::ParameterSet& params, std::span<const float> grads,
+                                  size_t begin, size_t end, int tp_size) {
+  double split = 0, replicated = 0;
+  for (const model::Parameter& p : params.all()) {
+    const size_t lo = std::max(static_cast<size_t>(p.offset), begin);
+    const size_t hi = std::min(static_cast<size_t>(p.offset + p.value.numel()), end);
+    if (lo >= hi) continue;
+    const double sq = ops::sum_of_squares(
+        ops::view_of(grads.data() + lo, 1, static_cast<int64_t>(hi - lo)));
+    (p.spec.tp_dim < 0 ? replicated : split) += sq;
+  }
+  return split + replicated / tp_size;
+}
+
+}  // namespace
+
+double Trainer::reduce_norm_and_clip() {
+  std::span<float> grads = model_.trainable().grads();
+  const double max_norm = args_.max_grad_norm;
+  if (!tp_comm_) {  // the one-group paths (their sums in the order the goldens were made with)
+    if (zero1_) {
+      const double norm = zero1_->reduce_gradients(grads);
+      zero1_->clip(grads, norm, max_norm);
+      return norm;
+    }
+    return max_norm > 0 ? clip_grad_norm(grads, max_norm)
+                        : global_grad_norm(std::span<const float>(grads));
+  }
+  ShardRange mine = {0, grads.size()};
+  if (zero1_) {
+    zero1_->reduce_scatter(grads);
+    mine = zero1_->shard();
+  }
+  std::vector<double> sq = {tp_weighted_sum_of_squares(model_.trainable(), grads, mine.begin,
+                                                       mine.end, tp_comm_->size())};
+  if (zero1_) comm_->all_reduce_sum(std::span<double>(sq));
+  tp_comm_->all_reduce_sum(std::span<double>(sq));
+  const double norm = std::sqrt(sq[0]);
+  if (zero1_)
+    zero1_->clip(grads, norm, max_norm);
+  else
+    clip_to_norm(grads, norm, max_norm);
+  return norm;
+}
 
 void Trainer::init_test_fault() {
   const char* env = std::getenv("SFT_TEST_FAULT");
@@ -22,7 +76,7 @@ void Trainer::init_test_fault() {
   const std::string kind = spec.substr(0, a);
   if (kind != "kill" && kind != "hang" && kind != "nan" && kind != "term")
     fail("train", "SFT_TEST_FAULT=" + spec + ": the fault is kill, hang, nan or term");
-  if (std::atoi(spec.substr(a + 1, b - a - 1).c_str()) != comm_->rank()) return;
+  if (std::atoi(spec.substr(a + 1, b - a - 1).c_str()) != world_rank()) return;
   test_fault_ = kind[0];
   test_fault_step_ = std::atoll(spec.substr(b + 1).c_str());
 }

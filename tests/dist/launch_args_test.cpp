@@ -26,14 +26,20 @@ TEST(DistributedArgs, AccelerateZero1IsStageOne) {
   EXPECT_EQ(parse({"--ddp_timeout", "5"}).ddp_timeout, 5);
 }
 
-TEST(DistributedArgs, OtherStagesAndTensorParallelAreRefused) {
+TEST(DistributedArgs, OtherStagesAndBadSizesAreRefused) {
   EXPECT_THROW(parse({"--zero_stage", "2"}), Error);
   EXPECT_THROW(parse({"--accelerate_config", "zero3"}), Error);
-  EXPECT_THROW(parse({"--tp_size", "2"}), Error);
+  EXPECT_THROW(parse({"--tp_size", "0"}), Error);
+  EXPECT_THROW(parse({"--tp_size", "2", "--use_peft", "true"}), Error);  // LoRA is not split
   EXPECT_THROW(parse({"--ddp_timeout", "-1"}), Error);
   EXPECT_THROW(parse({"--nproc_per_node", "0"}), Error);
+}
+
+TEST(DistributedArgs, TensorParallelSizeFromTheFlagOrTrlsEnvironment) {
+  EXPECT_EQ(parse({"--tp_size", "2"}).tp_size, 2);
   setenv("TP_SIZE", "4", 1);
-  EXPECT_THROW(parse({}), Error);  // TRL's TP_SIZE is honoured (and not implemented yet)
+  EXPECT_EQ(parse({}).tp_size, 4);  // TRL's TP_SIZE, read when the flag is not given
+  EXPECT_EQ(parse({"--tp_size", "2"}).tp_size, 2);
   unsetenv("TP_SIZE");
 }
 
