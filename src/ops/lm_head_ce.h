@@ -25,12 +25,21 @@
 // in row order, so results are bit-identical for a given thread count (the matmuls split over
 // output rows/columns only). The float path reproduces model::lm_head_loss_forward's statistics.
 //
+// Vocabulary shards (tensor parallelism): w is this rank's rows [vocab_begin, vocab_begin + V)
+// of a (V · group.size(), C) head. Each chunk's logits stay local; per row the ranks combine the
+// max (one collective), then the exp sums, the target logit and the argmax facts (one sum of
+// doubles), so every rank returns the whole head's statistics; dw += this slice's gradient,
+// and dx, each rank's dZ W_local, is summed over the group once at the end. Every rank makes
+// the same collective calls (the rows depend only on the targets, which are replicated).
+//
 // Signature rule: outputs first, then inputs, weights, then sizes. dx overwrites (=), dw
-// accumulates (+=). Dimensions: Tn tokens, C hidden, V vocabulary.
+// accumulates (+=). Dimensions: Tn tokens, C hidden, V vocabulary (this rank's rows).
 #pragma once
 
 #include <cstdint>
 #include <vector>
+
+#include "core/shard_group.h"
 
 namespace sft::ops {
 
@@ -54,6 +63,10 @@ struct LmHeadWorkspace {
   std::vector<double> row_loss;  // per-row statistics of a chunk, reduced in row order
   std::vector<double> row_entropy;
   std::vector<uint8_t> row_correct;
+  // Vocabulary shards: the chunk's row maxima, the per-row sums combined over the group, and
+  // (double) every rank's maxima.
+  std::vector<float> shard_max_f32;
+  std::vector<double> shard_max_f64, shard_sums, shard_gather;
 };
 
 // x (Tn, C); w (V, C) as nn.Linear stores it; targets (Tn): the id scored at row t, or -1.
@@ -61,16 +74,20 @@ struct LmHeadWorkspace {
 // null (both null = evaluation: statistics only). logits (Tn, V) = x wᵀ for every row when
 // non-null; otherwise only scored rows are computed.
 // Loss = Σ over scored rows of CE; correct = argmax == target; entropy of the softmax.
+// With a group (a vocabulary shard, see above): targets are ids in [0, V · group->size()) and
+// logits must be null.
 template <typename T>  // float, double
 LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* w,
                                   const int64_t* targets, T scale, int64_t Tn, int64_t C, int64_t V,
-                                  LmHeadWorkspace& ws);
+                                  LmHeadWorkspace& ws, int64_t vocab_begin = 0,
+                                  ShardGroup* group = nullptr);
 
 // bf16 mixed precision (torch autocast semantics): x and w are bf16 bits; logits with fp32
 // accumulation (ops::matmul_bf16), softmax statistics in fp32 with double sums; dlogits rounded
 // to bf16 before the two gradient products (autocast's bf16 grad); dx fp32 =, dw fp32 +=.
 LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
                                        const int64_t* targets, float scale, int64_t Tn, int64_t C,
-                                       int64_t V, LmHeadWorkspace& ws);
+                                       int64_t V, LmHeadWorkspace& ws, int64_t vocab_begin = 0,
+                                       ShardGroup* group = nullptr);
 
 }  // namespace sft::ops

@@ -181,25 +181,32 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
 
 void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard) {
   const ScopedOp op("embedding_forward");
-  if (shard.group) fail("ops", "embedding_forward: vocabulary shards are not wired yet");
   require_cpu("embedding", {out, table});
   require(out.cols == table.cols, "embedding",
           [&] { return "out " + shape(out) + ", table " + shape(table); });
   on_float_type("embedding", table, {out}, [&](auto t) {
     using T = decltype(t);
-    cpu::embedding_forward(out.as<T>(), ids, table.as<T>(), out.rows, out.cols);
+    if (!shard.group)
+      return cpu::embedding_forward(out.as<T>(), ids, table.as<T>(), out.rows, out.cols);
+    // Each rank writes its rows (−0 for the others' ids), the sum over the group fills in
+    // the rest: one collective of (T, C), every rank the same size.
+    cpu::embedding_forward_shard(out.as<T>(), ids, table.as<T>(), out.rows, out.cols, shard.begin,
+                                 table.rows);
+    shard.group->sum(std::span<T>(out.as<T>(), static_cast<size_t>(out.numel())));
   });
 }
 
 void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard shard) {
   const ScopedOp op("embedding_backward");
-  if (shard.group) fail("ops", "embedding_backward: vocabulary shards are not wired yet");
   require_cpu("embedding_backward", {dtable, dout});
   require(dout.cols == dtable.cols, "embedding_backward",
           [&] { return "dout " + shape(dout) + ", dtable " + shape(dtable); });
   on_float_type("embedding_backward", dtable, {dout}, [&](auto t) {
     using T = decltype(t);
-    cpu::embedding_backward(dtable.as<T>(), dout.as<T>(), ids, dout.rows, dout.cols);
+    if (!shard.group)
+      return cpu::embedding_backward(dtable.as<T>(), dout.as<T>(), ids, dout.rows, dout.cols);
+    cpu::embedding_backward_shard(dtable.as<T>(), dout.as<T>(), ids, dout.rows, dout.cols,
+                                  shard.begin, dtable.rows);
   });
 }
 

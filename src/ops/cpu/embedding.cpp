@@ -1,6 +1,7 @@
-// Embedding forward/backward. See embedding.h.
+// Embedding forward/backward, whole tables and vocabulary shards. See embedding.h.
 #include "ops/cpu/embedding.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "ops/ops.h"
@@ -25,9 +26,44 @@ void embedding_backward(T* dwte, const T* dout, const int64_t* ids, int64_t Tn, 
   });
 }
 
+template <typename T>
+void embedding_forward_shard(T* out, const int64_t* ids, const T* wte, int64_t Tn, int64_t C,
+                             int64_t begin, int64_t rows) {
+  for (int64_t t = 0; t < Tn; ++t) {
+    const int64_t local = ids[t] - begin;
+    if (local >= 0 && local < rows)
+      std::memcpy(out + t * C, wte + local * C, static_cast<size_t>(C) * sizeof(T));
+    else
+      std::fill(out + t * C, out + (t + 1) * C, T(-0.0));
+  }
+}
+
+template <typename T>
+void embedding_backward_shard(T* dwte, const T* dout, const int64_t* ids, int64_t Tn, int64_t C,
+                              int64_t begin, int64_t rows) {
+  // As embedding_backward: parallel over features, serial over tokens.
+  parallel_for_rows(C, 64, [&](int64_t b, int64_t e) {
+    for (int64_t t = 0; t < Tn; ++t) {
+      const int64_t local = ids[t] - begin;
+      if (local < 0 || local >= rows) continue;
+      T* row = dwte + local * C;
+      const T* g = dout + t * C;
+      for (int64_t j = b; j < e; ++j) row[j] += g[j];
+    }
+  });
+}
+
 template void embedding_forward<float>(float*, const int64_t*, const float*, int64_t, int64_t);
 template void embedding_forward<double>(double*, const int64_t*, const double*, int64_t, int64_t);
 template void embedding_backward<float>(float*, const float*, const int64_t*, int64_t, int64_t);
 template void embedding_backward<double>(double*, const double*, const int64_t*, int64_t, int64_t);
+template void embedding_forward_shard<float>(float*, const int64_t*, const float*, int64_t, int64_t,
+                                             int64_t, int64_t);
+template void embedding_forward_shard<double>(double*, const int64_t*, const double*, int64_t,
+                                              int64_t, int64_t, int64_t);
+template void embedding_backward_shard<float>(float*, const float*, const int64_t*, int64_t,
+                                              int64_t, int64_t, int64_t);
+template void embedding_backward_shard<double>(double*, const double*, const int64_t*, int64_t,
+                                               int64_t, int64_t, int64_t);
 
 }  // namespace sft::ops::cpu

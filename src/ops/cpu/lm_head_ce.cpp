@@ -1,9 +1,10 @@
-// Fused LM head + cross-entropy, float and double. See ops/lm_head_ce.h for the contract and
-// ops/cpu/lm_head_rows.h for the per-row arithmetic.
+// Fused LM head + cross-entropy, float and double, whole or a vocabulary shard. See
+// ops/lm_head_ce.h for the contract and ops/cpu/lm_head_rows.h for the per-row arithmetic.
 #include "ops/lm_head_ce.h"
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 #include "ops/cpu/lm_head_rows.h"
 #include "ops/ops.h"
@@ -55,12 +56,14 @@ std::vector<double>& buffer<double>(LmHeadWorkspace& ws) {
 template <typename T>
 LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* w,
                                   const int64_t* targets, T scale, int64_t Tn, int64_t C, int64_t V,
-                                  LmHeadWorkspace& ws) {
+                                  LmHeadWorkspace& ws, int64_t vocab_begin, ShardGroup* group) {
   using namespace lm_head_detail;
   LmHeadStats total;
+  if (group && logits)
+    fail("lm_head", "no logits from a vocabulary shard (hint: gather them from whole weights)");
   if (dx) std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(T));
   const bool grad = dx || dw;
-  const int64_t n = select_rows(ws, targets, Tn, V, logits != nullptr);
+  const int64_t n = select_rows(ws, targets, Tn, group ? V * group->size() : V, logits != nullptr);
   if (n == 0 || V <= 0) return total;
   const int64_t R = chunk_rows(ws, n, V, static_cast<int64_t>(sizeof(T)));
   const int64_t VB = vocab_block(ws, V);
@@ -77,7 +80,10 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
     if (logits)
       for (int64_t i = 0; i < m; ++i)
         std::memcpy(logits + ws.rows[c0 + i] * V, z + i * V, static_cast<size_t>(V) * sizeof(T));
-    chunk_stats(total, ws, z, targets, c0, m, V, grad, scale);
+    if (group)
+      chunk_stats_shard(total, ws, z, targets, c0, m, V, grad, scale, vocab_begin, *group);
+    else
+      chunk_stats(total, ws, z, targets, c0, m, V, grad, scale);
     if (!grad) continue;
     // dX_c = dZ W, dW += dZᵀ X_c, over vocabulary blocks of VB columns of dZ (in block order,
     // so dX_c's sum over blocks is deterministic).
@@ -90,14 +96,18 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
       for (int64_t i = 0; i < m; ++i)
         std::memcpy(dx + ws.rows[c0 + i] * C, dxs + i * C, static_cast<size_t>(C) * sizeof(T));
   }
+  // A shard's dx is its slice's dZ W_local: the whole head's is the sum over the group.
+  if (group && dx) group->sum(std::span<T>(dx, static_cast<size_t>(Tn * C)));
   return total;
 }
 
 template LmHeadStats lm_head_cross_entropy<float>(float*, float*, float*, const float*,
                                                   const float*, const int64_t*, float, int64_t,
-                                                  int64_t, int64_t, LmHeadWorkspace&);
+                                                  int64_t, int64_t, LmHeadWorkspace&, int64_t,
+                                                  ShardGroup*);
 template LmHeadStats lm_head_cross_entropy<double>(double*, double*, double*, const double*,
                                                    const double*, const int64_t*, double, int64_t,
-                                                   int64_t, int64_t, LmHeadWorkspace&);
+                                                   int64_t, int64_t, LmHeadWorkspace&, int64_t,
+                                                   ShardGroup*);
 
 }  // namespace sft::ops

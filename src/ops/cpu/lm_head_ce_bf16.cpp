@@ -1,7 +1,9 @@
 // Fused LM head + cross-entropy, bf16 mixed precision (torch autocast): bf16 operands, fp32
 // logits and statistics (double sums), dlogits rounded to bf16 for the two gradient products.
-// See ops/lm_head_ce.h for the contract; the chunking is lm_head_ce.cpp's.
+// See ops/lm_head_ce.h for the contract (vocabulary shards included); the chunking is
+// lm_head_ce.cpp's.
 #include <cstring>
+#include <span>
 
 #include "core/half.h"
 #include "ops/cpu/lm_head_rows.h"
@@ -12,12 +14,13 @@ namespace sft::ops {
 
 LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
                                        const int64_t* targets, float scale, int64_t Tn, int64_t C,
-                                       int64_t V, LmHeadWorkspace& ws) {
+                                       int64_t V, LmHeadWorkspace& ws, int64_t vocab_begin,
+                                       ShardGroup* group) {
   using namespace lm_head_detail;
   LmHeadStats total;
   if (dx) std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(float));
   const bool grad = dx || dw;
-  const int64_t n = select_rows(ws, targets, Tn, V, false);
+  const int64_t n = select_rows(ws, targets, Tn, group ? V * group->size() : V, false);
   if (n == 0 || V <= 0) return total;
   const int64_t R = chunk_rows(ws, n, V, 6);  // fp32 logits + bf16 dlogits
   const int64_t VB = vocab_block(ws, V);
@@ -38,7 +41,10 @@ LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, 
       std::memcpy(xs + i * C, x + ws.rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(uint16_t));
     std::memset(xs + m * C, 0, static_cast<size_t>((mp - m) * C) * sizeof(uint16_t));
     matmul_bf16(z, xs, w, mp, V, C, false, true, false);
-    chunk_stats(total, ws, z, targets, c0, m, V, grad, scale);
+    if (group)
+      chunk_stats_shard(total, ws, z, targets, c0, m, V, grad, scale, vocab_begin, *group);
+    else
+      chunk_stats(total, ws, z, targets, c0, m, V, grad, scale);
     if (!grad) continue;
     parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i)
@@ -55,6 +61,8 @@ LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, 
       for (int64_t i = 0; i < m; ++i)
         std::memcpy(dx + ws.rows[c0 + i] * C, dxs + i * C, static_cast<size_t>(C) * sizeof(float));
   }
+  // A shard's dx is its slice's dZ W_local: the whole head's is the sum over the group.
+  if (group && dx) group->sum(std::span<float>(dx, static_cast<size_t>(Tn * C)));
   return total;
 }
 

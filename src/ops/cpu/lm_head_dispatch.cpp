@@ -1,5 +1,9 @@
 // ops::lm_head_cross_entropy on views, on the CPU: the fused kernels of ops/lm_head_ce.h,
 // with one workspace grown to the largest call and reused (the step loop does not allocate).
+// The workspace is per calling thread: the model calls from one thread, so a training process
+// holds one; the ranks of a thread ShardGroup (tests) are threads of one process and each need
+// their own, as MPI ranks have.
+#include <string>
 #include <vector>
 
 #include "ops/lm_head_ce.h"
@@ -11,7 +15,7 @@ namespace sft::ops {
 namespace {
 
 LmHeadWorkspace& workspace() {
-  static LmHeadWorkspace ws;
+  thread_local LmHeadWorkspace ws;
   return ws;
 }
 
@@ -47,9 +51,32 @@ void check(const View& dx, const View& dw, const View& logits, const View& x, co
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, VocabShard shard) {
   const ScopedOp op("lm_head_cross_entropy");
-  if (shard.group) fail("ops", "lm_head_cross_entropy: vocabulary shards are not wired yet");
   check(dx, dw, logits, x, w);
   const int64_t T = x.rows, C = x.cols, V = w.rows;
+  if (shard.group) {
+    // Every rank checks the same things (shapes agree over the group), so they all fail or none.
+    if (!logits.empty())
+      fail("ops",
+           "lm_head_cross_entropy: no logits from a vocabulary shard (hint: compute them from "
+           "the gathered whole weights)");
+    if (shard.begin < 0 || shard.begin + V > V * shard.group->size())
+      fail("ops", "lm_head_cross_entropy: vocabulary rows [" + std::to_string(shard.begin) + ", " +
+                      std::to_string(shard.begin + V) + ") are not a slice of a " +
+                      std::to_string(shard.group->size()) + "-way split of " +
+                      std::to_string(V * shard.group->size()) + " rows");
+    if (x.dtype == DType::kBF16)
+      return lm_head_cross_entropy_bf16(
+          data_or_null<float>(dx), data_or_null<float>(dw), x.as<uint16_t>(), w.as<uint16_t>(),
+          targets, static_cast<float>(scale), T, C, V, workspace(), shard.begin, shard.group);
+    if (x.dtype == DType::kF64)
+      return lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),
+                                   static_cast<double*>(nullptr), x.as<double>(), w.as<double>(),
+                                   targets, scale, T, C, V, workspace(), shard.begin, shard.group);
+    return lm_head_cross_entropy(data_or_null<float>(dx), data_or_null<float>(dw),
+                                 static_cast<float*>(nullptr), x.as<float>(), w.as<float>(),
+                                 targets, static_cast<float>(scale), T, C, V, workspace(),
+                                 shard.begin, shard.group);
+  }
   if (x.dtype == DType::kBF16 && logits.empty())
     return lm_head_cross_entropy_bf16(data_or_null<float>(dx), data_or_null<float>(dw),
                                       x.as<uint16_t>(), w.as<uint16_t>(), targets,

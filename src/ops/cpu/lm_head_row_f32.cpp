@@ -1,6 +1,9 @@
-// The fused LM head's float row pass (lm_head_rows.h: row_stats_f32), compiled for the baseline
-// and, behind a run-time check (cpu_features.h), for AVX-512: on the 152k-entry vocabulary the
-// row pass is as long as the chunk's matmuls unless it is vectorised.
+// The fused LM head's float row pass (lm_head_rows.h: row_stats_f32, and the three pieces of a
+// vocabulary shard's row: row_max_f32, row_exp_sums_f32, row_scale_f32), compiled for the
+// baseline and, behind a run-time check (cpu_features.h), for AVX-512: on the 152k-entry
+// vocabulary the row pass is as long as the chunk's matmuls unless it is vectorised. The whole
+// row and the shard's pieces are built from the same inline loops, so a shard's exponentials
+// are bit for bit the whole row's.
 #include <limits>
 
 #include "ops/cpu/cpu_features.h"
@@ -13,8 +16,8 @@ namespace {
 
 constexpr int kMaxLanes = 16, kSumLanes = 8;
 
-// The row's max and its first index.
-[[gnu::always_inline]] inline float row_max(const float* z, int64_t V, int64_t* arg) {
+// The largest element over 16 lanes (NaNs are passed over; −inf when there is nothing else).
+[[gnu::always_inline]] inline float lane_max(const float* z, int64_t V) {
   float lane[kMaxLanes];
   for (int l = 0; l < kMaxLanes; ++l) lane[l] = -std::numeric_limits<float>::infinity();
   const int64_t body = V / kMaxLanes * kMaxLanes;
@@ -23,17 +26,22 @@ constexpr int kMaxLanes = 16, kSumLanes = 8;
   float mx = -std::numeric_limits<float>::infinity();
   for (int l = 0; l < kMaxLanes; ++l) mx = lane[l] > mx ? lane[l] : mx;
   for (int64_t j = body; j < V; ++j) mx = z[j] > mx ? z[j] : mx;
+  return mx;
+}
+
+// The row's max and its first index.
+[[gnu::always_inline]] inline float row_max(const float* z, int64_t V, int64_t* arg) {
+  const float mx = lane_max(z, V);
   int64_t first = 0;
   while (first < V && !(z[first] == mx)) ++first;
   *arg = first < V ? first : 0;  // all-NaN rows: index 0, as the scalar scan
   return first < V ? mx : z[0];
 }
 
-[[gnu::always_inline]] inline RowStats row_body(float* z, int64_t V, int64_t target, bool grad,
-                                                float scale) {
-  int64_t arg = 0;
-  const float mx = row_max(z, V, &arg);
-  const float zt = z[target];
+// Σ exp(z − mx) and Σ exp(z − mx)·(z − mx) over 8 double lanes combined in lane order; with
+// store, z becomes exp(z − mx).
+[[gnu::always_inline]] inline void exp_sums(float* z, int64_t V, float mx, bool store, double* sum,
+                                            double* sum_pz) {
   double s[kSumLanes] = {}, spz[kSumLanes] = {};
   const int64_t body = V / kSumLanes * kSumLanes;
   for (int64_t j = 0; j < body; j += kSumLanes) {
@@ -42,7 +50,7 @@ constexpr int kMaxLanes = 16, kSumLanes = 8;
       const float e = cpu::exp_score(d);
       s[l] += static_cast<double>(e);
       spz[l] += static_cast<double>(e * d);
-      if (grad) z[j + l] = e;
+      if (store) z[j + l] = e;
     }
   }
   for (int64_t j = body; j < V; ++j) {
@@ -50,28 +58,75 @@ constexpr int kMaxLanes = 16, kSumLanes = 8;
     const float e = cpu::exp_score(d);
     s[j - body] += static_cast<double>(e);
     spz[j - body] += static_cast<double>(e * d);
-    if (grad) z[j] = e;
+    if (store) z[j] = e;
   }
+  double a = 0, b = 0;
+  for (int l = 0; l < kSumLanes; ++l) a += s[l], b += spz[l];
+  *sum = a;
+  *sum_pz = b;
+}
+
+[[gnu::always_inline]] inline RowStats row_body(float* z, int64_t V, int64_t target, bool grad,
+                                                float scale) {
+  int64_t arg = 0;
+  const float mx = row_max(z, V, &arg);
+  const float zt = z[target];
   double sum = 0, sum_pz = 0;
-  for (int l = 0; l < kSumLanes; ++l) sum += s[l], sum_pz += spz[l];
+  exp_sums(z, V, mx, grad, &sum, &sum_pz);
   return finish_row(z, V, target, grad, scale, mx, zt, arg, sum, sum_pz);
+}
+
+[[gnu::always_inline]] inline void scale_row(float* z, int64_t V, float k) {
+  for (int64_t j = 0; j < V; ++j) z[j] *= k;
 }
 
 RowStats row_generic(float* z, int64_t V, int64_t target, bool grad, float scale) {
   return row_body(z, V, target, grad, scale);
 }
+float max_generic(const float* z, int64_t V) {
+  return lane_max(z, V);
+}
+void sums_generic(float* z, int64_t V, float mx, bool store, double* sum, double* sum_pz) {
+  exp_sums(z, V, mx, store, sum, sum_pz);
+}
+void scale_generic(float* z, int64_t V, float k) {
+  scale_row(z, V, k);
+}
 
-[[gnu::target("avx512f,avx512dq,avx512bw,avx512vl")]] RowStats row_avx512(float* z, int64_t V,
-                                                                          int64_t target, bool grad,
-                                                                          float scale) {
+#define SFT_AVX512 [[gnu::target("avx512f,avx512dq,avx512bw,avx512vl")]]
+SFT_AVX512 RowStats row_avx512(float* z, int64_t V, int64_t target, bool grad, float scale) {
   return row_body(z, V, target, grad, scale);
 }
+SFT_AVX512 float max_avx512(const float* z, int64_t V) {
+  return lane_max(z, V);
+}
+SFT_AVX512 void sums_avx512(float* z, int64_t V, float mx, bool store, double* sum,
+                            double* sum_pz) {
+  exp_sums(z, V, mx, store, sum, sum_pz);
+}
+SFT_AVX512 void scale_avx512(float* z, int64_t V, float k) {
+  scale_row(z, V, k);
+}
+#undef SFT_AVX512
 
 }  // namespace
 
 RowStats row_stats_f32(float* z, int64_t V, int64_t target, bool grad, float scale) {
   return cpu::use_avx512() ? row_avx512(z, V, target, grad, scale)
                            : row_generic(z, V, target, grad, scale);
+}
+
+float row_max_f32(const float* z, int64_t V) {
+  return cpu::use_avx512() ? max_avx512(z, V) : max_generic(z, V);
+}
+
+void row_exp_sums_f32(float* z, int64_t V, float mx, bool store, double* sum, double* sum_pz) {
+  return cpu::use_avx512() ? sums_avx512(z, V, mx, store, sum, sum_pz)
+                           : sums_generic(z, V, mx, store, sum, sum_pz);
+}
+
+void row_scale_f32(float* z, int64_t V, float k) {
+  return cpu::use_avx512() ? scale_avx512(z, V, k) : scale_generic(z, V, k);
 }
 
 }  // namespace sft::ops::lm_head_detail

@@ -4,15 +4,24 @@
 // The row arithmetic is model::lm_head_loss's (validated against transformers): max, exp in the
 // compute dtype, sums in double; with a gradient the row becomes scale·(softmax − onehot) in
 // place, so each logit is exponentiated once.
+//
+// A vocabulary shard (chunk_stats_shard) does the same arithmetic in three passes over its
+// slice of each row, with the group combining per-row numbers in between: the slice's max →
+// the group's max; with that max, the slice's exp sums and its share of the target and argmax
+// facts → one sum of doubles over the group; then the dlogits. The exponentials and the
+// dlogits are the same expressions as the whole row's; only the sums' order differs.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <span>
 #include <string>
 
 #include "core/error.h"
+#include "core/shard_group.h"
 #include "ops/lm_head_ce.h"
 #include "ops/ops.h"
 
@@ -67,6 +76,13 @@ template <>
 inline RowStats row_stats<float>(float* z, int64_t V, int64_t target, bool grad, float scale) {
   return row_stats_f32(z, V, target, grad, scale);
 }
+
+// The pieces of a float row on a vocabulary shard, vectorised as row_stats_f32: the slice's
+// largest element (NaNs passed over, −inf if none); Σ exp(z − mx) and Σ exp(z − mx)·(z − mx),
+// z becoming exp(z − mx) with store; z *= k.
+float row_max_f32(const float* z, int64_t V);
+void row_exp_sums_f32(float* z, int64_t V, float mx, bool store, double* sum, double* sum_pz);
+void row_scale_f32(float* z, int64_t V, float k);
 
 template <typename U>
 void grow(std::vector<U>& v, int64_t n) {
@@ -132,6 +148,133 @@ void chunk_stats(LmHeadStats& total, LmHeadWorkspace& ws, T* z, const int64_t* t
     total.loss_sum += ws.row_loss[i];
     total.entropy_sum += ws.row_entropy[i];
     total.correct += ws.row_correct[i];
+    total.count += 1;
+  }
+}
+
+// ---- vocabulary shards -----------------------------------------------------------------
+
+// The same pieces for any T (double: the scalar loops of row_stats).
+template <typename T>
+T shard_row_max(const T* z, int64_t V) {
+  T mx = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < V; ++j) mx = z[j] > mx ? z[j] : mx;
+  return mx;
+}
+template <typename T>
+void shard_exp_sums(T* z, int64_t V, T mx, bool store, double* sum, double* sum_pz) {
+  double s = 0, spz = 0;
+  for (int64_t j = 0; j < V; ++j) {
+    const T d = z[j] - mx;
+    const T e = std::exp(d);
+    s += static_cast<double>(e);
+    spz += static_cast<double>(e * d);
+    if (store) z[j] = e;
+  }
+  *sum = s;
+  *sum_pz = spz;
+}
+template <typename T>
+void shard_scale(T* z, int64_t V, T k) {
+  for (int64_t j = 0; j < V; ++j) z[j] *= k;
+}
+template <>
+inline float shard_row_max<float>(const float* z, int64_t V) {
+  return row_max_f32(z, V);
+}
+template <>
+inline void shard_exp_sums<float>(float* z, int64_t V, float mx, bool store, double* sum,
+                                  double* sum_pz) {
+  row_exp_sums_f32(z, V, mx, store, sum, sum_pz);
+}
+template <>
+inline void shard_scale<float>(float* z, int64_t V, float k) {
+  row_scale_f32(z, V, k);
+}
+
+// The row maxima over the group, in place: ShardGroup::max for float; for double (which the
+// group has no max for) every rank's maxima are gathered through one sum of doubles, each rank
+// filling its own column and −0 elsewhere (x + −0 = x exactly), and reduced in rank order with
+// the group's rule (a NaN wins).
+inline void max_over_group(ShardGroup& group, float* mx, int64_t m, LmHeadWorkspace&) {
+  group.max(std::span<float>(mx, static_cast<size_t>(m)));
+}
+inline void max_over_group(ShardGroup& group, double* mx, int64_t m, LmHeadWorkspace& ws) {
+  const int64_t n = group.size(), r = group.rank();
+  ws.shard_gather.assign(static_cast<size_t>(m * n), -0.0);
+  for (int64_t i = 0; i < m; ++i) ws.shard_gather[i * n + r] = mx[i];
+  group.sum(std::span<double>(ws.shard_gather.data(), ws.shard_gather.size()));
+  for (int64_t i = 0; i < m; ++i) {
+    double a = ws.shard_gather[i * n];
+    for (int64_t q = 1; q < n; ++q) {
+      const double b = ws.shard_gather[i * n + q];
+      a = b > a || b != b ? b : a;
+    }
+    mx[i] = a;
+  }
+}
+
+inline std::vector<float>& shard_max_buffer(LmHeadWorkspace& ws, float) {
+  return ws.shard_max_f32;
+}
+inline std::vector<double>& shard_max_buffer(LmHeadWorkspace& ws, double) {
+  return ws.shard_max_f64;
+}
+
+// What each rank adds up per row (doubles, one ShardGroup::sum per chunk): the slice's exp
+// sums; z[target] − max on the rank owning the target (0 elsewhere, so the sum is exact);
+// whether the target is a maximum (owner only); whether a maximum sits at a smaller id. The
+// row is correct (argmax == target, the first maximum winning ties over the whole vocabulary)
+// when the target is a maximum and no rank has one before it.
+enum ShardSum { kSum, kSumPz, kTargetGap, kTargetIsMax, kMaxBeforeTarget, kShardSums };
+
+// chunk_stats for a vocabulary shard: z (m × V) holds this rank's logits of the chunk's rows,
+// the vocabulary ids [begin, begin + V); targets are whole-vocabulary ids and every row is
+// scored (a shard computes no logits, so ws.rows holds scored rows only). Collectives: one
+// max of m floats (float) or one sum of m × size doubles (double), then one sum of
+// m × kShardSums doubles, on every rank alike. total gets the whole head's statistics, the
+// same on every rank; with grad, z becomes this slice of scale · (softmax − onehot).
+template <typename T>
+void chunk_stats_shard(LmHeadStats& total, LmHeadWorkspace& ws, T* z, const int64_t* targets,
+                       int64_t c0, int64_t m, int64_t V, bool grad, T scale, int64_t begin,
+                       ShardGroup& group) {
+  std::vector<T>& mx = shard_max_buffer(ws, T{});
+  grow(mx, m);
+  grow(ws.shard_sums, m * kShardSums);
+  parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) mx[i] = shard_row_max(z + i * V, V);
+  });
+  max_over_group(group, mx.data(), m, ws);
+  parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      T* zi = z + i * V;
+      const T M = mx[i];
+      const int64_t y = targets[ws.rows[c0 + i]] - begin;  // the target in this slice
+      const bool owner = y >= 0 && y < V;
+      double* s = &ws.shard_sums[i * kShardSums];
+      s[kTargetGap] = owner ? static_cast<double>(zi[y] - M) : 0.0;
+      s[kTargetIsMax] = owner && zi[y] == M ? 1.0 : 0.0;
+      const int64_t before = std::clamp<int64_t>(y, 0, V);  // this slice's ids below the target
+      s[kMaxBeforeTarget] = std::find(zi, zi + before, M) != zi + before ? 1.0 : 0.0;
+      shard_exp_sums(zi, V, M, grad, &s[kSum], &s[kSumPz]);
+    }
+  });
+  group.sum(std::span<double>(ws.shard_sums.data(), static_cast<size_t>(m * kShardSums)));
+  if (grad)
+    parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        T* zi = z + i * V;
+        shard_scale(zi, V, static_cast<T>(1.0 / ws.shard_sums[i * kShardSums + kSum]) * scale);
+        const int64_t y = targets[ws.rows[c0 + i]] - begin;
+        if (y >= 0 && y < V) zi[y] -= scale;
+      }
+    });
+  for (int64_t i = 0; i < m; ++i) {  // in row order, as chunk_stats
+    const double* s = &ws.shard_sums[i * kShardSums];
+    const double lse = std::log(s[kSum]);  // relative to the max
+    total.loss_sum += lse - s[kTargetGap];
+    total.entropy_sum += lse - s[kSumPz] / s[kSum];
+    total.correct += s[kTargetIsMax] > 0.5 && s[kMaxBeforeTarget] < 0.5 ? 1 : 0;
     total.count += 1;
   }
 }
