@@ -61,10 +61,9 @@ std::optional<model::Transformer> gather_full_model(const model::Transformer& lo
   }
   gather_each(slices, local.params().values().data(), group,
               [&](size_t i) { return whole->params().all()[i].value.as<float>(); });
-  if (whole && local.compute_dtype() != DType::kF32) {
-    whole->set_compute_dtype(local.compute_dtype());  // makes the bf16 copies of the values
-    whole->params().refresh_bf16_copies();
-  }
+  // bf16 compute: the copies are made from the gathered values.
+  if (whole && local.compute_dtype() != DType::kF32)
+    whole->set_compute_dtype(local.compute_dtype());
   return whole;
 }
 
