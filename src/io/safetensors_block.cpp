@@ -32,6 +32,7 @@ T load(const std::byte* p) {
 // of just this run, so every dtype converts exactly as Tensor::to_f32_vector does.
 void convert_run(DType dtype, const std::byte* src, int64_t n, float* dst) {
   const size_t count = static_cast<size_t>(n);
+  if (count == 0) return;  // an empty block may come with null pointers
   switch (dtype) {
     case DType::kF32:
       std::memcpy(dst, src, count * sizeof(float));
