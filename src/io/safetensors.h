@@ -129,6 +129,23 @@ std::vector<std::string> write_safetensors_sharded(
     const std::string& dir, const std::vector<NamedTensor>& tensors, uint64_t max_shard_bytes,
     const std::map<std::string, std::string>& metadata = {}, const std::string& base = "model");
 
+// Block reads, for tensor-parallel slices (safetensors_block.cpp): one block of a 1-D or 2-D
+// tensor as f32, converted from any dtype Tensor::to_f32_vector converts, reading only the
+// block's bytes of the mapping (no copy of the whole tensor). dim 0: rows [begin, begin +
+// count), for a 1-D tensor its elements; dim 1: columns [begin, begin + count) of every row
+// (2-D tensors only). `out` holds exactly the block, row-major: count × columns (dim 0) or
+// rows × count (dim 1). Errors ("[safetensors] <file>: tensor '<name>': ...") name the file
+// and the tensor.
+struct TensorBlock {
+  int dim = 0;
+  int64_t begin = 0;
+  int64_t count = 0;
+};
+// The whole tensor as one block (along dim 0).
+TensorBlock whole_tensor_block(const TensorEntry& entry);
+void read_tensor_block(const SafetensorsFile& file, const TensorEntry& entry,
+                       const TensorBlock& block, std::span<float> out);
+
 // All the weights of a model folder: one model.safetensors or the shards of an index.
 class SafetensorsCheckpoint {
  public:

@@ -61,11 +61,21 @@ void gather_blocks(const ParamSpec& spec, const float* local, float* full, Shard
                   static_cast<size_t>(l.cols) * sizeof(float));
 }
 
+TensorBlock block_of(const ParamSpec& spec) {
+  if (spec.tp_dim < 0) return {0, 0, spec.shape[0]};
+  const size_t d = static_cast<size_t>(spec.tp_dim);
+  return {spec.tp_dim, spec.tp_begin, spec.shape[d]};
+}
+
+void read_block(const SafetensorsFile& file, const TensorEntry& entry, const ParamSpec& spec,
+                float* local) {
+  read_tensor_block(file, entry, block_of(spec),
+                    {local, static_cast<size_t>(shape_numel(spec.shape))});
+}
+
 void load_parameter_slices(const SafetensorsCheckpoint& ckpt, ParameterSet& params) {
-  for (const Parameter& p : params.all()) {
-    const std::vector<float> whole = ckpt.tensor(p.spec.name).to_f32_vector();
-    copy_block(p.spec, whole.data(), p.value.as<float>());
-  }
+  for (const Parameter& p : params.all())
+    read_block(ckpt.file_of(p.spec.name), ckpt.entry(p.spec.name), p.spec, p.value.as<float>());
 }
 
 }  // namespace sft::model

@@ -18,8 +18,18 @@ void copy_block(const ParamSpec& spec, const float* full, float* local);
 // every rank of `group` calls it for the same spec, in the same order. Unsplit: a copy.
 void gather_blocks(const ParamSpec& spec, const float* local, float* full, ShardGroup& group);
 
+// The block of a stored whole tensor (full_shape) that is this rank's slice (spec.shape);
+// the whole tensor when unsplit. A spec without full_shape (e.g. a LoRA adapter's) is whole.
+TensorBlock block_of(const ParamSpec& spec);
+
+// local (spec.shape, f32) = this rank's block of the stored tensor `entry` of `file`, read
+// straight from the mapping (io/safetensors.h's read_tensor_block). The caller has checked
+// entry.shape against the whole shape.
+void read_block(const SafetensorsFile& file, const TensorEntry& entry, const ParamSpec& spec,
+                float* local);
+
 // Every parameter's value from the checkpoint (shapes already checked against full_shape by
-// the caller), as this rank's slice.
+// the caller), as this rank's slice: each rank reads only its slices' bytes of the files.
 void load_parameter_slices(const SafetensorsCheckpoint& ckpt, ParameterSet& params);
 
 }  // namespace sft::model

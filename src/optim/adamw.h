@@ -43,6 +43,8 @@ class AdamW {
   // The moments (exp_avg, exp_avg_sq) and step count, for checkpoints.
   Tensor& exp_avg() { return exp_avg_; }
   Tensor& exp_avg_sq() { return exp_avg_sq_; }
+  const Tensor& exp_avg() const { return exp_avg_; }
+  const Tensor& exp_avg_sq() const { return exp_avg_sq_; }
   void set_steps_taken(int64_t steps) { steps_ = steps; }
 
  private:

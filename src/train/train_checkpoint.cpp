@@ -2,13 +2,13 @@
 // training_state.json, trainer_state.json; see train_checkpoint.h.
 #include "train/train_checkpoint.h"
 
-#include <cstring>
 #include <filesystem>
 #include <set>
 
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
+#include "model/param_slices.h"
 #include "train/adapter_io.h"
 
 namespace sft {
@@ -67,7 +67,12 @@ void write_optimizer(const std::string& path, const model::Transformer& m, AdamW
                      {"weight_decay", Json(o.weight_decay).dump()}});
 }
 
-// The entry of a stored f32 tensor, after checking its name, dtype and shape.
+// The shape a parameter has in the files: the whole tensor's, whatever this rank holds.
+const Shape& stored_shape(const ParamSpec& spec) {
+  return spec.full_shape.empty() ? spec.shape : spec.full_shape;
+}
+
+// The entry of a stored f32 tensor, after checking its name, dtype and (whole) shape.
 const TensorEntry& checked_entry(const SafetensorsFile& file, const std::string& name,
                                  const Shape& shape) {
   const TensorEntry* e = file.find(name);
@@ -83,21 +88,24 @@ const TensorEntry& checked_entry(const SafetensorsFile& file, const std::string&
 }
 
 // A checked tensor waiting to be copied: nothing is restored until every tensor has passed.
+// The copy reads the destination's block of the stored whole tensor (all of it unsplit).
 struct PendingCopy {
   const SafetensorsFile* file;
   const TensorEntry* entry;
-  std::byte* dst;
+  const ParamSpec* spec;  // the destination's shape and tensor-parallel block
+  float* dst;
 };
 
 void plan_weights(const SafetensorsCheckpoint& ckpt, model::Transformer& m,
                   std::vector<PendingCopy>& copies) {
   std::set<std::string> expected;
-  for (const NamedTensor& p : trained(m)) {
-    expected.insert(p.name);
-    if (!ckpt.contains(p.name)) bad(ckpt.source(), "tensor '" + p.name + "'", "missing");
-    const SafetensorsFile& f = ckpt.file_of(p.name);
-    copies.push_back({&f, &checked_entry(f, p.name, p.tensor.shape()),
-                      const_cast<std::byte*>(p.tensor.bytes())});  // our arena, borrowed
+  for (const model::Parameter& p : m.trainable().all()) {
+    const std::string& name = p.spec.name;
+    expected.insert(name);
+    if (!ckpt.contains(name)) bad(ckpt.source(), "tensor '" + name + "'", "missing");
+    const SafetensorsFile& f = ckpt.file_of(name);
+    copies.push_back(
+        {&f, &checked_entry(f, name, stored_shape(p.spec)), &p.spec, p.value.as<float>()});
   }
   for (const std::string& name : ckpt.names())
     if (!expected.count(name))
@@ -131,16 +139,16 @@ int64_t plan_optimizer(const SafetensorsFile& f, const model::Transformer& m, Ad
   check_moments_cover(opt, m, f.path());
   const int64_t step = parse_step(f);
   std::set<std::string> expected;
-  size_t offset = 0;
-  std::byte* avg = opt.exp_avg().mutable_bytes();
-  std::byte* avg_sq = opt.exp_avg_sq().mutable_bytes();
-  for (const NamedTensor& p : trained(m)) {
-    for (std::byte* arena : {avg, avg_sq}) {
-      const std::string name = (arena == avg ? "exp_avg." : "exp_avg_sq.") + p.name;
+  // The flat moments follow the (local) parameters' order and offsets.
+  float* avg = opt.exp_avg().mutable_values<float>().data();
+  float* avg_sq = opt.exp_avg_sq().mutable_values<float>().data();
+  for (const model::Parameter& p : m.trainable().all()) {
+    for (float* arena : {avg, avg_sq}) {
+      const std::string name = (arena == avg ? "exp_avg." : "exp_avg_sq.") + p.spec.name;
       expected.insert(name);
-      copies.push_back({&f, &checked_entry(f, name, p.tensor.shape()), arena + offset});
+      copies.push_back(
+          {&f, &checked_entry(f, name, stored_shape(p.spec)), &p.spec, arena + p.offset});
     }
-    offset += p.tensor.nbytes();
   }
   for (const TensorEntry& e : f.entries())
     if (!expected.count(e.name))
@@ -153,6 +161,11 @@ int64_t plan_optimizer(const SafetensorsFile& f, const model::Transformer& m, Ad
 void write_training_checkpoint(const std::string& folder, const TrainingSnapshot& snapshot,
                                const ExportOptions& export_options) {
   if (!snapshot.model) fail(kComponent, "write_training_checkpoint: no model");
+  if (snapshot.model->tensor_parallel().on())
+    fail(kComponent,
+         "write_training_checkpoint: the model is one tensor-parallel rank's slice; the "
+         "checkpoint holds the whole model (gather it and the moments with train/tp_gather.h "
+         "and write from group rank 0)");
   ExportOptions o = export_options;
   o.dtype = DType::kF32;  // master weights: a resume must continue bit for bit
   // With LoRA a checkpoint holds the adapter (as TRL + PEFT save one), not the frozen base.
@@ -201,10 +214,8 @@ void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snaps
     step = plan_optimizer(*optimizer_file, *snapshot.model, *snapshot.optimizer, copies);
   }
 
-  for (const PendingCopy& c : copies) {
-    const Tensor t = c.file->tensor(*c.entry);
-    std::memcpy(c.dst, t.bytes(), t.nbytes());
-  }
+  // Each rank reads only its blocks of the mapped files.
+  for (const PendingCopy& c : copies) model::read_block(*c.file, *c.entry, *c.spec, c.dst);
   // bf16 compute multiplies copies of the master weights: they must follow the restored ones.
   model::ParameterSet& params = snapshot.model->trainable();
   if (params.has_bf16_copies()) params.refresh_bf16_copies();

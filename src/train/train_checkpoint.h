@@ -14,6 +14,12 @@
 // whole checkpoint atomic); reading checks every tensor's name, shape and dtype and names
 // the file and tensor when something does not fit; everything is checked before anything
 // is restored, so a bad checkpoint leaves the snapshot's objects as they were.
+//
+// Tensor parallelism: the files always hold whole tensors, exactly as a tp = 1 run writes
+// them, so a checkpoint resumes with any tp size. Writing takes a whole model and optimizer
+// (train/tp_gather.h assembles them from the slices on group rank 0; a slice model is
+// refused). Reading into a slice model checks each stored tensor against the whole shape
+// (ParamSpec::full_shape) and reads only the rank's block of it, weights and moments alike.
 #pragma once
 
 #include <string>
@@ -40,7 +46,8 @@ void write_training_checkpoint(const std::string& folder, const TrainingSnapshot
                                const ExportOptions& export_options);
 
 // Restores weights, optimizer moments and step, trainer state and training_state from
-// `folder` into the snapshot's objects (which must have the checkpoint's shapes).
+// `folder` into the snapshot's objects (which must have the checkpoint's shapes, or be a
+// rank's slices of them; the moments then follow the slice model's trainable() order).
 void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snapshot);
 
 }  // namespace sft

@@ -1,6 +1,13 @@
 // Trainer checkpoints: what save() writes beyond the model and optimizer (the position in
 // the run and the logging accumulators, so a resumed run logs the same numbers), and the
 // resume that reads it back.
+//
+// Tensor parallelism: a checkpoint is always the one a tp = 1 run writes (whole model in F32,
+// whole moments), so it resumes with any tp size. save() gathers the slices (tp_gather.h,
+// collectives over the model's tensor-parallel group, in the first data-parallel group only)
+// and world rank 0 writes; resume() has every rank read only its blocks of the files.
+// training_state.json records tp_size: a resume with another tp size re-shards (one line in
+// the log), while another data-parallel world_size is still refused.
 #include <signal.h>
 
 #include <cmath>
@@ -10,6 +17,7 @@
 
 #include "core/error.h"
 #include "train/checkpoint_dir.h"
+#include "train/tp_gather.h"
 #include "train/train_checkpoint.h"
 #include "train/trainer.h"
 
@@ -62,6 +70,7 @@ Json Trainer::training_state_json() const {
       {"consecutive_nonfinite", consecutive_nonfinite_},
       {"seed", args_.seed},
       {"world_size", comm_->size()},
+      {"tp_size", model_.tensor_parallel().size},
       {"per_device_train_batch_size", args_.per_device_train_batch_size},
       {"gradient_accumulation_steps", args_.gradient_accumulation_steps},
   };
@@ -81,6 +90,13 @@ void Trainer::restore_training_state(const Json& s, const std::string& source) {
                          " (and number of processes) as the interrupted run");
     };
     same("world_size", comm_->size());
+    // Written before tensor parallelism: 1. Another tp size only re-shards the whole tensors.
+    const int64_t tp_size = s.contains("tp_size") ? s.at("tp_size").get<int64_t>() : 1;
+    const int tp_now = model_.tensor_parallel().size;
+    if (tp_size != tp_now && log_ && model_.tensor_parallel().rank == 0)
+      log_->message("resuming " + source + " (written with tp_size " + std::to_string(tp_size) +
+                    ") with tp_size " + std::to_string(tp_now) +
+                    ": the weights and optimizer moments are re-sharded");
     same("per_device_train_batch_size", args_.per_device_train_batch_size);
     same("gradient_accumulation_steps", args_.gradient_accumulation_steps);
     state_.global_step = s.at("global_step").get<int64_t>();
@@ -160,10 +176,21 @@ std::string Trainer::save() {
                                     zero1_->shard_optimizer().options());
     zero1_->gather_into(*whole);
   }
-  if (is_main()) {
+  AdamW* optimizer = zero1_ ? whole.get() : optimizer_.get();
+  // Tensor parallelism: the unsplit model and moments, assembled per tensor on the tensor-
+  // parallel group's rank 0. Only the first data-parallel group's ranks gather (the ranks of a
+  // tensor-parallel group share their data-parallel rank); world rank 0 is its rank 0.
+  const model::TensorParallel& tp = model_.tensor_parallel();
+  std::optional<model::Transformer> full_model;
+  std::optional<AdamW> full_optimizer;
+  if (tp.on() && comm_->rank() == 0) {
+    full_model = gather_full_model(model_, *tp.group);
+    if (optimizer) full_optimizer = gather_full_moments(model_, *optimizer, *tp.group);
+  }
+  if (is_main() && tp.rank == 0) {
     TrainingSnapshot snapshot;
-    snapshot.model = &model_;
-    snapshot.optimizer = zero1_ ? whole.get() : optimizer_.get();
+    snapshot.model = tp.on() ? &*full_model : &model_;
+    snapshot.optimizer = tp.on() ? (full_optimizer ? &*full_optimizer : nullptr) : optimizer;
     snapshot.trainer_state = &state_;
     snapshot.training_state = training_state_json();
     try {
@@ -190,6 +217,10 @@ std::string Trainer::save() {
     if (setup_.on_checkpoint) setup_.on_checkpoint(path, step);
   }
   if (comm_->size() > 1) comm_->barrier();
+  if (tp.on()) {  // the group's other ranks wait for the files too (a sum is its barrier)
+    float done = 0;
+    tp.group->sum(std::span<float>(&done, 1));
+  }
   last_checkpoint_ = path;
   return path;
 }
