@@ -169,6 +169,9 @@ int run_train(const Args& argv) {
     }
   }
   TrainingArgs args = parse_training_args(argv);
+  // Before anything can start the thread pool (the preflight checks already use it), which
+  // reads its size once.
+  if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
   // Distributed: --nproc_per_node N re-launches under mpirun first; every rank then runs the
   // checks itself.
   if (args.nproc_per_node && *args.nproc_per_node > 1 && !under_mpi_launcher())
@@ -204,7 +207,6 @@ int train_checked(const Args& argv, TrainingArgs& args) {
   ParallelGroups groups = make_parallel_groups(*world, static_cast<int>(args.tp_size));
   Comm* comm = groups.dp.get();
   const model::TensorParallel tp = model::TensorParallel::of(groups.tp_group.get());
-  if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
   world->barrier();  // every rank has checked output_dir (preflight) before rank 0 writes into it
   if (args.fp16)
     log_info(

@@ -105,6 +105,7 @@ void split_spec(ParamSpec& p, int rank, int size) {
   p.full_shape = p.shape;
   if (size == 1) return;
   p.tp_dim = tp_split_dim(p.slot);
+  p.tp_partial_grad = p.slot == ParamSlot::kQNorm || p.slot == ParamSlot::kKNorm;
   if (p.tp_dim < 0) return;
   const size_t d = static_cast<size_t>(p.tp_dim);
   p.shape[d] /= size;

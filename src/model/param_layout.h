@@ -52,6 +52,9 @@ struct ParamSpec {
   int tp_dim = -1;
   int64_t tp_begin = 0;
   Shape full_shape = {};
+  // Replicated, but applied to this rank's heads only (q_norm, k_norm): each rank's gradient
+  // is a partial sum, summed over the group once per optimizer step.
+  bool tp_partial_grad = false;
 };
 
 // HF Trainer's get_decay_parameter_names: weight decay skips norm weights and biases.

@@ -8,7 +8,9 @@
 //     (one all-reduce each), their biases added once after the sum;
 //   vocabulary-parallel: the embedding table and the LM head — V/T rows each; the embedding
 //     output and the LM head's cross-entropy statistics are combined over the group;
-//   replicated: the norms (their gradients are identical on every rank).
+//   replicated: the norms. The layer norms' gradients are identical on every rank; q_norm and
+//     k_norm act on each rank's own heads, so their gradients are partial sums that the
+//     trainer adds up over the group once per step (ParamSpec::tp_partial_grad).
 // Every split is even: heads, kv heads, intermediate size and vocabulary must divide by T.
 // Rank r holds the r-th of T equal blocks along the split dimension.
 #pragma once

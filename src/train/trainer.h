@@ -150,6 +150,8 @@ class Trainer {
   // The gradient norm over all ranks (logged as grad_norm), after which the gradients are
   // clipped to max_grad_norm; under ZeRO-1 this also reduce-scatters them (trainer_dist.cpp).
   double reduce_norm_and_clip();
+  // q_norm / k_norm under tensor parallelism: each rank's gradient covers its own heads.
+  void sum_partial_grads_over_tp();
   double step_flops(const model::Batch& batch) const;
 
   const TrainingArgs& args_;

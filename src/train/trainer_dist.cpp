@@ -37,6 +37,13 @@ double tp_weighted_sum_of_squares(const model::ParameterSet& params, std::span<c
 
 }  // namespace
 
+void Trainer::sum_partial_grads_over_tp() {
+  for (const model::Parameter& p : model_.trainable().all())
+    if (p.spec.tp_partial_grad && !p.grad.empty())
+      tp_comm_->all_reduce_sum(
+          std::span<float>(p.grad.as<float>(), static_cast<size_t>(p.grad.numel())));
+}
+
 double Trainer::reduce_norm_and_clip() {
   std::span<float> grads = model_.trainable().grads();
   const double max_norm = args_.max_grad_norm;

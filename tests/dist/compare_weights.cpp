@@ -3,7 +3,7 @@
 // bit for bit). Prints the worst relative difference.
 // sft_compare_weights --metrics A B TOL: the same for the per-step loss, grad_norm,
 // mean_token_accuracy, entropy and num_tokens of two runs' trainer_state.json log_history (the same
-// steps). Used by tests/dist/train_mpi.cmake.
+// steps), or only the comma-separated KEYS given after TOL. Used by tests/dist/train_mpi.cmake.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -15,7 +15,8 @@
 
 namespace {
 
-int compare_metrics(const std::string& a_dir, const std::string& b_dir, double tol) {
+int compare_metrics(const std::string& a_dir, const std::string& b_dir, double tol,
+                    const std::string& only) {
   const sft::Json a = sft::read_json_file(a_dir + "/trainer_state.json", "test");
   const sft::Json b = sft::read_json_file(b_dir + "/trainer_state.json", "test");
   double worst = 0;
@@ -34,6 +35,8 @@ int compare_metrics(const std::string& a_dir, const std::string& b_dir, double t
     for (const char* key : {"loss", "grad_norm", "mean_token_accuracy", "entropy", "num_tokens",
                             "eval_loss", "eval_mean_token_accuracy", "eval_entropy"}) {
       if (!ea.contains(key) || !eb->contains(key)) continue;
+      if (!only.empty() && ("," + only + ",").find("," + std::string(key) + ",") == std::string::npos)
+        continue;
       const double x = ea.at(key).get<double>(), y = eb->at(key).get<double>();
       const double rel = std::fabs(x - y) / std::max(std::fabs(x), 1e-12);
       if (rel > tol)
@@ -49,8 +52,8 @@ int compare_metrics(const std::string& a_dir, const std::string& b_dir, double t
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 5 && std::string(argv[1]) == "--metrics") try {
-      return compare_metrics(argv[2], argv[3], std::atof(argv[4]));
+  if ((argc == 5 || argc == 6) && std::string(argv[1]) == "--metrics") try {
+      return compare_metrics(argv[2], argv[3], std::atof(argv[4]), argc == 6 ? argv[5] : "");
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s\n", e.what());
       return 1;

@@ -50,8 +50,8 @@ function(run np expect)
   set(run_rc "${rc}" PARENT_SCOPE)
 endfunction()
 
-function(same_metrics a b tol)
-  execute_process(COMMAND "${COMPARE}" --metrics "${a}" "${b}" ${tol} OUTPUT_VARIABLE out
+function(same_metrics a b tol)  # [keys]: only these metrics (comma-separated)
+  execute_process(COMMAND "${COMPARE}" --metrics "${a}" "${b}" ${tol} ${ARGN} OUTPUT_VARIABLE out
                   ERROR_VARIABLE err RESULT_VARIABLE rc)
   message(STATUS "${a} vs ${b}: ${out}")
   if(NOT rc EQUAL 0)
@@ -142,12 +142,13 @@ elseif(CASE STREQUAL "tp")
     same_weights("${WORK}/np1" "${WORK}/${other}" 1e-5)
   endforeach()
   # bf16 with packing and gradient checkpointing: the collectives sum the same bf16-rounded
-  # partial products in another order, so the runs agree to bf16's precision.
+  # partial products in another order, so the runs agree to bf16's precision (the accuracy,
+  # a count of argmax hits, can flip a near tie: not compared).
   set(B ${STEPS} --per_device_train_batch_size 2 --bf16 true --packing true --max_length 64
       --gradient_checkpointing true)
   run(0 0 ${COMMON} ${B} --output_dir "${WORK}/bf16_np1")
   run(2 0 ${COMMON} ${B} --output_dir "${WORK}/bf16_tp2" --tp_size 2)
-  same_metrics("${WORK}/bf16_np1" "${WORK}/bf16_tp2" 2e-3)
+  same_metrics("${WORK}/bf16_np1" "${WORK}/bf16_tp2" 2e-3 "loss,grad_norm,entropy,num_tokens")
   # tp 4 needs 4 kv heads: an 8-head model initialised from its config (the fixture's
   # tokenizer; a vocabulary padded to 704 rows, as Qwen pads its own).
   file(MAKE_DIRECTORY "${WORK}/wide")
@@ -158,8 +159,11 @@ elseif(CASE STREQUAL "tp")
   string(JSON cfg SET "${cfg}" head_dim 8)
   string(JSON cfg SET "${cfg}" vocab_size 704)
   file(WRITE "${WORK}/wide/config.json" "${cfg}")
+  # Its random weights make Adam more sensitive to last-bit gradient differences than the
+  # fixture's (plain DP on 4 ranks drifts 4.7e-5 at lr 2e-4), so it trains at the target
+  # command's 2e-5.
   set(W ${COMMON} ${STEPS} --per_device_train_batch_size 4 --init_from_config true
-      --model_name_or_path "${WORK}/wide")
+      --model_name_or_path "${WORK}/wide" --learning_rate 2e-5)
   run(0 0 ${W} --output_dir "${WORK}/wide_np1")
   run(4 0 ${W} --output_dir "${WORK}/wide_tp4" --tp_size 4)
   same_metrics("${WORK}/wide_np1" "${WORK}/wide_tp4" 1e-5)
