@@ -88,7 +88,7 @@ void expect_or_fill_local_moments(const Transformer& local, const AdamW& whole, 
 }
 
 AdamW local_optimizer(const Transformer& local, const AdamW& whole) {
-  AdamW opt(static_cast<size_t>(local.num_parameters()), whole.options());
+  AdamW opt(static_cast<size_t>(local.params().numel()), whole.options());
   expect_or_fill_local_moments(local, whole, &opt, nullptr);
   opt.set_steps_taken(whole.steps_taken());
   return opt;
@@ -208,7 +208,7 @@ TEST_F(TensorParallelCheckpoint, ReadBackIntoTwoAndFourRanksEachGetsItsBlocks) {
     testing::ThreadShardGroups::run(T, [&](ShardGroup& group) {
       Transformer local = Transformer::zeros(config(), TensorParallel::of(&group));
       local.set_compute_dtype(DType::kBF16);
-      AdamW opt(static_cast<size_t>(local.num_parameters()), AdamWOptions{});
+      AdamW opt(static_cast<size_t>(local.params().numel()), AdamWOptions{});
       TrainerState state;
       TrainingSnapshot snapshot{&local, &opt, &state, Json::object()};
       read_training_checkpoint(folder, snapshot);
