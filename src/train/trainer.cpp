@@ -211,6 +211,7 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
     st.flops += step_flops(mbs[i].batch);
   }
   if (test_fault_ == 'n' && state_.global_step + 1 == test_fault_step_) step.loss_sum = NAN;
+  if (comm_->size() == 1) maybe_inject_fault();  // tensor parallel only: before its sums
   if (tp_comm_) sum_partial_grads_over_tp();
   if (comm_->size() > 1) {
     std::vector<double> buf;
