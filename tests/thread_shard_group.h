@@ -7,7 +7,8 @@
 // inside a collective. The kernels share process-wide state that MPI ranks would each have
 // their own copy of (default_thread_pool(), which takes one caller at a time, and the backends'
 // scratch), so ranks computing at the same moment would race there; with turns, each rank's
-// work between two collectives runs alone, and the results do not depend on timing.
+// work between two collectives runs alone, and the results do not depend on timing. So a rank
+// calls its collectives from its own thread (never from inside a pool task), as kernels do.
 //
 // It cannot hang on a kernel bug: a rank that returns (or throws) while others still wait in a
 // collective leaves the barrier, and the waiting ranks then throw instead of waiting forever;

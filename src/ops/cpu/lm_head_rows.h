@@ -241,9 +241,11 @@ void chunk_stats_shard(LmHeadStats& total, LmHeadWorkspace& ws, T* z, const int6
   std::vector<T>& mx = shard_max_buffer(ws, T{});
   grow(mx, m);
   grow(ws.shard_sums, m * kShardSums);
+  grow(ws.shard_local_max, m);
   parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) mx[i] = shard_row_max(z + i * V, V);
   });
+  for (int64_t i = 0; i < m; ++i) ws.shard_local_max[i] = static_cast<double>(mx[i]);
   max_over_group(group, mx.data(), m, ws);
   parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
@@ -254,7 +256,10 @@ void chunk_stats_shard(LmHeadStats& total, LmHeadWorkspace& ws, T* z, const int6
       double* s = &ws.shard_sums[i * kShardSums];
       s[kTargetGap] = owner ? static_cast<double>(zi[y] - M) : 0.0;
       s[kTargetIsMax] = owner && zi[y] == M ? 1.0 : 0.0;
-      const int64_t before = std::clamp<int64_t>(y, 0, V);  // this slice's ids below the target
+      // A maximum among this slice's ids below the target; only a slice whose own max is the
+      // group's holds one, so the others skip the scan.
+      const int64_t before =
+          static_cast<T>(ws.shard_local_max[i]) == M ? std::clamp<int64_t>(y, 0, V) : 0;
       s[kMaxBeforeTarget] = std::find(zi, zi + before, M) != zi + before ? 1.0 : 0.0;
       shard_exp_sums(zi, V, M, grad, &s[kSum], &s[kSumPz]);
     }
