@@ -95,13 +95,16 @@ Plan make_plan(Lt& s, cudaDataType_t in, int64_t M, int64_t N, int64_t K, bool t
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof(align_c)));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  SFT_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(s.handle, p.desc, p.a, p.b, p.c, p.c, pref, 1,
-                                                  &result, &found));
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(s.handle, p.desc, p.a, p.b, p.c, p.c,
+                                                               pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (found == 0)
-    fail("cuda", "cuBLASLt has no algorithm for matmul M=" + std::to_string(M) +
+  if (status != CUBLAS_STATUS_SUCCESS || found == 0)
+    fail("cuda", std::string("cuBLASLt has no algorithm for the ") +
+                     (in == CUDA_R_16BF ? "bf16" : "f32") + " matmul M=" + std::to_string(M) +
                      " N=" + std::to_string(N) + " K=" + std::to_string(K) + (ta ? " ta" : "") +
-                     (tb ? " tb" : ""));
+                     (tb ? " tb" : "") + " (alignments " + std::to_string(align_a) + "/" +
+                     std::to_string(align_b) + "/" + std::to_string(align_c) +
+                     " bytes): " + cublasLtGetStatusString(status));
   p.algo = result.algo;
   return p;
 }
