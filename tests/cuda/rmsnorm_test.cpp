@@ -23,7 +23,7 @@ TEST(CudaRmsnorm, ForwardAndBackwardMatchTheF64Reference) {
   struct Shape {
     int64_t N, C;
   };
-  for (const Shape shape : {Shape{3, 8}, Shape{65, 256}, Shape{300, 1000}, Shape{1, 1}}) {
+  for (const Shape shape : {Shape{3, 8}, Shape{65, 256}, Shape{300, 1000}, Shape{1, 3}}) {
     const int64_t N = shape.N, C = shape.C;
     const size_t n = static_cast<size_t>(N * C);
     const double eps = 1e-6;
