@@ -1,18 +1,19 @@
 // A CPU stand-in for the parts of the CUDA runtime and device language that src/ops/cuda uses,
 // so that tests/cuda/emulation/run.sh can run the kernels' own code on the CPU (no GPU here).
 // Device memory is host memory; a launch runs the grid's blocks one after another and, for
-// kernels that synchronize, the block's threads as real threads meeting at a std::barrier
+// kernels that synchronize, the block's threads as real threads meeting at a barrier
 // (so __shared__ arrays, declared static here, are shared by one block at a time). It checks
 // the kernels' index arithmetic, reduction orders and host wrappers, not GPU-only behaviour
 // (memory model, warp scheduling, nvcc's code generation). Only the emulation includes this.
 #pragma once
 
-#include <barrier>
 #include <bit>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -91,39 +92,75 @@ struct emu_uint3 {
 };
 
 namespace emu {
+
+// __syncthreads for one block's threads. Blocking (mutex + condition variable), not spinning:
+// hundreds of waiting threads must not busy a shared CPU.
+class BlockBarrier {
+ public:
+  explicit BlockBarrier(int threads) : expected_(threads) {}
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const long generation = generation_;
+    if (++arrived_ == expected_) {
+      release();
+      return;
+    }
+    wake_.wait(lock, [&] { return generation_ != generation; });
+  }
+
+ private:
+  void release() {
+    arrived_ = 0;
+    ++generation_;
+    wake_.notify_all();
+  }
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  const int expected_;
+  int arrived_ = 0;
+  long generation_ = 0;
+};
+
 inline thread_local emu_uint3 thread_idx;
-inline emu_uint3 block_idx;
+inline thread_local emu_uint3 block_idx;
 inline dim3 block_dim;
-inline std::barrier<>* block_barrier = nullptr;
+inline BlockBarrier* block_barrier = nullptr;
 
 // Runs f (one thread's body) for every thread of every block. `sync`: the kernel calls
-// __syncthreads, so a block's threads run concurrently; otherwise one after another.
+// __syncthreads, so the block's threads run as real threads, one per thread of the block, that
+// take the blocks one after another and meet at the barrier at each block's end too (so a
+// kernel whose threads leave before a __syncthreads is not emulated faithfully; ours do not).
+// Otherwise the threads run one after another.
 template <typename F>
 void launch(dim3 grid, dim3 block, bool sync, F&& f) {
   block_dim = block;
-  for (unsigned by = 0; by < grid.y; ++by)
-    for (unsigned bx = 0; bx < grid.x; ++bx) {
-      block_idx = {bx, by, 0};
-      if (!sync) {
+  if (!sync) {
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx)
         for (unsigned tx = 0; tx < block.x; ++tx) {
+          block_idx = {bx, by, 0};
           thread_idx = {tx, 0, 0};
           f();
         }
-        continue;
-      }
-      std::barrier<> barrier(static_cast<std::ptrdiff_t>(block.x));
-      block_barrier = &barrier;
-      std::vector<std::jthread> threads;
-      threads.reserve(block.x);
-      for (unsigned tx = 0; tx < block.x; ++tx)
-        threads.emplace_back([&, tx] {
-          thread_idx = {tx, 0, 0};
-          f();
-          barrier.arrive_and_drop();
-        });
-      threads.clear();  // joins
-      block_barrier = nullptr;
-    }
+    return;
+  }
+  BlockBarrier barrier(static_cast<int>(block.x));
+  block_barrier = &barrier;
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(block.x);
+    for (unsigned tx = 0; tx < block.x; ++tx)
+      threads.emplace_back([&, tx] {
+        thread_idx = {tx, 0, 0};
+        for (unsigned by = 0; by < grid.y; ++by)
+          for (unsigned bx = 0; bx < grid.x; ++bx) {
+            block_idx = {bx, by, 0};
+            f();
+            barrier.arrive_and_wait();
+          }
+      });
+  }  // joins
+  block_barrier = nullptr;
 }
 }  // namespace emu
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs tests/cuda on the CPU with the CUDA kernels' own code emulated (cuda_runtime.h here): the
 # check of the kernels' arithmetic that a machine without a GPU can make. The .cu sources are
-# rewritten by emulate.py (launch syntax only) and compiled as C++ together with the backend's
+# rewritten by emulate.pl (launch syntax only) and compiled as C++ together with the backend's
 # host files and the tests, against the CPU build's libsft. matmul (cuBLASLt) and the GEMM
 # timing are not emulated and are left out (and the view-check test that calls matmul). Usage:
 #   tests/cuda/emulation/run.sh [CPU_BUILD_DIR=build] [gtest args...]
@@ -16,7 +16,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src/ops/cuda" "$work/obj"
 for f in src/ops/cuda/*.cu src/ops/cuda/*.cuh; do
-  tests/cuda/emulation/emulate.py "$f" "$work/src/ops/cuda/$(basename "$f")"
+  tests/cuda/emulation/emulate.pl "$f" "$work/src/ops/cuda/$(basename "$f")"
 done
 flags=(-std=c++20 -O1 -g -ffp-contract=off -pthread -DSFT_WITH_CUDA=1 -I tests/cuda/emulation
   -I "$work/src" -I src -I tests)
