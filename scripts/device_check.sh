@@ -51,123 +51,128 @@ fi
 # ---- the check, on the GPU machine ---------------------------------------------------------
 log_dir=${OUT:-build-cuda-check}
 mkdir -p "$log_dir"
-exec > >(tee "$log_dir/device_check.log") 2>&1
 
-started=$(date +%s)
-summary=()
-status=0
-elapsed() { echo $(($(date +%s) - started)); }
-step() {  # step NAME RC
-  if [ "$2" = 0 ]; then summary+=("PASS  $1 (at $(elapsed) s)"); else
-    summary+=("FAIL  $1 (rc $2, at $(elapsed) s)")
-    status=1
-  fi
-}
-finish() {
-  echo
-  echo "== summary ($(elapsed) s in all)"
-  printf '%s\n' "${summary[@]}"
-  [ "$status" = 0 ] && echo "device check: PASS" || echo "device check: FAIL"
-  exit "$status"
-}
+check() {
+  started=$(date +%s)
+  summary=()
+  status=0
+  elapsed() { echo $(($(date +%s) - started)); }
+  step() {  # step NAME RC
+    if [ "$2" = 0 ]; then summary+=("PASS  $1 (at $(elapsed) s)"); else
+      summary+=("FAIL  $1 (rc $2, at $(elapsed) s)")
+      status=1
+    fi
+  }
+  finish() {
+    echo
+    echo "== summary ($(elapsed) s in all)"
+    printf '%s\n' "${summary[@]}"
+    [ "$status" = 0 ] && echo "device check: PASS" || echo "device check: FAIL"
+    exit "$status"
+  }
 
-echo "== machine ($(date -u +%FT%TZ))"
-uname -a
-nproc
-if nvidia-smi; then step "nvidia-smi" 0; else
-  step "nvidia-smi (no driver or no GPU here)" 1
-  finish
-fi
-
-# Where the build would need a system library this machine lacks, the bundle is used instead.
-missing=()
-for tool in cmake ninja pkg-config; do command -v "$tool" > /dev/null || missing+=("$tool"); done
-[ -x /usr/local/cuda/bin/nvcc ] || missing+=("/usr/local/cuda/bin/nvcc")
-command -v clang++ > /dev/null || command -v g++ > /dev/null || missing+=("a C++ compiler")
-if command -v pkg-config > /dev/null; then
-  for module in libpcre2-8 libutf8proc openblas yaml-cpp snappy zlib libzstd; do
-    pkg-config --exists "$module" || missing+=("$module")
-  done
-fi
-[ -f /usr/include/oneapi/dnnl/dnnl.hpp ] || missing+=("oneDNN (libdnnl-dev)")
-[ -d /usr/include/gtest ] || missing+=("GoogleTest")
-[ -d /usr/include/nlohmann ] || missing+=("nlohmann-json")
-
-binary=""
-if [ "${SFT_DEVICE_CHECK_USE_BUNDLE:-0}" = 1 ]; then
-  echo "== no build: SFT_DEVICE_CHECK_USE_BUNDLE=1"
-elif [ ${#missing[@]} = 0 ]; then
-  echo "== build (build-cuda, $(nproc) cores)"
-  command -v clang++ > /dev/null || export CC=gcc CXX=g++
-  SFT_BUILD_TARGET=sft_cuda_tests timeout 360 scripts/build.sh build-cuda -DSFT_CUDA=ON \
-    -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=OFF
-  rc=$?
-  step "build (scripts/build.sh build-cuda)" $rc
-  [ $rc = 0 ] && binary=build-cuda/tests/sft_cuda_tests
-else
-  echo "== no build here: missing ${missing[*]}"
-fi
-if [ -z "$binary" ] && [ -f "$bundle" ]; then
-  echo "== prebuilt bundle ($bundle)"
-  unpacked=$(mktemp -d)
-  tar -C "$unpacked" -xzf "$bundle"
-  if [ "$(cat "$unpacked/STAMP")" != "$(source_stamp)" ] && [ "${SFT_DEVICE_CHECK_STALE_OK:-0}" != 1 ]; then
-    echo "the bundle was made from other sources (run scripts/device_check.sh --bundle again;"
-    echo "SFT_DEVICE_CHECK_STALE_OK=1 runs it anyway)"
-    step "bundle matches the sources" 1
+  echo "== machine ($(date -u +%FT%TZ))"
+  uname -a
+  nproc
+  if nvidia-smi; then step "nvidia-smi" 0; else
+    step "nvidia-smi (no driver or no GPU here)" 1
     finish
   fi
-  step "bundle matches the sources" 0
-  binary=$unpacked/sft_cuda_tests
-  export LD_LIBRARY_PATH="$unpacked/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
-if [ -z "$binary" ]; then
-  echo "no test binary: the build failed or could not run here, and there is no $bundle"
-  echo "(make one with scripts/device_check.sh --bundle and carry $bundle_dir)"
-  step "test binary" 1
+
+  # Where the build would need a system library this machine lacks, the bundle is used instead.
+  missing=()
+  for tool in cmake ninja pkg-config; do command -v "$tool" > /dev/null || missing+=("$tool"); done
+  [ -x /usr/local/cuda/bin/nvcc ] || missing+=("/usr/local/cuda/bin/nvcc")
+  command -v clang++ > /dev/null || command -v g++ > /dev/null || missing+=("a C++ compiler")
+  if command -v pkg-config > /dev/null; then
+    for module in libpcre2-8 libutf8proc openblas yaml-cpp snappy zlib libzstd; do
+      pkg-config --exists "$module" || missing+=("$module")
+    done
+  fi
+  [ -f /usr/include/oneapi/dnnl/dnnl.hpp ] || missing+=("oneDNN (libdnnl-dev)")
+  [ -d /usr/include/gtest ] || missing+=("GoogleTest")
+  [ -d /usr/include/nlohmann ] || missing+=("nlohmann-json")
+
+  binary=""
+  if [ "${SFT_DEVICE_CHECK_USE_BUNDLE:-0}" = 1 ]; then
+    echo "== no build: SFT_DEVICE_CHECK_USE_BUNDLE=1"
+  elif [ ${#missing[@]} = 0 ]; then
+    echo "== build (build-cuda, $(nproc) cores)"
+    command -v clang++ > /dev/null || export CC=gcc CXX=g++
+    SFT_BUILD_TARGET=sft_cuda_tests timeout 360 scripts/build.sh build-cuda -DSFT_CUDA=ON \
+      -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=OFF
+    rc=$?
+    step "build (scripts/build.sh build-cuda)" $rc
+    [ $rc = 0 ] && binary=build-cuda/tests/sft_cuda_tests
+  else
+    echo "== no build here: missing ${missing[*]}"
+  fi
+  if [ -z "$binary" ] && [ -f "$bundle" ]; then
+    echo "== prebuilt bundle ($bundle)"
+    unpacked=$(mktemp -d)
+    tar -C "$unpacked" -xzf "$bundle"
+    if [ "$(cat "$unpacked/STAMP")" != "$(source_stamp)" ] && [ "${SFT_DEVICE_CHECK_STALE_OK:-0}" != 1 ]; then
+      echo "the bundle was made from other sources (run scripts/device_check.sh --bundle again;"
+      echo "SFT_DEVICE_CHECK_STALE_OK=1 runs it anyway)"
+      step "bundle matches the sources" 1
+      finish
+    fi
+    step "bundle matches the sources" 0
+    binary=$unpacked/sft_cuda_tests
+    export LD_LIBRARY_PATH="$unpacked/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+  if [ -z "$binary" ]; then
+    echo "no test binary: the build failed or could not run here, and there is no $bundle"
+    echo "(make one with scripts/device_check.sh --bundle and carry $bundle_dir)"
+    step "test binary" 1
+    finish
+  fi
+
+  # cuBLASLt (and cudart) from this machine's CUDA when the loader does not find them itself.
+  if ldd "$binary" | grep -q 'not found'; then
+    for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+      $(timeout 60 find / -xdev -name 'libcublasLt.so.13*' -printf '%h\n' 2> /dev/null | sort -u); do
+      [ -d "$dir" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"
+    done
+  fi
+  echo "== libraries"
+  ldd "$binary" | grep -E 'cuda|cublas|not found'
+  if ldd "$binary" | grep -q 'not found'; then
+    step "every shared library found" 1
+    finish
+  fi
+  step "every shared library found" 0
+
+  echo "== tests/cuda (nothing may skip)"
+  timeout 300 "$binary" --gtest_color=no 2>&1 | tee "$log_dir/tests.log"
+  rc=${PIPESTATUS[0]}
+  step "tests/cuda" $rc
+  skipped=$(grep -c '^\[  SKIPPED \] ' "$log_dir/tests.log")
+  if [ "$skipped" != 0 ]; then step "no test skipped ($skipped lines of skips)" 1; else step "no test skipped" 0; fi
+
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null)
+  if [ -n "$sanitizer" ] && [ "$(elapsed)" -lt 330 ]; then
+    echo "== compute-sanitizer memcheck"
+    timeout 150 "$sanitizer" --tool memcheck --error-exitcode 1 "$binary" --gtest_color=no \
+      --gtest_brief=1
+    step "compute-sanitizer memcheck" $?
+    echo "== compute-sanitizer racecheck (the kernels with shared memory)"
+    timeout 90 "$sanitizer" --tool racecheck --error-exitcode 1 "$binary" --gtest_color=no \
+      --gtest_brief=1 --gtest_filter='CudaRmsnorm.*:CudaEmbedding.*:CudaOptimizer.Sum*:CudaElementwise.Bias*'
+    step "compute-sanitizer racecheck" $?
+  else
+    echo "== compute-sanitizer: ${sanitizer:-not installed}; skipped at $(elapsed) s"
+  fi
+
+  echo "== cuBLASLt bf16 GEMM timing, Qwen3-0.6B shapes (8 × 1024 tokens)"
+  timeout 120 "$binary" --gtest_color=no --gtest_also_run_disabled_tests \
+    --gtest_filter='CudaGemmTiming.*' 2>&1 | tee "$log_dir/gemm_timing.txt"
+  step "GEMM timing" "${PIPESTATUS[0]}"
+
+  nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm,temperature.gpu --format=csv
   finish
-fi
+}
 
-# cuBLASLt (and cudart) from this machine's CUDA when the loader does not find them itself.
-if ldd "$binary" | grep -q 'not found'; then
-  for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-    $(timeout 60 find / -xdev -name 'libcublasLt.so.13*' -printf '%h\n' 2> /dev/null | sort -u); do
-    [ -d "$dir" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"
-  done
-fi
-echo "== libraries"
-ldd "$binary" | grep -E 'cuda|cublas|not found'
-if ldd "$binary" | grep -q 'not found'; then
-  step "every shared library found" 1
-  finish
-fi
-step "every shared library found" 0
-
-echo "== tests/cuda (nothing may skip)"
-timeout 300 "$binary" --gtest_color=no 2>&1 | tee "$log_dir/tests.log"
-rc=${PIPESTATUS[0]}
-step "tests/cuda" $rc
-skipped=$(grep -c '^\[  SKIPPED \] ' "$log_dir/tests.log")
-if [ "$skipped" != 0 ]; then step "no test skipped ($skipped lines of skips)" 1; else step "no test skipped" 0; fi
-
-sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null)
-if [ -n "$sanitizer" ] && [ "$(elapsed)" -lt 330 ]; then
-  echo "== compute-sanitizer memcheck"
-  timeout 150 "$sanitizer" --tool memcheck --error-exitcode 1 "$binary" --gtest_color=no \
-    --gtest_brief=1
-  step "compute-sanitizer memcheck" $?
-  echo "== compute-sanitizer racecheck (the kernels with shared memory)"
-  timeout 90 "$sanitizer" --tool racecheck --error-exitcode 1 "$binary" --gtest_color=no \
-    --gtest_brief=1 --gtest_filter='CudaRmsnorm.*:CudaEmbedding.*:CudaOptimizer.Sum*:CudaElementwise.Bias*'
-  step "compute-sanitizer racecheck" $?
-else
-  echo "== compute-sanitizer: ${sanitizer:-not installed}; skipped at $(elapsed) s"
-fi
-
-echo "== cuBLASLt bf16 GEMM timing, Qwen3-0.6B shapes (8 × 1024 tokens)"
-timeout 120 "$binary" --gtest_color=no --gtest_also_run_disabled_tests \
-  --gtest_filter='CudaGemmTiming.*' 2>&1 | tee "$log_dir/gemm_timing.txt"
-step "GEMM timing" "${PIPESTATUS[0]}"
-
-nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm,temperature.gpu --format=csv
-finish
+# A pipeline, not exec > >(tee): the log is complete when the script returns.
+check 2>&1 | tee "$log_dir/device_check.log"
+exit "${PIPESTATUS[0]}"
