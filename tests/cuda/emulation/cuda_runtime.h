@@ -1,20 +1,21 @@
 // A CPU stand-in for the parts of the CUDA runtime and device language that src/ops/cuda uses,
 // so that tests/cuda/emulation/run.sh can run the kernels' own code on the CPU (no GPU here).
 // Device memory is host memory; a launch runs the grid's blocks one after another and, for
-// kernels that synchronize, the block's threads as real threads meeting at a barrier
+// kernels that synchronize, the block's threads as fibers that meet at each __syncthreads
 // (so __shared__ arrays, declared static here, are shared by one block at a time). It checks
 // the kernels' index arithmetic, reduction orders and host wrappers, not GPU-only behaviour
 // (memory model, warp scheduling, nvcc's code generation). Only the emulation includes this.
 #pragma once
 
+#include <ucontext.h>
+
 #include <bit>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <thread>
+#include <functional>
+#include <memory>
 #include <vector>
 
 using cudaError_t = int;
@@ -93,74 +94,70 @@ struct emu_uint3 {
 
 namespace emu {
 
-// __syncthreads for one block's threads. Blocking (mutex + condition variable), not spinning:
-// hundreds of waiting threads must not busy a shared CPU.
-class BlockBarrier {
- public:
-  explicit BlockBarrier(int threads) : expected_(threads) {}
-  void arrive_and_wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const long generation = generation_;
-    if (++arrived_ == expected_) {
-      release();
-      return;
-    }
-    wake_.wait(lock, [&] { return generation_ != generation; });
-  }
-
- private:
-  void release() {
-    arrived_ = 0;
-    ++generation_;
-    wake_.notify_all();
-  }
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  const int expected_;
-  int arrived_ = 0;
-  long generation_ = 0;
+// The threads of one block of a synchronizing kernel, as fibers (ucontext) on the calling
+// thread: each runs until its next __syncthreads (or its end), then the next one; a round over
+// all of them is one barrier phase. Deterministic, and no OS threads to busy a shared CPU.
+struct Fibers {
+  static constexpr size_t kStackBytes = 256 * 1024;
+  std::vector<ucontext_t> context;
+  std::vector<std::unique_ptr<char[]>> stacks;
+  std::vector<char> done;
+  ucontext_t scheduler;
+  unsigned current = 0;
+  const std::function<void()>* body = nullptr;
 };
+inline Fibers fibers;
 
-inline thread_local emu_uint3 thread_idx;
-inline thread_local emu_uint3 block_idx;
+inline emu_uint3 thread_idx;
+inline emu_uint3 block_idx;
 inline dim3 block_dim;
-inline BlockBarrier* block_barrier = nullptr;
 
-// Runs f (one thread's body) for every thread of every block. `sync`: the kernel calls
-// __syncthreads, so the block's threads run as real threads, one per thread of the block, that
-// take the blocks one after another and meet at the barrier at each block's end too (so a
-// kernel whose threads leave before a __syncthreads is not emulated faithfully; ours do not).
-// Otherwise the threads run one after another.
+inline void fiber_main() {
+  (*fibers.body)();
+  fibers.done[fibers.current] = 1;  // returning resumes the scheduler (uc_link)
+}
+
+// Runs f (one thread's body) for every thread of every block, blocks one after another.
+// `sync`: the kernel calls __syncthreads, so its threads run as fibers; otherwise one after
+// another, each to its end.
 template <typename F>
 void launch(dim3 grid, dim3 block, bool sync, F&& f) {
   block_dim = block;
-  if (!sync) {
-    for (unsigned by = 0; by < grid.y; ++by)
-      for (unsigned bx = 0; bx < grid.x; ++bx)
+  const std::function<void()> body = f;
+  for (unsigned by = 0; by < grid.y; ++by)
+    for (unsigned bx = 0; bx < grid.x; ++bx) {
+      block_idx = {bx, by, 0};
+      if (!sync) {
         for (unsigned tx = 0; tx < block.x; ++tx) {
-          block_idx = {bx, by, 0};
           thread_idx = {tx, 0, 0};
           f();
         }
-    return;
-  }
-  BlockBarrier barrier(static_cast<int>(block.x));
-  block_barrier = &barrier;
-  {
-    std::vector<std::jthread> threads;
-    threads.reserve(block.x);
-    for (unsigned tx = 0; tx < block.x; ++tx)
-      threads.emplace_back([&, tx] {
-        thread_idx = {tx, 0, 0};
-        for (unsigned by = 0; by < grid.y; ++by)
-          for (unsigned bx = 0; bx < grid.x; ++bx) {
-            block_idx = {bx, by, 0};
-            f();
-            barrier.arrive_and_wait();
-          }
-      });
-  }  // joins
-  block_barrier = nullptr;
+        continue;
+      }
+      fibers.body = &body;
+      fibers.context.resize(block.x);
+      fibers.done.assign(block.x, 0);
+      while (fibers.stacks.size() < block.x)
+        fibers.stacks.push_back(std::make_unique<char[]>(Fibers::kStackBytes));
+      for (unsigned tx = 0; tx < block.x; ++tx) {
+        ucontext_t& c = fibers.context[tx];
+        getcontext(&c);
+        c.uc_stack.ss_sp = fibers.stacks[tx].get();
+        c.uc_stack.ss_size = Fibers::kStackBytes;
+        c.uc_link = &fibers.scheduler;
+        makecontext(&c, fiber_main, 0);
+      }
+      for (bool running = true; running;) {
+        running = false;
+        for (unsigned tx = 0; tx < block.x; ++tx) {
+          if (fibers.done[tx]) continue;
+          running = true;
+          fibers.current = tx;
+          thread_idx = {tx, 0, 0};
+          swapcontext(&fibers.scheduler, &fibers.context[tx]);
+        }
+      }
+    }
 }
 }  // namespace emu
 
@@ -169,7 +166,7 @@ void launch(dim3 grid, dim3 block, bool sync, F&& f) {
 #define blockDim (::emu::block_dim)
 
 inline void __syncthreads() {
-  emu::block_barrier->arrive_and_wait();
+  swapcontext(&emu::fibers.context[emu::fibers.current], &emu::fibers.scheduler);
 }
 
 inline float __uint_as_float(uint32_t u) {
