@@ -18,6 +18,22 @@ echo "== Release build and tests"
 scripts/build.sh build -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=ON
 ctest --test-dir build --output-on-failure -j "$(nproc)" || status=1
 
+echo "== CUDA: the nvcc build, and the kernels emulated on the CPU"
+# Only the library and the CUDA test binary: the rest of the suite is the Release build's. Its
+# GPU tests skip without a device; tests/cuda/emulation runs the kernels' code on the CPU instead
+# (no nvcc needed), against the Release build's libsft.
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+  if SFT_BUILD_TARGET=sft_cuda_tests scripts/build.sh build-cuda -DSFT_CUDA=ON \
+      -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=OFF; then
+    build-cuda/tests/sft_cuda_tests || status=1
+  else
+    status=1
+  fi
+else
+  echo "CUDA build skipped: /usr/local/cuda/bin/nvcc not found (the CUDA toolkit is not installed)"
+fi
+tests/cuda/emulation/run.sh build --gtest_brief=1 || status=1
+
 if [ "${SFT_SKIP_SANITIZE:-0}" != "1" ]; then
   echo "== ASan + UBSan build and tests"
   # The fuzz test already runs with ASan/UBSan in the Release pass; here it only replays briefly.

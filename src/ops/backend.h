@@ -1,4 +1,5 @@
-// Compute backends. The CPU backend is always built; the CUDA one only with -DSFT_CUDA=ON.
+// Compute backends. The CPU backend is always built; the CUDA one only with -DSFT_CUDA=ON
+// (ops/cuda/: its kernels in cuda_ops.h, device memory in cuda_memory.h; docs/cuda.md).
 // Without it, the entry points exist and throw a clear error (so every build links).
 #pragma once
 

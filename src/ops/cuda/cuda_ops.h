@@ -1,0 +1,55 @@
+// The CUDA backend's kernels on views: sft::ops::cuda::<name> takes the arguments of the
+// ops:: function of the same name (ops/ops.h), in the same order, with every view on
+// Device::kCuda. Dtypes are those of the CPU backend minus f64 (the reference stays on the
+// CPU): f32, and bf16 where ops.h takes bf16. Token ids are device memory (int64, one per row).
+//
+// All kernels run in order on the default stream and return before they finish (except
+// sum_of_squares, which returns a number); ops/cuda/cuda_memory.h copies and synchronizes.
+// Deterministic: no floating-point atomics; every sum has a fixed order (tree reductions of a
+// fixed block size, fixed-size row chunks), so the same inputs give the same bits run to run.
+// Not here yet (docs/cuda.md): attention, the fused LM head + cross-entropy, vocabulary shards.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/ops.h"
+#include "ops/view.h"
+
+namespace sft::ops::cuda {
+
+// cuBLASLt: c (M, N) = or += op(a) · op(b); f32 × f32 → f32 (fp32 compute, no TF32) or
+// bf16 × bf16 → f32 (fp32 accumulation). One cached handle, workspace and algorithm per shape.
+void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate);
+
+void rmsnorm_forward(View out, View rstd, View x, View w, double eps);
+void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w);
+
+void rope_forward(View x, View cos, View sin);
+void rope_backward(View dx, View cos, View sin);
+
+// f32, or bf16 gate and up with f32 h / gradients (as the CPU).
+void swiglu_forward(View h, View gate, View up);
+void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
+
+// ids: device int64[out.rows]. The backward adds each vocabulary row's gradients in token
+// order, owned by the row's first token: bit-identical to the CPU kernel.
+void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard = {});
+void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard shard = {});
+
+// dst += src: f32 += f32 or f32 += bf16.
+void add(View dst, View src);
+void add_bias(View y, View b);
+void bias_backward(View db, View dy);
+
+// torch's operation order in fp32 without fused multiply-adds: bit-identical to the CPU kernel.
+void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
+                  View bf16_copy = {});
+// Σ x² in double: fixed 16384-element blocks, then the block sums in a fixed order.
+double sum_of_squares(View x);
+void scale(View x, float factor);
+
+void zero(View x);
+// f32 → bf16 (round to nearest even, NaN quieted as core/half.h), bf16 → f32, f32 → f32.
+void cast(View dst, View src);
+
+}  // namespace sft::ops::cuda

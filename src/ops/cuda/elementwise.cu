@@ -1,0 +1,137 @@
+// Elementwise CUDA kernels of ops.h: add (f32 += f32 | bf16), add_bias, bias_backward (column
+// sums in a fixed order), scale, zero, cast (f32 ↔ bf16 as core/half.h, f32 → f32).
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "ops/cuda/column_sums.cuh"
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_device.cuh"
+#include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/cuda_views.h"
+
+namespace sft::ops::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ inline int64_t element_index() {
+  return static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+}
+
+template <typename Src>
+__global__ void add_kernel(float* dst, const Src* src, int64_t n) {
+  const int64_t i = element_index();
+  if (i < n) dst[i] += widen(src[i]);
+}
+
+__global__ void add_bias_kernel(float* y, const float* b, int64_t n, int64_t O) {
+  const int64_t i = element_index();
+  if (i < n) y[i] += b[i % O];
+}
+
+__global__ void scale_kernel(float* x, float factor, int64_t n) {
+  const int64_t i = element_index();
+  if (i < n) x[i] *= factor;
+}
+
+__global__ void cast_to_bf16_kernel(uint16_t* dst, const float* src, int64_t n) {
+  const int64_t i = element_index();
+  if (i < n) dst[i] = f32_to_bf16(src[i]);
+}
+
+__global__ void cast_to_f32_kernel(float* dst, const uint16_t* src, int64_t n) {
+  const int64_t i = element_index();
+  if (i < n) dst[i] = bf16_to_f32(src[i]);
+}
+
+struct BiasGrad {
+  const float* dy;
+  int64_t O;
+  __device__ float operator()(int64_t i, int64_t o) const { return dy[i * O + o]; }
+};
+
+void check_launch() {
+  SFT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void add(View dst, View src) {
+  require_cuda("add", {dst, src});
+  require(dst.numel() == src.numel(), "add",
+          [&] { return "dst " + shape(dst) + ", src " + shape(src); });
+  require_dtype("add", DType::kF32, {dst});
+  require(src.dtype == DType::kF32 || src.dtype == DType::kBF16, "add",
+          [&] { return "adds f32 or bf16 into f32, got " + std::string(dtype_name(src.dtype)); });
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  if (src.dtype == DType::kBF16)
+    add_kernel<<<blocks_for(n, kThreads), kThreads>>>(dst.as<float>(), src.as<uint16_t>(), n);
+  else
+    add_kernel<<<blocks_for(n, kThreads), kThreads>>>(dst.as<float>(), src.as<float>(), n);
+  check_launch();
+}
+
+void add_bias(View y, View b) {
+  require_cuda("add_bias", {y, b});
+  require(b.numel() == y.cols, "add_bias", [&] { return "y " + shape(y) + ", b " + shape(b); });
+  require_dtype("add_bias", DType::kF32, {y, b});
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  add_bias_kernel<<<blocks_for(n, kThreads), kThreads>>>(y.as<float>(), b.as<float>(), n, y.cols);
+  check_launch();
+}
+
+void bias_backward(View db, View dy) {
+  require_cuda("bias_backward", {db, dy});
+  require(db.numel() == dy.cols, "bias_backward",
+          [&] { return "dy " + shape(dy) + ", db " + shape(db); });
+  require_dtype("bias_backward", DType::kF32, {db, dy});
+  add_column_sums(db.as<float>(), BiasGrad{dy.as<float>(), dy.cols}, dy.rows, dy.cols);
+}
+
+void scale(View x, float factor) {
+  require_cuda("scale", {x});
+  require_dtype("scale", DType::kF32, {x});
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  scale_kernel<<<blocks_for(n, kThreads), kThreads>>>(x.as<float>(), factor, n);
+  check_launch();
+}
+
+void zero(View x) {
+  require_cuda("zero", {x});
+  if (x.empty() || x.numel() == 0) return;
+  SFT_CUDA_CHECK(cudaMemsetAsync(x.data, 0, static_cast<size_t>(x.numel()) * dtype_size(x.dtype)));
+}
+
+void cast(View dst, View src) {
+  require_cuda("cast", {dst, src});
+  require(dst.numel() == src.numel(), "cast",
+          [&] { return "dst " + shape(dst) + ", src " + shape(src); });
+  const int64_t n = src.numel();
+  const DType to = dst.dtype, from = src.dtype;
+  const bool known = (to == DType::kBF16 && from == DType::kF32) ||
+                     (to == DType::kF32 && from == DType::kBF16) ||
+                     (to == DType::kF32 && from == DType::kF32);
+  if (!known)
+    fail("ops", "cast: no CUDA kernel from " + std::string(dtype_name(from)) + " to " +
+                    std::string(dtype_name(to)));
+  if (n == 0) return;
+  if (to == DType::kBF16) {
+    cast_to_bf16_kernel<<<blocks_for(n, kThreads), kThreads>>>(dst.as<uint16_t>(), src.as<float>(),
+                                                               n);
+  } else if (from == DType::kBF16) {
+    cast_to_f32_kernel<<<blocks_for(n, kThreads), kThreads>>>(dst.as<float>(), src.as<uint16_t>(),
+                                                              n);
+  } else {
+    SFT_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, static_cast<size_t>(n) * sizeof(float),
+                                   cudaMemcpyDeviceToDevice));
+    return;
+  }
+  check_launch();
+}
+
+}  // namespace sft::ops::cuda

@@ -1,0 +1,107 @@
+// The optimizer's kernels on CUDA: AdamW's element update and the squared L2 norm.
+//
+// AdamW follows ops/cpu/optimizer_kernels.cpp operation by operation (torch's single-tensor
+// order) with every step an explicitly rounded intrinsic (__fmul_rn, __fadd_rn, __fdiv_rn,
+// __fsqrt_rn): nvcc may not fuse them into multiply-adds, so the result is the CPU's bit for bit.
+// sum_of_squares: pass 1 sums fixed 16384-element blocks (as the CPU's kNormBlock) in double,
+// each by a fixed thread stride and block_sum; pass 2 sums the block partials the same way in
+// one block. The order depends only on n, never on the device.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_device.cuh"
+#include "ops/cuda/cuda_memory.h"
+#include "ops/cuda/cuda_ops.h"
+#include "ops/cuda/cuda_views.h"
+
+namespace sft::ops::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kNormBlock = 1 << 14;
+
+__global__ void adamw_kernel(float* p, const float* g, float* m, float* v, uint16_t* copy,
+                             AdamWScalars k, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= n) return;
+  float pi = p[i];
+  const float gi = g[i];
+  if (k.decay) pi = __fmul_rn(pi, k.decay_factor);
+  // torch.lerp with weight < 0.5: start + weight * (end - start)
+  const float mi = __fadd_rn(m[i], __fmul_rn(k.lerp_weight, __fsub_rn(gi, m[i])));
+  float vi = __fmul_rn(v[i], k.beta2);
+  vi = __fadd_rn(vi, __fmul_rn(__fmul_rn(k.one_minus_beta2, gi), gi));
+  const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), k.bc2_sqrt), k.eps);
+  const float pn = __fadd_rn(pi, __fdiv_rn(__fmul_rn(k.neg_step_size, mi), denom));
+  m[i] = mi;
+  v[i] = vi;
+  p[i] = pn;
+  if (copy) copy[i] = f32_to_bf16(pn);
+}
+
+__global__ void block_squares_kernel(double* partial, const float* a, int64_t n) {
+  const int64_t begin = static_cast<int64_t>(blockIdx.x) * kNormBlock;
+  const int64_t end = begin + kNormBlock < n ? begin + kNormBlock : n;
+  double acc = 0.0;
+  for (int64_t i = begin + threadIdx.x; i < end; i += kReduceThreads) {
+    const double x = a[i];
+    acc += x * x;  // exact: an f32 square fits a double
+  }
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+__global__ void sum_partials_kernel(double* total, const double* partial, int64_t blocks) {
+  double acc = 0.0;
+  for (int64_t b = threadIdx.x; b < blocks; b += kReduceThreads) acc += partial[b];
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) *total = acc;
+}
+
+void require_f32(const char* op, std::initializer_list<View> views, int64_t n) {
+  require_cuda(op, views);
+  for (const View& v : views)
+    if (v.dtype != DType::kF32 || v.numel() != n)
+      fail("ops", std::string(op) + ": needs CUDA f32 views of " + std::to_string(n) +
+                      " elements, got a " + std::string(dtype_name(v.dtype)) + " view of " +
+                      std::to_string(v.numel()));
+}
+
+}  // namespace
+
+void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
+                  View bf16_copy) {
+  const int64_t n = param.numel();
+  require_f32("adamw_update", {param, grad, exp_avg, exp_avg_sq}, n);
+  if (!bf16_copy.empty() && (bf16_copy.dtype != DType::kBF16 || bf16_copy.numel() != n ||
+                             bf16_copy.device != Device::kCuda))
+    fail("ops", "adamw_update: the bf16 copy must be a CUDA bf16 view of " + std::to_string(n) +
+                    " elements");
+  if (n == 0) return;
+  uint16_t* copy = bf16_copy.empty() ? nullptr : bf16_copy.as<uint16_t>();
+  adamw_kernel<<<blocks_for(n, kThreads), kThreads>>>(
+      param.as<float>(), grad.as<float>(), exp_avg.as<float>(), exp_avg_sq.as<float>(), copy, k, n);
+  SFT_CUDA_CHECK(cudaGetLastError());
+}
+
+double sum_of_squares(View x) {
+  const int64_t n = x.numel();
+  require_f32("sum_of_squares", {x}, n);
+  if (n == 0) return 0.0;
+  const int64_t blocks = (n + kNormBlock - 1) / kNormBlock;
+  auto* partial = static_cast<double*>(scratch(static_cast<size_t>(blocks + 1) * sizeof(double)));
+  double* total = partial + blocks;
+  block_squares_kernel<<<static_cast<unsigned>(blocks), kReduceThreads>>>(partial, x.as<float>(),
+                                                                          n);
+  SFT_CUDA_CHECK(cudaGetLastError());
+  sum_partials_kernel<<<1, kReduceThreads>>>(total, partial, blocks);
+  SFT_CUDA_CHECK(cudaGetLastError());
+  double result = 0.0;
+  copy_to_host(&result, total, sizeof(double));
+  return result;
+}
+
+}  // namespace sft::ops::cuda

@@ -1,0 +1,108 @@
+// Elementwise CUDA kernels vs the CPU: add (f32 += f32 | bf16), add_bias, scale, cast and zero are
+// one rounding (or none) per element, so they equal the CPU's f32 results bit for bit;
+// bias_backward sums columns in a different fixed order: 1e-5 vs the f64 reference (as
+// tests/conformance). Every output twice for identical bits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/half.h"
+#include "cuda_test_support.h"
+#include "ops/cuda/cuda_ops.h"
+#include "ops/ops.h"
+
+namespace sft {
+namespace {
+
+using cuda_test::DeviceTensor;
+using cuda_test::filled;
+using cuda_test::HostTensor;
+using cuda_test::kNaN;
+using cuda_test::random_values;
+using cuda_test::Values;
+
+constexpr int64_t N = 257, C = 67;
+constexpr size_t n = size_t(N * C);
+
+TEST(CudaElementwise, AddAddBiasAndScaleEqualTheCpu) {
+  SFT_SKIP_WITHOUT_CUDA();
+  for (DType src_dtype : {DType::kF32, DType::kBF16}) {
+    const Values dst = random_values(n, 1, 1.0), src = random_values(n, 2, 1.0, src_dtype);
+    const Values bias = random_values(size_t(C), 3, 1.0);
+    const auto outs = cuda_test::run_twice([&] {
+      DeviceTensor D(DType::kF32, N, C, dst), S(src_dtype, N, C, src), B(DType::kF32, 1, C, bias);
+      ops::cuda::add(D.view(), S.view());
+      const Values added = D.read();
+      ops::cuda::add_bias(D.view(), B.view());
+      const Values biased = D.read();
+      ops::cuda::scale(D.view(), 0.37f);
+      return std::vector<Values>{added, biased, D.read()};
+    });
+    HostTensor D(DType::kF32, N, C, dst), S(src_dtype, N, C, src), B(DType::kF32, 1, C, bias);
+    ops::add(D.view(), S.view());
+    EXPECT_TRUE(cuda_test::same_bits(outs[0], D.read())) << "add " << dtype_name(src_dtype);
+    ops::add_bias(D.view(), B.view());
+    EXPECT_TRUE(cuda_test::same_bits(outs[1], D.read())) << "add_bias";
+    ops::scale(D.view(), 0.37f);
+    EXPECT_TRUE(cuda_test::same_bits(outs[2], D.read())) << "scale";
+  }
+}
+
+TEST(CudaElementwise, BiasBackwardMatchesTheF64Reference) {
+  SFT_SKIP_WITHOUT_CUDA();
+  for (int64_t rows : {int64_t{1}, int64_t{64}, int64_t{65}, N}) {
+    const Values dy = random_values(size_t(rows * C), 1, 1.0);
+    const Values db0 = random_values(size_t(C), 2, 0x1p-10);
+    const auto outs = cuda_test::run_twice([&] {
+      DeviceTensor DY(DType::kF32, rows, C, dy), DB(DType::kF32, 1, C, db0);
+      ops::cuda::bias_backward(DB.view(), DY.view());
+      return std::vector<Values>{DB.read()};
+    });
+    HostTensor DY(DType::kF64, rows, C, dy), DB(DType::kF64, 1, C, db0);
+    ops::bias_backward(DB.view(), DY.view());
+    EXPECT_LE(cuda_test::relative_error(outs[0], DB.read()), 1e-5) << "rows " << rows;
+  }
+}
+
+TEST(CudaElementwise, CastsRoundLikeCoreHalf) {
+  SFT_SKIP_WITHOUT_CUDA();
+  const float inf = std::numeric_limits<float>::infinity();
+  // Ties to even both ways, the carry into the next binade, overflow, subnormals, NaN, ±0.
+  Values special = {1.0f + 0x1p-8f,
+                    1.0f + 3 * 0x1p-8f,
+                    1.0f + 0x1p-8f + 0x1p-20f,
+                    3.3895e38f,
+                    inf,
+                    -inf,
+                    1e-40f,
+                    -0.0f,
+                    0.0f,
+                    -2.5f,
+                    65504.0f,
+                    std::numeric_limits<float>::quiet_NaN()};
+  Values values = random_values(n - special.size(), 1, 100.0);
+  values.insert(values.end(), special.begin(), special.end());
+  const auto outs = cuda_test::run_twice([&] {
+    DeviceTensor F(DType::kF32, N, C, values), H(DType::kBF16, N, C, filled(n, 7));
+    DeviceTensor back(DType::kF32, N, C, filled(n, kNaN)), copy(DType::kF32, N, C, filled(n, kNaN));
+    ops::cuda::cast(H.view(), F.view());
+    ops::cuda::cast(back.view(), H.view());
+    ops::cuda::cast(copy.view(), F.view());
+    return std::vector<Values>{back.read(), copy.read()};
+  });
+  Values want(n);
+  for (size_t i = 0; i < n; ++i) want[i] = bf16_to_f32(f32_to_bf16(static_cast<float>(values[i])));
+  EXPECT_TRUE(cuda_test::same_bits(outs[0], want)) << "f32 → bf16 → f32";
+  EXPECT_TRUE(cuda_test::same_bits(outs[1], values)) << "f32 → f32";
+}
+
+TEST(CudaElementwise, ZeroClearsEveryByte) {
+  SFT_SKIP_WITHOUT_CUDA();
+  DeviceTensor X(DType::kBF16, N, C, random_values(n, 1, 1.0));
+  ops::cuda::zero(X.view());
+  EXPECT_TRUE(cuda_test::same_bits(X.read(), filled(n, 0.0)));
+}
+
+}  // namespace
+}  // namespace sft

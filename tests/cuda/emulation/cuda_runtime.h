@@ -1,0 +1,193 @@
+// A CPU stand-in for the parts of the CUDA runtime and device language that src/ops/cuda uses,
+// so that tests/cuda/emulation/run.sh can run the kernels' own code on the CPU (no GPU here).
+// Device memory is host memory; a launch runs the grid's blocks one after another and, for
+// kernels that synchronize, the block's threads as fibers that meet at each __syncthreads
+// (so __shared__ arrays, declared static here, are shared by one block at a time). It checks
+// the kernels' index arithmetic, reduction orders and host wrappers, not GPU-only behaviour
+// (memory model, warp scheduling, nvcc's code generation). Only the emulation includes this.
+#pragma once
+
+#include <ucontext.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
+
+using cudaError_t = int;
+inline constexpr cudaError_t cudaSuccess = 0;
+inline constexpr cudaError_t cudaErrorMemoryAllocation = 2;
+inline constexpr cudaError_t cudaErrorInsufficientDriver = 35;
+inline constexpr cudaError_t cudaErrorNoDevice = 100;
+using cudaStream_t = void*;
+enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
+
+inline const char* cudaGetErrorString(cudaError_t) {
+  return "emulated failure";
+}
+inline const char* cudaGetErrorName(cudaError_t) {
+  return "cudaErrorEmulated";
+}
+inline cudaError_t cudaGetLastError() {
+  return cudaSuccess;
+}
+inline cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaMalloc(void** p, size_t bytes) {
+  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+inline cudaError_t cudaFree(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMallocHost(void** p, size_t bytes) {
+  return cudaMalloc(p, bytes);
+}
+inline cudaError_t cudaFreeHost(void* p) {
+  return cudaFree(p);
+}
+inline cudaError_t cudaMemset(void* p, int value, size_t bytes) {
+  std::memset(p, value, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t = nullptr) {
+  return cudaMemset(p, value, bytes);
+}
+inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+  std::memcpy(dst, src, bytes);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                                   cudaStream_t = nullptr) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+inline cudaError_t cudaDeviceSynchronize() {
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
+  *free_bytes = *total = size_t{1} << 30;
+  return cudaSuccess;
+}
+
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct emu_uint3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+
+namespace emu {
+
+// The threads of one block of a synchronizing kernel, as fibers (ucontext) on the calling
+// thread: each runs until its next __syncthreads (or its end), then the next one; a round over
+// all of them is one barrier phase. Deterministic, and no OS threads to busy a shared CPU.
+struct Fibers {
+  static constexpr size_t kStackBytes = 256 * 1024;
+  std::vector<ucontext_t> context;
+  std::vector<std::unique_ptr<char[]>> stacks;
+  std::vector<char> done;
+  ucontext_t scheduler;
+  unsigned current = 0;
+  const std::function<void()>* body = nullptr;
+};
+inline Fibers fibers;
+
+inline emu_uint3 thread_idx;
+inline emu_uint3 block_idx;
+inline dim3 block_dim;
+
+inline void fiber_main() {
+  (*fibers.body)();
+  fibers.done[fibers.current] = 1;  // returning resumes the scheduler (uc_link)
+}
+
+// Runs f (one thread's body) for every thread of every block, blocks one after another.
+// `sync`: the kernel calls __syncthreads, so its threads run as fibers; otherwise one after
+// another, each to its end.
+template <typename F>
+void launch(dim3 grid, dim3 block, bool sync, F&& f) {
+  block_dim = block;
+  const std::function<void()> body = f;
+  for (unsigned by = 0; by < grid.y; ++by)
+    for (unsigned bx = 0; bx < grid.x; ++bx) {
+      block_idx = {bx, by, 0};
+      if (!sync) {
+        for (unsigned tx = 0; tx < block.x; ++tx) {
+          thread_idx = {tx, 0, 0};
+          f();
+        }
+        continue;
+      }
+      fibers.body = &body;
+      fibers.context.resize(block.x);
+      fibers.done.assign(block.x, 0);
+      while (fibers.stacks.size() < block.x)
+        fibers.stacks.push_back(std::make_unique<char[]>(Fibers::kStackBytes));
+      for (unsigned tx = 0; tx < block.x; ++tx) {
+        ucontext_t& c = fibers.context[tx];
+        getcontext(&c);
+        c.uc_stack.ss_sp = fibers.stacks[tx].get();
+        c.uc_stack.ss_size = Fibers::kStackBytes;
+        c.uc_link = &fibers.scheduler;
+        makecontext(&c, fiber_main, 0);
+      }
+      for (bool running = true; running;) {
+        running = false;
+        for (unsigned tx = 0; tx < block.x; ++tx) {
+          if (fibers.done[tx]) continue;
+          running = true;
+          fibers.current = tx;
+          thread_idx = {tx, 0, 0};
+          swapcontext(&fibers.scheduler, &fibers.context[tx]);
+        }
+      }
+    }
+}
+}  // namespace emu
+
+#define threadIdx (::emu::thread_idx)
+#define blockIdx (::emu::block_idx)
+#define blockDim (::emu::block_dim)
+
+inline void __syncthreads() {
+  swapcontext(&emu::fibers.context[emu::fibers.current], &emu::fibers.scheduler);
+}
+
+inline float __uint_as_float(uint32_t u) {
+  return std::bit_cast<float>(u);
+}
+inline uint32_t __float_as_uint(float f) {
+  return std::bit_cast<uint32_t>(f);
+}
+// Compiled with -ffp-contract=off, so these are single IEEE operations as on the GPU.
+inline float __fmul_rn(float a, float b) {
+  return a * b;
+}
+inline float __fadd_rn(float a, float b) {
+  return a + b;
+}
+inline float __fsub_rn(float a, float b) {
+  return a - b;
+}
+inline float __fdiv_rn(float a, float b) {
+  return a / b;
+}
+inline float __fsqrt_rn(float a) {
+  return std::sqrt(a);
+}
