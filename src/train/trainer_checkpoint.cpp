@@ -93,7 +93,7 @@ void Trainer::restore_training_state(const Json& s, const std::string& source) {
     // Written before tensor parallelism: 1. Another tp size only re-shards the whole tensors.
     const int64_t tp_size = s.contains("tp_size") ? s.at("tp_size").get<int64_t>() : 1;
     const int tp_now = model_.tensor_parallel().size;
-    if (tp_size != tp_now && log_ && model_.tensor_parallel().rank == 0)
+    if (tp_size != tp_now && log_)
       log_->message("resuming " + source + " (written with tp_size " + std::to_string(tp_size) +
                     ") with tp_size " + std::to_string(tp_now) +
                     ": the weights and optimizer moments are re-sharded");
@@ -187,7 +187,7 @@ std::string Trainer::save() {
     full_model = gather_full_model(model_, *tp.group);
     if (optimizer) full_optimizer = gather_full_moments(model_, *optimizer, *tp.group);
   }
-  if (is_main() && tp.rank == 0) {
+  if (is_main()) {
     TrainingSnapshot snapshot;
     snapshot.model = tp.on() ? &*full_model : &model_;
     snapshot.optimizer = tp.on() ? (full_optimizer ? &*full_optimizer : nullptr) : optimizer;
