@@ -69,8 +69,7 @@ model::Transformer init_from_config(const ModelDir& dir, uint64_t seed,
                                     const model::TensorParallel& tp) {
   const Json raw = read_json_file(dir.path + "/config.json", "train");
   const double std = raw.value("initializer_range", 0.02);
-  model::Transformer m =
-      model::Transformer::random(dir.config, seed, static_cast<float>(std), tp);
+  model::Transformer m = model::Transformer::random(dir.config, seed, static_cast<float>(std), tp);
   // nn.Embedding(padding_idx=pad_token_id): _init_weights zeroes the pad row (on the rank
   // whose vocabulary slice holds it).
   const int64_t first = m.params().at(ParamSlot::kEmbed).spec.tp_begin;

@@ -261,7 +261,8 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_float("ddp_timeout", &a.ddp_timeout, dist,
               "seconds one collective may wait before every rank stops (0: never)");
   o.add_int("tp_size", &a.tp_size, dist,
-            "tensor parallel ranks: Megatron's split of heads, MLP and vocabulary ($TP_SIZE when not given)");
+            "tensor parallel ranks: Megatron's split of heads, MLP and vocabulary ($TP_SIZE when "
+            "not given)");
   add_trl_compat_options(o, &a.trl_compat);
   return o;
 }

@@ -295,7 +295,8 @@ void Trainer::log_train(const StepStats& last, double step_time_s) {
     full["step_time_s"] = step_time_s;
     full["gflops"] = flops_since_log_ / secs / 1e9;
     if (comm_->size() > 1 || tp_comm_) {  // rank 0's time in collectives, waiting included
-      const double total = comm_->collective_seconds() + (tp_comm_ ? tp_comm_->collective_seconds() : 0);
+      const double total =
+          comm_->collective_seconds() + (tp_comm_ ? tp_comm_->collective_seconds() : 0);
       full["comm_time_s"] = total - comm_seconds_at_log_;
       comm_seconds_at_log_ = total;
     }
@@ -322,8 +323,8 @@ TrainResult Trainer::train() {
                        : "") +
         ", " + std::to_string(comm_->size()) + " data-parallel rank(s)" +
         (tp_comm_ ? " × " + std::to_string(tp_comm_->size()) + " tensor-parallel" : "") +
-        ", optimizer state " +
-        std::to_string(optimizer_state_bytes()) + " bytes per rank" + (zero1_ ? " (ZeRO-1)" : "") +
+        ", optimizer state " + std::to_string(optimizer_state_bytes()) + " bytes per rank" +
+        (zero1_ ? " (ZeRO-1)" : "") +
         (resume_path.empty()
              ? ""
              : ", resumed from " + resume_path + " at step " + std::to_string(state_.global_step)));

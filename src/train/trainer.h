@@ -81,9 +81,9 @@ struct TrainerSetup {
   model::Transformer* model = nullptr;
   const data::PreparedDataset* train = nullptr;
   const data::PreparedDataset* eval = nullptr;  // null: no evaluation
-  Comm* comm = nullptr;     // the data-parallel group
+  Comm* comm = nullptr;                         // the data-parallel group
   Comm* tp_comm = nullptr;  // the tensor-parallel group when tp_size > 1 (the model's), else null
-  BatchOptions batching;         // train micro-batches
+  BatchOptions batching;    // train micro-batches
   BatchOptions eval_batching;    // eval micro-batches
   ExportOptions export_options;  // the model part of each checkpoint
   bool shuffle = true;           // TRL's default sampler shuffles (seed = data_seed or seed)

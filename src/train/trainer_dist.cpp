@@ -28,8 +28,8 @@ double tp_weighted_sum_of_squares(const model::ParameterSet& params, std::span<c
     const size_t lo = std::max(static_cast<size_t>(p.offset), begin);
     const size_t hi = std::min(static_cast<size_t>(p.offset + p.value.numel()), end);
     if (lo >= hi) continue;
-    const double sq = ops::sum_of_squares(
-        ops::view_of(grads.data() + lo, 1, static_cast<int64_t>(hi - lo)));
+    const double sq =
+        ops::sum_of_squares(ops::view_of(grads.data() + lo, 1, static_cast<int64_t>(hi - lo)));
     (p.spec.tp_dim < 0 ? replicated : split) += sq;
   }
   return split + replicated / tp_size;

@@ -35,7 +35,8 @@ int compare_metrics(const std::string& a_dir, const std::string& b_dir, double t
     for (const char* key : {"loss", "grad_norm", "mean_token_accuracy", "entropy", "num_tokens",
                             "eval_loss", "eval_mean_token_accuracy", "eval_entropy"}) {
       if (!ea.contains(key) || !eb->contains(key)) continue;
-      if (!only.empty() && ("," + only + ",").find("," + std::string(key) + ",") == std::string::npos)
+      if (!only.empty() &&
+          ("," + only + ",").find("," + std::string(key) + ",") == std::string::npos)
         continue;
       const double x = ea.at(key).get<double>(), y = eb->at(key).get<double>();
       const double rel = std::fabs(x - y) / std::max(std::fabs(x), 1e-12);
