@@ -43,31 +43,33 @@ class Arena {
   int64_t allocations_ = 0;
 };
 
-// Hands out consecutive aligned views; with a null arena it only measures.
+// Hands out consecutive aligned pieces of the memory at `base` (only addresses are computed,
+// so it serves any device's arena); with a null base it only measures.
 class Carver {
  public:
-  explicit Carver(Arena* arena) : arena_(arena) {}
+  explicit Carver(std::byte* base) : base_(base) {}
   template <typename T>
   T* take(int64_t n) {
     const size_t at = used_;
     used_ += (static_cast<size_t>(n) * sizeof(T) + kArenaAlignment - 1) / kArenaAlignment *
              kArenaAlignment;
-    return arena_ ? reinterpret_cast<T*>(arena_->data() + at) : nullptr;
+    return base_ ? reinterpret_cast<T*>(base_ + at) : nullptr;
   }
   size_t used() const { return used_; }
 
  private:
-  Arena* arena_;
+  std::byte* base_;
   size_t used_ = 0;
 };
 
-// Runs layout(Carver&) twice: measuring, then carving views out of `arena` grown to fit.
-template <typename Layout>
-void carve(Arena& arena, Layout&& layout) {
+// Runs layout(Carver&) twice: measuring, then carving views out of `arena` grown to fit. Any
+// arena with reserve(bytes) and data(): this one, or a device's (ops/cuda/cuda_memory.h).
+template <typename AnyArena, typename Layout>
+void carve(AnyArena& arena, Layout&& layout) {
   Carver measure(nullptr);
   layout(measure);
   arena.reserve(measure.used());
-  Carver real(&arena);
+  Carver real(arena.data());
   layout(real);
 }
 
