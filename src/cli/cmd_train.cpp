@@ -168,8 +168,7 @@ int run_train(const Args& argv) {
     }
   }
   TrainingArgs args = parse_training_args(argv);
-  // Before anything can start the thread pool (the preflight checks already use it), which
-  // reads its size once.
+  // First thing: the thread pool reads its size once, when it starts.
   if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
   // Distributed: --nproc_per_node N re-launches under mpirun first; every rank then runs the
   // checks itself.
