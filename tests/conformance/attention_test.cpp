@@ -91,10 +91,13 @@ AttentionRun run_attention_full(const AttentionCase& c, const Backend& be, Mode 
   return {O.read(), L.read(), DQ.read(), DK.read(), DV.read()};
 }
 
-TEST(ConformanceAttention, ForwardAndBackward) {
+SFT_CONFORMANCE_SUITE(ConformanceAttention);
+
+TEST_P(ConformanceAttention, ForwardAndBackward) {
+  SFT_SKIP_WITHOUT_KERNEL("attention");
   for (const AttentionCase& c : cases())
     check_conformance(
-        "attention: " + c.name,
+        backend(), "attention: " + c.name,
         [&](const Backend& be, Mode m) -> Outputs {
           AttentionRun r = run_attention_full(c, be, m);
           return {{"out", r.out}, {"dq", r.dq}, {"dk", r.dk}, {"dv", r.dv}};
@@ -142,9 +145,10 @@ NaiveAttention naive_attention(const AttentionCase& c, DType grid) {
   return r;
 }
 
-TEST(ConformanceAttention, MatchesNaiveAttention) {
-  for (const Backend& be : backends()) {
-    if (!be.available()) continue;
+TEST_P(ConformanceAttention, MatchesNaiveAttention) {
+  SFT_SKIP_WITHOUT_KERNEL("attention");
+  {
+    const Backend& be = backend();
     for (DType dt : {DType::kF32, DType::kF64}) {
       const double tol = dt == DType::kF64 ? 1e-12 : 1e-5;
       for (const AttentionCase& c : cases()) {
@@ -173,10 +177,11 @@ TEST(ConformanceAttention, MatchesNaiveAttention) {
 // Query 2 sits at position 5 with window 2: keys 4 and 5 would be visible, but there are only 4
 // keys, so its row is fully masked. The eager reference gives out = 0 there; a kernel may refuse
 // such a segment instead (every query seeing its own position is what training and decode pass).
-TEST(ConformanceAttention, QueryPastTheLastKeyIsRefusedOrZero) {
+TEST_P(ConformanceAttention, QueryPastTheLastKeyIsRefusedOrZero) {
+  SFT_SKIP_WITHOUT_KERNEL("attention");
   const AttentionCase c = decode("fully masked row", 3, 4, 3, {2, 1, 4, 2});
-  for (const Backend& be : backends()) {
-    if (!be.available()) continue;
+  {
+    const Backend& be = backend();
     for (DType dt : {DType::kF32, DType::kF64}) {
       SCOPED_TRACE(std::string(be.name) + " in " + std::string(dtype_name(dt)));
       AttentionRun r;
@@ -220,7 +225,7 @@ void check_attention_fd(const AttentionCase& c) {
   EXPECT_LE(fd_error(v, f, dv), kFdTolerance);
 }
 
-TEST(ConformanceAttention, BackwardMatchesFiniteDifferences) {
+TEST(ConformanceAttentionReference, BackwardMatchesFiniteDifferences) {
   check_attention_fd(packed("documents 1 6, GQA 4/2", {1, 6}, {4, 2, 4, 0}));
   check_attention_fd(packed("documents 7 3, window 3", {7, 3}, {2, 1, 4, 3}));
   check_attention_fd(decode("decode 3 against 8", 3, 8, 5, {2, 2, 4, 0}));

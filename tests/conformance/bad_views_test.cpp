@@ -40,21 +40,20 @@ class Views {
   std::vector<std::unique_ptr<IdBuffer>> id_buffers_;
 };
 
-// Runs body(views, backend name) on every available backend.
+// Runs body(views) on the backend of the test.
 template <typename F>
-void on_each_backend(F&& body) {
-  for (const Backend& be : backends()) {
-    if (!be.available()) continue;
-    SCOPED_TRACE(be.name);
-    Views v(be);
-    body(v);
-  }
+void on_backend(const Backend& be, F&& body) {
+  SCOPED_TRACE(be.name);
+  Views v(be);
+  body(v);
 }
 
 constexpr DType f32 = DType::kF32, f64 = DType::kF64, bf16 = DType::kBF16;
 
-TEST(ConformanceBadViews, Matmul) {
-  on_each_backend([](Views& v) {
+SFT_CONFORMANCE_SUITE(ConformanceBadViews);
+
+TEST_P(ConformanceBadViews, Matmul) {
+  on_backend(backend(), [](Views& v) {
     expect_error_naming("matmul", [&] {  // K mismatch
       ops::matmul(v.make(f32, 3, 4), v.make(f32, 3, 5), v.make(f32, 6, 4), false, false, false);
     });
@@ -67,10 +66,10 @@ TEST(ConformanceBadViews, Matmul) {
   });
 }
 
-TEST(ConformanceBadViews, Attention) {
+TEST_P(ConformanceBadViews, Attention) {
   const std::vector<AttentionSegment> seg = {{0, 4, 0, 4, 0}};
   const AttentionDims d{2, 1, 4, 0};  // q, out (4, 8); k, v (4, 4); lse (4, 2)
-  on_each_backend([&](Views& v) {
+  on_backend(backend(), [&](Views& v) {
     expect_error_naming("attention", [&] {  // f64 q with f32 k, v
       ops::attention_forward(v.make(f64, 4, 8), v.make(f64, 4, 2), v.make(f64, 4, 8),
                              v.make(f32, 4, 4), v.make(f32, 4, 4), seg, d);
@@ -83,8 +82,8 @@ TEST(ConformanceBadViews, Attention) {
   });
 }
 
-TEST(ConformanceBadViews, LmHead) {
-  on_each_backend([](Views& v) {
+TEST_P(ConformanceBadViews, LmHead) {
+  on_backend(backend(), [](Views& v) {
     expect_error_naming("lm_head", [&] {  // w of another hidden size
       ops::lm_head_cross_entropy(v.make(f32, 3, 4), v.make(f32, 7, 5), View{}, v.make(f32, 3, 4),
                                  v.make(f32, 7, 5), v.ids(), 1.0);
@@ -96,8 +95,8 @@ TEST(ConformanceBadViews, LmHead) {
   });
 }
 
-TEST(ConformanceBadViews, RmsNorm) {
-  on_each_backend([](Views& v) {
+TEST_P(ConformanceBadViews, RmsNorm) {
+  on_backend(backend(), [](Views& v) {
     expect_error_naming("rmsnorm", [&] {  // w of another width
       ops::rmsnorm_forward(v.make(f32, 2, 8), v.make(f32, 2, 1), v.make(f32, 2, 8),
                            v.make(f32, 1, 7), 1e-6);
@@ -113,8 +112,8 @@ TEST(ConformanceBadViews, RmsNorm) {
   });
 }
 
-TEST(ConformanceBadViews, Rope) {
-  on_each_backend([](Views& v) {
+TEST_P(ConformanceBadViews, Rope) {
+  on_backend(backend(), [](Views& v) {
     expect_error_naming("rope", [&] {  // x's width not a multiple of D = 8
       ops::rope_forward(v.make(f32, 3, 12), v.make(f32, 3, 4), v.make(f32, 3, 4));
     });
@@ -127,8 +126,8 @@ TEST(ConformanceBadViews, Rope) {
   });
 }
 
-TEST(ConformanceBadViews, SwiGlu) {
-  on_each_backend([](Views& v) {
+TEST_P(ConformanceBadViews, SwiGlu) {
+  on_backend(backend(), [](Views& v) {
     expect_error_naming("swiglu", [&] {
       ops::swiglu_forward(v.make(f32, 2, 5), v.make(f32, 2, 5), v.make(f32, 2, 6));
     });
@@ -142,8 +141,8 @@ TEST(ConformanceBadViews, SwiGlu) {
   });
 }
 
-TEST(ConformanceBadViews, Embedding) {
-  on_each_backend([](Views& v) {
+TEST_P(ConformanceBadViews, Embedding) {
+  on_backend(backend(), [](Views& v) {
     expect_error_naming("embedding", [&] {
       ops::embedding_forward(v.make(f32, 3, 4), v.ids(), v.make(f32, 10, 5));
     });
@@ -156,8 +155,8 @@ TEST(ConformanceBadViews, Embedding) {
   });
 }
 
-TEST(ConformanceBadViews, Elementwise) {
-  on_each_backend([](Views& v) {
+TEST_P(ConformanceBadViews, Elementwise) {
+  on_backend(backend(), [](Views& v) {
     expect_error_naming("add", [&] { ops::add(v.make(f32, 2, 3), v.make(f32, 3, 3)); });
     expect_error_naming("add", [&] { ops::add(v.make(bf16, 2, 3), v.make(f32, 2, 3)); });
     expect_error_naming("add_bias", [&] { ops::add_bias(v.make(f32, 2, 3), v.make(f32, 1, 4)); });
@@ -169,22 +168,70 @@ TEST(ConformanceBadViews, Elementwise) {
   });
 }
 
-// A view on a device this build has no kernels for names the op (only without CUDA: with it,
-// the view would go to the CUDA kernels).
-TEST(ConformanceBadViews, ViewOnADeviceWithoutKernels) {
-  if (cuda_available()) GTEST_SKIP() << "CUDA is present";
-  on_each_backend([](Views& v) {
-    View c = v.make(f32, 2, 2), a = v.make(f32, 2, 2), b = v.make(f32, 2, 2);
-    a.device = Device::kCuda;
-    expect_error_naming("matmul", [&] { ops::matmul(c, a, b, false, false, false); });
-    expect_error_naming("swiglu", [&] { ops::swiglu_forward(c, a, b); });
-  });
+// ---- routing by device (ops/device_dispatch.h) -----------------------------------------
+// Views marked as CUDA views over host memory: every case below fails in the device check,
+// before any kernel could touch the memory.
+
+View marked(std::vector<float>& host, int64_t rows, int64_t cols, Device device) {
+  host.assign(static_cast<size_t>(rows * cols) + 64, 0.0f);
+  return ops::view_of(host.data(), rows, cols, device);
+}
+
+TEST(ConformanceRouting, MixedDevicesNameTheOpAndTheDevices) {
+  std::vector<float> hc, ha, hb;
+  const View c = marked(hc, 2, 2, Device::kCpu), a = marked(ha, 2, 2, Device::kCuda),
+             b = marked(hb, 2, 2, Device::kCpu);
+  const std::string devices = "views on different devices (cpu and cuda";
+  expect_error_naming("matmul: " + devices, [&] { ops::matmul(c, a, b, false, false, false); });
+  expect_error_naming("swiglu_forward: " + devices, [&] { ops::swiglu_forward(c, a, b); });
+  expect_error_naming("add: " + devices, [&] { ops::add(c, a); });
+  const std::vector<AttentionSegment> seg = {{0, 2, 0, 2, 0}};
+  const AttentionDims d{1, 1, 2, 0};
+  expect_error_naming("attention_forward: " + devices,
+                      [&] { ops::attention_forward(c, b.first(2, 1), c, a, c, seg, d); });
+  expect_error_naming("adamw_update: views on different devices (cuda and cpu",
+                      [&] { ops::adamw_update(a, c, c, c, {}, b); });
+}
+
+TEST(ConformanceRouting, OpsWithoutACudaKernelSaySo) {
+  std::vector<float> h[5];
+  const View q = marked(h[0], 2, 2, Device::kCuda), k = marked(h[1], 2, 2, Device::kCuda),
+             v = marked(h[2], 2, 2, Device::kCuda), out = marked(h[3], 2, 2, Device::kCuda),
+             lse = marked(h[4], 2, 1, Device::kCuda);
+  const std::vector<AttentionSegment> seg = {{0, 2, 0, 2, 0}};
+  const AttentionDims d{1, 1, 2, 0};
+  const std::string none = ": no CUDA kernel yet (attention, the fused LM head: docs/cuda.md)";
+  expect_error_naming("attention_forward" + none,
+                      [&] { ops::attention_forward(out, lse, q, k, v, seg, d); });
+  expect_error_naming("attention_backward" + none,
+                      [&] { ops::attention_backward(q, k, v, out, out, lse, q, k, v, seg, d); });
+  const int64_t targets[2] = {0, 1};
+  expect_error_naming("lm_head_cross_entropy" + none,
+                      [&] { ops::lm_head_cross_entropy(out, k, View{}, q, k, targets, 1.0); });
+}
+
+// Without CUDA compiled in, a CUDA view names its op and how to get CUDA (with it, the view
+// would reach the kernels, and the memory here is not device memory).
+TEST(ConformanceRouting, CudaViewsWithoutCudaSayHowToGetIt) {
+  if (compiled_backends() != "cpu") GTEST_SKIP() << "this build has CUDA";
+  std::vector<float> hc, ha, hb;
+  const View c = marked(hc, 2, 2, Device::kCuda), a = marked(ha, 2, 2, Device::kCuda),
+             b = marked(hb, 2, 2, Device::kCuda);
+  const std::string how = "sft was built without CUDA; rebuild with -DSFT_CUDA=ON";
+  expect_error_naming(how, [&] { ops::matmul(c, a, b, false, false, false); });
+  expect_error_naming("rmsnorm_forward", [&] { ops::rmsnorm_forward(c, b, a, b, 1e-6); });
+  expect_error_naming("rope_backward", [&] { ops::rope_backward(c, a, b); });
+  expect_error_naming("embedding_forward", [&] { ops::embedding_forward(c, nullptr, a); });
+  expect_error_naming("zero", [&] { ops::zero(c); });
+  expect_error_naming("cast", [&] { ops::cast(c, a); });
+  expect_error_naming("scale", [&] { ops::scale(c, 2.0f); });
+  expect_error_naming("sum_of_squares", [&] { ops::sum_of_squares(c); });
 }
 
 // ---- checks today's dispatch does not pass --------------------------------------------
 
-TEST(ConformanceBadViews, MixedOperandDtypesNameTheOp) {
-  on_each_backend([](Views& v) {
+TEST_P(ConformanceBadViews, MixedOperandDtypesNameTheOp) {
+  on_backend(backend(), [](Views& v) {
     expect_error_naming("matmul", [&] {  // f32 · bf16
       ops::matmul(v.make(f32, 3, 4), v.make(f32, 3, 5), v.make(bf16, 5, 4), false, false, false);
     });
@@ -200,10 +247,10 @@ TEST(ConformanceBadViews, MixedOperandDtypesNameTheOp) {
   });
 }
 
-TEST(ConformanceBadViews, AttentionShapes) {
+TEST_P(ConformanceBadViews, AttentionShapes) {
   const std::vector<AttentionSegment> seg = {{0, 4, 0, 4, 0}};
   const AttentionDims d{2, 1, 4, 0};  // q, out (4, 8); k, v (4, 4); lse (4, 2)
-  on_each_backend([&](Views& v) {
+  on_backend(backend(), [&](Views& v) {
     expect_error_naming("attention", [&] {  // k of the wrong width for Hkv · D
       ops::attention_forward(v.make(f32, 4, 8), v.make(f32, 4, 2), v.make(f32, 4, 8),
                              v.make(f32, 4, 8), v.make(f32, 4, 4), seg, d);

@@ -11,9 +11,14 @@
 // it accumulates into (+=) start from small random values (kAccumulateStart): large enough that
 // overwriting instead of adding fails, small enough not to hide the gradient's own error.
 //
-// A second backend plugs in by adding one entry to backends(): a name, its Device, an available()
-// check, and allocate/release/upload/download of raw bytes (for the CPU: new/delete and memcpy).
-// Token ids and targets travel to the backend the same way as views do.
+// The backend is the tests' parameter: each test that runs ops on a backend is a TEST_P of a
+// fixture made by SFT_CONFORMANCE_SUITE(Suite), instantiated once per entry of backends() (test
+// names cpu/Suite.Test/0, cuda/Suite.Test/0); on a backend that is not present it skips, saying
+// why ("no CUDA device"). A backend plugs in by adding one entry to backends(): a name, its
+// Device, an available() check, and allocate/release/upload/download of raw bytes (the CPU:
+// new/delete and memcpy; CUDA: ops/cuda/cuda_memory.h). Token ids and targets travel the same
+// way as views do. Ops a backend has no kernel for yet skip there (has_kernel); that they fail
+// clearly is bad_views_test.cpp's check.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -37,6 +42,8 @@
 #include "core/half.h"
 #include "core/rng.h"
 #include "finite_differences.h"
+#include "ops/backend.h"
+#include "ops/cuda/cuda_memory.h"
 #include "ops/ops.h"
 
 namespace sft::conformance {
@@ -52,6 +59,7 @@ struct Backend {
   void (*release)(void* data);
   void (*upload)(void* device_dst, const void* host_src, size_t bytes);
   void (*download)(void* host_dst, const void* device_src, size_t bytes);
+  const char* absent;  // the skip message where available() is false
 };
 
 // Every backend the suite knows; those whose available() is false are skipped.
@@ -60,8 +68,10 @@ inline const std::vector<Backend>& backends() {
       {"cpu", Device::kCpu, [] { return true; }, [](size_t n) { return ::operator new(n); },
        [](void* p) { ::operator delete(p); },
        [](void* d, const void* s, size_t n) { std::memcpy(d, s, n); },
-       [](void* d, const void* s, size_t n) { std::memcpy(d, s, n); }},
-      // CUDA: {"cuda", Device::kCuda, cuda_available, <cudaMalloc>, <cudaFree>, <H2D>, <D2H>},
+       [](void* d, const void* s, size_t n) { std::memcpy(d, s, n); }, ""},
+      // The copies synchronize with the kernels before them (default stream).
+      {"cuda", Device::kCuda, cuda_available, ops::cuda::device_alloc, ops::cuda::device_free,
+       ops::cuda::copy_to_device, ops::cuda::copy_to_host, "no CUDA device"},
   };
   return list;
 }
@@ -70,6 +80,46 @@ inline const std::vector<Backend>& backends() {
 inline const Backend& reference_backend() {
   return backends().front();
 }
+
+// Whether the backend has a kernel for the op family ("attention", "lm_head", "vocab_shard"):
+// the CUDA backend has none yet for attention, the fused LM head and vocabulary shards
+// (docs/cuda.md), and runs no f64.
+inline bool has_kernel(const Backend& backend, const std::string& op) {
+  return backend.device == Device::kCpu ||
+         (op != "attention" && op != "lm_head" && op != "vocab_shard");
+}
+inline bool has_dtype(const Backend& backend, DType dtype) {
+  return backend.device == Device::kCpu || dtype != DType::kF64;
+}
+
+// The fixture of a suite of tests parameterized by the backend.
+class BackendTest : public ::testing::TestWithParam<const Backend*> {
+ protected:
+  void SetUp() override {
+    if (!backend().available()) GTEST_SKIP() << backend().absent;
+  }
+  const Backend& backend() const { return *GetParam(); }
+};
+
+inline std::vector<const Backend*> backend_params() {
+  std::vector<const Backend*> list;
+  for (const Backend& b : backends()) list.push_back(&b);
+  return list;
+}
+
+// The first statement of a test of an op family the backend may lack.
+#define SFT_SKIP_WITHOUT_KERNEL(op)                   \
+  if (!::sft::conformance::has_kernel(backend(), op)) \
+  GTEST_SKIP() << "no " << backend().name << " kernel for " << op << " yet (docs/cuda.md)"
+
+// Declares the fixture `Suite` and runs its TEST_Ps on every backend.
+#define SFT_CONFORMANCE_SUITE(Suite)                                                 \
+  class Suite : public ::sft::conformance::BackendTest {};                           \
+  INSTANTIATE_TEST_SUITE_P(                                                          \
+      , Suite, ::testing::ValuesIn(::sft::conformance::backend_params()),            \
+      [](const ::testing::TestParamInfo<const ::sft::conformance::Backend*>& info) { \
+        return std::string(info.param->name);                                        \
+      })
 
 // How one run computes: dtype is kF32, kBF16 (bf16 operands where the op takes them) or kF64
 // (the reference); grid is the dtype (kF32 or kBF16) whose values every input holds.
@@ -192,28 +242,25 @@ inline double relative_error(const Values& got, const Values& ref) {
   return mag > 0 ? diff / mag : diff;
 }
 
-// Runs `run` on every available backend in every tested dtype and compares with the f64 CPU run.
-inline void check_conformance(const std::string& what, const RunFn& run,
+// Runs `run` on the backend in every tested dtype and compares with the f64 CPU run.
+inline void check_conformance(const Backend& backend, const std::string& what, const RunFn& run,
                               std::initializer_list<DType> tested, const TolFn& tol) {
-  for (const Backend& backend : backends()) {
-    if (!backend.available()) continue;
-    for (DType dt : tested) {
-      SCOPED_TRACE(what + " on " + backend.name + " in " + std::string(dtype_name(dt)));
-      const Outputs got = run(backend, {dt, dt});
-      const Outputs again = run(backend, {dt, dt});
-      const Outputs ref = run(reference_backend(), {DType::kF64, dt});
-      ASSERT_EQ(got.size(), ref.size());
-      for (size_t i = 0; i < ref.size(); ++i) {
-        ASSERT_EQ(got[i].first, ref[i].first);
-        const double err = relative_error(got[i].second, ref[i].second);
-        const double limit = tol(dt, ref[i].first);
-        EXPECT_LE(err, limit) << "output " << ref[i].first << " of " << what;
-        if (std::getenv("SFT_CONFORMANCE_REPORT"))  // the measured errors, for choosing tolerances
-          std::printf("%s | %s | %s | %s | %.3g | %.3g\n", what.c_str(), backend.name,
-                      std::string(dtype_name(dt)).c_str(), ref[i].first.c_str(), err, limit);
-        EXPECT_TRUE(bit_identical(got[i].second, again[i].second))
-            << "output " << ref[i].first << " of " << what << " differs between reruns";
-      }
+  for (DType dt : tested) {
+    SCOPED_TRACE(what + " on " + backend.name + " in " + std::string(dtype_name(dt)));
+    const Outputs got = run(backend, {dt, dt});
+    const Outputs again = run(backend, {dt, dt});
+    const Outputs ref = run(reference_backend(), {DType::kF64, dt});
+    ASSERT_EQ(got.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) {
+      ASSERT_EQ(got[i].first, ref[i].first);
+      const double err = relative_error(got[i].second, ref[i].second);
+      const double limit = tol(dt, ref[i].first);
+      EXPECT_LE(err, limit) << "output " << ref[i].first << " of " << what;
+      if (std::getenv("SFT_CONFORMANCE_REPORT"))  // the measured errors, for choosing tolerances
+        std::printf("%s | %s | %s | %s | %.3g | %.3g\n", what.c_str(), backend.name,
+                    std::string(dtype_name(dt)).c_str(), ref[i].first.c_str(), err, limit);
+      EXPECT_TRUE(bit_identical(got[i].second, again[i].second))
+          << "output " << ref[i].first << " of " << what << " differs between reruns";
     }
   }
 }

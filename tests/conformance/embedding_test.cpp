@@ -36,7 +36,9 @@ std::vector<int64_t> cycling_ids(int64_t T, int64_t V) {
   return ids;
 }
 
-TEST(ConformanceEmbedding, ForwardAndBackward) {
+SFT_CONFORMANCE_SUITE(ConformanceEmbedding);
+
+TEST_P(ConformanceEmbedding, ForwardAndBackward) {
   const EmbeddingCase cases[] = {{1, 1, {0}},
                                  {6, 4, {3, 1, 3, 0, 5}},
                                  {1, 9, {0, 0, 0}},
@@ -44,13 +46,14 @@ TEST(ConformanceEmbedding, ForwardAndBackward) {
                                  {300, 129, cycling_ids(700, 300)}};
   for (const EmbeddingCase& c : cases)
     check_conformance(
+        backend(),
         "embedding V=" + std::to_string(c.V) + " C=" + std::to_string(c.C) +
             " T=" + std::to_string(c.ids.size()),
         [&](const Backend& be, Mode m) { return run_embedding(c, be, m); }, {DType::kF32},
         [](DType, const std::string& out) { return out == "out" ? 0.0 : 1e-6; });
 }
 
-TEST(ConformanceEmbedding, BackwardMatchesFiniteDifferences) {
+TEST(ConformanceEmbeddingReference, BackwardMatchesFiniteDifferences) {
   const int64_t V = 6, C = 3;
   const std::vector<int64_t> ids = {3, 1, 3, 0, 5};  // a repeated id accumulates; 2 and 4 unused
   const int64_t T = static_cast<int64_t>(ids.size());

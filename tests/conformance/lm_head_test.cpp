@@ -92,20 +92,24 @@ std::vector<LmHeadCase> cases() {
   };
 }
 
-TEST(ConformanceLmHead, StatisticsGradientsAndLogits) {
+SFT_CONFORMANCE_SUITE(ConformanceLmHead);
+
+TEST_P(ConformanceLmHead, StatisticsGradientsAndLogits) {
+  SFT_SKIP_WITHOUT_KERNEL("lm_head");
   for (const LmHeadCase& c : cases())
     check_conformance(
-        "lm_head_cross_entropy: " + c.name,
+        backend(), "lm_head_cross_entropy: " + c.name,
         [&](const Backend& be, Mode m) { return run_lm_head(c, be, m); },
         {DType::kF32, DType::kBF16}, lm_head_tolerance);
 }
 
 // The exact counts of the ties case, independently of the reference: rows with target 2 are
 // correct (w[2] is the first of the two maxima), rows with target 4 are not.
-TEST(ConformanceLmHead, TiesCountTheFirstMaximum) {
+TEST_P(ConformanceLmHead, TiesCountTheFirstMaximum) {
+  SFT_SKIP_WITHOUT_KERNEL("lm_head");
   const LmHeadCase c = cases()[5];
-  for (const Backend& be : backends()) {
-    if (!be.available()) continue;
+  {
+    const Backend& be = backend();
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF64}) {
       const Outputs o = run_lm_head(c, be, {dt, dt == DType::kF64 ? DType::kF32 : dt});
       EXPECT_EQ(o[2].second[0], 5) << dtype_name(dt);
@@ -150,9 +154,10 @@ Outputs naive_lm_head(const LmHeadCase& c, DType grid) {
   return o;
 }
 
-TEST(ConformanceLmHead, MatchesNaiveFullLogits) {
-  for (const Backend& be : backends()) {
-    if (!be.available()) continue;
+TEST_P(ConformanceLmHead, MatchesNaiveFullLogits) {
+  SFT_SKIP_WITHOUT_KERNEL("lm_head");
+  {
+    const Backend& be = backend();
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF64}) {
       for (const LmHeadCase& c : cases()) {
         SCOPED_TRACE("lm_head vs naive: " + c.name + " on " + be.name + " in " +
@@ -193,7 +198,7 @@ void check_lm_head_fd(const LmHeadCase& c) {
   EXPECT_LE(fd_error(w, f, gained(dw, dw0)), kFdTolerance);
 }
 
-TEST(ConformanceLmHead, GradientsMatchFiniteDifferences) {
+TEST(ConformanceLmHeadReference, GradientsMatchFiniteDifferences) {
   check_lm_head_fd({"T 1", 3, 5, {2}, 1.0, true, false});
   check_lm_head_fd({"unscored rows", 5, 9, {2, -1, 8, 0, -1, 2}, 0.25, true, false});
   check_lm_head_fd({"T 7, V 40", 4, 40, some_targets(7, 40), 1.0 / 6, true, false});

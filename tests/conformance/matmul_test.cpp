@@ -39,20 +39,23 @@ Outputs run_matmul(const MatmulCase& c, const Backend& be, Mode m) {
   return {{"c", C.read()}};
 }
 
-TEST(ConformanceMatmul, EveryShapeTransposeAndAccumulate) {
+SFT_CONFORMANCE_SUITE(ConformanceMatmul);
+
+TEST_P(ConformanceMatmul, EveryShapeTransposeAndAccumulate) {
   const int64_t shapes[][3] = {{1, 1, 1},    {1, 7, 5},     {6, 1, 3},     {5, 9, 1},
                                {17, 13, 33}, {31, 64, 257}, {128, 96, 80}, {3, 130, 2}};
   for (const auto& s : shapes)
     for (int t = 0; t < 8; ++t) {
       const MatmulCase c{s[0], s[1], s[2], (t & 1) != 0, (t & 2) != 0, (t & 4) != 0};
       check_conformance(
-          "matmul " + c.name(), [&](const Backend& be, Mode m) { return run_matmul(c, be, m); },
+          backend(), "matmul " + c.name(),
+          [&](const Backend& be, Mode m) { return run_matmul(c, be, m); },
           {DType::kF32, DType::kBF16}, uniform_tolerance(1e-5, 1e-5));
     }
 }
 
 // y = x wᵀ + b on views; its backward is the products dx = dy w, dw += dyᵀ x and db += Σ dy.
-TEST(ConformanceMatmul, LinearGradientsMatchFiniteDifferences) {
+TEST(ConformanceMatmulReference, LinearGradientsMatchFiniteDifferences) {
   const int64_t N = 3, I = 5, O = 4;
   Values x = random_values(N * I, 10, 1.0, DType::kF64),
          w = random_values(O * I, 11, 1.0, DType::kF64), b = random_values(O, 12, 1.0, DType::kF64),

@@ -24,9 +24,11 @@ ops::AdamWScalars scalars(bool decay) {
           float(1 - b2),    float(1 - lr * wd),    decay};
 }
 
-TEST(ConformanceOptimizer, AdamWUpdate) {
-  for (const Backend& be : backends()) {
-    if (!be.available()) continue;
+SFT_CONFORMANCE_SUITE(ConformanceOptimizer);
+
+TEST_P(ConformanceOptimizer, AdamWUpdate) {
+  {
+    const Backend& be = backend();
     for (int64_t n : {1, 7, 40000})
       for (bool decay : {false, true}) {
         SCOPED_TRACE(std::string(be.name) + " n=" + std::to_string(n) + (decay ? " decay" : ""));
@@ -53,9 +55,9 @@ TEST(ConformanceOptimizer, AdamWUpdate) {
   }
 }
 
-TEST(ConformanceOptimizer, SumOfSquaresAndScale) {
-  for (const Backend& be : backends()) {
-    if (!be.available()) continue;
+TEST_P(ConformanceOptimizer, SumOfSquaresAndScale) {
+  {
+    const Backend& be = backend();
     for (int64_t n : {1, 13, 70000}) {
       SCOPED_TRACE(std::string(be.name) + " n=" + std::to_string(n));
       const Values x = random_values(n, 5, 3.0, DType::kF32);

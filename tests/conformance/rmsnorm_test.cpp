@@ -32,7 +32,9 @@ Outputs run_rmsnorm(const RmsNormCase& c, const Backend& be, Mode m) {
   return {{"out", O.read()}, {"rstd", R.read()}, {"dx", DX.read()}, {"dw", DW.read()}};
 }
 
-TEST(ConformanceRmsNorm, ForwardAndBackward) {
+SFT_CONFORMANCE_SUITE(ConformanceRmsNorm);
+
+TEST_P(ConformanceRmsNorm, ForwardAndBackward) {
   // C = 1 with |x| ≈ 1 is ill-conditioned (dx = w·dout·rstd·eps / (x² + eps) cancels to ~eps),
   // so that case uses |x| ≈ 1e-3, where x² ≈ eps; the last case has mean(x²) ≈ eps too.
   const RmsNormCase cases[] = {{1, 1, 1e-3, 1e-6}, {1, 7, 1.0, 1e-6},    {5, 7, 3.0, 1e-5},
@@ -40,7 +42,7 @@ TEST(ConformanceRmsNorm, ForwardAndBackward) {
                                {2, 64, 1e-3, 1e-6}};
   for (const RmsNormCase& c : cases)
     check_conformance(
-        "rmsnorm (" + std::to_string(c.N) + ", " + std::to_string(c.C) + ")",
+        backend(), "rmsnorm (" + std::to_string(c.N) + ", " + std::to_string(c.C) + ")",
         [&](const Backend& be, Mode m) { return run_rmsnorm(c, be, m); }, {DType::kF32},
         uniform_tolerance(1e-5));
 }
@@ -64,7 +66,7 @@ void check_rmsnorm_fd(int64_t N, int64_t C) {
   EXPECT_LE(fd_error(w, f, gained(dw, dw0)), kFdTolerance);
 }
 
-TEST(ConformanceRmsNorm, BackwardMatchesFiniteDifferences) {
+TEST(ConformanceRmsNormReference, BackwardMatchesFiniteDifferences) {
   check_rmsnorm_fd(1, 7);
   check_rmsnorm_fd(5, 7);
   check_rmsnorm_fd(3, 2);

@@ -41,17 +41,20 @@ Outputs run_rope(const RopeCase& c, const Backend& be, Mode m) {
   return {{"x", X.read()}, {"dx", DX.read()}};
 }
 
-TEST(ConformanceRope, ForwardAndBackward) {
+SFT_CONFORMANCE_SUITE(ConformanceRope);
+
+TEST_P(ConformanceRope, ForwardAndBackward) {
   const RopeCase cases[] = {{1, 1, 2}, {5, 3, 8}, {7, 2, 64}, {3, 5, 6}, {2, 4, 128}, {9, 1, 2}};
   for (const RopeCase& c : cases)
     check_conformance(
+        backend(),
         "rope T=" + std::to_string(c.T) + " NH=" + std::to_string(c.NH) +
             " D=" + std::to_string(c.D),
         [&](const Backend& be, Mode m) { return run_rope(c, be, m); }, {DType::kF32},
         uniform_tolerance(1e-5));
 }
 
-TEST(ConformanceRope, BackwardMatchesFiniteDifferences) {
+TEST(ConformanceRopeReference, BackwardMatchesFiniteDifferences) {
   for (const RopeCase& c : {RopeCase{1, 1, 2}, RopeCase{4, 3, 6}}) {
     const int64_t cols = c.NH * c.D;
     Values x = random_values(c.T * cols, 3, 1.0, DType::kF64), cs, sn;

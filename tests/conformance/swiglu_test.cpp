@@ -42,17 +42,19 @@ Outputs run_swiglu(const SwiGluCase& c, const Backend& be, Mode m) {
   return {{"h", H.read()}, {"dgate", DG.read()}, {"dup", DU.read()}};
 }
 
-TEST(ConformanceSwiGlu, ForwardAndBackward) {
+SFT_CONFORMANCE_SUITE(ConformanceSwiGlu);
+
+TEST_P(ConformanceSwiGlu, ForwardAndBackward) {
   const SwiGluCase cases[] = {
       {1, 1, 1.0, false}, {1, 11, 2.0, true}, {7, 149, 4.0, true}, {3, 6000, 2.0, false}};
   for (const SwiGluCase& c : cases)
     check_conformance(
-        "swiglu (" + std::to_string(c.rows) + ", " + std::to_string(c.cols) + ")",
+        backend(), "swiglu (" + std::to_string(c.rows) + ", " + std::to_string(c.cols) + ")",
         [&](const Backend& be, Mode m) { return run_swiglu(c, be, m); },
         {DType::kF32, DType::kBF16}, uniform_tolerance(1e-5, 1e-5));
 }
 
-TEST(ConformanceSwiGlu, BackwardMatchesFiniteDifferences) {
+TEST(ConformanceSwiGluReference, BackwardMatchesFiniteDifferences) {
   const int64_t N = 13;
   Values gate = random_values(N, 4, 3.0, DType::kF64), up = random_values(N, 5, 1.0, DType::kF64);
   const Values R = random_values(N, 6, 1.0, DType::kF64);

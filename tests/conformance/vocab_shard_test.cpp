@@ -81,13 +81,17 @@ double lm_head_tolerance(DType dt, const std::string& out) {
   return 1e-5;
 }
 
-TEST(ConformanceVocabShard, LmHead) {
+SFT_CONFORMANCE_SUITE(ConformanceVocabShard);
+
+TEST_P(ConformanceVocabShard, LmHead) {
+  SFT_SKIP_WITHOUT_KERNEL("vocab_shard");
   const ShardCase cases[] = {{2, 16, 64, some_targets(40, 64), 1.0 / 33},
                              {4, 16, 64, some_targets(40, 64), 1.0 / 33},
                              {4, 24, 1000, some_targets(37, 1000), 0.5},
                              {2, 3, 2, {1, 0, -1, 1}, 1.0}};
   for (const ShardCase& c : cases)
     check_conformance(
+        backend(),
         "lm_head_cross_entropy on " + std::to_string(c.ranks) +
             " vocabulary shards, V=" + std::to_string(c.V),
         [&](const Backend& be, Mode m) { return run_lm_head_shard(c, be, m); },
@@ -95,7 +99,7 @@ TEST(ConformanceVocabShard, LmHead) {
 }
 
 // The f64 sharded gradients against central differences of the sharded scale · loss_sum.
-TEST(ConformanceVocabShard, LmHeadGradientsMatchFiniteDifferences) {
+TEST(ConformanceVocabShardReference, LmHeadGradientsMatchFiniteDifferences) {
   const int ranks = 2;
   const int64_t T = 6, C = 3, V = 8, rows = V / ranks;
   const std::vector<int64_t> targets = {7, 0, -1, 3, 4, 7};
@@ -163,10 +167,11 @@ Outputs run_embedding_shard(int ranks, const Backend& be, Mode m) {
   return {{"out", out[0]}, {"dtable", dtable_all}};
 }
 
-TEST(ConformanceVocabShard, Embedding) {
+TEST_P(ConformanceVocabShard, Embedding) {
+  SFT_SKIP_WITHOUT_KERNEL("vocab_shard");
   for (int ranks : {2, 4})
     check_conformance(
-        "embedding on " + std::to_string(ranks) + " vocabulary shards",
+        backend(), "embedding on " + std::to_string(ranks) + " vocabulary shards",
         [&](const Backend& be, Mode m) { return run_embedding_shard(ranks, be, m); }, {DType::kF32},
         [](DType, const std::string& out) { return out == "out" ? 0.0 : 1e-6; });
 }

@@ -2,6 +2,7 @@
 // workspace that grows to the largest call and is reused (the step loop does not allocate).
 #include "ops/attention.h"
 
+#include "ops/device_dispatch.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
 
@@ -51,6 +52,7 @@ void require_shapes(const char* op, const View& q, const View& k, const View& v,
 void attention_forward(View out, View lse, View q, View k, View v,
                        std::span<const AttentionSegment> segments, const AttentionDims& dims) {
   const ScopedOp op("attention_forward");
+  require_cpu_kernel("attention_forward", {out, lse, q, k, v});
   require_cpu_float("attention_forward", q, {out, lse, k, v});
   require_shapes("attention_forward", q, k, v, {{&out, &q}}, lse, segments, dims);
   if (q.dtype == DType::kF64)
@@ -64,6 +66,7 @@ void attention_backward(View dq, View dk, View dv, View dout, View out, View lse
                         View v, std::span<const AttentionSegment> segments,
                         const AttentionDims& dims) {
   const ScopedOp op("attention_backward");
+  require_cpu_kernel("attention_backward", {dq, dk, dv, dout, out, lse, q, k, v});
   require_cpu_float("attention_backward", q, {dq, dk, dv, dout, out, lse, k, v});
   require_shapes("attention_backward", q, k, v,
                  {{&dq, &q}, {&dout, &q}, {&out, &q}, {&dk, &k}, {&dv, &v}}, lse, segments, dims);

@@ -1,5 +1,6 @@
-// The CPU backend behind the view-level ops of ops.h: checks each view's device, dtype and
-// shape, then calls the typed kernel (fp32, or fp64 for the reference and conformance runs).
+// The view-level ops of ops.h: one device check routes CUDA views to ops::cuda::
+// (ops/device_dispatch.h); for CPU views, checks each view's dtype and shape, then calls the
+// typed CPU kernel (fp32, or fp64 for the reference and conformance runs).
 #include <cstring>
 #include <string>
 
@@ -8,20 +9,14 @@
 #include "ops/cpu/rmsnorm.h"
 #include "ops/cpu/rope.h"
 #include "ops/cpu/swiglu.h"
+#include "ops/cuda/cuda_ops.h"
+#include "ops/device_dispatch.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
 
 namespace sft::ops {
 
 namespace {
-
-void require_cpu(const char* op, std::initializer_list<View> views) {
-  for (const View& v : views)
-    if (!v.empty() && v.device != Device::kCpu)
-      fail("ops", std::string(op) + ": a " + device_name(v.device) +
-                      " view reached the CPU kernels (this build has no " + device_name(v.device) +
-                      " kernel for it)");
-}
 
 // `what` builds the message only on failure: the checks run on every call of the step loop.
 template <typename What>
@@ -77,7 +72,7 @@ std::string matmul_detail(const void* p) {
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate) {
   const MatmulCall call{c, a, trans_a ? a.rows : a.cols, trans_a, trans_b};
   const ScopedOp op("matmul", matmul_detail, &call);
-  require_cpu("matmul", {c, a, b});
+  if (on_cuda("matmul", {c, a, b})) return cuda::matmul(c, a, b, trans_a, trans_b, accumulate);
   const int64_t M = trans_a ? a.cols : a.rows, K = trans_a ? a.rows : a.cols;
   const int64_t Kb = trans_b ? b.cols : b.rows, N = trans_b ? b.rows : b.cols;
   require(K == Kb && c.rows == M && c.cols == N, "matmul", [&] {
@@ -99,7 +94,8 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
 
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
   const ScopedOp op("rmsnorm_forward");
-  require_cpu("rmsnorm", {out, rstd, x, w});
+  if (on_cuda("rmsnorm_forward", {out, rstd, x, w}))
+    return cuda::rmsnorm_forward(out, rstd, x, w, eps);
   require(out.numel() == x.numel() && rstd.numel() == x.rows && w.numel() == x.cols, "rmsnorm",
           [&] { return "x " + shape(x) + ", out " + shape(out) + ", w " + shape(w); });
   on_float_type("rmsnorm", x, {out, rstd, w}, [&](auto t) {
@@ -110,7 +106,8 @@ void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
 
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
   const ScopedOp op("rmsnorm_backward");
-  require_cpu("rmsnorm_backward", {dx, dw, dout, x, rstd, w});
+  if (on_cuda("rmsnorm_backward", {dx, dw, dout, x, rstd, w}))
+    return cuda::rmsnorm_backward(dx, dw, dout, x, rstd, w);
   require(dx.numel() == x.numel() && dout.numel() == x.numel() && dw.numel() == x.cols,
           "rmsnorm_backward",
           [&] { return "x " + shape(x) + ", dx " + shape(dx) + ", dw " + shape(dw); });
@@ -124,7 +121,8 @@ void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
 namespace {
 void rope(View x, View cos, View sin, bool backward) {
   const ScopedOp op(backward ? "rope_backward" : "rope_forward");
-  require_cpu("rope", {x, cos, sin});
+  if (on_cuda("rope", {x, cos, sin}))
+    return backward ? cuda::rope_backward(x, cos, sin) : cuda::rope_forward(x, cos, sin);
   const int64_t D = 2 * cos.cols;
   require(cos.rows == x.rows && sin.numel() == cos.numel() && D > 0 && x.cols % D == 0, "rope",
           [&] { return "x " + shape(x) + ", cos " + shape(cos); });
@@ -148,7 +146,7 @@ void rope_backward(View dx, View cos, View sin) {
 
 void swiglu_forward(View h, View gate, View up) {
   const ScopedOp op("swiglu_forward");
-  require_cpu("swiglu", {h, gate, up});
+  if (on_cuda("swiglu_forward", {h, gate, up})) return cuda::swiglu_forward(h, gate, up);
   require(h.numel() == gate.numel() && up.numel() == gate.numel(), "swiglu",
           [&] { return "gate " + shape(gate) + ", up " + shape(up) + ", h " + shape(h); });
   if (gate.dtype == DType::kBF16) {  // bf16 compute: bf16 gate and up, fp32 h
@@ -163,7 +161,8 @@ void swiglu_forward(View h, View gate, View up) {
 
 void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
   const ScopedOp op("swiglu_backward");
-  require_cpu("swiglu_backward", {dgate, dup, dh, gate, up});
+  if (on_cuda("swiglu_backward", {dgate, dup, dh, gate, up}))
+    return cuda::swiglu_backward(dgate, dup, dh, gate, up);
   require(
       dh.numel() == gate.numel() && dgate.numel() == gate.numel() && dup.numel() == gate.numel(),
       "swiglu_backward", [&] { return "gate " + shape(gate) + ", dh " + shape(dh); });
@@ -181,7 +180,8 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
 
 void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard) {
   const ScopedOp op("embedding_forward");
-  require_cpu("embedding", {out, table});
+  if (on_cuda("embedding_forward", {out, table}))
+    return cuda::embedding_forward(out, ids, table, shard);
   require(out.cols == table.cols, "embedding",
           [&] { return "out " + shape(out) + ", table " + shape(table); });
   on_float_type("embedding", table, {out}, [&](auto t) {
@@ -198,7 +198,8 @@ void embedding_forward(View out, const int64_t* ids, View table, VocabShard shar
 
 void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard shard) {
   const ScopedOp op("embedding_backward");
-  require_cpu("embedding_backward", {dtable, dout});
+  if (on_cuda("embedding_backward", {dtable, dout}))
+    return cuda::embedding_backward(dtable, dout, ids, shard);
   require(dout.cols == dtable.cols, "embedding_backward",
           [&] { return "dout " + shape(dout) + ", dtable " + shape(dtable); });
   on_float_type("embedding_backward", dtable, {dout}, [&](auto t) {
@@ -212,7 +213,7 @@ void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard s
 
 void add(View dst, View src) {
   const ScopedOp op("add");
-  require_cpu("add", {dst, src});
+  if (on_cuda("add", {dst, src})) return cuda::add(dst, src);
   require(dst.numel() == src.numel(), "add",
           [&] { return "dst " + shape(dst) + ", src " + shape(src); });
   if (dst.dtype == DType::kF32 && src.dtype == DType::kBF16)
@@ -225,7 +226,7 @@ void add(View dst, View src) {
 
 void add_bias(View y, View b) {
   const ScopedOp op("add_bias");
-  require_cpu("add_bias", {y, b});
+  if (on_cuda("add_bias", {y, b})) return cuda::add_bias(y, b);
   require(b.numel() == y.cols, "add_bias", [&] { return "y " + shape(y) + ", b " + shape(b); });
   on_float_type("add_bias", y, {b}, [&](auto t) {
     using T = decltype(t);
@@ -235,7 +236,7 @@ void add_bias(View y, View b) {
 
 void bias_backward(View db, View dy) {
   const ScopedOp op("bias_backward");
-  require_cpu("bias_backward", {db, dy});
+  if (on_cuda("bias_backward", {db, dy})) return cuda::bias_backward(db, dy);
   require(db.numel() == dy.cols, "bias_backward",
           [&] { return "dy " + shape(dy) + ", db " + shape(db); });
   on_float_type("bias_backward", dy, {db}, [&](auto t) {
@@ -246,13 +247,13 @@ void bias_backward(View db, View dy) {
 
 void zero(View x) {
   const ScopedOp op("zero");
-  require_cpu("zero", {x});
+  if (on_cuda("zero", {x})) return cuda::zero(x);
   if (!x.empty()) std::memset(x.data, 0, static_cast<size_t>(x.numel()) * dtype_size(x.dtype));
 }
 
 void cast(View dst, View src) {
   const ScopedOp op("cast");
-  require_cpu("cast", {dst, src});
+  if (on_cuda("cast", {dst, src})) return cuda::cast(dst, src);
   require(dst.numel() == src.numel(), "cast",
           [&] { return "dst " + shape(dst) + ", src " + shape(src); });
   const int64_t n = src.numel();

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/device_dispatch.h"
 #include "ops/lm_head_ce.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
@@ -51,6 +52,7 @@ void check(const View& dx, const View& dw, const View& logits, const View& x, co
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, VocabShard shard) {
   const ScopedOp op("lm_head_cross_entropy");
+  require_cpu_kernel("lm_head_cross_entropy", {dx, dw, logits, x, w});
   check(dx, dw, logits, x, w);
   const int64_t T = x.rows, C = x.cols, V = w.rows;
   if (shard.group) {

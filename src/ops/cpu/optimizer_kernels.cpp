@@ -1,10 +1,13 @@
 // The optimizer's elementwise kernels on the CPU: AdamW's update, the squared L2 norm, scaling.
+// CUDA views go to ops::cuda:: (the one device check of ops/device_dispatch.h).
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/half.h"
 #include "ops/cpu/cpu_features.h"
+#include "ops/cuda/cuda_ops.h"
+#include "ops/device_dispatch.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
 
@@ -35,6 +38,8 @@ constexpr int64_t kNormBlock = 1 << 14;
 void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
                   View bf16_copy) {
   const ScopedOp op("adamw_update");
+  if (on_cuda("adamw_update", {param, grad, exp_avg, exp_avg_sq, bf16_copy}))
+    return cuda::adamw_update(param, grad, exp_avg, exp_avg_sq, k, bf16_copy);
   const int64_t n = param.numel();
   require_cpu_f32("adamw_update", {param, grad, exp_avg, exp_avg_sq}, n);
   if (!bf16_copy.empty() && (bf16_copy.dtype != DType::kBF16 || bf16_copy.numel() != n ||
@@ -90,6 +95,7 @@ double block_generic(const float* a, int64_t n) {
 
 double sum_of_squares(View x) {
   const ScopedOp op("sum_of_squares");
+  if (on_cuda("sum_of_squares", {x})) return cuda::sum_of_squares(x);
   const int64_t n = x.numel();
   require_cpu_f32("sum_of_squares", {x}, n);
   const float* a = x.as<float>();
@@ -113,6 +119,7 @@ double sum_of_squares(View x) {
 
 void scale(View x, float factor) {
   const ScopedOp op("scale");
+  if (on_cuda("scale", {x})) return cuda::scale(x, factor);
   require_cpu_f32("scale", {x}, x.numel());
   float* a = x.as<float>();
   parallel_for_rows(x.numel(), 1 << 15, [&](int64_t b, int64_t e) {

@@ -4,7 +4,7 @@
 # rewritten by emulate.pl (launch syntax only) and compiled as C++ together with the backend's
 # host files and the tests, against the CPU build's libsft; cuBLASLt is cublasLt.h here (its
 # documented semantics in double), so matmul.cpp's layout mapping is checked too. The GEMM
-# timing is left out. Usage:
+# timing is left out; tests/conformance runs with it (its "cuda" backend present). Usage:
 #   tests/cuda/emulation/run.sh [CPU_BUILD_DIR=build] [gtest args...]
 # (CPU_BUILD_DIR: a configured CPU build, e.g. scripts/build.sh build -DSFT_BUILD_TESTS=ON; the
 # script builds its sft_ops_tests target first for libsft and the link line.)
@@ -26,8 +26,12 @@ sources=("$work"/src/ops/cuda/*.cu src/ops/cuda/backend.cpp src/ops/cuda/cuda_ch
 for t in tests/cuda/*_test.cpp; do
   case "$t" in *gemm_timing_test.cpp) ;; *) sources+=("$t") ;; esac
 done
+# The conformance suite too: its "cuda" backend is present here, so every op it has a CUDA
+# kernel for runs through the view-level ops:: routing on emulated device memory.
+sources+=(tests/conformance/*_test.cpp)
+# Object names keep the folder (tests/cuda and tests/conformance both have matmul_test.cpp).
 printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
-  'clang++ "$@" -x c++ -c "{}" -o "'"$work"'/obj/$(basename "{}").o"' _ "${flags[@]}"
+  'clang++ "$@" -x c++ -c "{}" -o "'"$work"'/obj/$(echo "{}" | tr / _).o"' _ "${flags[@]}"
 # The CPU build's link line of a test binary: libsft, GoogleTest and the system libraries.
 libraries=$(awk '/^build tests\/sft_ops_tests /{f=1} f && /LINK_LIBRARIES/ {sub(/^ *LINK_LIBRARIES = /, ""); print; exit}' \
   "$build/build.ninja")
