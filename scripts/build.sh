@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds sft. Usage: scripts/build.sh BUILD_DIR [extra cmake args...]
-# SFT_BUILD_TARGET=name builds one target instead of everything.
+# SFT_BUILD_TARGET="name [name ...]" builds those targets instead of everything.
 # Uses clang (so the libFuzzer target is real) unless CC/CXX are set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,4 +14,4 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" > "$build_di
   cat "$build_dir/configure.log"
   exit 1
 }
-cmake --build "$build_dir" -j "$(nproc)" ${SFT_BUILD_TARGET:+--target "$SFT_BUILD_TARGET"}
+cmake --build "$build_dir" -j "$(nproc)" ${SFT_BUILD_TARGET:+--target $SFT_BUILD_TARGET}

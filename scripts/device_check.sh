@@ -31,11 +31,11 @@ source_stamp() {
 # ---- --bundle: on the build machine ---------------------------------------------------------
 if [ "${1:-}" = "--bundle" ]; then
   set -e
-  SFT_BUILD_TARGET=sft_cuda_tests scripts/build.sh build-cuda -DSFT_CUDA=ON -DSFT_BUILD_TESTS=ON \
-    -DSFT_BUILD_BENCH=OFF
+  SFT_BUILD_TARGET="sft_cuda_tests sft_conformance_tests" scripts/build.sh build-cuda \
+    -DSFT_CUDA=ON -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=OFF
   staging=$(mktemp -d)
   mkdir -p "$staging/lib"
-  cp build-cuda/tests/sft_cuda_tests "$staging/"
+  cp build-cuda/tests/sft_cuda_tests build-cuda/tests/sft_conformance_tests "$staging/"
   # Everything ldd resolves except what every Linux (and the GPU machine's CUDA) has.
   ldd build-cuda/tests/sft_cuda_tests | awk '$3 ~ /^\// {print $3}' |
     grep -Ev '/(libc|libm|libdl|librt|libpthread|libresolv|libnsl|libutil|libanl|libstdc\+\+|libgcc_s|libcuda|libcublasLt|libcublas|ld-linux[^/]*)\.so' |
@@ -99,8 +99,8 @@ check() {
   elif [ ${#missing[@]} = 0 ]; then
     echo "== build (build-cuda, $(nproc) cores)"
     command -v clang++ > /dev/null || export CC=gcc CXX=g++
-    SFT_BUILD_TARGET=sft_cuda_tests timeout 360 scripts/build.sh build-cuda -DSFT_CUDA=ON \
-      -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=OFF
+    SFT_BUILD_TARGET="sft_cuda_tests sft_conformance_tests" timeout 360 scripts/build.sh \
+      build-cuda -DSFT_CUDA=ON -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=OFF
     rc=$?
     step "build (scripts/build.sh build-cuda)" $rc
     [ $rc = 0 ] && binary=build-cuda/tests/sft_cuda_tests
@@ -149,6 +149,21 @@ check() {
   step "tests/cuda" $rc
   skipped=$(grep -c '^\[  SKIPPED \] ' "$log_dir/tests.log")
   if [ "$skipped" != 0 ]; then step "no test skipped ($skipped lines of skips)" 1; else step "no test skipped" 0; fi
+
+  # The conformance suite's /cuda cases: every routed op through ops:: on CUDA views vs the
+  # fp64 reference (attention, the LM head and the vocabulary shards skip: no CUDA kernel yet).
+  echo "== tests/conformance on CUDA"
+  conformance=$(dirname "$binary")/sft_conformance_tests
+  timeout 300 "$conformance" --gtest_color=no --gtest_filter='*/cuda' 2>&1 |
+    tee "$log_dir/conformance.log"
+  step "tests/conformance on CUDA" "${PIPESTATUS[0]}"
+  unexpected=$(grep '^\[  SKIPPED \] ' "$log_dir/conformance.log" |
+    grep -Evc 'Attention|LmHead|VocabShard|tests?, listed below' || true)
+  if [ "$unexpected" != 0 ]; then
+    step "conformance: only attention / LM head / shards skip ($unexpected others)" 1
+  else
+    step "conformance: only attention / LM head / shards skip" 0
+  fi
 
   sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null)
   if [ -n "$sanitizer" ] && [ "$(elapsed)" -lt 330 ]; then

@@ -15,12 +15,7 @@
 namespace sft {
 namespace {
 
-using cuda_test::DeviceTensor;
-using cuda_test::filled;
-using cuda_test::HostTensor;
-using cuda_test::kNaN;
-using cuda_test::random_values;
-using cuda_test::Values;
+using namespace cuda_test;  // DeviceTensor, HostTensor, filled, random_values, ...
 
 constexpr int64_t N = 257, C = 67;
 constexpr size_t n = size_t(N * C);

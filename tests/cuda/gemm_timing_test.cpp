@@ -72,7 +72,7 @@ TEST(CudaGemmTiming, DISABLED_Qwen3_0_6B_Shapes) {
     cuda::DeviceArena arena;
     uint16_t *a = nullptr, *b = nullptr;
     float* c = nullptr;
-    cuda::carve(arena, [&](auto& carver) {
+    carve(arena, [&](auto& carver) {
       a = carver.template take<uint16_t>(ar * ac);
       b = carver.template take<uint16_t>(br * bc);
       c = carver.template take<float>(g.M * g.N);

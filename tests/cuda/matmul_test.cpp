@@ -14,10 +14,7 @@
 namespace sft {
 namespace {
 
-using cuda_test::DeviceTensor;
-using cuda_test::HostTensor;
-using cuda_test::random_values;
-using cuda_test::Values;
+using namespace cuda_test;  // DeviceTensor, HostTensor, filled, random_values, ...
 
 struct Shape {
   int64_t M, N, K;

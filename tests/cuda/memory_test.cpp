@@ -38,7 +38,7 @@ TEST(CudaMemory, CarveMeasuresThenHandsOutAlignedViews) {
   cuda::DeviceArena arena;
   float* a = nullptr;
   uint16_t* b = nullptr;
-  cuda::carve(arena, [&](auto& carver) {
+  carve(arena, [&](auto& carver) {
     a = carver.template take<float>(3);
     b = carver.template take<uint16_t>(100);
   });

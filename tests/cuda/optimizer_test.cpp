@@ -13,11 +13,7 @@
 namespace sft {
 namespace {
 
-using cuda_test::DeviceTensor;
-using cuda_test::filled;
-using cuda_test::HostTensor;
-using cuda_test::random_values;
-using cuda_test::Values;
+using namespace cuda_test;  // DeviceTensor, HostTensor, filled, random_values, ...
 
 // The scalars optim/adamw.h derives for lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay
 // 0.01 at `step` (as tests/conformance/optimizer_test.cpp).

@@ -10,12 +10,7 @@
 namespace sft {
 namespace {
 
-using cuda_test::DeviceTensor;
-using cuda_test::filled;
-using cuda_test::HostTensor;
-using cuda_test::kNaN;
-using cuda_test::random_values;
-using cuda_test::Values;
+using namespace cuda_test;  // DeviceTensor, HostTensor, filled, random_values, ...
 
 TEST(CudaSwiglu, ForwardAndBackwardMatchTheF64Reference) {
   SFT_SKIP_WITHOUT_CUDA();

@@ -1,7 +1,7 @@
 // Device memory for the CUDA backend: DeviceArena (core/arena.h's Arena for Device::kCuda: one
-// cudaMalloc per growth, zero-filled, only grows), DeviceCarver + carve() (the same two-pass
-// layout of views as core/arena.h), PinnedBuffer (page-locked host memory for transfers), copies
-// between host and device views, and the backend's per-process scratch.
+// cudaMalloc per growth, zero-filled, only grows; core's carve() lays views out in it),
+// PinnedBuffer (page-locked host memory for transfers), copies between host and device views, and
+// the backend's per-process scratch.
 //
 // Everything runs on the default stream; the copies here return when the data has arrived.
 // Nothing in this header needs the CUDA headers, so tests and callers stay plain C++.
@@ -43,35 +43,6 @@ class DeviceArena {
   size_t capacity_ = 0;
   int64_t allocations_ = 0;
 };
-
-// core/arena.h's Carver over a DeviceArena: consecutive kArenaAlignment-aligned pieces; with a
-// null arena it only measures.
-class DeviceCarver {
- public:
-  explicit DeviceCarver(DeviceArena* arena) : arena_(arena) {}
-  template <typename T>
-  T* take(int64_t n) {
-    const size_t at = used_;
-    used_ += (static_cast<size_t>(n) * sizeof(T) + kArenaAlignment - 1) / kArenaAlignment *
-             kArenaAlignment;
-    return arena_ ? reinterpret_cast<T*>(arena_->data() + at) : nullptr;
-  }
-  size_t used() const { return used_; }
-
- private:
-  DeviceArena* arena_;
-  size_t used_ = 0;
-};
-
-// Runs layout(DeviceCarver&) twice: measuring, then carving out of `arena` grown to fit.
-template <typename Layout>
-void carve(DeviceArena& arena, Layout&& layout) {
-  DeviceCarver measure(nullptr);
-  layout(measure);
-  arena.reserve(measure.used());
-  DeviceCarver real(&arena);
-  layout(real);
-}
 
 // Page-locked host memory (cudaMallocHost): transfers from it run at full bus speed and can
 // overlap compute later. Only grows, like the arenas.
