@@ -71,7 +71,10 @@ __global__ void embedding_accumulate_kernel(float* dtable, const float* dout, co
 }
 
 void require_no_shard(const char* op, const VocabShard& shard) {
-  if (shard.group) fail("ops", std::string(op) + ": vocabulary shards are not wired yet");
+  if (shard.group)
+    fail("ops", std::string(op) +
+                    ": no CUDA kernel for vocabulary shards yet (tensor parallelism runs on the "
+                    "CPU; docs/cuda.md)");
 }
 
 }  // namespace
