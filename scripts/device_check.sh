@@ -24,7 +24,7 @@ bundle_dir=build-cuda-bundle
 bundle=$bundle_dir/sft_cuda_tests.tar.gz
 
 source_stamp() {
-  find src tests/cuda CMakeLists.txt tests/CMakeLists.txt -type f -print0 | sort -z |
+  find src tests/cuda tests/conformance CMakeLists.txt tests/CMakeLists.txt -type f -print0 | sort -z |
     xargs -0 sha1sum | sha1sum | cut -d' ' -f1
 }
 
