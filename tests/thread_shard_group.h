@@ -79,7 +79,7 @@ class ThreadShardGroups {
     size_t size = 0;
     const void* data = nullptr;
   };
-  enum Kind { kSumF32 = 1, kSumF64, kMaxF32, kGather };
+  enum Kind { kSumF32 = 1, kSumF64, kMaxF32, kMaxF64, kGather };
 
   class Member final : public ShardGroup {
    public:
@@ -94,6 +94,9 @@ class ThreadShardGroups {
     }
     void max(std::span<float> v) override {
       combine(kMaxF32, v, [](double a, double b) { return b > a || b != b ? b : a; });
+    }
+    void max(std::span<double> v) override {
+      combine(kMaxF64, v, [](double a, double b) { return b > a || b != b ? b : a; });
     }
     void gather(std::span<float> v) override {
       if (v.size() % size_t(g_.n_) != 0)

@@ -22,6 +22,7 @@ class ShardGroup {
   virtual void sum(std::span<float> values) = 0;
   virtual void sum(std::span<double> values) = 0;
   virtual void max(std::span<float> values) = 0;
+  virtual void max(std::span<double> values) = 0;
   // In place: values.size() divides by size(); rank r contributes the r-th of size() equal
   // blocks, and afterwards every rank holds all of them.
   virtual void gather(std::span<float> values) = 0;

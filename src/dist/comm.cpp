@@ -5,7 +5,6 @@
 // so every rank gets the same bits.
 #include <algorithm>
 #include <cstdlib>
-#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -107,7 +106,6 @@ void Comm::reduce_shards(std::span<T> values, bool gather, const char* what) {
           const T v = recv[size_t(r) * mine.size() + i];
           if (v > acc || v != v) acc = v;
         }
-        if (acc != acc) acc = std::numeric_limits<T>::quiet_NaN();
         data[mine.begin + i] = acc;
       } else if constexpr (std::is_same_v<Acc, double>) {
         double acc = 0;
@@ -145,6 +143,9 @@ void Comm::all_reduce_sum_bf16(std::span<uint16_t> v) {
 }
 void Comm::all_reduce_max(std::span<float> v) {
   reduce_shards<float, float, true>(v, true, "all_reduce_max(f32)");
+}
+void Comm::all_reduce_max(std::span<double> v) {
+  reduce_shards<double, double, true>(v, true, "all_reduce_max(f64)");
 }
 void Comm::reduce_scatter_sum(std::span<float> v) {
   reduce_shards<float, double>(v, false, "reduce_scatter_sum(f32)");

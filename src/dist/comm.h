@@ -52,6 +52,7 @@ class Comm {
   void all_reduce_sum_bf16(std::span<uint16_t> values);  // summed in fp32, rounded once
   // In place, element-wise maximum over all ranks (NaN wins, as in a sum).
   void all_reduce_max(std::span<float> values);
+  void all_reduce_max(std::span<double> values);
   // In place: afterwards values[shard_of(n, rank, size)] holds the sum over ranks of that
   // range; the rest of `values` is left as it was.
   void reduce_scatter_sum(std::span<float> values);

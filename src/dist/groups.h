@@ -21,6 +21,7 @@ class CommShardGroup final : public ShardGroup {
   void sum(std::span<float> v) override { comm_.all_reduce_sum(v); }
   void sum(std::span<double> v) override { comm_.all_reduce_sum(v); }
   void max(std::span<float> v) override { comm_.all_reduce_max(v); }
+  void max(std::span<double> v) override { comm_.all_reduce_max(v); }
   void gather(std::span<float> v) override;
 
  private:

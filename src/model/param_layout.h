@@ -55,6 +55,10 @@ struct ParamSpec {
   // Replicated, but applied to this rank's heads only (q_norm, k_norm): each rank's gradient
   // is a partial sum, summed over the group once per optimizer step.
   bool tp_partial_grad = false;
+
+  // The whole tensor's shape; specs made outside parameter_layout (a LoRA adapter's) leave
+  // full_shape empty and are whole.
+  const Shape& whole_shape() const { return full_shape.empty() ? shape : full_shape; }
 };
 
 // HF Trainer's get_decay_parameter_names: weight decay skips norm weights and biases.

@@ -23,7 +23,7 @@ bool splits_columns(const ParamSpec& spec) {
 }  // namespace
 
 void copy_block(const ParamSpec& spec, const float* full, float* local) {
-  const Extent l = extent(spec.shape), f = extent(spec.full_shape);
+  const Extent l = extent(spec.shape), f = extent(spec.whole_shape());
   if (spec.tp_dim < 0) {
     std::memcpy(local, full, static_cast<size_t>(l.rows * l.cols) * sizeof(float));
   } else if (splits_columns(spec)) {

@@ -63,10 +63,10 @@ struct LmHeadWorkspace {
   std::vector<double> row_loss;  // per-row statistics of a chunk, reduced in row order
   std::vector<double> row_entropy;
   std::vector<uint8_t> row_correct;
-  // Vocabulary shards: the chunk's row maxima (the group's; this slice's in shard_local_max),
-  // the per-row sums combined over the group, and (double) every rank's maxima.
+  // Vocabulary shards: the chunk's row maxima (the group's; this slice's in shard_local_max)
+  // and the per-row sums combined over the group.
   std::vector<float> shard_max_f32;
-  std::vector<double> shard_max_f64, shard_local_max, shard_sums, shard_gather;
+  std::vector<double> shard_max_f64, shard_local_max, shard_sums;
 };
 
 // x (Tn, C); w (V, C) as nn.Linear stores it; targets (Tn): the id scored at row t, or -1.

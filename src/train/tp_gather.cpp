@@ -14,10 +14,6 @@ namespace {
 
 constexpr std::string_view kComponent = "train";
 
-int64_t full_numel(const ParamSpec& spec) {
-  return shape_numel(spec.full_shape.empty() ? spec.shape : spec.full_shape);
-}
-
 // The model must be a slice over this very group, or the blocks would be misplaced.
 void check_group(const model::Transformer& local, const ShardGroup& group, const char* what) {
   const model::TensorParallel& tp = local.tensor_parallel();
@@ -38,7 +34,8 @@ template <typename Dst>
 void gather_each(std::span<const model::Parameter> local, const float* local_values,
                  ShardGroup& group, Dst dst) {
   int64_t largest = 0;
-  for (const model::Parameter& p : local) largest = std::max(largest, full_numel(p.spec));
+  for (const model::Parameter& p : local)
+    largest = std::max(largest, shape_numel(p.spec.whole_shape()));
   std::vector<float> scratch(group.rank() == 0 ? 0 : static_cast<size_t>(largest));
   for (size_t i = 0; i < local.size(); ++i) {
     const model::Parameter& p = local[i];
@@ -82,7 +79,7 @@ std::optional<AdamW> gather_full_moments(const model::Transformer& local,
   int64_t numel = 0;
   for (const model::Parameter& p : params.all()) {
     whole_offset.push_back(numel);
-    numel += full_numel(p.spec);
+    numel += shape_numel(p.spec.whole_shape());
   }
   std::optional<AdamW> whole;
   if (group.rank() == 0) {

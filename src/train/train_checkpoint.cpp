@@ -67,11 +67,6 @@ void write_optimizer(const std::string& path, const model::Transformer& m, AdamW
                      {"weight_decay", Json(o.weight_decay).dump()}});
 }
 
-// The shape a parameter has in the files: the whole tensor's, whatever this rank holds.
-const Shape& stored_shape(const ParamSpec& spec) {
-  return spec.full_shape.empty() ? spec.shape : spec.full_shape;
-}
-
 // The entry of a stored f32 tensor, after checking its name, dtype and (whole) shape.
 const TensorEntry& checked_entry(const SafetensorsFile& file, const std::string& name,
                                  const Shape& shape) {
@@ -105,7 +100,7 @@ void plan_weights(const SafetensorsCheckpoint& ckpt, model::Transformer& m,
     if (!ckpt.contains(name)) bad(ckpt.source(), "tensor '" + name + "'", "missing");
     const SafetensorsFile& f = ckpt.file_of(name);
     copies.push_back(
-        {&f, &checked_entry(f, name, stored_shape(p.spec)), &p.spec, p.value.as<float>()});
+        {&f, &checked_entry(f, name, p.spec.whole_shape()), &p.spec, p.value.as<float>()});
   }
   for (const std::string& name : ckpt.names())
     if (!expected.count(name))
@@ -147,7 +142,7 @@ int64_t plan_optimizer(const SafetensorsFile& f, const model::Transformer& m, Ad
       const std::string name = (arena == avg ? "exp_avg." : "exp_avg_sq.") + p.spec.name;
       expected.insert(name);
       copies.push_back(
-          {&f, &checked_entry(f, name, stored_shape(p.spec)), &p.spec, arena + p.offset});
+          {&f, &checked_entry(f, name, p.spec.whole_shape()), &p.spec, arena + p.offset});
     }
   }
   for (const TensorEntry& e : f.entries())

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -66,6 +67,21 @@ TEST(Comm, AllReduceF64AndI64KeepTheirPrecision) {
   c.all_reduce_sum(i);
   EXPECT_EQ(i[0], (int64_t{1} << 40) * c.size() + int64_t(rank_sum(c.size())));
   EXPECT_EQ(i[1], -3 * c.size());
+}
+
+TEST(Comm, AllReduceMaxTakesTheLargestAndANaNWins) {
+  const int r = world().rank(), n = world().size();
+  // Element 0 peaks on the last rank, element 1 on rank 0, element 2 is NaN on rank 0 only.
+  std::vector<float> f = {static_cast<float>(r), static_cast<float>(-r), r == 0 ? NAN : 1.0f};
+  std::vector<double> d = {r + 0.5, -r - 0.5, r == 0 ? NAN : 1.0};
+  world().all_reduce_max(std::span<float>(f));
+  world().all_reduce_max(std::span<double>(d));
+  EXPECT_EQ(f[0], static_cast<float>(n - 1));
+  EXPECT_EQ(f[1], 0.0f);
+  EXPECT_TRUE(std::isnan(f[2]));
+  EXPECT_EQ(d[0], n - 0.5);
+  EXPECT_EQ(d[1], -0.5);
+  EXPECT_TRUE(std::isnan(d[2]));
 }
 
 TEST(Comm, AllReduceBf16SumsInFp32AndRoundsOnce) {

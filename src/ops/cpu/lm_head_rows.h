@@ -192,28 +192,6 @@ inline void shard_scale<float>(float* z, int64_t V, float k) {
   row_scale_f32(z, V, k);
 }
 
-// The row maxima over the group, in place: ShardGroup::max for float; for double (which the
-// group has no max for) every rank's maxima are gathered through one sum of doubles, each rank
-// filling its own column and −0 elsewhere (x + −0 = x exactly), and reduced in rank order with
-// the group's rule (a NaN wins).
-inline void max_over_group(ShardGroup& group, float* mx, int64_t m, LmHeadWorkspace&) {
-  group.max(std::span<float>(mx, static_cast<size_t>(m)));
-}
-inline void max_over_group(ShardGroup& group, double* mx, int64_t m, LmHeadWorkspace& ws) {
-  const int64_t n = group.size(), r = group.rank();
-  ws.shard_gather.assign(static_cast<size_t>(m * n), -0.0);
-  for (int64_t i = 0; i < m; ++i) ws.shard_gather[i * n + r] = mx[i];
-  group.sum(std::span<double>(ws.shard_gather.data(), ws.shard_gather.size()));
-  for (int64_t i = 0; i < m; ++i) {
-    double a = ws.shard_gather[i * n];
-    for (int64_t q = 1; q < n; ++q) {
-      const double b = ws.shard_gather[i * n + q];
-      a = b > a || b != b ? b : a;
-    }
-    mx[i] = a;
-  }
-}
-
 inline std::vector<float>& shard_max_buffer(LmHeadWorkspace& ws, float) {
   return ws.shard_max_f32;
 }
@@ -231,9 +209,9 @@ enum ShardSum { kSum, kSumPz, kTargetGap, kTargetIsMax, kMaxBeforeTarget, kShard
 // chunk_stats for a vocabulary shard: z (m × V) holds this rank's logits of the chunk's rows,
 // the vocabulary ids [begin, begin + V); targets are whole-vocabulary ids and every row is
 // scored (a shard computes no logits, so ws.rows holds scored rows only). Collectives: one
-// max of m floats (float) or one sum of m × size doubles (double), then one sum of
-// m × kShardSums doubles, on every rank alike. total gets the whole head's statistics, the
-// same on every rank; with grad, z becomes this slice of scale · (softmax − onehot).
+// max of the m row maxima, then one sum of m × kShardSums doubles, on every rank alike. total gets
+// the whole head's statistics, the same on every rank; with grad, z becomes this slice of scale ·
+// (softmax − onehot).
 template <typename T>
 void chunk_stats_shard(LmHeadStats& total, LmHeadWorkspace& ws, T* z, const int64_t* targets,
                        int64_t c0, int64_t m, int64_t V, bool grad, T scale, int64_t begin,
@@ -246,7 +224,7 @@ void chunk_stats_shard(LmHeadStats& total, LmHeadWorkspace& ws, T* z, const int6
     for (int64_t i = b; i < e; ++i) mx[i] = shard_row_max(z + i * V, V);
   });
   for (int64_t i = 0; i < m; ++i) ws.shard_local_max[i] = static_cast<double>(mx[i]);
-  max_over_group(group, mx.data(), m, ws);
+  group.max(std::span<T>(mx.data(), static_cast<size_t>(m)));
   parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       T* zi = z + i * V;
