@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   clang libclang-rt-14-dev          # clang builds the libFuzzer target and is our default compiler
+  libomp-dev                        # OpenMP for clang: the thread pool and oneDNN share its team
   clang-format                      # scripts/check_format.sh (clang-format 14 on Debian 12)
   nlohmann-json3-dev
   libpcre2-dev libutf8proc-dev      # tokenizer: regexes, Unicode normalization

@@ -1,24 +1,22 @@
+// ThreadPool on OpenMP. See thread_pool.h for why.
+//
+// Compiled without OpenMP (the fuzz targets build this file on its own, without -fopenmp), the
+// chunks run one after the other on the caller: the same split, the same results.
 #include "core/thread_pool.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include <algorithm>
 #include <cstdlib>
-#include <string>
+#include <thread>
 
 namespace sft {
 
-ThreadPool::ThreadPool(size_t threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  errors_.resize(threads);
-  for (size_t i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
-}
-
-ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  work_ready_.notify_all();
-  for (std::thread& t : workers_) t.join();
-}
+ThreadPool::ThreadPool(size_t threads)
+    : threads_(threads ? threads : std::max(1u, std::thread::hardware_concurrency())),
+      errors_(threads_) {}
 
 std::pair<size_t, size_t> ThreadPool::chunk_range(size_t n, size_t chunks, size_t index) {
   size_t base = n / chunks;
@@ -27,53 +25,35 @@ std::pair<size_t, size_t> ThreadPool::chunk_range(size_t n, size_t chunks, size_
   return {begin, begin + base + (index < extra ? 1 : 0)};
 }
 
-void ThreadPool::run_chunk(size_t index) {
-  auto [begin, end] = chunk_range(n_, size(), index);
-  if (begin == end) return;
-  try {
-    (*fn_)(index, begin, end);
-  } catch (...) {
-    errors_[index] = std::current_exception();
-  }
-}
-
-void ThreadPool::worker_loop(size_t index) {
-  uint64_t seen = 0;
-  for (;;) {
-    {
-      std::unique_lock lock(mutex_);
-      work_ready_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-      if (stopping_) return;
-      seen = generation_;
-    }
-    run_chunk(index);
-    {
-      std::lock_guard lock(mutex_);
-      if (--pending_ == 0) work_done_.notify_one();
-    }
-  }
-}
-
 void ThreadPool::parallel_for(size_t n, ChunkFn fn) {
   if (n == 0) return;
-  if (workers_.empty() || n == 1) {
+  if (threads_ == 1 || n == 1) {
     fn(0, 0, n);
     return;
   }
+  std::fill(errors_.begin(), errors_.end(), nullptr);
+  const size_t chunks = threads_;
+  // The runtime may hand us a smaller team (nested inside another region, or a thread limit):
+  // each member then runs every team-th chunk, so the split, and the results, stay the same.
+#ifdef _OPENMP
+#pragma omp parallel num_threads(static_cast <int>(chunks))
+#endif
   {
-    std::lock_guard lock(mutex_);
-    n_ = n;
-    fn_ = &fn;
-    pending_ = workers_.size();
-    for (std::exception_ptr& e : errors_) e = nullptr;
-    ++generation_;
-  }
-  work_ready_.notify_all();
-  run_chunk(0);
-  {
-    std::unique_lock lock(mutex_);
-    work_done_.wait(lock, [&] { return pending_ == 0; });
-    fn_ = nullptr;
+#ifdef _OPENMP
+    const size_t team = static_cast<size_t>(omp_get_num_threads());
+    const size_t me = static_cast<size_t>(omp_get_thread_num());
+#else
+    const size_t team = 1, me = 0;
+#endif
+    for (size_t i = me; i < chunks; i += team) {
+      auto [begin, end] = chunk_range(n, chunks, i);
+      if (begin == end) continue;
+      try {
+        fn(i, begin, end);
+      } catch (...) {
+        errors_[i] = std::current_exception();
+      }
+    }
   }
   for (std::exception_ptr& e : errors_) {
     if (e) std::rethrow_exception(e);

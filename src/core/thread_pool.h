@@ -1,20 +1,27 @@
-// A fixed pool of worker threads for data-parallel loops.
+// The process's data-parallel loops, run on the OpenMP runtime's thread team.
 //
-// parallel_for splits [0, n) into one contiguous chunk per thread, always the same
-// split for the same n and thread count, so per-chunk reductions combined in chunk
-// order are deterministic. The calling thread runs chunk 0; calls are not reentrant
-// (a task must not call parallel_for on the same pool). Exceptions thrown by tasks are
-// rethrown in the caller after every chunk finished (the first by chunk index).
+// parallel_for splits [0, n) into size() contiguous chunks, always the same split for the same
+// n and thread count, so per-chunk reductions combined in chunk order are deterministic. The
+// calling thread runs chunk 0; a task must not call parallel_for itself (a nested call would run
+// its chunks one after the other on that thread). Exceptions thrown by tasks are rethrown in the
+// caller after every chunk finished (the first by chunk index).
+//
+// Why OpenMP and not threads of our own: oneDNN (Debian's build) runs its GEMMs on an OpenMP
+// team, whose threads spin for a while after each GEMM. With a second set of threads, our
+// elementwise loops ran beside those spinning threads on the same cores (measured: casts, norms
+// and SwiGLU 1.4–2.5× slower in the step than with OMP_WAIT_POLICY=PASSIVE). On one team the
+// spinning threads are the ones that pick up the next loop, so the machine never holds more
+// busy threads than the pool size, and hand-overs between our loops and oneDNN cost no wake-up.
+// One runtime serves both: built with GCC it is libgomp, oneDNN's own; built with clang (our
+// default) it is LLVM's libomp, which implements libgomp's entry points too and, being a direct
+// dependency of the executable, comes before oneDNN's libgomp in the dynamic linker's search
+// order, so oneDNN's calls bind to it (tests/core/thread_pool_test.cpp checks this).
 #pragma once
 
-#include <algorithm>
-#include <condition_variable>
 #include <cstddef>
-#include <cstdint>
 #include <exception>
-#include <mutex>
-#include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace sft {
@@ -42,31 +49,20 @@ class ThreadPool {
  public:
   // threads = 0 means one per hardware thread.
   explicit ThreadPool(size_t threads = 0);
-  ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  size_t size() const { return workers_.size() + 1; }
+  size_t size() const { return threads_; }
 
-  // fn(chunk_index, begin, end) for each non-empty chunk of [0, n).
+  // fn(chunk_index, begin, end) for each non-empty chunk of [0, n). One caller at a time (the
+  // per-chunk error slots are the pool's).
   void parallel_for(size_t n, ChunkFn fn);
 
   // The chunk [begin, end) that chunk `index` of `chunks` gets for n items.
   static std::pair<size_t, size_t> chunk_range(size_t n, size_t chunks, size_t index);
 
  private:
-  void worker_loop(size_t index);
-  void run_chunk(size_t index);
-
-  std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable work_ready_;
-  std::condition_variable work_done_;
-  uint64_t generation_ = 0;
-  size_t pending_ = 0;
-  bool stopping_ = false;
-  size_t n_ = 0;
-  const ChunkFn* fn_ = nullptr;
+  size_t threads_;
   std::vector<std::exception_ptr> errors_;
 };
 

@@ -83,8 +83,11 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
                                   ShardGroup* group = nullptr);
 
 // bf16 mixed precision (torch autocast semantics): x and w are bf16 bits; logits with fp32
-// accumulation (ops::matmul_bf16), softmax statistics in fp32 with double sums; dlogits rounded
-// to bf16 before the two gradient products (autocast's bf16 grad); dx fp32 =, dw fp32 +=.
+// accumulation (ops::matmul_bf16) rounded to bf16 (autocast's lm_head output), softmax statistics
+// of those in fp32 with double sums (transformers' loss upcasts the logits); dlogits rounded to
+// bf16 before the two gradient products (autocast's bf16 grad); dx fp32 =, dw fp32 +=. Without a
+// group every scored row of the call is one chunk when the bf16 logits fit 512 MiB, so W and dW
+// stream once per call (ops/cpu/lm_head_ce_bf16.cpp).
 LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
                                        const int64_t* targets, float scale, int64_t Tn, int64_t C,
                                        int64_t V, LmHeadWorkspace& ws, int64_t vocab_begin = 0,

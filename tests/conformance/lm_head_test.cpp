@@ -6,11 +6,13 @@
 //
 // Tolerances (max |err| / max |ref|):
 //   f32:  loss_sum, entropy_sum, dx, dw, logits 1e-5; count and correct exact.
-//   bf16: loss_sum, entropy_sum, logits 1e-5 (bf16 products are exact in fp32, fp32 accumulation
-//         and softmax); dx, dw 1e-2 (dlogits may be rounded to bf16 before the two products, as
-//         torch's autocast does: 2⁻⁹ relative per element); count and correct exact.
-// Statistics and logits also against the full f64 logits written out in this file (1e-5 f32 and
-// bf16, 1e-12 f64).
+//   bf16: logits 1e-5 (bf16 products are exact in fp32, fp32 accumulation); loss_sum,
+//         entropy_sum 1e-3 (the logits may be rounded to bf16 before the softmax, as autocast's
+//         bf16 lm_head output is: 2⁻⁹ relative per logit, which the sums mostly average out);
+//         dx, dw 1e-2 (dlogits may be rounded to bf16 before the two products, as torch's
+//         autocast does); count and correct exact.
+// Statistics and logits also against the full f64 logits written out in this file (1e-5 f32,
+// bf16 as above, 1e-12 f64).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -70,6 +72,7 @@ Outputs run_lm_head(const LmHeadCase& c, const Backend& be, Mode m) {
 double lm_head_tolerance(DType dt, const std::string& out) {
   if (out == "count" || out == "correct") return 0;
   if (dt == DType::kBF16 && (out == "dx" || out == "dw")) return 1e-2;
+  if (dt == DType::kBF16 && (out == "loss_sum" || out == "entropy_sum")) return 1e-3;
   return 1e-5;
 }
 
@@ -170,8 +173,8 @@ TEST_P(ConformanceLmHead, MatchesNaiveFullLogits) {
           const auto it =
               std::find_if(got.begin(), got.end(), [&](const auto& o) { return o.first == name; });
           ASSERT_NE(it, got.end()) << name;
-          const double tol =
-              name == "count" || name == "correct" ? 0 : (dt == DType::kF64 ? 1e-12 : 1e-5);
+          const double tol = dt == DType::kF64 ? (name == "count" || name == "correct" ? 0 : 1e-12)
+                                               : lm_head_tolerance(dt, name);
           EXPECT_LE(relative_error(it->second, values), tol) << name;
         }
       }

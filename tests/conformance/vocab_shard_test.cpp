@@ -7,7 +7,8 @@
 // Outputs: the statistics and dx of rank 0 (every rank must hold the same bits, checked
 // inside the run), dw and dtable as the ranks' blocks one after another, out of the embedding.
 // Tolerances as lm_head_test.cpp and embedding_test.cpp: f32 1e-5 (statistics, dx, dw), bf16
-// 1e-5 statistics and 1e-2 dx and dw; count and correct exact; embedding out 0, dtable 1e-6.
+// 1e-3 statistics (bf16 logits) and 1e-2 dx and dw; count and correct exact; embedding out 0,
+// dtable 1e-6.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -78,6 +79,7 @@ Outputs run_lm_head_shard(const ShardCase& c, const Backend& be, Mode m) {
 double lm_head_tolerance(DType dt, const std::string& out) {
   if (out == "count" || out == "correct") return 0;
   if (dt == DType::kBF16 && (out == "dx" || out == "dw")) return 1e-2;
+  if (dt == DType::kBF16 && (out == "loss_sum" || out == "entropy_sum")) return 1e-3;
   return 1e-5;
 }
 

@@ -1,8 +1,9 @@
 // ops::lm_head_cross_entropy against an obvious full-logits reference (double, 1e-12), float
 // against double, gradients against central finite differences, unscored rows, ties, T = 1,
-// the logits output, the bf16 path against a reference that rounds dlogits the same way, today's
-// model::lm_head_loss (the statistics validated against transformers), and bit-identical reruns.
-// Small chunk heights and vocabulary blocks are forced so every edge of the chunking is crossed.
+// the logits output, the bf16 path against a reference that rounds logits and dlogits the same way,
+// today's model::lm_head_loss (the statistics validated against transformers), and bit-identical
+// reruns. Small chunk heights and vocabulary blocks are forced so every edge of the chunking is
+// crossed.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -45,7 +46,7 @@ struct Reference {
 };
 
 Reference reference(const Problem& p, double scale, const std::vector<double>& dw0,
-                    bool round_dz_to_bf16 = false) {
+                    bool round_dz_to_bf16 = false, bool round_logits_to_bf16 = false) {
   Reference r;
   r.logits.assign(p.T * p.V, 0.0);
   r.dx.assign(p.T * p.C, 0.0);
@@ -54,6 +55,8 @@ Reference reference(const Problem& p, double scale, const std::vector<double>& d
     double* z = &r.logits[t * p.V];
     for (int64_t v = 0; v < p.V; ++v)
       for (int64_t c = 0; c < p.C; ++c) z[v] += p.x[t * p.C + c] * p.w[v * p.C + c];
+    if (round_logits_to_bf16)
+      for (int64_t v = 0; v < p.V; ++v) z[v] = bf16_to_f32(f32_to_bf16(static_cast<float>(z[v])));
     if (p.y[t] < 0) continue;
     double mx = z[0];
     int64_t arg = 0;
@@ -245,7 +248,10 @@ TEST(LmHeadCe, SingleRowAndLogitsOutput) {
   EXPECT_EQ(gq.stats.count, 0);
 }
 
-TEST(LmHeadCe, Bf16MatchesAReferenceThatRoundsDlogits) {
+// The bf16 path rounds what autocast rounds: the logits (the lm_head's bf16 output, widened for
+// the loss) and the dlogits (the bf16 gradient of that output). Run with the default layout
+// (every row in one chunk) and with small chunks and vocabulary blocks forced.
+TEST(LmHeadCe, Bf16MatchesAReferenceThatRoundsLogitsAndDlogits) {
   Problem p = make_problem(24, 32, 200, 10);
   for (double& v : p.x) v = bf16_to_f32(f32_to_bf16(static_cast<float>(v)));
   for (double& v : p.w) v = bf16_to_f32(f32_to_bf16(static_cast<float>(v)));
@@ -254,25 +260,33 @@ TEST(LmHeadCe, Bf16MatchesAReferenceThatRoundsDlogits) {
   for (double v : p.w) wb.push_back(f32_to_bf16(static_cast<float>(v)));
   const std::vector<double> dw0 = random_dw(p.V * p.C, 11);
   const double scale = 1.0 / 17;
-  const Reference want = reference(p, scale, dw0, true);
-  const Reference unrounded = reference(p, scale, dw0, false);
-  LmHeadWorkspace ws;
-  ws.rows_per_chunk = 5;
-  ws.vocab_block = 48;
-  std::vector<float> dx(p.T * p.C, 3.0f), dw = cast<float>(dw0);
-  const LmHeadStats s =
-      lm_head_cross_entropy_bf16(dx.data(), dw.data(), xb.data(), wb.data(), p.y.data(),
-                                 static_cast<float>(scale), p.T, p.C, p.V, ws);
-  // Statistics: fp32 logits and exp against double, as the float path.
-  expect_stats(s, want.stats, 1e-5);
-  // Gradients: fp32 vs double logits may move a dlogit across a bf16 rounding boundary (one bf16
-  // ulp, 2^-8 relative, on a few of them); 1e-4 of the largest entry covers that, while skipping
-  // the rounding altogether (the unrounded reference) is off by ~1e-3.
-  expect_close(dx, want.dx, 1e-4, "dx");
-  expect_close(dw, want.dw, 1e-4, "dw");
+  const Reference want = reference(p, scale, dw0, true, true);
+  const Reference fp32_logits = reference(p, scale, dw0, true, false);
+  const Reference fp32_dlogits = reference(p, scale, dw0, false, true);
+  for (const auto& [rows, block] : {std::pair<int64_t, int64_t>{0, 0}, {5, 48}}) {
+    SCOPED_TRACE(testing::Message() << "rows_per_chunk " << rows << " vocab_block " << block);
+    LmHeadWorkspace ws;
+    ws.rows_per_chunk = rows;
+    ws.vocab_block = block;
+    std::vector<float> dx(p.T * p.C, 3.0f), dw = cast<float>(dw0);
+    const LmHeadStats s =
+        lm_head_cross_entropy_bf16(dx.data(), dw.data(), xb.data(), wb.data(), p.y.data(),
+                                   static_cast<float>(scale), p.T, p.C, p.V, ws);
+    // Statistics: fp32 exp and sums of the same bf16 logits against double. The fp32 product
+    // may round a logit to the neighbouring bf16 value where the double one does not (a few
+    // in 10^5); 1e-5 of the loss covers that, while unrounded logits are off by ~2e-4.
+    expect_stats(s, want.stats, 1e-5);
+    EXPECT_GT(std::fabs(fp32_logits.stats.loss_sum - want.stats.loss_sum),
+              1e-5 * std::fabs(want.stats.loss_sum));
+    // Gradients: fp32 vs double softmax may move a dlogit across a bf16 rounding boundary (one
+    // bf16 ulp, 2^-8 relative, on a few of them); 1e-4 of the largest entry covers that, while
+    // skipping the rounding altogether (the unrounded reference) is off by ~1e-3.
+    expect_close(dx, want.dx, 1e-4, "dx");
+    expect_close(dw, want.dw, 1e-4, "dw");
+  }
   double dx_gap = 0;
-  for (size_t i = 0; i < dx.size(); ++i)
-    dx_gap = std::max(dx_gap, std::fabs(want.dx[i] - unrounded.dx[i]));
+  for (size_t i = 0; i < want.dx.size(); ++i)
+    dx_gap = std::max(dx_gap, std::fabs(want.dx[i] - fp32_dlogits.dx[i]));
   EXPECT_GT(dx_gap, 1e-4 * max_abs(want.dx));  // the test can tell rounded from unrounded
 }
 

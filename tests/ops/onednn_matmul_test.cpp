@@ -1,15 +1,19 @@
 // The oneDNN f32 path (onednn::matmul and ops::matmul<float> when it routes there) against an
 // fp64 loop, every layout and accumulate, bit-identical reruns; and the ISA override that the
 // ctests ops.matmul_isa_avx2 (ONEDNN_MAX_CPU_ISA=AVX2: no AMX, no AVX-512) and
-// ops.matmul_isa_avx512_core_bf16 (no AMX) rely on.
+// ops.matmul_isa_avx512_core_bf16 (no AMX) rely on; and that oneDNN and our thread pool run on
+// one OpenMP runtime.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "core/rng.h"
+#include "core/thread_pool.h"
 #include "ops/cpu/onednn_matmul.h"
 #include "ops/ops.h"
 
@@ -103,6 +107,34 @@ TEST(OnednnMatmul, OpsMatmulFloatRoutesBySize) {
       ASSERT_NEAR(c[i * N + j], want, (double(K) + 2) * 1.2e-7 * mag) << i << "," << j;
     }
   }
+}
+
+// core/thread_pool.h: oneDNN calls libgomp's entry point GOMP_parallel; the pool's regions are
+// clang's __kmpc_fork_call (LLVM's libomp) or, built with GCC, GOMP_parallel itself. Both must
+// resolve in one library, or the process holds two teams of threads that spin against each
+// other. (The dynamic linker binds oneDNN's calls the way dlsym(RTLD_DEFAULT) resolves them.)
+TEST(OnednnMatmul, SharesTheThreadPoolsOpenMpRuntime) {
+  (void)onednn::supports_bf16();  // oneDNN has run (its libraries are loaded and bound)
+  auto library_of = [](const char* symbol) -> std::string {
+    void* address = dlsym(RTLD_DEFAULT, symbol);
+    Dl_info info{};
+    if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "";
+    return info.dli_fname;
+  };
+  const std::string onednn_runtime = library_of("GOMP_parallel");
+  ASSERT_FALSE(onednn_runtime.empty()) << "oneDNN's OpenMP runtime is not loaded";
+  const std::string clang_pool = library_of("__kmpc_fork_call");
+  const std::string pool_runtime = clang_pool.empty() ? onednn_runtime : clang_pool;
+  EXPECT_EQ(onednn_runtime, pool_runtime);
+  // And a pool region runs on that runtime's team.
+  ThreadPool pool(2);
+  using GetNumThreads = int (*)();
+  const auto team_size =
+      reinterpret_cast<GetNumThreads>(dlsym(RTLD_DEFAULT, "omp_get_num_threads"));
+  ASSERT_NE(team_size, nullptr);
+  std::atomic<int> members = 0;
+  pool.parallel_for(2, [&](size_t, size_t, size_t) { members += team_size() == 2 ? 1 : 0; });
+  EXPECT_EQ(members.load(), 2);
 }
 
 TEST(OnednnMatmul, HonoursMaxCpuIsa) {

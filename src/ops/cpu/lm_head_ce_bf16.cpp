@@ -1,7 +1,26 @@
-// Fused LM head + cross-entropy, bf16 mixed precision (torch autocast): bf16 operands, fp32
-// logits and statistics (double sums), dlogits rounded to bf16 for the two gradient products.
-// See ops/lm_head_ce.h for the contract (vocabulary shards included); the chunking is
-// lm_head_ce.cpp's.
+// Fused LM head + cross-entropy, bf16 mixed precision, as torch autocast computes it: bf16
+// operands, fp32 accumulation, logits rounded to bf16 (autocast's lm_head output) and then
+// widened for the softmax statistics (fp32 exp, double sums, as transformers' loss upcasts),
+// dlogits rounded to bf16 for the two gradient products (autocast's bf16 grad). See
+// ops/lm_head_ce.h for the contract (vocabulary shards included).
+//
+// Layout, and why it differs from the float path's (lm_head_ce.cpp): logits held in bf16 cost
+// half of fp32, so a chunk holds every scored row of a micro-batch (up to kLogitBudget bytes:
+// 1766 rows at V = 151936), and the 151936 × C weight and its fp32 gradient stream through
+// memory once per call instead of once per 256-row chunk. Per chunk:
+//   Z (m × V, bf16)   = X Wᵀ, one vocabulary block of kLogitBlock columns at a time (the fp32
+//                       product of a block is rounded into Z while it is still in cache);
+//   per row           : widened into a per-thread fp32 row (L2-resident), the float row pass
+//                       (lm_head_rows.h: max, exp, double sums, scale · (softmax − onehot)),
+//                       rounded back into Z as the bf16 dlogits;
+//   dX (m × C)        = dZ W and dW += dZᵀ X: two whole products.
+// On the Qwen3-0.6B shape (1015 scored rows) that is ≈ 3.4 GB of memory traffic per step,
+// against ≈ 11 GB for four 256-row chunks with fp32 logits.
+//
+// A vocabulary shard keeps the float path's chunking (its row statistics combine per-row numbers
+// over the group between passes, over a whole chunk of fp32 rows), with the logits rounded to
+// bf16 in place so that a sharded head computes what the whole one does.
+#include <algorithm>
 #include <cstring>
 #include <span>
 
@@ -12,22 +31,113 @@
 
 namespace sft::ops {
 
-LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
-                                       const int64_t* targets, float scale, int64_t Tn, int64_t C,
-                                       int64_t V, LmHeadWorkspace& ws, int64_t vocab_begin,
-                                       ShardGroup* group) {
-  using namespace lm_head_detail;
+namespace {
+
+using namespace lm_head_detail;
+
+// A chunk's rows are padded with zero rows to a multiple of kRowQuantum: the scored-row count
+// changes every step, and oneDNN compiles a kernel per new shape (tens of ms each).
+constexpr int64_t kRowQuantum = 64;
+constexpr int64_t kLogitBudget = int64_t{512} << 20;  // bytes of bf16 logits held at once
+constexpr int64_t kLogitBlock = 4096;                 // vocabulary columns per logits product
+
+int64_t round_up(int64_t n, int64_t q) {
+  return (n + q - 1) / q * q;
+}
+
+// Rows i of a (rows × V) block of fp32 products into columns [v0, v0 + nb) of Z (bf16, ld V).
+void round_block(uint16_t* z, int64_t V, const float* block, int64_t rows, int64_t v0, int64_t nb) {
+  parallel_for_rows(rows, 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) round_to_bf16(z + i * V + v0, block + i * nb, nb);
+  });
+}
+
+// The m chunk rows' statistics; with grad, each row of Z becomes its bf16 dlogits.
+void row_pass(LmHeadStats& total, LmHeadWorkspace& ws, uint16_t* z, const int64_t* targets,
+              int64_t c0, int64_t m, int64_t V, bool grad, float scale) {
+  grow(ws.row_loss, m);
+  grow(ws.row_entropy, m);
+  grow(ws.row_correct, m);
+  parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> row;  // this worker's; grows once to V
+    grow(row, V);
+    for (int64_t i = b; i < e; ++i) {
+      uint16_t* zi = z + i * V;
+      widen_from_bf16(row.data(), zi, V);
+      const RowStats r = row_stats_f32(row.data(), V, targets[ws.rows[c0 + i]], grad, scale);
+      if (grad) round_to_bf16(zi, row.data(), V);
+      ws.row_loss[i] = r.loss;
+      ws.row_entropy[i] = r.entropy;
+      ws.row_correct[i] = r.correct ? 1 : 0;
+    }
+  });
+  for (int64_t i = 0; i < m; ++i) {  // in row order: deterministic
+    total.loss_sum += ws.row_loss[i];
+    total.entropy_sum += ws.row_entropy[i];
+    total.correct += ws.row_correct[i];
+    total.count += 1;
+  }
+}
+
+// Gathers the chunk's rows of x into xs (mp × C), zero-padded.
+void gather_rows(uint16_t* xs, const uint16_t* x, const LmHeadWorkspace& ws, int64_t c0, int64_t m,
+                 int64_t mp, int64_t C) {
+  for (int64_t i = 0; i < m; ++i)
+    std::memcpy(xs + i * C, x + ws.rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(uint16_t));
+  std::memset(xs + m * C, 0, static_cast<size_t>((mp - m) * C) * sizeof(uint16_t));
+}
+
+void scatter_rows(float* dx, const float* dxs, const LmHeadWorkspace& ws, int64_t c0, int64_t m,
+                  int64_t C) {
+  for (int64_t i = 0; i < m; ++i)
+    std::memcpy(dx + ws.rows[c0 + i] * C, dxs + i * C, static_cast<size_t>(C) * sizeof(float));
+}
+
+LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
+                             const int64_t* targets, float scale, int64_t C, int64_t V,
+                             LmHeadWorkspace& ws, int64_t n) {
   LmHeadStats total;
-  if (dx) std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(float));
   const bool grad = dx || dw;
-  const int64_t n = select_rows(ws, targets, Tn, group ? V * group->size() : V, false);
-  if (n == 0 || V <= 0) return total;
+  const int64_t R =
+      ws.rows_per_chunk > 0
+          ? std::min(ws.rows_per_chunk, n)
+          : std::min(n, std::max<int64_t>(kRowQuantum,
+                                          kLogitBudget / (V * 2) / kRowQuantum * kRowQuantum));
+  const int64_t Rp = round_up(R, kRowQuantum);
+  const int64_t VB = ws.vocab_block > 0 ? std::min(ws.vocab_block, V) : std::min(kLogitBlock, V);
+  grow(ws.b16, Rp * (C + V));
+  grow(ws.f32, Rp * (VB + C));
+  uint16_t* xs = ws.b16.data();
+  uint16_t* z = xs + Rp * C;  // logits, then dlogits (Rp × V)
+  float* block = ws.f32.data();
+  float* dxs = block + Rp * VB;
+  for (int64_t c0 = 0; c0 < n; c0 += R) {
+    const int64_t m = std::min(R, n - c0), mp = round_up(m, kRowQuantum);
+    gather_rows(xs, x, ws, c0, m, mp, C);
+    for (int64_t v0 = 0; v0 < V; v0 += VB) {
+      const int64_t nb = std::min(VB, V - v0);
+      matmul_bf16(block, xs, w + v0 * C, mp, nb, C, false, true, false, C, C, nb);
+      round_block(z, V, block, m, v0, nb);
+    }
+    row_pass(total, ws, z, targets, c0, m, V, grad, scale);
+    if (!grad) continue;
+    std::memset(z + m * V, 0, static_cast<size_t>((mp - m) * V) * sizeof(uint16_t));
+    if (dx) matmul_bf16(dxs, z, w, mp, C, V, false, false, false, V, C, C);
+    if (dw) matmul_bf16(dw, z, xs, V, C, mp, true, false, true, V, C, C);
+    if (dx) scatter_rows(dx, dxs, ws, c0, m, C);
+  }
+  return total;
+}
+
+LmHeadStats vocabulary_shard(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
+                             const int64_t* targets, float scale, int64_t C, int64_t V,
+                             LmHeadWorkspace& ws, int64_t n, int64_t vocab_begin,
+                             ShardGroup& group) {
+  LmHeadStats total;
+  const bool grad = dx || dw;
   const int64_t R = chunk_rows(ws, n, V, 6);  // fp32 logits + bf16 dlogits
   const int64_t VB = vocab_block(ws, V);
-  // A chunk's rows are padded with zero rows to a multiple of kRowQuantum: the scored-row count
-  // changes every step, and oneDNN compiles a kernel per new shape (tens of ms each).
-  constexpr int64_t kRowQuantum = 64;
-  const int64_t Rp = (R + kRowQuantum - 1) / kRowQuantum * kRowQuantum;
+  const int64_t Rp = round_up(R, kRowQuantum);
   grow(ws.f32, Rp * (V + C));
   grow(ws.b16, Rp * (C + (grad ? V : 0)));
   float* z = ws.f32.data();
@@ -35,33 +145,42 @@ LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, 
   uint16_t* xs = ws.b16.data();
   uint16_t* dz = xs + Rp * C;  // bf16 dlogits (Rp × V)
   for (int64_t c0 = 0; c0 < n; c0 += R) {
-    const int64_t m = std::min(R, n - c0);
-    const int64_t mp = (m + kRowQuantum - 1) / kRowQuantum * kRowQuantum;
-    for (int64_t i = 0; i < m; ++i)
-      std::memcpy(xs + i * C, x + ws.rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(uint16_t));
-    std::memset(xs + m * C, 0, static_cast<size_t>((mp - m) * C) * sizeof(uint16_t));
+    const int64_t m = std::min(R, n - c0), mp = round_up(m, kRowQuantum);
+    gather_rows(xs, x, ws, c0, m, mp, C);
     matmul_bf16(z, xs, w, mp, V, C, false, true, false);
-    if (group)
-      chunk_stats_shard(total, ws, z, targets, c0, m, V, grad, scale, vocab_begin, *group);
-    else
-      chunk_stats(total, ws, z, targets, c0, m, V, grad, scale);
+    parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {  // autocast's bf16 logits
+      for (int64_t i = b; i < e; ++i) round_through_bf16(z + i * V, V);
+    });
+    chunk_stats_shard(total, ws, z, targets, c0, m, V, grad, scale, vocab_begin, group);
     if (!grad) continue;
     parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i)
-        for (int64_t j = 0; j < V; ++j) dz[i * V + j] = f32_to_bf16(z[i * V + j]);
+      for (int64_t i = b; i < e; ++i) round_to_bf16(dz + i * V, z + i * V, V);
     });
-    std::memset(dz + m * V, 0,
-                static_cast<size_t>((mp - m) * V) * sizeof(uint16_t));  // no gradient
+    std::memset(dz + m * V, 0, static_cast<size_t>((mp - m) * V) * sizeof(uint16_t));
     for (int64_t v0 = 0; v0 < V; v0 += VB) {
       const int64_t nb = std::min(VB, V - v0);
       if (dx) matmul_bf16(dxs, dz + v0, w + v0 * C, mp, C, nb, false, false, v0 > 0, V, C, C);
       if (dw) matmul_bf16(dw + v0 * C, dz + v0, xs, nb, C, mp, true, false, true, V, C, C);
     }
-    if (dx)
-      for (int64_t i = 0; i < m; ++i)
-        std::memcpy(dx + ws.rows[c0 + i] * C, dxs + i * C, static_cast<size_t>(C) * sizeof(float));
+    if (dx) scatter_rows(dx, dxs, ws, c0, m, C);
   }
-  // A shard's dx is its slice's dZ W_local: the whole head's is the sum over the group.
+  return total;
+}
+
+}  // namespace
+
+LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
+                                       const int64_t* targets, float scale, int64_t Tn, int64_t C,
+                                       int64_t V, LmHeadWorkspace& ws, int64_t vocab_begin,
+                                       ShardGroup* group) {
+  if (dx) std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(float));
+  const int64_t n = select_rows(ws, targets, Tn, group ? V * group->size() : V, false);
+  LmHeadStats total;
+  if (n > 0 && V > 0)
+    total = group ? vocabulary_shard(dx, dw, x, w, targets, scale, C, V, ws, n, vocab_begin, *group)
+                  : whole_vocabulary(dx, dw, x, w, targets, scale, C, V, ws, n);
+  // A shard's dx is its slice's dZ W_local: the whole head's is the sum over the group. Every
+  // rank sums, also one without scored rows (the collective calls must match).
   if (group && dx) group->sum(std::span<float>(dx, static_cast<size_t>(Tn * C)));
   return total;
 }
