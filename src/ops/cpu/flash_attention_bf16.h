@@ -9,9 +9,12 @@
 //   pack_transposed: B = Yᵀ for X · Yᵀ (Y rows become columns; the 32-bit pairs of a row stay
 //                    together): S = Q Kᵀ, dP = dO Vᵀ;
 //   pack_interleaved: B = Y for X · Y (rows 2r and 2r + 1 interleaved): P V, Pᵀ dO, dSᵀ Q, dS K.
+// Keys and values are packed once per call (pack_kv: every key tile of every segment and kv
+// head, before the work items run), so no work item repacks a tile another one also reads.
 // The helpers are always_inline so the AVX-512 drivers compile them for AVX-512.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <span>
@@ -110,6 +113,43 @@ template <typename S>
       }
     }
   }
+}
+
+// bf16 transpose: dst[x · ldd + i] = src[i · lds + x] for i < rows, x < cols.
+[[gnu::always_inline]] inline void transpose(bf16* dst, int64_t ldd, const bf16* src, int64_t lds,
+                                             int64_t rows, int64_t cols) {
+  constexpr int64_t kBlock = 32;  // rows per pass: the source block stays in L1
+  for (int64_t i0 = 0; i0 < rows; i0 += kBlock) {
+    const int64_t i1 = std::min(rows, i0 + kBlock);
+    for (int64_t x = 0; x < cols; ++x)
+      for (int64_t i = i0; i < i1; ++i) dst[x * ldd + i] = src[i * lds + x];
+  }
+}
+
+// Where the packed key tiles of one call live: for segment s, key tile t (keys
+// [t·Bk, min((t + 1)·Bk, k_len)) of the segment) and kv head g, one block of `elems` bf16 at
+// base + ((first_tile[s] + t) · Hkv + g) · elems, holding the layouts whose offset is ≥ 0:
+//   kt: Kᵀ pairs (Dk / 2, 2 Bk32)   vt: Vᵀ pairs (Dk / 2, 2 Bk32)
+//   kb: K row pairs (Bk32 / 2, 2 Dn)  vb: V row pairs (Bk32 / 2, 2 Dn)
+struct KvLayout {
+  int64_t Bk = 0, Bk32 = 0, Dk = 0, Dn = 0;
+  int64_t kt = -1, vt = -1, kb = -1, vb = -1;
+  int64_t elems = 0;
+  // forward: kt, vb; backward: kt, vt, kb.
+  static KvLayout make(int64_t Bk, int64_t D, bool backward);
+};
+
+// first_tile (nseg + 1 entries) = the running tile count per segment; returns the total.
+int64_t count_kv_tiles(std::span<const AttentionSegment> segments, int64_t Bk, int64_t* first_tile);
+
+// Packs every block (see KvLayout) on up to `slots` threads.
+void pack_kv(bf16* base, const int64_t* first_tile, const bf16* k, const bf16* v,
+             std::span<const AttentionSegment> segments, const AttentionDims& dims,
+             const KvLayout& layout, int64_t slots);
+
+inline const bf16* kv_block(const bf16* base, const int64_t* first_tile, int64_t seg, int64_t tile,
+                            int64_t g, int64_t Hkv, const KvLayout& layout) {
+  return base + ((first_tile[seg] + tile) * Hkv + g) * layout.elems;
 }
 
 }  // namespace sft::ops::flash_bf16

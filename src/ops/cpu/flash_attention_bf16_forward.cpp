@@ -2,12 +2,14 @@
 //
 // The same online softmax and work split as the fp32 kernel (flash_attention_forward.cpp):
 // item = (segment, query head, query tile), heaviest tiles first. Per item the query tile is
-// copied once into a zero-padded A operand; per key tile K is packed as Kᵀ pairs and V as
-// interleaved row pairs (flash_attention_bf16.h), then
+// copied once into a zero-padded A operand; K is packed as Kᵀ pairs and V as
+// interleaved row pairs once per call (pack_kv, before the items), then, per key tile
 //   S = Q Kᵀ (fp32);  m' = max(m, rowmax S·scale);  P = exp(S·scale − m') (fp32);
 //   l = l·e^(m−m') + rowsum P (fp32 P, as PyTorch sums before rounding);
 //   acc = acc·e^(m−m') + bf16(P) V.    out = acc / l, lse = m + log l.
-// The item body is compiled twice (baseline and AVX-512, chosen with the tile product).
+// Key tiles sit on a grid of Bk keys from the segment's first key (the packed blocks); a window
+// that starts inside a tile masks its first keys. The item body is compiled twice (baseline and
+// AVX-512, chosen with the tile product).
 #include <limits>
 #include <type_traits>
 
@@ -34,8 +36,6 @@ struct Shape {  // the padded sizes of one call
 
 struct Scratch {  // one per slot
   bf16* qa;       // (Bq16, Dk) the query tile
-  bf16* kt;       // (Dk / 2, 2 Bk32) Kᵀ pairs
-  bf16* vb;       // (Bk32 / 2, 2 Dn) V row pairs
   bf16* p;        // (Bq16, Bk32) bf16(P)
   float* s;       // (Bq16, Bk32) scores
   float* acc;     // (Bq16, Dn)
@@ -48,9 +48,8 @@ int64_t bytes(int64_t n, int64_t size) {
 }
 
 int64_t scratch_bytes(const Shape& z) {
-  return bytes(z.Bq16 * z.Dk, 2) + bytes(z.Dk * z.Bk32, 2) + bytes(z.Bk32 * z.Dn, 2) +
-         bytes(z.Bq16 * z.Bk32, 2) + bytes(z.Bq16 * z.Bk32, 4) + bytes(z.Bq16 * z.Dn, 4) +
-         2 * bytes(z.Bq16, 4);
+  return bytes(z.Bq16 * z.Dk, 2) + bytes(z.Bq16 * z.Bk32, 2) + bytes(z.Bq16 * z.Bk32, 4) +
+         bytes(z.Bq16 * z.Dn, 4) + 2 * bytes(z.Bq16, 4);
 }
 
 Scratch carve(std::byte* p, const Shape& z) {
@@ -60,8 +59,6 @@ Scratch carve(std::byte* p, const Shape& z) {
     p += bytes(n, size);
   };
   take(sc.qa, z.Bq16 * z.Dk, 2);
-  take(sc.kt, z.Dk * z.Bk32, 2);
-  take(sc.vb, z.Bk32 * z.Dn, 2);
   take(sc.p, z.Bq16 * z.Bk32, 2);
   take(sc.s, z.Bq16 * z.Bk32, 4);
   take(sc.acc, z.Bq16 * z.Dn, 4);
@@ -91,13 +88,22 @@ Scratch carve(std::byte* p, const Shape& z) {
   return alpha;
 }
 
+// Where an item finds its segment's packed key tiles.
+struct Keys {
+  const bf16* base;
+  const int64_t* first_tile;
+  int64_t seg;
+  const flash_bf16::KvLayout* layout;
+};
+
 template <typename Out>
-[[gnu::always_inline]] inline void forward_item(Out* out, float* lse, const bf16* q, const bf16* k,
-                                                const bf16* v, const AttentionSegment& s,
+[[gnu::always_inline]] inline void forward_item(Out* out, float* lse, const bf16* q,
+                                                const Keys& keys, const AttentionSegment& s,
                                                 const AttentionDims& d, int64_t h, int64_t i0,
                                                 const Shape& z, const Scratch& sc,
                                                 flash_bf16::GemmFn gemm) {
-  const int64_t HD = d.H * d.D, KD = d.Hkv * d.D, g = h / (d.H / d.Hkv);
+  const int64_t HD = d.H * d.D, g = h / (d.H / d.Hkv);
+  const flash_bf16::KvLayout& kl = *keys.layout;
   const int64_t nq = std::min(z.Bq, s.q_len - i0), nq16 = round_up(nq, 16);
   const int64_t pos0 = s.q_offset + i0, pos1 = pos0 + nq - 1;
   const int64_t klo = flash::key_lo(pos0, d.window), khi = flash::key_hi(pos1, s.k_len);
@@ -110,12 +116,10 @@ template <typename Out>
   }
   for (int64_t x = 0; x < nq16 * z.Dn; ++x) sc.acc[x] = 0.0f;
 
-  for (int64_t j0 = klo; j0 < khi; j0 += z.Bk) {
-    const int64_t nk = std::min(z.Bk, khi - j0), nk32 = round_up(nk, 32);
-    const bf16* kt = k + (s.k_begin + j0) * KD + g * d.D;
-    const bf16* vt = v + (s.k_begin + j0) * KD + g * d.D;
-    flash_bf16::pack_transposed(sc.kt, kt, KD, nk, d.D, nk32, z.Dk);
-    gemm(sc.s, nk32, sc.qa, z.Dk, sc.kt, 2 * nk32, nq16, nk32, z.Dk, false);
+  for (int64_t t = klo / z.Bk; t * z.Bk < khi; ++t) {
+    const int64_t j0 = t * z.Bk, nk = std::min(z.Bk, khi - j0), nk32 = round_up(nk, 32);
+    const bf16* block = flash_bf16::kv_block(keys.base, keys.first_tile, keys.seg, t, g, d.Hkv, kl);
+    gemm(sc.s, nk32, sc.qa, z.Dk, block + kl.kt, 2 * kl.Bk32, nq16, nk32, z.Dk, false);
     for (int64_t r = 0; r < nq16; ++r) {
       bf16* p = sc.p + r * nk32;
       if (r >= nq) {  // padding rows: no keys
@@ -131,8 +135,7 @@ template <typename Out>
         for (int64_t x = 0; x < z.Dn; ++x) acc[x] *= alpha;
       }
     }
-    flash_bf16::pack_interleaved(sc.vb, vt, KD, nk, d.D, nk32, z.Dn);
-    gemm(sc.acc, z.Dn, sc.p, nk32, sc.vb, 2 * z.Dn, nq16, z.Dn, nk32, true);
+    gemm(sc.acc, z.Dn, sc.p, nk32, block + kl.vb, 2 * z.Dn, nq16, z.Dn, nk32, true);
   }
 
   for (int64_t r = 0; r < nq; ++r) {
@@ -150,18 +153,18 @@ template <typename Out>
 }
 
 template <typename Out>
-void item_generic(Out* out, float* lse, const bf16* q, const bf16* k, const bf16* v,
-                  const AttentionSegment& s, const AttentionDims& d, int64_t h, int64_t i0,
-                  const Shape& z, const Scratch& sc, flash_bf16::GemmFn gemm) {
-  forward_item(out, lse, q, k, v, s, d, h, i0, z, sc, gemm);
+void item_generic(Out* out, float* lse, const bf16* q, const Keys& keys, const AttentionSegment& s,
+                  const AttentionDims& d, int64_t h, int64_t i0, const Shape& z, const Scratch& sc,
+                  flash_bf16::GemmFn gemm) {
+  forward_item(out, lse, q, keys, s, d, h, i0, z, sc, gemm);
 }
 
 template <typename Out>
 [[gnu::target("avx512f,avx512dq,avx512bw,avx512vl")]] void item_avx512(
-    Out* out, float* lse, const bf16* q, const bf16* k, const bf16* v, const AttentionSegment& s,
+    Out* out, float* lse, const bf16* q, const Keys& keys, const AttentionSegment& s,
     const AttentionDims& d, int64_t h, int64_t i0, const Shape& z, const Scratch& sc,
     flash_bf16::GemmFn gemm) {
-  forward_item(out, lse, q, k, v, s, d, h, i0, z, sc, gemm);
+  forward_item(out, lse, q, keys, s, d, h, i0, z, sc, gemm);
 }
 
 }  // namespace
@@ -178,9 +181,20 @@ void attention_forward_bf16(Out* out, float* lse, const uint16_t* q, const uint1
   for (const AttentionSegment& s : segments) items += dims.H * ((s.q_len + z.Bq - 1) / z.Bq);
   if (items == 0) return;
   const int64_t slots = flash::slot_count(ws, items);
-  const int64_t prefix_bytes = bytes(nseg + 1, 8), per_slot = scratch_bytes(z);
-  std::byte* base = ws.reserve(static_cast<size_t>(prefix_bytes + slots * per_slot));
+  // Workspace: item prefix, first key tile per segment, the packed keys, per-slot scratch.
+  const flash_bf16::KvLayout kl = flash_bf16::KvLayout::make(z.Bk, dims.D, false);
+  int64_t tiles = 0;
+  for (const AttentionSegment& s : segments) tiles += (s.k_len + z.Bk - 1) / z.Bk;
+  const int64_t prefix_bytes = 2 * bytes(nseg + 1, 8),
+                kv_bytes = bytes(tiles * dims.Hkv * kl.elems, 2);
+  const int64_t per_slot = scratch_bytes(z);
+  std::byte* base = ws.reserve(static_cast<size_t>(prefix_bytes + kv_bytes + slots * per_slot));
   auto* prefix = reinterpret_cast<int64_t*>(base);
+  auto* first_tile = reinterpret_cast<int64_t*>(base + bytes(nseg + 1, 8));
+  auto* packed = reinterpret_cast<bf16*>(base + prefix_bytes);
+  flash_bf16::count_kv_tiles(segments, z.Bk, first_tile);
+  flash_bf16::pack_kv(packed, first_tile, k, v, segments, dims, kl,
+                      flash::slot_count(ws, tiles * dims.Hkv));
   prefix[0] = 0;
   for (int64_t i = 0; i < nseg; ++i)
     prefix[i + 1] = prefix[i] + dims.H * ((segments[i].q_len + z.Bq - 1) / z.Bq);
@@ -191,12 +205,13 @@ void attention_forward_bf16(Out* out, float* lse, const uint16_t* q, const uint1
     const AttentionSegment& s = segments[static_cast<size_t>(si)];
     const int64_t r = item - prefix[si], tiles = (s.q_len + z.Bq - 1) / z.Bq;
     const int64_t tile = tiles - 1 - r / dims.H, h = r % dims.H;
-    const Scratch sc = carve(base + prefix_bytes + slot * per_slot, z);
+    const Scratch sc = carve(base + prefix_bytes + kv_bytes + slot * per_slot, z);
+    const Keys keys{packed, first_tile, si, &kl};
     tg.begin();
     if (tg.avx512)
-      item_avx512(out, lse, q, k, v, s, dims, h, tile * z.Bq, z, sc, tg.gemm);
+      item_avx512(out, lse, q, keys, s, dims, h, tile * z.Bq, z, sc, tg.gemm);
     else
-      item_generic(out, lse, q, k, v, s, dims, h, tile * z.Bq, z, sc, tg.gemm);
+      item_generic(out, lse, q, keys, s, dims, h, tile * z.Bq, z, sc, tg.gemm);
     tg.end();
   });
 }
