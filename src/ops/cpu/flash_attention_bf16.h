@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "core/half.h"
@@ -80,17 +81,23 @@ template <typename S>
 }
 
 // B = Yᵀ for Y (n, k) (ld elements per row): k_pad / 2 pair rows of n_pad pairs,
-// dst[r · 2 n_pad + 2 j + t] = Y[j][2r + t] (0 outside Y).
+// dst[r · 2 n_pad + 2 j + t] = Y[j][2r + t] (0 outside Y). A transpose of 32-bit pairs: each
+// (Y[j][2r], Y[j][2r + 1]) moves as one word.
 [[gnu::always_inline]] inline void pack_transposed(bf16* dst, const bf16* y, int64_t ld, int64_t n,
                                                    int64_t k, int64_t n_pad, int64_t k_pad) {
-  const int64_t ldb = 2 * n_pad;
-  for (int64_t r = 0; r < k_pad / 2; ++r) {
+  const int64_t ldb = 2 * n_pad, whole = k / 2;
+  for (int64_t r = 0; r < whole; ++r) {
     bf16* d = dst + r * ldb;
+    for (int64_t j = 0; j < n; ++j) std::memcpy(d + 2 * j, y + j * ld + 2 * r, 4);
     for (int64_t x = 2 * n; x < ldb; ++x) d[x] = 0;
   }
-  for (int64_t j = 0; j < n; ++j) {
-    const bf16* s = y + j * ld;
-    for (int64_t e = 0; e < k_pad; ++e) dst[(e / 2) * ldb + 2 * j + (e & 1)] = e < k ? s[e] : 0;
+  for (int64_t r = whole; r < k_pad / 2; ++r) {  // an odd k's last column, then zeros
+    bf16* d = dst + r * ldb;
+    for (int64_t j = 0; j < n; ++j) {
+      d[2 * j] = 2 * r < k ? y[j * ld + 2 * r] : 0;
+      d[2 * j + 1] = 0;
+    }
+    for (int64_t x = 2 * n; x < ldb; ++x) d[x] = 0;
   }
 }
 
@@ -102,16 +109,24 @@ template <typename S>
   const int64_t ldb = 2 * n_pad;
   for (int64_t r = 0; r < k_pad / 2; ++r) {
     bf16* d = dst + r * ldb;
-    for (int64_t t = 0; t < 2; ++t) {
-      const int64_t row = 2 * r + t;
-      if (row < k) {
-        const S* s = y + row * ld;
-        for (int64_t x = 0; x < n; ++x) d[2 * x + t] = to_bf16(s[x]);
-        for (int64_t x = n; x < n_pad; ++x) d[2 * x + t] = 0;
-      } else {
-        for (int64_t x = 0; x < n_pad; ++x) d[2 * x + t] = 0;
+    const int64_t row = 2 * r;
+    if (row + 1 < k) {
+      const S* s0 = y + row * ld;
+      const S* s1 = s0 + ld;
+      for (int64_t x = 0; x < n; ++x) {
+        d[2 * x] = to_bf16(s0[x]);
+        d[2 * x + 1] = to_bf16(s1[x]);
       }
+    } else if (row < k) {
+      const S* s0 = y + row * ld;
+      for (int64_t x = 0; x < n; ++x) {
+        d[2 * x] = to_bf16(s0[x]);
+        d[2 * x + 1] = 0;
+      }
+    } else {
+      for (int64_t x = 0; x < n; ++x) d[2 * x] = d[2 * x + 1] = 0;
     }
+    for (int64_t x = 2 * n; x < ldb; ++x) d[x] = 0;
   }
 }
 

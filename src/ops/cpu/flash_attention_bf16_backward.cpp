@@ -4,14 +4,16 @@
 // tiles ascending (outer), the query tiles that see each one (inner); dK, dV of the key tile
 // accumulate in fp32 scratch and are written once, dQ rows (this item's alone) accumulate in
 // place in ascending key tiles. GQA partials per query head are summed over the group in head
-// order afterwards (flash::sum_group). Per item the segment's Q and dO (rounded to bf16 once)
-// are packed twice, as A operands (rows) and as B operands (interleaved row pairs), and
-// Δ = rowsum(dO ⊙ O) is taken in fp32; per key tile K and V are packed as Kᵀ, Vᵀ pairs and K as
-// row pairs; per (key tile, query tile) five tile products:
+// order afterwards (flash::sum_group). K and V are packed once per call (pack_kv: Kᵀ, Vᵀ pairs
+// and K row pairs per key tile). Per item the segment's Q and dO (rounded to bf16 once) are
+// packed as rows (A of S, dP) and transposed (A of dKᵀ, dVᵀ), and Δ = rowsum(dO ⊙ O) is taken
+// in fp32. Per (key tile, query tile) five tile products:
 //   S = Q Kᵀ, P = exp(S·scale − lse);  dP = dO Vᵀ;  dS = P ⊙ (dP − Δ);
-//   dV += bf16(P)ᵀ dO;  dK += bf16(dS)ᵀ Q;  dQ += bf16(dS) K · scale   (dK · scale on write).
-// Query tiles start at even rows (the B operands hold row pairs); a row that sees no key of the
-// tile gets P = 0.
+//   dVᵀ += dOᵀ bf16(P);  dKᵀ += Qᵀ bf16(dS);  dQ += bf16(dS) K · scale   (dK · scale on write).
+// dK and dV accumulate transposed so that P and dS only need row-pair interleaving (B of the
+// products), never a transpose; the key tile's dKᵀ, dVᵀ are transposed once when written.
+// Query tiles start at even rows (B holds row pairs); a row that sees no key of the tile gets
+// P = 0.
 #include <type_traits>
 
 #include "ops/cpu/flash_attention_bf16.h"
@@ -39,14 +41,12 @@ struct Shape {  // the padded sizes of one call
 };
 
 struct Scratch {     // one per slot
-  bf16 *qa, *doa;    // (QL, Dk) the segment's Q and dO rows of this head
-  bf16 *qb, *dob;    // (QL / 2, 2 Dn) the same as row pairs
-  bf16 *kt, *vt;     // (Dk / 2, 2 Bk32) Kᵀ, Vᵀ pairs of the key tile
-  bf16* kb;          // (Bk32 / 2, 2 Dn) K row pairs
-  bf16 *pb, *dsb;    // (Bq32, Bk32) bf16(P), bf16(dS)
-  bf16 *ptb, *dstb;  // (Bk32, Bq32) their transposes
-  float *s, *dp;     // (Bq32, Bk32) scores then P; dP
-  float *dk, *dv;    // (Bk32, Dn) the key tile's accumulators
+  bf16 *qa, *doa;    // (QL, Dk) the segment's Q and dO rows of this head (zero past q_len)
+  bf16 *qT, *doT;    // (Dn, QL) their transposes
+  bf16* dsb;         // (Bq32, Bk32) bf16(dS), rows
+  bf16 *pv, *dsv;    // (Bq32 / 2, 2 Bk32) bf16(P), bf16(dS) as query row pairs
+  float *s, *dp;     // (Bq32, Bk32) scores then P; dP then dS
+  float *dkT, *dvT;  // (Dn, Bk32) the key tile's accumulators
   float* dq;         // (Bq32, Dn) one dS K product
   float* delta;      // (QL) Δ per query row
 };
@@ -56,9 +56,8 @@ int64_t bytes(int64_t n, int64_t size) {
 }
 
 int64_t scratch_bytes(const Shape& z) {
-  return 2 * bytes(z.QL * z.Dk, 2) + 2 * bytes(z.QL * z.Dn, 2) + 2 * bytes(z.Dk * z.Bk32, 2) +
-         bytes(z.Bk32 * z.Dn, 2) + 4 * bytes(z.Bq32 * z.Bk32, 2) + 2 * bytes(z.Bq32 * z.Bk32, 4) +
-         2 * bytes(z.Bk32 * z.Dn, 4) + bytes(z.Bq32 * z.Dn, 4) + bytes(z.QL, 4);
+  return 4 * bytes(z.QL * z.Dk, 2) + 3 * bytes(z.Bq32 * z.Bk32, 2) + 2 * bytes(z.Bq32 * z.Bk32, 4) +
+         2 * bytes(z.Dn * z.Bk32, 4) + bytes(z.Bq32 * z.Dn, 4) + bytes(z.QL, 4);
 }
 
 Scratch carve(std::byte* p, const Shape& z) {
@@ -69,19 +68,15 @@ Scratch carve(std::byte* p, const Shape& z) {
   };
   take(sc.qa, z.QL * z.Dk, 2);
   take(sc.doa, z.QL * z.Dk, 2);
-  take(sc.qb, z.QL * z.Dn, 2);
-  take(sc.dob, z.QL * z.Dn, 2);
-  take(sc.kt, z.Dk * z.Bk32, 2);
-  take(sc.vt, z.Dk * z.Bk32, 2);
-  take(sc.kb, z.Bk32 * z.Dn, 2);
-  take(sc.pb, z.Bq32 * z.Bk32, 2);
+  take(sc.qT, z.QL * z.Dk, 2);  // Dn ≤ Dk rows of QL
+  take(sc.doT, z.QL * z.Dk, 2);
   take(sc.dsb, z.Bq32 * z.Bk32, 2);
-  take(sc.ptb, z.Bq32 * z.Bk32, 2);
-  take(sc.dstb, z.Bq32 * z.Bk32, 2);
+  take(sc.pv, z.Bq32 * z.Bk32, 2);
+  take(sc.dsv, z.Bq32 * z.Bk32, 2);
   take(sc.s, z.Bq32 * z.Bk32, 4);
   take(sc.dp, z.Bq32 * z.Bk32, 4);
-  take(sc.dk, z.Bk32 * z.Dn, 4);
-  take(sc.dv, z.Bk32 * z.Dn, 4);
+  take(sc.dkT, z.Dn * z.Bk32, 4);
+  take(sc.dvT, z.Dn * z.Bk32, 4);
   take(sc.dq, z.Bq32 * z.Dn, 4);
   take(sc.delta, z.QL, 4);
   return sc;
@@ -103,89 +98,103 @@ template <typename Out>
   return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
+// Rows 2r, 2r + 1 of x (rows of ld floats) as bf16 pairs: dst[r · 2 n + 2 j + t] = x[2r + t][j].
+[[gnu::always_inline]] inline void interleave_rows(bf16* dst, const float* x, int64_t ld,
+                                                   int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows / 2; ++r) {
+    const float* x0 = x + 2 * r * ld;
+    const float* x1 = x0 + ld;
+    bf16* d = dst + r * 2 * n;
+    for (int64_t j = 0; j < n; ++j) {
+      d[2 * j] = flash_bf16::narrow(x0[j]);
+      d[2 * j + 1] = flash_bf16::narrow(x1[j]);
+    }
+  }
+}
+
+// Where an item finds its segment's packed key tiles.
+struct Keys {
+  const bf16* base;
+  const int64_t* first_tile;
+  int64_t seg;
+  const flash_bf16::KvLayout* layout;
+};
+
 template <typename Out>
-[[gnu::always_inline]] inline void backward_item(
-    float* dq, float* dk_dst, float* dv_dst, int64_t dst_stride, const float* dout, const Out* out,
-    const float* lse, const bf16* q, const bf16* k, const bf16* v, const AttentionSegment& s,
-    const AttentionDims& d, int64_t h, const Shape& z, const Scratch& sc, flash_bf16::GemmFn gemm) {
-  const int64_t HD = d.H * d.D, KD = d.Hkv * d.D, g = h / (d.H / d.Hkv);
+[[gnu::always_inline]] inline void backward_item(float* dq, float* dk_dst, float* dv_dst,
+                                                 int64_t dst_stride, const float* dout,
+                                                 const Out* out, const float* lse, const bf16* q,
+                                                 const Keys& keys, const AttentionSegment& s,
+                                                 const AttentionDims& d, int64_t h, const Shape& z,
+                                                 const Scratch& sc, flash_bf16::GemmFn gemm) {
+  const int64_t HD = d.H * d.D, g = h / (d.H / d.Hkv);
+  const flash_bf16::KvLayout& kl = *keys.layout;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
   const int64_t row0 = s.q_begin * HD + h * d.D;
 
   // The segment's rows of this head, packed once (rows past q_len are zeros).
   flash_bf16::pack_rows(sc.qa, q + row0, HD, s.q_len, d.D, z.QL, z.Dk);
   flash_bf16::pack_rows(sc.doa, dout + row0, HD, s.q_len, d.D, z.QL, z.Dk);
-  flash_bf16::pack_interleaved(sc.qb, sc.qa, z.Dk, z.QL, d.D, z.QL, z.Dn);
-  flash_bf16::pack_interleaved(sc.dob, sc.doa, z.Dk, z.QL, d.D, z.QL, z.Dn);
+  flash_bf16::transpose(sc.qT, z.QL, sc.qa, z.Dk, z.QL, z.Dn);
+  flash_bf16::transpose(sc.doT, z.QL, sc.doa, z.Dk, z.QL, z.Dn);
   for (int64_t i = 0; i < s.q_len; ++i) {
     sc.delta[i] = row_delta(sc.doa + i * z.Dk, out + row0 + i * HD, d.D);
     for (int64_t x = 0; x < d.D; ++x) dq[row0 + i * HD + x] = 0.0f;
   }
 
-  for (int64_t j0 = 0; j0 < s.k_len; j0 += z.Bk) {
-    const int64_t nk = std::min(z.Bk, s.k_len - j0), nk16 = round_up(nk, 16),
-                  nk32 = round_up(nk, 32);
-    const bf16* kt = k + (s.k_begin + j0) * KD + g * d.D;
-    const bf16* vt = v + (s.k_begin + j0) * KD + g * d.D;
-    flash_bf16::pack_transposed(sc.kt, kt, KD, nk, d.D, nk32, z.Dk);
-    flash_bf16::pack_transposed(sc.vt, vt, KD, nk, d.D, nk32, z.Dk);
-    flash_bf16::pack_interleaved(sc.kb, kt, KD, nk, d.D, nk32, z.Dn);
-    for (int64_t x = 0; x < nk16 * z.Dn; ++x) sc.dk[x] = sc.dv[x] = 0.0f;
+  for (int64_t t = 0; t * z.Bk < s.k_len; ++t) {
+    const int64_t j0 = t * z.Bk, nk = std::min(z.Bk, s.k_len - j0), nk32 = round_up(nk, 32);
+    const bf16* block = flash_bf16::kv_block(keys.base, keys.first_tile, keys.seg, t, g, d.Hkv, kl);
+    for (int64_t x = 0; x < z.Dn * nk32; ++x) sc.dkT[x] = sc.dvT[x] = 0.0f;
     // Queries that see a key of [j0, j0 + nk), from an even row.
     const int64_t ilo = std::max<int64_t>(0, j0 - s.q_offset) & ~int64_t{1};
     const int64_t ihi =
         d.window > 0 ? std::min(s.q_len, j0 + nk - 1 + d.window - s.q_offset) : s.q_len;
     for (int64_t i0 = ilo; i0 < ihi; i0 += z.Bq) {
       const int64_t nq = std::min(z.Bq, ihi - i0), nq16 = round_up(nq, 16), nq32 = round_up(nq, 32);
-      gemm(sc.s, nk32, sc.qa + i0 * z.Dk, z.Dk, sc.kt, 2 * nk32, nq16, nk32, z.Dk, false);
-      gemm(sc.dp, nk32, sc.doa + i0 * z.Dk, z.Dk, sc.vt, 2 * nk32, nq16, nk32, z.Dk, false);
+      gemm(sc.s, nk32, sc.qa + i0 * z.Dk, z.Dk, block + kl.kt, 2 * kl.Bk32, nq16, nk32, z.Dk,
+           false);
+      gemm(sc.dp, nk32, sc.doa + i0 * z.Dk, z.Dk, block + kl.vt, 2 * kl.Bk32, nq16, nk32, z.Dk,
+           false);
+      // P into s, dS into dp, row by row; rows past nq (padding) zero.
       for (int64_t r = 0; r < nq32; ++r) {
-        bf16* pb = sc.pb + r * nk32;
-        bf16* dsb = sc.dsb + r * nk32;
+        float* pr = sc.s + r * nk32;
+        float* dsr = sc.dp + r * nk32;
         int64_t a = 0, b = 0;
         if (r < nq) {
           const int64_t pos = s.q_offset + i0 + r;
           a = std::clamp(flash::key_lo(pos, d.window) - j0, int64_t{0}, nk);
           b = std::max(a, std::clamp(flash::key_hi(pos, s.k_len) - j0, int64_t{0}, nk));
         }
-        for (int64_t j = 0; j < a; ++j) pb[j] = dsb[j] = 0;
+        for (int64_t j = 0; j < a; ++j) pr[j] = dsr[j] = 0.0f;
         if (a < b) {
           const float m = lse[(s.q_begin + i0 + r) * d.H + h], dl = sc.delta[i0 + r];
-          const float* sr = sc.s + r * nk32;
-          const float* dpr = sc.dp + r * nk32;
           for (int64_t j = a; j < b; ++j) {
-            const float p = flash::exp_score(sr[j] * scale - m);
-            pb[j] = flash_bf16::narrow(p);
-            dsb[j] = flash_bf16::narrow(p * (dpr[j] - dl));
+            const float p = flash::exp_score(pr[j] * scale - m);
+            pr[j] = p;
+            dsr[j] = p * (dsr[j] - dl);
           }
         }
-        for (int64_t j = b; j < nk32; ++j) pb[j] = dsb[j] = 0;
+        for (int64_t j = b; j < nk32; ++j) pr[j] = dsr[j] = 0.0f;
       }
-      for (int64_t j = 0; j < nk16; ++j) {
-        bf16* pt = sc.ptb + j * z.Bq32;
-        bf16* dst = sc.dstb + j * z.Bq32;
-        for (int64_t r = 0; r < nq32; ++r) {
-          pt[r] = sc.pb[r * nk32 + j];
-          dst[r] = sc.dsb[r * nk32 + j];
-        }
-      }
-      const bf16* dob = sc.dob + i0 * z.Dn;  // pair row i0 / 2 of 2 Dn elements
-      const bf16* qb = sc.qb + i0 * z.Dn;
-      gemm(sc.dv, z.Dn, sc.ptb, z.Bq32, dob, 2 * z.Dn, nk16, z.Dn, nq32, true);
-      gemm(sc.dk, z.Dn, sc.dstb, z.Bq32, qb, 2 * z.Dn, nk16, z.Dn, nq32, true);
-      gemm(sc.dq, z.Dn, sc.dsb, nk32, sc.kb, 2 * z.Dn, nq16, z.Dn, nk32, false);
+      for (int64_t x = 0; x < nq16 * nk32; ++x) sc.dsb[x] = flash_bf16::narrow(sc.dp[x]);
+      interleave_rows(sc.pv, sc.s, nk32, nq32, nk32);
+      interleave_rows(sc.dsv, sc.dp, nk32, nq32, nk32);
+      gemm(sc.dvT, nk32, sc.doT + i0, z.QL, sc.pv, 2 * nk32, z.Dn, nk32, nq32, true);
+      gemm(sc.dkT, nk32, sc.qT + i0, z.QL, sc.dsv, 2 * nk32, z.Dn, nk32, nq32, true);
+      gemm(sc.dq, z.Dn, sc.dsb, nk32, block + kl.kb, 2 * z.Dn, nq16, z.Dn, nk32, false);
       for (int64_t r = 0; r < nq; ++r) {
         float* dqr = dq + row0 + (i0 + r) * HD;
-        const float* t = sc.dq + r * z.Dn;
-        for (int64_t x = 0; x < d.D; ++x) dqr[x] += t[x] * scale;
+        const float* tq = sc.dq + r * z.Dn;
+        for (int64_t x = 0; x < d.D; ++x) dqr[x] += tq[x] * scale;
       }
     }
     for (int64_t j = 0; j < nk; ++j) {
       float* dkr = dk_dst + (s.k_begin + j0 + j) * dst_stride;
       float* dvr = dv_dst + (s.k_begin + j0 + j) * dst_stride;
       for (int64_t x = 0; x < d.D; ++x) {
-        dkr[x] = sc.dk[j * z.Dn + x] * scale;
-        dvr[x] = sc.dv[j * z.Dn + x];
+        dkr[x] = sc.dkT[x * nk32 + j] * scale;
+        dvr[x] = sc.dvT[x * nk32 + j];
       }
     }
   }
@@ -193,18 +202,18 @@ template <typename Out>
 
 template <typename Out>
 void item_generic(float* dq, float* dk, float* dv, int64_t stride, const float* dout,
-                  const Out* out, const float* lse, const bf16* q, const bf16* k, const bf16* v,
+                  const Out* out, const float* lse, const bf16* q, const Keys& keys,
                   const AttentionSegment& s, const AttentionDims& d, int64_t h, const Shape& z,
                   const Scratch& sc, flash_bf16::GemmFn gemm) {
-  backward_item(dq, dk, dv, stride, dout, out, lse, q, k, v, s, d, h, z, sc, gemm);
+  backward_item(dq, dk, dv, stride, dout, out, lse, q, keys, s, d, h, z, sc, gemm);
 }
 
 template <typename Out>
 [[gnu::target("avx512f,avx512dq,avx512bw,avx512vl")]] void item_avx512(
     float* dq, float* dk, float* dv, int64_t stride, const float* dout, const Out* out,
-    const float* lse, const bf16* q, const bf16* k, const bf16* v, const AttentionSegment& s,
+    const float* lse, const bf16* q, const Keys& keys, const AttentionSegment& s,
     const AttentionDims& d, int64_t h, const Shape& z, const Scratch& sc, flash_bf16::GemmFn gemm) {
-  backward_item(dq, dk, dv, stride, dout, out, lse, q, k, v, s, d, h, z, sc, gemm);
+  backward_item(dq, dk, dv, stride, dout, out, lse, q, keys, s, d, h, z, sc, gemm);
 }
 
 }  // namespace
@@ -224,17 +233,26 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
   const Shape z(ws, dims, max_q);
   const int64_t slots = flash::slot_count(ws, items);
 
-  // Workspace: reduce-item prefix, partial dK/dV (k_rows, H, D) when heads share a kv head,
-  // then one scratch block per slot.
-  const int64_t prefix_bytes = bytes(nseg + 1, 8);
+  // Workspace: reduce-item prefix, first key tile per segment, partial dK/dV (k_rows, H, D)
+  // when heads share a kv head, the packed keys, then one scratch block per slot.
+  const flash_bf16::KvLayout kl = flash_bf16::KvLayout::make(z.Bk, dims.D, true);
+  int64_t tiles = 0;
+  for (const AttentionSegment& s : segments) tiles += (s.k_len + z.Bk - 1) / z.Bk;
+  const int64_t prefix_bytes = 2 * bytes(nseg + 1, 8);
   const int64_t n_part = group > 1 ? e.k_rows * dims.H * dims.D : 0;
   const int64_t part_bytes = bytes(n_part, 4), per_slot = scratch_bytes(z);
+  const int64_t kv_bytes = bytes(tiles * dims.Hkv * kl.elems, 2);
   std::byte* base =
-      ws.reserve(static_cast<size_t>(prefix_bytes + 2 * part_bytes + slots * per_slot));
+      ws.reserve(static_cast<size_t>(prefix_bytes + 2 * part_bytes + kv_bytes + slots * per_slot));
   auto* prefix = reinterpret_cast<int64_t*>(base);
+  auto* first_tile = reinterpret_cast<int64_t*>(base + bytes(nseg + 1, 8));
   float* dk_part = reinterpret_cast<float*>(base + prefix_bytes);
   float* dv_part = reinterpret_cast<float*>(base + prefix_bytes + part_bytes);
-  std::byte* scratch = base + prefix_bytes + 2 * part_bytes;
+  auto* packed = reinterpret_cast<bf16*>(base + prefix_bytes + 2 * part_bytes);
+  std::byte* scratch = base + prefix_bytes + 2 * part_bytes + kv_bytes;
+  flash_bf16::count_kv_tiles(segments, z.Bk, first_tile);
+  flash_bf16::pack_kv(packed, first_tile, k, v, segments, dims, kl,
+                      flash::slot_count(ws, tiles * dims.Hkv));
 
   float* dk_dst = group > 1 ? dk_part : dk;
   float* dv_dst = group > 1 ? dv_part : dv;
@@ -244,12 +262,13 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
     const AttentionSegment& s = segments[static_cast<size_t>(item / dims.H)];
     const int64_t h = item % dims.H, off = h * dims.D;
     const Scratch sc = carve(scratch + slot * per_slot, z);
+    const Keys keys{packed, first_tile, item / dims.H, &kl};
     tg.begin();
     if (tg.avx512)
-      item_avx512(dq, dk_dst + off, dv_dst + off, dst_stride, dout, out, lse, q, k, v, s, dims, h,
+      item_avx512(dq, dk_dst + off, dv_dst + off, dst_stride, dout, out, lse, q, keys, s, dims, h,
                   z, sc, tg.gemm);
     else
-      item_generic(dq, dk_dst + off, dv_dst + off, dst_stride, dout, out, lse, q, k, v, s, dims, h,
+      item_generic(dq, dk_dst + off, dv_dst + off, dst_stride, dout, out, lse, q, keys, s, dims, h,
                    z, sc, tg.gemm);
     tg.end();
   });
