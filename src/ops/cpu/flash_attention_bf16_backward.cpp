@@ -3,13 +3,13 @@
 // The fp32 kernel's work split (flash_attention_backward.cpp): item = (segment, query head); key
 // tiles ascending (outer), the query tiles that see each one (inner); dK, dV of the key tile
 // accumulate in fp32 scratch and are written once, dQ rows (this item's alone) accumulate in
-// place in ascending key tiles. GQA partials per query head are summed over the group in head
-// order afterwards (flash::sum_group). K and V are packed once per call (pack_kv: Kᵀ, Vᵀ pairs
-// and K row pairs per key tile). Per item the segment's Q and dO (rounded to bf16 once) are
-// packed as rows (A of S, dP) and transposed (A of dKᵀ, dVᵀ), and Δ = rowsum(dO ⊙ O) is taken
-// in fp32. Per (key tile, query tile) five tile products:
+// the item's scratch in ascending key tiles and are written at its end. GQA partials per query head
+// are summed over the group in head order afterwards (flash::sum_group). K and V are packed once
+// per call (pack_kv: Kᵀ, Vᵀ pairs and K row pairs per key tile). Per item the segment's Q and dO
+// (rounded to bf16 once) are packed as rows (A of S, dP) and transposed (A of dKᵀ, dVᵀ), and Δ =
+// rowsum(dO ⊙ O) is taken in fp32. Per (key tile, query tile) five tile products:
 //   S = Q Kᵀ, P = exp(S·scale − lse);  dP = dO Vᵀ;  dS = P ⊙ (dP − Δ);
-//   dVᵀ += dOᵀ bf16(P);  dKᵀ += Qᵀ bf16(dS);  dQ += bf16(dS) K · scale   (dK · scale on write).
+//   dVᵀ += dOᵀ bf16(P);  dKᵀ += Qᵀ bf16(dS);  dQ += bf16(dS) K   (dQ, dK · scale on write).
 // dK and dV accumulate transposed so that P and dS only need row-pair interleaving (B of the
 // products), never a transpose; the key tile's dKᵀ, dVᵀ are transposed once when written.
 // Query tiles start at even rows (B holds row pairs); a row that sees no key of the tile gets
@@ -47,7 +47,7 @@ struct Scratch {     // one per slot
   bf16 *pv, *dsv;    // (Bq32 / 2, 2 Bk32) bf16(P), bf16(dS) as query row pairs
   float *s, *dp;     // (Bq32, Bk32) scores then P; dP then dS
   float *dkT, *dvT;  // (Dn, Bk32) the key tile's accumulators
-  float* dq;         // (Bq32, Dn) one dS K product
+  float* dq;         // (QL, Dn) the item's dQ / scale, written to dq at its end
   float* delta;      // (QL) Δ per query row
 };
 
@@ -57,7 +57,7 @@ int64_t bytes(int64_t n, int64_t size) {
 
 int64_t scratch_bytes(const Shape& z) {
   return 4 * bytes(z.QL * z.Dk, 2) + 3 * bytes(z.Bq32 * z.Bk32, 2) + 2 * bytes(z.Bq32 * z.Bk32, 4) +
-         2 * bytes(z.Dn * z.Bk32, 4) + bytes(z.Bq32 * z.Dn, 4) + bytes(z.QL, 4);
+         2 * bytes(z.Dn * z.Bk32, 4) + bytes(z.QL * z.Dn, 4) + bytes(z.QL, 4);
 }
 
 Scratch carve(std::byte* p, const Shape& z) {
@@ -77,7 +77,7 @@ Scratch carve(std::byte* p, const Shape& z) {
   take(sc.dp, z.Bq32 * z.Bk32, 4);
   take(sc.dkT, z.Dn * z.Bk32, 4);
   take(sc.dvT, z.Dn * z.Bk32, 4);
-  take(sc.dq, z.Bq32 * z.Dn, 4);
+  take(sc.dq, z.QL * z.Dn, 4);
   take(sc.delta, z.QL, 4);
   return sc;
 }
@@ -139,8 +139,8 @@ template <typename Out>
   flash_bf16::transpose(sc.doT, z.QL, sc.doa, z.Dk, z.QL, z.Dn);
   for (int64_t i = 0; i < s.q_len; ++i) {
     sc.delta[i] = row_delta(sc.doa + i * z.Dk, out + row0 + i * HD, d.D);
-    for (int64_t x = 0; x < d.D; ++x) dq[row0 + i * HD + x] = 0.0f;
   }
+  for (int64_t x = 0; x < z.QL * z.Dn; ++x) sc.dq[x] = 0.0f;
 
   for (int64_t t = 0; t * z.Bk < s.k_len; ++t) {
     const int64_t j0 = t * z.Bk, nk = std::min(z.Bk, s.k_len - j0), nk32 = round_up(nk, 32);
@@ -182,12 +182,7 @@ template <typename Out>
       interleave_rows(sc.dsv, sc.dp, nk32, nq32, nk32);
       gemm(sc.dvT, nk32, sc.doT + i0, z.QL, sc.pv, 2 * nk32, z.Dn, nk32, nq32, true);
       gemm(sc.dkT, nk32, sc.qT + i0, z.QL, sc.dsv, 2 * nk32, z.Dn, nk32, nq32, true);
-      gemm(sc.dq, z.Dn, sc.dsb, nk32, block + kl.kb, 2 * z.Dn, nq16, z.Dn, nk32, false);
-      for (int64_t r = 0; r < nq; ++r) {
-        float* dqr = dq + row0 + (i0 + r) * HD;
-        const float* tq = sc.dq + r * z.Dn;
-        for (int64_t x = 0; x < d.D; ++x) dqr[x] += tq[x] * scale;
-      }
+      gemm(sc.dq + i0 * z.Dn, z.Dn, sc.dsb, nk32, block + kl.kb, 2 * z.Dn, nq16, z.Dn, nk32, true);
     }
     for (int64_t j = 0; j < nk; ++j) {
       float* dkr = dk_dst + (s.k_begin + j0 + j) * dst_stride;
@@ -197,6 +192,12 @@ template <typename Out>
         dvr[x] = sc.dvT[x * nk32 + j];
       }
     }
+  }
+  // dQ accumulated in contiguous scratch (rows of dq lie H·D apart, which L1 maps to few sets).
+  for (int64_t i = 0; i < s.q_len; ++i) {
+    float* dqr = dq + row0 + i * HD;
+    const float* acc = sc.dq + i * z.Dn;
+    for (int64_t x = 0; x < d.D; ++x) dqr[x] = acc[x] * scale;
   }
 }
 
