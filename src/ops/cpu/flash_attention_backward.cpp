@@ -91,6 +91,20 @@ void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, co
   }
 }
 
+// dk[row, g] = Σ over the group's heads, in head order, of the partials part[row, h].
+template <typename T>
+void sum_group(T* dst, const T* part, int64_t row0, int64_t rows, const AttentionDims& d) {
+  const int64_t group = d.H / d.Hkv;
+  for (int64_t row = row0; row < row0 + rows; ++row)
+    for (int64_t g = 0; g < d.Hkv; ++g) {
+      T* o = dst + (row * d.Hkv + g) * d.D;
+      const T* p = part + (row * d.H + g * group) * d.D;
+      for (int64_t x = 0; x < d.D; ++x) o[x] = p[x];
+      for (int64_t hl = 1; hl < group; ++hl)
+        for (int64_t x = 0; x < d.D; ++x) o[x] += p[hl * d.D + x];
+    }
+}
+
 }  // namespace
 
 template <typename T>
@@ -148,8 +162,8 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const 
     const AttentionSegment& s = segments[static_cast<size_t>(si)];
     const int64_t r0 = (item - prefix[si]) * kReduceRows;
     const int64_t rows = std::min(kReduceRows, s.k_len - r0);
-    flash::sum_group(dk, dk_part, s.k_begin + r0, rows, dims);
-    flash::sum_group(dv, dv_part, s.k_begin + r0, rows, dims);
+    sum_group(dk, dk_part, s.k_begin + r0, rows, dims);
+    sum_group(dv, dv_part, s.k_begin + r0, rows, dims);
   });
 }
 

@@ -95,19 +95,4 @@ T lane_sum(const T* x, int64_t n) {
   return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
-// Backward under GQA: dk[row, g] = Σ over the group's heads, in head order, of the partials
-// part[row, h] (row stride H·D), for rows [row0, row0 + rows).
-template <typename T>
-void sum_group(T* dst, const T* part, int64_t row0, int64_t rows, const AttentionDims& d) {
-  const int64_t group = d.H / d.Hkv;
-  for (int64_t row = row0; row < row0 + rows; ++row)
-    for (int64_t g = 0; g < d.Hkv; ++g) {
-      T* o = dst + (row * d.Hkv + g) * d.D;
-      const T* p = part + (row * d.H + g * group) * d.D;
-      for (int64_t x = 0; x < d.D; ++x) o[x] = p[x];
-      for (int64_t hl = 1; hl < group; ++hl)
-        for (int64_t x = 0; x < d.D; ++x) o[x] += p[hl * d.D + x];
-    }
-}
-
 }  // namespace sft::ops::flash
