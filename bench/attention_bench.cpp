@@ -4,10 +4,12 @@
 // Counters: saved_bytes (what forward keeps for backward per layer: lse vs probabilities),
 // GFLOP/s over the causal multiply-adds actually needed (4 n²/2 · D · H forward, 2.5× that
 // forward + backward). BM_FlashTiles sweeps the tile shape (the choice in ops/attention.h).
+// BM_FlashBf16* run the bf16 kernels (AMX where present) on the same values rounded to bf16.
 #include <benchmark/benchmark.h>
 
 #include <vector>
 
+#include "core/half.h"
 #include "ops/attention.h"
 #include "ops/cpu/attention_reference.h"
 
@@ -87,6 +89,36 @@ void flash(benchmark::State& state, int64_t which, bool backward, int64_t bq, in
   state.counters["workspace_bytes"] = static_cast<double>(ws.capacity());
 }
 
+// The bf16 kernels (attention_forward_bf16 / backward: AMX where present) on the same values
+// rounded to bf16, out saved as bf16 as the decoder layer saves it.
+void flash_bf16(benchmark::State& state, int64_t which, bool backward, int64_t bq, int64_t bk) {
+  Data d(which);
+  auto narrow = [](const std::vector<float>& x) {
+    std::vector<uint16_t> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = sft::f32_to_bf16(x[i]);
+    return y;
+  };
+  const std::vector<uint16_t> q = narrow(d.q), k = narrow(d.k), v = narrow(d.v);
+  std::vector<uint16_t> out(d.q.size());
+  sft::ops::AttentionWorkspace ws;
+  ws.q_tile = bq;
+  ws.k_tile = bk;
+  const sft::ops::AttentionDims dims{kH, kHkv, kD, 0};
+  for (auto _ : state) {
+    sft::ops::attention_forward_bf16(out.data(), d.lse.data(), q.data(), k.data(), v.data(), d.segs,
+                                     dims, ws);
+    if (backward)
+      sft::ops::attention_backward_bf16(d.dq.data(), d.dk.data(), d.dv.data(), d.dout.data(),
+                                        out.data(), d.lse.data(), q.data(), k.data(), v.data(),
+                                        d.segs, dims, ws);
+    benchmark::DoNotOptimize(d.dq.data());
+  }
+  const double flops = d.causal_flops_forward() * (backward ? 2.5 : 1.0);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["workspace_bytes"] = static_cast<double>(ws.capacity());
+}
+
 void eager(benchmark::State& state, int64_t which, bool backward) {
   Data d(which);
   std::vector<float> probs(static_cast<size_t>(d.probs_bytes() / sizeof(float)));
@@ -119,6 +151,16 @@ void BM_FlashForward(benchmark::State& s) {
 void BM_FlashForwardBackward(benchmark::State& s) {
   flash(s, s.range(0), true, kDefault.q_tile, kDefault.k_tile);
 }
+void BM_FlashBf16Forward(benchmark::State& s) {
+  flash_bf16(s, s.range(0), false, kDefault.q_tile, kDefault.k_tile);
+}
+void BM_FlashBf16ForwardBackward(benchmark::State& s) {
+  flash_bf16(s, s.range(0), true, kDefault.q_tile, kDefault.k_tile);
+}
+// Args: q tile, k tile, documents; forward + backward in bf16.
+void BM_FlashBf16Tiles(benchmark::State& s) {
+  flash_bf16(s, s.range(2), true, s.range(0), s.range(1));
+}
 void BM_EagerForward(benchmark::State& s) {
   eager(s, s.range(0), false);
 }
@@ -132,6 +174,16 @@ void BM_FlashTiles(benchmark::State& s) {
 
 BENCHMARK(BM_FlashForward)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_FlashForwardBackward)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_FlashBf16Forward)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_FlashBf16ForwardBackward)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_FlashBf16Tiles)
+    ->ArgsProduct({{64, 128, 256}, {64, 128, 256}, {0}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_EagerForward)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_EagerForwardBackward)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_FlashTiles)

@@ -139,12 +139,14 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
   if (s.compute == DType::kBF16) {
     g.norm_out = take<float>(cv, T, s.C);
     g.h32 = take<float>(cv, T, s.I);
-    g.att32 = take<float>(cv, T, Q);
+    // att32 serves bf16 decoding only (fp32 q against the fp32 cache); the backward scratch
+    // (training, also its forward recomputation) has none.
+    if (!backward) g.att32 = take<float>(cv, T, Q);
     g.q32 = take<float>(cv, T, Q);
     g.k32 = take<float>(cv, T, KV);
     g.v32 = take<float>(cv, T, KV);
     // Aliases of buffers that are free while these are live: q_raw is normed into q before
-    // attention writes att32, and backward widens q_raw, k_raw after attention read q32, k32.
+    // attention writes att32, and backward widens q_raw, k_raw into q32, k32, unused there.
     if (s.qk_norm) {
       g.q_raw32 = backward ? g.q32 : g.att32;
       g.k_raw32 = backward ? g.k32 : take<float>(cv, T, KV);
@@ -190,16 +192,20 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
   w.v.forward(v, a.ln1);
   ops::rope_forward(q, attn.cos, attn.sin);
   ops::rope_forward(k, attn.cos, attn.sin);
-  keep_rounded(a.q, q);
-  keep_rounded(a.k, k);
-  keep_rounded(a.v, v);
-  // bf16-saved k and v are this layer's own rows (training), so attention reads their fp32
-  // rounded values; otherwise attn names them (the layer's rows, or the decode cache).
-  const bool own_rounded_kv = a.k.dtype == DType::kBF16;
-  const ops::View k_all = own_rounded_kv ? k : attn.k_all, v_all = own_rounded_kv ? v : attn.v_all;
-  const ops::View att = a.att.empty() ? s.att32 : a.att;  // bf16: attention writes scratch
-  ops::attention_forward(att, a.lse, q, k_all, v_all, attn.segments, w.dims);
-  if (a.att_in.data != att.data) ops::cast(a.att_in, att);
+  if (a.q.dtype == DType::kBF16) {
+    // bf16 training (the layer's own k, v, which attn names): attention reads the bf16 q, k, v
+    // and writes the o projection's bf16 input itself.
+    ops::cast(a.q, q);
+    ops::cast(a.k, k);
+    ops::cast(a.v, v);
+    ops::attention_forward(a.att_in, a.lse, a.q, attn.k_all, attn.v_all, attn.segments, w.dims);
+  } else {
+    // fp32 q against attn's keys and values (the layer's rows, or the decode cache); under bf16
+    // decoding attention writes scratch and att_in is its bf16 copy.
+    const ops::View att = a.att.empty() ? s.att32 : a.att;
+    ops::attention_forward(att, a.lse, q, attn.k_all, attn.v_all, attn.segments, w.dims);
+    if (a.att_in.data != att.data) ops::cast(a.att_in, att);
+  }
   w.o.forward(a.x_mid, a.att_in);
   ops::add(a.x_mid, x);
   norm_into(a.ln2, a.rstd2, s.norm_out, a.x_mid, w.post_norm->value, w.eps);
@@ -240,17 +246,10 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
   ops::add(g.dres, g.dtmp);  // d x_mid
   // Attention.
   w.o.backward(g.datt, g.dres, a.att_in, dy16(g.dres));
-  ops::View att = a.att;
-  if (att.empty()) {  // bf16: the saved copy of attention's output, widened
-    ops::cast(g.att32, a.att_in);
-    att = g.att32;
-  }
-  const bool own_rounded_kv = a.k.dtype == DType::kBF16;
-  const ops::View q = widened(a.q, g.q32);
-  const ops::View k_all = own_rounded_kv ? widened(a.k, g.k32) : attn.k_all;
-  const ops::View v_all = own_rounded_kv ? widened(a.v, g.v32) : attn.v_all;
-  ops::attention_backward(g.dq, g.dk, g.dv, g.datt, att, a.lse, q, k_all, v_all, attn.segments,
-                          w.dims);
+  // Under bf16 the saved bf16 q, k, v and output (att_in) go to attention as they are.
+  const ops::View att = a.q.dtype == DType::kBF16 ? a.att_in : a.att;
+  ops::attention_backward(g.dq, g.dk, g.dv, g.datt, att, a.lse, a.q, attn.k_all, attn.v_all,
+                          attn.segments, w.dims);
   ops::rope_backward(g.dq, attn.cos, attn.sin);
   ops::rope_backward(g.dk, attn.cos, attn.sin);
   ops::View dq = g.dq, dk = g.dk;

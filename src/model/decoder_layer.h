@@ -6,9 +6,10 @@
 // Under bf16 compute the inputs of the seven projections (ln1, att, ln2, h) are kept in bf16
 // and multiplied with the weights' bf16 copies, fp32 accumulation. The saved projection outputs
 // (q, k, v — and q_raw, k_raw before qk-norm — gate, up) are rounded to bf16 as torch autocast
-// rounds them, and the layer computes with the rounded values in fp32 (attention, the norms and
-// SwiGLU run in fp32 scratch); what stays fp32 is the residual stream (x_mid), the norms'
-// statistics and attention's log-sum-exp. Decoding keeps q, k, v in fp32 (k, v are the cache).
+// rounds them, and the layer computes with the rounded values: attention reads the bf16 q, k, v
+// and writes its bf16 output (ops/attention.h, bf16), the norms and SwiGLU run in fp32 scratch;
+// what stays fp32 is the residual stream (x_mid), the norms' statistics and attention's
+// log-sum-exp. Decoding keeps q, k, v in fp32 (k, v are the cache) and attention in fp32.
 // Signature rule: outputs first, then saved activations, inputs, weights; parameter grads
 // accumulate (+=), activation grads overwrite (=).
 // Dimensions: T tokens, C hidden, I intermediate, H heads, Hkv kv heads, D head dim.
@@ -66,7 +67,7 @@ struct LayerScratch {
   ops::View dq2, dk2;          // (T, H·D), (T, Hkv·D) before rope's inverse (qk_norm)
   ops::View dh, dgate, dup;    // (T, I)
   ops::View dy16;              // (T, max(I, C, H·D)) bf16 gradient of a linear's output
-  ops::View att32;      // (T, H·D) f32 attention output under bf16; in backward att_in widened
+  ops::View att32;      // (T, H·D) f32 attention output of bf16 decoding (forward scratch only)
   ops::View norm_sink;  // (1, max(C, D)) the discarded weight gradient of a frozen norm (LoRA)
   // Under bf16: fp32 values of the bf16-saved projection outputs (some alias other scratch).
   ops::View q32, k32, v32;     // (T, H·D), (T, Hkv·D) ×2

@@ -78,4 +78,23 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const 
                         const T* k, const T* v, std::span<const AttentionSegment> segments,
                         const AttentionDims& dims, AttentionWorkspace& ws);
 
+// bf16, as PyTorch's CPU flash attention under autocast: q, k, v hold bf16 bits; S = Q Kᵀ in
+// fp32 accumulation, the online softmax (running max and sum, lse) in fp32, P rounded to bf16
+// for P V (fp32 accumulation); out is bf16 (uint16_t, rounded once from fp32) or float.
+// Backward: dout fp32 is rounded to bf16 once (autocast's bf16 gradient); Δ = rowsum(dO ⊙ O) in
+// fp32; P recomputed from lse; dV += Pᵀ dO, dP = dO Vᵀ, dS = P ⊙ (dP − Δ) rounded to bf16 for
+// dQ += dS K · scale and dK += dSᵀ Q · scale; dq, dk, dv fp32. The tile products run on AMX when
+// the CPU has it (ops/cpu/amx.h), else on a portable loop (SFT_CPU_ISA=generic forces that);
+// a given path and inputs give the same bits for any thread count. Any head dim (padded to 32
+// inside). Out = uint16_t or float.
+template <typename Out>
+void attention_forward_bf16(Out* out, float* lse, const uint16_t* q, const uint16_t* k,
+                            const uint16_t* v, std::span<const AttentionSegment> segments,
+                            const AttentionDims& dims, AttentionWorkspace& ws);
+template <typename Out>
+void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout, const Out* out,
+                             const float* lse, const uint16_t* q, const uint16_t* k,
+                             const uint16_t* v, std::span<const AttentionSegment> segments,
+                             const AttentionDims& dims, AttentionWorkspace& ws);
+
 }  // namespace sft::ops

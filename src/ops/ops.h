@@ -91,7 +91,9 @@ void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard s
 
 // Attention over segments (ops/attention.h): out (Tq, H·D) =, lse (Tq, H) = the log-sum-exp
 // saved for backward; q (Tq, H·D); k, v (Tk, Hkv·D). Backward: dq =, dk and dv = on the key
-// rows the segments cover.
+// rows the segments cover. Dtypes: all f32, all f64 (reference), or bf16 attention: q, k, v
+// bf16, out bf16 or f32, lse f32 and, backward, dout, dq, dk, dv f32 (dout is rounded to bf16
+// inside, as autocast's gradient); any other mix is refused.
 void attention_forward(View out, View lse, View q, View k, View v,
                        std::span<const AttentionSegment> segments, const AttentionDims& dims);
 void attention_backward(View dq, View dk, View dv, View dout, View out, View lse, View q, View k,

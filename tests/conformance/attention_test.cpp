@@ -5,7 +5,9 @@
 // and lse its own forward returned. A query past the last key (its row fully masked) is either
 // refused with an error naming attention or gives out = 0, never NaN.
 //
-// Tolerances (max |err| / max |ref|), f32: 1e-5 for out, dq, dk, dv and lse (softmax in fp32).
+// Tolerances (max |err| / max |ref|), f32: 1e-5 for out, dq, dk, dv and lse (softmax in fp32);
+// bf16 (q, k, v, out bf16; lse, dout and the gradients f32): 1e-2 for out, dq, dk, dv (two or
+// three bf16 roundings of 2⁻⁹ on the way, tests/ops/flash_attention_bf16_test.cpp), 1e-5 for lse.
 // Forward also against eager attention written out in f64 in this file (1e-5 f32, 1e-12 f64);
 // lse against its log-sum-exp whenever the backend writes lse (the eager CPU kernel of today
 // does not; a tiled kernel must).
@@ -73,18 +75,20 @@ struct AttentionRun {
   Values out, lse, dq, dk, dv;
 };
 
+// In bf16, q, k, v and out are bf16 and lse, dout, dq, dk, dv f32 (ops.h's bf16 attention).
 AttentionRun run_attention_full(const AttentionCase& c, const Backend& be, Mode m) {
   const AttentionDims& d = c.dims;
   const int64_t qc = d.H * d.D, kc = d.Hkv * d.D;
+  const DType f = m.dtype == DType::kBF16 ? DType::kF32 : m.dtype;
   Buffer Q(be, m.dtype, c.Tq, qc, random_values(c.Tq * qc, 1, 1.0, m.grid));
   Buffer K(be, m.dtype, c.Tk, kc, random_values(c.Tk * kc, 2, 1.0, m.grid));
   Buffer V(be, m.dtype, c.Tk, kc, random_values(c.Tk * kc, 3, 1.0, m.grid));
-  Buffer DO(be, m.dtype, c.Tq, qc, random_values(c.Tq * qc, 4, 1.0, m.grid));
+  Buffer DO(be, f, c.Tq, qc, random_values(c.Tq * qc, 4, 1.0, m.grid));
   Buffer O(be, m.dtype, c.Tq, qc, Values(c.Tq * qc, kNaN));
-  Buffer L(be, m.dtype, c.Tq, d.H, Values(c.Tq * d.H, kNaN));
-  Buffer DQ(be, m.dtype, c.Tq, qc, Values(c.Tq * qc, kNaN));
-  Buffer DK(be, m.dtype, c.Tk, kc, Values(c.Tk * kc, kNaN));
-  Buffer DV(be, m.dtype, c.Tk, kc, Values(c.Tk * kc, kNaN));
+  Buffer L(be, f, c.Tq, d.H, Values(c.Tq * d.H, kNaN));
+  Buffer DQ(be, f, c.Tq, qc, Values(c.Tq * qc, kNaN));
+  Buffer DK(be, f, c.Tk, kc, Values(c.Tk * kc, kNaN));
+  Buffer DV(be, f, c.Tk, kc, Values(c.Tk * kc, kNaN));
   ops::attention_forward(O.view(), L.view(), Q.view(), K.view(), V.view(), c.segments, d);
   ops::attention_backward(DQ.view(), DK.view(), DV.view(), DO.view(), O.view(), L.view(), Q.view(),
                           K.view(), V.view(), c.segments, d);
@@ -103,6 +107,20 @@ TEST_P(ConformanceAttention, ForwardAndBackward) {
           return {{"out", r.out}, {"dq", r.dq}, {"dk", r.dk}, {"dv", r.dv}};
         },
         {DType::kF32}, uniform_tolerance(1e-5));
+}
+
+// bf16 (the CPU's AMX kernel; its portable product under conformance.generic_cpu): P, dS and out
+// rounded to bf16 inside, fp32 softmax and accumulation; lse is fp32 throughout.
+TEST_P(ConformanceAttention, ForwardAndBackwardBf16) {
+  SFT_SKIP_WITHOUT_KERNEL("attention");
+  for (const AttentionCase& c : cases())
+    check_conformance(
+        backend(), "attention: " + c.name,
+        [&](const Backend& be, Mode m) -> Outputs {
+          AttentionRun r = run_attention_full(c, be, m);
+          return {{"out", r.out}, {"lse", r.lse}, {"dq", r.dq}, {"dk", r.dk}, {"dv", r.dv}};
+        },
+        {DType::kBF16}, [](DType, const std::string& out) { return out == "lse" ? 1e-5 : 1e-2; });
 }
 
 // Eager attention written out in f64, independent of the kernels (after the swap the f64

@@ -1,5 +1,7 @@
 // ops::attention_* on views, on the CPU: the tiled kernels of ops/attention.h, with one
 // workspace that grows to the largest call and is reused (the step loop does not allocate).
+// Legal dtypes: every view f32, or every view f64 (the reference), or bf16 attention: q, k, v
+// bf16, lse f32, out bf16 or f32 and, backward, dout, dq, dk, dv f32. Other mixes are refused.
 #include "ops/attention.h"
 
 #include "ops/device_dispatch.h"
@@ -22,6 +24,21 @@ void require_same_dtype(const char* op, const View& q, std::initializer_list<Vie
       fail("ops", std::string(op) + ": views of mixed dtypes (" + std::string(dtype_name(q.dtype)) +
                       ", " + std::string(dtype_name(v.dtype)) + ")");
   }
+}
+
+// bf16 attention: q is bf16; `bf16` must be too, `out` bf16 or f32, `f32` f32.
+void require_bf16_mix(const char* op, std::initializer_list<View> bf16, const View& out,
+                      std::initializer_list<View> f32) {
+  auto bad = [&](const View& v, const char* want) {
+    fail("ops", std::string(op) + ": with bf16 q, " + want + " (got " +
+                    std::string(dtype_name(v.dtype)) +
+                    "); legal: q, k, v bf16, out bf16 or f32, lse (and dout, dq, dk, dv) f32");
+  };
+  for (const View& v : bf16)
+    if (v.dtype != DType::kBF16) bad(v, "k and v must be bf16");
+  if (out.dtype != DType::kBF16 && out.dtype != DType::kF32) bad(out, "out must be bf16 or f32");
+  for (const View& v : f32)
+    if (v.dtype != DType::kF32) bad(v, "lse, dout, dq, dk, dv must be f32");
 }
 
 // The views' shapes against the dims and the segments' rows.
@@ -51,6 +68,16 @@ void attention_forward(View out, View lse, View q, View k, View v,
                        std::span<const AttentionSegment> segments, const AttentionDims& dims) {
   const ScopedOp op("attention_forward");
   require_cpu_kernel("attention_forward", {out, lse, q, k, v});
+  if (q.dtype == DType::kBF16) {
+    require_bf16_mix("attention_forward", {k, v}, out, {lse});
+    require_shapes("attention_forward", q, k, v, {{&out, &q}}, lse, segments, dims);
+    if (out.dtype == DType::kBF16)
+      return attention_forward_bf16(out.as<uint16_t>(), lse.as<float>(), q.as<uint16_t>(),
+                                    k.as<uint16_t>(), v.as<uint16_t>(), segments, dims,
+                                    workspace());
+    return attention_forward_bf16(out.as<float>(), lse.as<float>(), q.as<uint16_t>(),
+                                  k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, workspace());
+  }
   require_same_dtype("attention_forward", q, {out, lse, k, v});
   require_shapes("attention_forward", q, k, v, {{&out, &q}}, lse, segments, dims);
   if (q.dtype == DType::kF64)
@@ -65,6 +92,19 @@ void attention_backward(View dq, View dk, View dv, View dout, View out, View lse
                         const AttentionDims& dims) {
   const ScopedOp op("attention_backward");
   require_cpu_kernel("attention_backward", {dq, dk, dv, dout, out, lse, q, k, v});
+  if (q.dtype == DType::kBF16) {
+    require_bf16_mix("attention_backward", {k, v}, out, {lse, dout, dq, dk, dv});
+    require_shapes("attention_backward", q, k, v,
+                   {{&dq, &q}, {&dout, &q}, {&out, &q}, {&dk, &k}, {&dv, &v}}, lse, segments, dims);
+    if (out.dtype == DType::kBF16)
+      return attention_backward_bf16(dq.as<float>(), dk.as<float>(), dv.as<float>(),
+                                     dout.as<float>(), out.as<uint16_t>(), lse.as<float>(),
+                                     q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(), segments,
+                                     dims, workspace());
+    return attention_backward_bf16(dq.as<float>(), dk.as<float>(), dv.as<float>(), dout.as<float>(),
+                                   out.as<float>(), lse.as<float>(), q.as<uint16_t>(),
+                                   k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, workspace());
+  }
   require_same_dtype("attention_backward", q, {dq, dk, dv, dout, out, lse, k, v});
   require_shapes("attention_backward", q, k, v,
                  {{&dq, &q}, {&dout, &q}, {&out, &q}, {&dk, &k}, {&dv, &v}}, lse, segments, dims);

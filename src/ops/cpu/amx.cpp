@@ -1,0 +1,126 @@
+// AMX permission, tile configuration and the bf16 tile product (see amx.h). The product works on
+// blocks of 2 × 2 output tiles (32 × 32 floats): tiles 0–3 accumulate, 4–5 hold A's rows, 6–7
+// B's columns, so each A and B tile loaded feeds two tdpbf16ps. Edge blocks use 1 × 2, 2 × 1 or
+// 1 × 1. The K loop runs in ascending order, so a given input always gives the same bits.
+#include "ops/cpu/amx.h"
+
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ops/cpu/cpu_features.h"
+
+namespace sft::ops::cpu {
+
+namespace {
+
+constexpr long kReqXcompPerm = 0x1023;  // arch_prctl ARCH_REQ_XCOMP_PERM
+constexpr long kXtiledata = 18;         // XFEATURE_XTILEDATA
+
+bool cpu_has_amx_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return ((d >> 22) & 1) && ((d >> 24) & 1);  // AMX-BF16, AMX-TILE
+}
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+#define SFT_AMX [[gnu::target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq")]]
+
+// One block of MT × NT output tiles at c (16 × 16 floats each).
+template <int MT, int NT>
+SFT_AMX [[gnu::always_inline]] inline void block(float* c, int64_t ldc, const uint16_t* a,
+                                                 int64_t lda, const uint16_t* b, int64_t ldb,
+                                                 int64_t K, bool accumulate) {
+  const int64_t sc = ldc * 4, sa = lda * 2, sb = ldb * 2;
+  float* c1 = c + 16 * ldc;
+  if (accumulate) {
+    _tile_loadd(0, c, sc);
+    if constexpr (NT == 2) _tile_loadd(1, c + 16, sc);
+    if constexpr (MT == 2) _tile_loadd(2, c1, sc);
+    if constexpr (MT == 2 && NT == 2) _tile_loadd(3, c1 + 16, sc);
+  } else {
+    _tile_zero(0);
+    if constexpr (NT == 2) _tile_zero(1);
+    if constexpr (MT == 2) _tile_zero(2);
+    if constexpr (MT == 2 && NT == 2) _tile_zero(3);
+  }
+  for (int64_t k0 = 0; k0 < K; k0 += 32) {
+    const uint16_t* bk = b + (k0 / 2) * ldb;
+    _tile_loadd(4, a + k0, sa);
+    _tile_loadd(6, bk, sb);
+    if constexpr (NT == 2) _tile_loadd(7, bk + 32, sb);
+    if constexpr (MT == 2) _tile_loadd(5, a + 16 * lda + k0, sa);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (NT == 2) _tile_dpbf16ps(1, 4, 7);
+    if constexpr (MT == 2) _tile_dpbf16ps(2, 5, 6);
+    if constexpr (MT == 2 && NT == 2) _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c, sc);
+  if constexpr (NT == 2) _tile_stored(1, c + 16, sc);
+  if constexpr (MT == 2) _tile_stored(2, c1, sc);
+  if constexpr (MT == 2 && NT == 2) _tile_stored(3, c1 + 16, sc);
+}
+
+SFT_AMX void load_config() {
+  TileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+SFT_AMX void release() {
+  _tile_release();
+}
+
+}  // namespace
+
+bool use_amx() {
+  static const bool on = [] {
+    if (!use_avx512() || !cpu_has_amx_bf16()) return false;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) == 0;
+  }();
+  return on;
+}
+
+void amx_begin() {
+  load_config();
+}
+
+void amx_end() {
+  release();
+}
+
+SFT_AMX void gemm_bf16_amx(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const uint16_t* b,
+                           int64_t ldb, int64_t M, int64_t N, int64_t K, bool accumulate) {
+  for (int64_t m0 = 0; m0 < M; m0 += 32) {
+    const bool two_m = m0 + 32 <= M;
+    const uint16_t* am = a + m0 * lda;
+    for (int64_t n0 = 0; n0 < N; n0 += 32) {
+      const bool two_n = n0 + 32 <= N;
+      float* cb = c + m0 * ldc + n0;
+      const uint16_t* bn = b + 2 * n0;
+      if (two_m && two_n)
+        block<2, 2>(cb, ldc, am, lda, bn, ldb, K, accumulate);
+      else if (two_m)
+        block<2, 1>(cb, ldc, am, lda, bn, ldb, K, accumulate);
+      else if (two_n)
+        block<1, 2>(cb, ldc, am, lda, bn, ldb, K, accumulate);
+      else
+        block<1, 1>(cb, ldc, am, lda, bn, ldb, K, accumulate);
+    }
+  }
+}
+
+#undef SFT_AMX
+
+}  // namespace sft::ops::cpu

@@ -1,0 +1,29 @@
+// AMX-BF16 on the CPU: whether this process may use it, and the one tile product built on it.
+//
+// use_amx() is decided once per process: the CPU reports AMX-TILE and AMX-BF16 (CPUID leaf 7),
+// AVX-512 is in use (cpu_features.h; SFT_CPU_ISA=generic turns both off) and Linux grants this
+// process the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA; a kernel that
+// refuses leaves us on the portable path instead of faulting on the first tile load).
+//
+// The tile configuration is per thread and other libraries (oneDNN) load their own, so a
+// caller brackets its tile products with amx_begin() / amx_end() on the thread that runs them.
+#pragma once
+
+#include <cstdint>
+
+namespace sft::ops::cpu {
+
+bool use_amx();
+
+// Loads this thread's tile configuration (eight 16 × 64-byte tiles) / releases it.
+void amx_begin();
+void amx_end();
+
+// C (M, N) fp32 = (or += with accumulate) A · B in fp32 accumulation, between amx_begin/end.
+// A (M, K) bf16 bits, row-major, lda elements per row. B (K, N) in VNNI pairs: K/2 rows of N
+// pairs (B[2r][n], B[2r + 1][n]), ldb bf16 elements per pair row. ldc floats per row of C.
+// M and N multiples of 16, K a multiple of 32 (callers pad with zeros).
+void gemm_bf16_amx(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const uint16_t* b,
+                   int64_t ldb, int64_t M, int64_t N, int64_t K, bool accumulate);
+
+}  // namespace sft::ops::cpu
