@@ -25,17 +25,6 @@ ops::View per_head(const ops::View& v, int64_t D) {
   return v.reshaped(v.numel() / D, D);
 }
 
-// rmsnorm into `out`, through the f32 scratch when `out` is bf16.
-void norm_into(ops::View out, ops::View rstd, ops::View scratch, ops::View x, ops::View w,
-               double eps) {
-  if (out.dtype == DType::kBF16) {
-    ops::rmsnorm_forward(scratch, rstd, x, w, eps);
-    ops::cast(out, scratch);
-  } else {
-    ops::rmsnorm_forward(out, rstd, x, w, eps);
-  }
-}
-
 // The fp32 values a projection output is computed with: `saved` itself when it is fp32, else
 // `scratch` (fp32) holding it. Forward writes the projection into the result, then keep_rounded()
 // stores it and replaces it with its bf16 rounding.
@@ -137,7 +126,6 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
   const int64_t T = s.T, Q = s.H * s.D, KV = s.Hkv * s.D;
   LayerScratch g;
   if (s.compute == DType::kBF16) {
-    g.norm_out = take<float>(cv, T, s.C);
     g.h32 = take<float>(cv, T, s.I);
     g.att32 = take<float>(cv, T, Q);
     g.q32 = take<float>(cv, T, Q);
@@ -165,7 +153,11 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
   g.dh = take<float>(cv, T, s.I);
   g.dgate = take<float>(cv, T, s.I);
   g.dup = take<float>(cv, T, s.I);
-  if (s.compute == DType::kBF16) g.dy16 = take<uint16_t>(cv, T, std::max({s.I, s.C, Q}));
+  if (s.compute == DType::kBF16) {
+    g.dy16 = take<uint16_t>(cv, T, std::max({s.I, s.C, Q}));
+    g.dgate16 = take<uint16_t>(cv, T, s.I);
+    g.dup16 = take<uint16_t>(cv, T, s.I);
+  }
   g.norm_sink = take<float>(cv, 1, std::max(s.C, s.D));
   return g;
 }
@@ -173,7 +165,8 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
 void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, ops::View x,
                            const AttentionInputs& attn, const DecoderLayer& w) {
   const int64_t D = w.dims.D;
-  norm_into(a.ln1, a.rstd1, s.norm_out, x, w.input_norm->value, w.eps);
+  // A bf16 ln1 / ln2 is written rounded by the norm itself (no fp32 pass).
+  ops::rmsnorm_forward(a.ln1, a.rstd1, x, w.input_norm->value, w.eps);
   const ops::View q = fp32_of(a.q, s.q32), k = fp32_of(a.k, s.k32), v = fp32_of(a.v, s.v32);
   if (w.q_norm) {
     const ops::View q_raw = fp32_of(a.q_raw, s.q_raw32), k_raw = fp32_of(a.k_raw, s.k_raw32);
@@ -202,7 +195,7 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
   if (a.att_in.data != att.data) ops::cast(a.att_in, att);
   w.o.forward(a.x_mid, a.att_in);
   ops::add(a.x_mid, x);
-  norm_into(a.ln2, a.rstd2, s.norm_out, a.x_mid, w.post_norm->value, w.eps);
+  ops::rmsnorm_forward(a.ln2, a.rstd2, a.x_mid, w.post_norm->value, w.eps);
   // Under bf16 gate and up go through h32 (free until SwiGLU writes it) into their bf16
   // copies, which SwiGLU reads.
   auto project = [&](const Linear& lin, ops::View saved) {
@@ -212,12 +205,7 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
   };
   project(w.gate, a.gate);
   project(w.up, a.up);
-  if (a.h.dtype == DType::kBF16) {
-    ops::swiglu_forward(s.h32, a.gate, a.up);
-    ops::cast(a.h, s.h32);
-  } else {
-    ops::swiglu_forward(a.h, a.gate, a.up);
-  }
+  ops::swiglu_forward(a.h, a.gate, a.up);  // bf16 h: rounded by SwiGLU itself
   w.down.forward(out, a.h);
   ops::add(out, a.x_mid);
 }
@@ -231,9 +219,13 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
   };
   // MLP: g.dres is d(layer output).
   w.down.backward(g.dh, g.dres, a.h, dy16(g.dres));
-  ops::swiglu_backward(g.dgate, g.dup, g.dh, a.gate, a.up);
-  w.gate.backward(g.dln, g.dgate, a.ln2, dy16(g.dgate));
-  w.up.backward(g.dln, g.dup, a.ln2, dy16(g.dup), true);
+  // Under bf16 gate and up read their output gradients only rounded (unless a bias gradient
+  // needs fp32): SwiGLU's backward writes them rounded, in the same pass.
+  const bool rounded = !g.dgate16.empty() && w.gate.takes_rounded_dy() && w.up.takes_rounded_dy();
+  const ops::View dgate = rounded ? g.dgate16 : g.dgate, dup = rounded ? g.dup16 : g.dup;
+  ops::swiglu_backward(dgate, dup, g.dh, a.gate, a.up);
+  w.gate.backward(g.dln, dgate, a.ln2, dy16(dgate));
+  w.up.backward(g.dln, dup, a.ln2, dy16(dup), true);
   sum_over_tp(w, g.dln);
   ops::rmsnorm_backward(g.dtmp, grad_or_sink(*w.post_norm, g), g.dln, a.x_mid, a.rstd2,
                         w.post_norm->value);

@@ -54,6 +54,16 @@ void require_bf16_inputs_f32_outputs(const char* op, std::initializer_list<View>
                       std::string(dtype_name(v.dtype)));
 }
 
+// The fused forms that write bf16 (the rounding of the f32 result, in the same pass): every
+// view in `views` must have dtype `want`.
+void require_dtype_of(const char* op, const char* role, DType want,
+                      std::initializer_list<View> views) {
+  for (const View& v : views)
+    if (v.dtype != want)
+      fail("ops", std::string(op) + ": " + role + " must be " + std::string(dtype_name(want)) +
+                      ", got " + std::string(dtype_name(v.dtype)));
+}
+
 struct MatmulCall {
   const View &c, &a;
   int64_t K;
@@ -98,6 +108,11 @@ void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
     return cuda::rmsnorm_forward(out, rstd, x, w, eps);
   require(out.numel() == x.numel() && rstd.numel() == x.rows && w.numel() == x.cols, "rmsnorm",
           [&] { return "x " + shape(x) + ", out " + shape(out) + ", w " + shape(w); });
+  if (out.dtype == DType::kBF16 && x.dtype == DType::kF32) {  // fused with the bf16 rounding
+    require_dtype_of("rmsnorm", "x, rstd and w of a bf16 out", DType::kF32, {x, rstd, w});
+    return cpu::rmsnorm_forward_bf16(out.as<uint16_t>(), rstd.as<float>(), x.as<float>(),
+                                     w.as<float>(), x.rows, x.cols, eps);
+  }
   on_float_type("rmsnorm", x, {out, rstd, w}, [&](auto t) {
     using T = decltype(t);
     cpu::rmsnorm_forward(out.as<T>(), rstd.as<T>(), x.as<T>(), w.as<T>(), x.rows, x.cols, eps);
@@ -149,6 +164,11 @@ void swiglu_forward(View h, View gate, View up) {
   if (on_cuda("swiglu_forward", {h, gate, up})) return cuda::swiglu_forward(h, gate, up);
   require(h.numel() == gate.numel() && up.numel() == gate.numel(), "swiglu",
           [&] { return "gate " + shape(gate) + ", up " + shape(up) + ", h " + shape(h); });
+  if (gate.dtype == DType::kBF16 && h.dtype == DType::kBF16) {  // fused with h's rounding
+    require_dtype_of("swiglu", "gate and up of a bf16 h", DType::kBF16, {up});
+    return cpu::swiglu_forward_bf16(h.as<uint16_t>(), gate.as<uint16_t>(), up.as<uint16_t>(),
+                                    gate.numel());
+  }
   if (gate.dtype == DType::kBF16) {  // bf16 compute: bf16 gate and up, fp32 h
     require_bf16_inputs_f32_outputs("swiglu", {gate, up}, {h});
     return cpu::swiglu_forward(h.as<float>(), gate.as<uint16_t>(), up.as<uint16_t>(), gate.numel());
@@ -166,6 +186,13 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
   require(
       dh.numel() == gate.numel() && dgate.numel() == gate.numel() && dup.numel() == gate.numel(),
       "swiglu_backward", [&] { return "gate " + shape(gate) + ", dh " + shape(dh); });
+  if (gate.dtype == DType::kBF16 && dgate.dtype == DType::kBF16) {  // fused with the rounding
+    require_dtype_of("swiglu_backward", "gate, up and dup of a bf16 dgate", DType::kBF16,
+                     {up, dup});
+    require_dtype_of("swiglu_backward", "dh", DType::kF32, {dh});
+    return cpu::swiglu_backward_bf16(dgate.as<uint16_t>(), dup.as<uint16_t>(), dh.as<float>(),
+                                     gate.as<uint16_t>(), up.as<uint16_t>(), gate.numel());
+  }
   if (gate.dtype == DType::kBF16) {
     require_bf16_inputs_f32_outputs("swiglu_backward", {gate, up}, {dgate, dup, dh});
     return cpu::swiglu_backward(dgate.as<float>(), dup.as<float>(), dh.as<float>(),
