@@ -229,9 +229,12 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
   sum_over_tp(w, g.dln);
   ops::rmsnorm_backward(g.dtmp, grad_or_sink(*w.post_norm, g), g.dln, a.x_mid, a.rstd2,
                         w.post_norm->value);
-  ops::add(g.dres, g.dtmp);  // d x_mid
+  // d x_mid; under bf16 the add also writes its rounding, o's bf16 output gradient.
+  const bool round_dres = !g.dy16.empty() && w.o.takes_rounded_dy();
+  const ops::View dres16 = round_dres ? dy16(g.dres) : ops::View{};
+  ops::add(g.dres, g.dtmp, dres16);
   // Attention.
-  w.o.backward(g.datt, g.dres, a.att_in, dy16(g.dres));
+  w.o.backward(g.datt, round_dres ? dres16 : g.dres, a.att_in, dy16(g.dres));
   ops::View att = a.att;
   if (att.empty()) {  // bf16: the saved copy of attention's output, widened
     ops::cast(g.att32, a.att_in);

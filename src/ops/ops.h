@@ -111,8 +111,10 @@ void attention_backward(View dq, View dk, View dv, View dout, View out, View lse
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, VocabShard shard = {});
 
-// dst += src (same shape). dst and src may differ in dtype only as f32 += bf16.
-void add(View dst, View src);
+// dst += src (same shape). dst and src may differ in dtype only as f32 += bf16. With `rounded`
+// (bf16, same shape; f32 dst and src), the sum is also written there rounded (f32_to_bf16) in
+// the same pass: the bf16 copy a bf16 matmul reads next.
+void add(View dst, View src, View rounded = {});
 // y (N, O) += b (1, O) broadcast over rows; db (1, O) += column sums of dy (N, O).
 void add_bias(View y, View b);
 void bias_backward(View db, View dy);

@@ -1,8 +1,8 @@
 // The bf16 rounding fused into its producers (ops.h: rmsnorm_forward's bf16 out, SwiGLU's bf16
-// h, dgate and dup) and the vector casts and adds, checked bit for bit: a fused bf16 output is
-// exactly the f32 output rounded by core/half.h's f32_to_bf16, and the f32 outputs are exactly
-// the scalar expressions the kernels computed before (written out again here), so neither
-// precision mode changes a bit. The ctest ops.bf16_fusion_generic reruns these with
+// h, dgate and dup, add's rounded copy) and the vector casts and adds, checked bit for bit: a fused
+// bf16 output is exactly the f32 output rounded by core/half.h's f32_to_bf16, and the f32 outputs
+// are exactly the scalar expressions the kernels computed before (written out again here), so
+// neither precision mode changes a bit. The ctest ops.bf16_fusion_generic reruns these with
 // SFT_CPU_ISA=generic, so the AVX-512 and the baseline paths are both held to the same values.
 #include <gtest/gtest.h>
 
@@ -93,13 +93,20 @@ TEST(Bf16Fusion, AddsMatchTheScalarSums) {
   const int64_t n = 1000 * 16 + 7;
   const std::vector<float> dst0 = normals(n, 2, 1.0f), src = normals(n, 3, 1e-3f);
   const std::vector<uint16_t> src16 = rounded(normals(n, 4, 2.0f));
-  std::vector<float> a = dst0, b = dst0;
+  std::vector<float> a = dst0, b = dst0, c = dst0;
+  std::vector<uint16_t> c16(n);
   add(view_of(a.data(), 1, n), view_of(src.data(), 1, n));
   add(view_of(b.data(), 1, n), view_of(src16.data(), 1, n));
+  add(view_of(c.data(), 1, n), view_of(src.data(), 1, n), view_of(c16.data(), 1, n));
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(bits(a[i]), bits(dst0[i] + src[i])) << i;
     ASSERT_EQ(bits(b[i]), bits(dst0[i] + bf16_to_f32(src16[i]))) << i;
+    ASSERT_EQ(bits(c[i]), bits(a[i])) << i;
+    ASSERT_EQ(c16[i], f32_to_bf16(a[i])) << i;
   }
+  // The rounded copy is bf16 beside f32 dst and src only.
+  EXPECT_THROW(add(view_of(b.data(), 1, n), view_of(src16.data(), 1, n), view_of(c16.data(), 1, n)),
+               Error);
 }
 
 // The f32 forward as a scalar loop: Σ x² in index order, then w · (x · r).

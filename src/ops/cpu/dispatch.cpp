@@ -238,11 +238,22 @@ void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard s
   });
 }
 
-void add(View dst, View src) {
+void add(View dst, View src, View rounded) {
   const ScopedOp op("add");
-  if (on_cuda("add", {dst, src})) return cuda::add(dst, src);
+  if (on_cuda("add", {dst, src, rounded})) {
+    cuda::add(dst, src);
+    if (!rounded.empty()) cuda::cast(rounded, dst);  // two kernels there, the same values
+    return;
+  }
   require(dst.numel() == src.numel(), "add",
           [&] { return "dst " + shape(dst) + ", src " + shape(src); });
+  if (!rounded.empty()) {
+    require(rounded.numel() == dst.numel(), "add",
+            [&] { return "dst " + shape(dst) + ", rounded " + shape(rounded); });
+    require_dtype_of("add", "dst and src beside a rounded copy", DType::kF32, {dst, src});
+    require_dtype_of("add", "the rounded copy", DType::kBF16, {rounded});
+    return cpu::add_rounded(dst.as<float>(), src.as<float>(), rounded.as<uint16_t>(), dst.numel());
+  }
   if (dst.dtype == DType::kF32 && src.dtype == DType::kBF16)
     return cpu::add(dst.as<float>(), src.as<uint16_t>(), dst.numel());
   on_float_type("add", dst, {src}, [&](auto t) {

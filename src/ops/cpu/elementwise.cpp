@@ -56,7 +56,26 @@ To convert(From x) {
   for (; i < n; ++i) dst[i] += bf16_to_f32(src[i]);
 }
 
+[[gnu::target(SFT_AVX512_TARGET)]] void add_rounded_avx512(float* dst, const float* src,
+                                                           uint16_t* rounded, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 sum = _mm512_add_ps(_mm512_loadu_ps(dst + i), _mm512_loadu_ps(src + i));
+    _mm512_storeu_ps(dst + i, sum);
+    bf16_store16(rounded + i, sum);
+  }
+  for (; i < n; ++i) rounded[i] = f32_to_bf16(dst[i] += src[i]);
+}
+
 }  // namespace
+
+void add_rounded(float* dst, const float* src, uint16_t* rounded, int64_t n) {
+  const bool avx512 = use_avx512();
+  parallel_for_rows(n, kGrain, [&](int64_t b, int64_t e) {
+    if (avx512) return add_rounded_avx512(dst + b, src + b, rounded + b, e - b);
+    for (int64_t i = b; i < e; ++i) rounded[i] = f32_to_bf16(dst[i] += src[i]);
+  });
+}
 
 template <typename T, typename Src>
 void add(T* dst, const Src* src, int64_t n) {
