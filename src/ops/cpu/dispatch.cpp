@@ -241,6 +241,8 @@ void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard s
 void add(View dst, View src, View rounded) {
   const ScopedOp op("add");
   if (on_cuda("add", {dst, src, rounded})) {
+    require(rounded.empty() || rounded.numel() == dst.numel(), "add",
+            [&] { return "dst " + shape(dst) + ", rounded " + shape(rounded); });
     cuda::add(dst, src);
     if (!rounded.empty()) cuda::cast(rounded, dst);  // two kernels there, the same values
     return;
