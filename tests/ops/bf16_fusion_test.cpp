@@ -155,6 +155,47 @@ TEST(Bf16Fusion, RmsNormBf16OutIsTheRoundedF32Out) {
   }
 }
 
+// The f32 backward against its scalar loops: dot in index order, then dx; dw summed over rows
+// in row order (from a non-zero start: it accumulates).
+TEST(Bf16Fusion, RmsNormBackwardMatchesTheScalarLoops) {
+  struct Shape {
+    int64_t N, C;
+  };
+  for (const Shape s : {Shape{1, 1}, Shape{17, 33}, Shape{40, 64}, Shape{150, 1027},
+                        Shape{300, 128}, Shape{2, 600}}) {
+    SCOPED_TRACE("rmsnorm backward (" + std::to_string(s.N) + ", " + std::to_string(s.C) + ")");
+    const size_t n = static_cast<size_t>(s.N * s.C);
+    const std::vector<float> x = normals(n, 11, 2.0f), g = normals(n, 12, 1.0f);
+    const std::vector<float> w = normals(static_cast<size_t>(s.C), 13, 1.0f);
+    const std::vector<float> dw0 = normals(static_cast<size_t>(s.C), 14, 1e-3f);
+    std::vector<float> out(n), rstd(s.N), dx(n), dw = dw0, want_dx(n), want_dw(dw0);
+    rmsnorm_reference(out, rstd, x, w, s.N, s.C, 1e-6);
+    for (int64_t i = 0; i < s.N; ++i) {
+      const float r = rstd[i];
+      float dot = 0;
+      for (int64_t j = 0; j < s.C; ++j) dot += w[j] * g[i * s.C + j] * x[i * s.C + j];
+      const float c = dot * r * r / static_cast<float>(s.C);
+      for (int64_t j = 0; j < s.C; ++j)
+        want_dx[i * s.C + j] = r * (w[j] * g[i * s.C + j] - x[i * s.C + j] * c);
+    }
+    for (int64_t j = 0; j < s.C; ++j) {
+      float acc = 0;
+      for (int64_t i = 0; i < s.N; ++i) acc += g[i * s.C + j] * x[i * s.C + j] * rstd[i];
+      want_dw[j] += acc;
+    }
+    rmsnorm_backward(view_of(dx.data(), s.N, s.C), view_of(dw.data(), 1, s.C),
+                     view_of(g.data(), s.N, s.C), view_of(x.data(), s.N, s.C),
+                     view_of(rstd.data(), s.N, 1), view_of(w.data(), 1, s.C));
+    int bad = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (!same(dx[i], want_dx[i]) && ++bad <= 5)
+        ADD_FAILURE() << "dx " << i << ": " << dx[i] << ", want " << want_dx[i];
+    for (int64_t j = 0; j < s.C; ++j)
+      if (!same(dw[j], want_dw[j]) && ++bad <= 5)
+        ADD_FAILURE() << "dw " << j << ": " << dw[j] << ", want " << want_dw[j];
+  }
+}
+
 TEST(Bf16Fusion, RmsNormBf16OutRefusesOtherDtypes) {
   std::vector<float> x(4), w(2);
   std::vector<uint16_t> out(4), r16(2);

@@ -1,9 +1,10 @@
 // RMSNorm forward/backward. See rmsnorm.h for the contract.
 //
-// The f32 forward (f32 or bf16 out) has an AVX-512 path chosen at run time (cpu_features.h)
-// that computes exactly what the scalar loop does: the row's Σ x² stays a sequential sum in
-// index order (the latency chain that dominates), but 16 rows run at once, one per lane, each
-// lane reading its row by a gather; the output loop is 16 features at a time. No multiply-add
+// The f32 forward (f32 or bf16 out) and backward have AVX-512 paths chosen at run time
+// (cpu_features.h) that compute exactly what the scalar loops do: a row's Σ x² (backward: its
+// Σ w·dy·x) stays a sequential sum in index order (the latency chain that dominates), but 16
+// rows run at once, one per lane, each lane reading its row by a gather; the elementwise loops
+// and dw's per-feature row sums go 16 features at a time. No multiply-add
 // contraction anywhere (the pragma), so the AVX-512 and baseline builds agree bit for bit.
 #include "ops/cpu/rmsnorm.h"
 
@@ -99,6 +100,80 @@ template <typename Out>
   }
 }
 
+// dx of row i from its dot: r (w_j g_ij − x_ij c) with c = dot r² / C.
+[[gnu::target(SFT_AVX512_TARGET)]] void backward_dx_row_avx512(float* dx, const float* dout,
+                                                               const float* x, const float* rstd,
+                                                               const float* w, int64_t i, int64_t C,
+                                                               float dot) {
+  const float r = rstd[i];
+  const float c = dot * r * r / static_cast<float>(C);
+  const float* xi = x + i * C;
+  const float* gi = dout + i * C;
+  float* dxi = dx + i * C;
+  const __m512 rv = _mm512_set1_ps(r), cv = _mm512_set1_ps(c);
+  int64_t j = 0;
+  for (; j + 16 <= C; j += 16) {
+    const __m512 wg = _mm512_mul_ps(_mm512_loadu_ps(w + j), _mm512_loadu_ps(gi + j));
+    const __m512 xc = _mm512_mul_ps(_mm512_loadu_ps(xi + j), cv);
+    _mm512_storeu_ps(dxi + j, _mm512_mul_ps(rv, _mm512_sub_ps(wg, xc)));
+  }
+  for (; j < C; ++j) dxi[j] = r * (w[j] * gi[j] - xi[j] * c);
+}
+
+// Backward's dx for rows [b, e): dot_i = Σ_j (w_j g_ij) x_ij in index order, 16 rows per chain
+// (as the forward's Σ x²), then dx_ij = r (w_j g_ij − x_ij c_i) 16 features at a time.
+[[gnu::target(SFT_AVX512_TARGET)]] void backward_dx_avx512(float* dx, const float* dout,
+                                                           const float* x, const float* rstd,
+                                                           const float* w, int64_t b, int64_t e,
+                                                           int64_t C) {
+  alignas(64) float dots[16];
+  int64_t i = b;
+  if (C * 16 <= (int64_t{1} << 31)) {
+    const __m512i offsets =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(static_cast<int>(C)));
+    for (; i + 16 <= e; i += 16) {
+      const float* x0 = x + i * C;
+      const float* g0 = dout + i * C;
+      __m512 dot = _mm512_setzero_ps();
+      for (int64_t j = 0; j < C; ++j) {
+        const __m512 wg =
+            _mm512_mul_ps(_mm512_set1_ps(w[j]), _mm512_i32gather_ps(offsets, g0 + j, 4));
+        dot = _mm512_add_ps(dot, _mm512_mul_ps(wg, _mm512_i32gather_ps(offsets, x0 + j, 4)));
+      }
+      _mm512_store_ps(dots, dot);
+      for (int l = 0; l < 16; ++l) backward_dx_row_avx512(dx, dout, x, rstd, w, i + l, C, dots[l]);
+    }
+  }
+  for (; i < e; ++i) {
+    const float* xi = x + i * C;
+    const float* gi = dout + i * C;
+    float dot = 0;
+    for (int64_t j = 0; j < C; ++j) dot += w[j] * gi[j] * xi[j];
+    backward_dx_row_avx512(dx, dout, x, rstd, w, i, C, dot);
+  }
+}
+
+// Backward's dw terms of features [b, e) summed over all rows in row order into acc.
+[[gnu::target(SFT_AVX512_TARGET)]] void backward_dw_avx512(float* acc, const float* dout,
+                                                           const float* x, const float* rstd,
+                                                           int64_t N, int64_t C, int64_t b,
+                                                           int64_t e) {
+  for (int64_t i = 0; i < N; ++i) {
+    const float* gi = dout + i * C;
+    const float* xi = x + i * C;
+    const float r = rstd[i];
+    const __m512 rv = _mm512_set1_ps(r);
+    int64_t j = b;
+    for (; j + 16 <= e; j += 16) {
+      const __m512 t =
+          _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(gi + j), _mm512_loadu_ps(xi + j)), rv);
+      _mm512_storeu_ps(acc + (j - b), _mm512_add_ps(_mm512_loadu_ps(acc + (j - b)), t));
+    }
+    for (; j < e; ++j) acc[j - b] += gi[j] * xi[j] * r;
+  }
+}
+
 template <typename T, typename Out>
 void forward(Out* out, T* rstd, const T* x, const T* w, int64_t N, int64_t C, double eps) {
   parallel_for_rows(N, 64, [&](int64_t b, int64_t e) {
@@ -125,7 +200,11 @@ template <typename T>
 void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, const T* w, int64_t N,
                       int64_t C) {
   // y_j = w_j x_j r  ⇒  dx_j = r (w_j dy_j − x_j r² · mean_k(w_k dy_k x_k)).
+  const bool avx512 = std::is_same_v<T, float> && use_avx512();
   parallel_for_rows(N, 64, [&](int64_t b, int64_t e) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (avx512) return backward_dx_avx512(dx, dout, x, rstd, w, b, e, C);
+    }
     for (int64_t i = b; i < e; ++i) {
       const T* xi = x + i * C;
       const T* gi = dout + i * C;
@@ -142,6 +221,13 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, co
   parallel_for_rows(C, 256, [&](int64_t b, int64_t e) {
     thread_local std::vector<T> acc;  // this worker's own, grown once
     acc.assign(static_cast<size_t>(e - b), T(0));
+    if constexpr (std::is_same_v<T, float>) {
+      if (avx512) {
+        backward_dw_avx512(acc.data(), dout, x, rstd, N, C, b, e);
+        for (int64_t j = b; j < e; ++j) dw[j] += acc[static_cast<size_t>(j - b)];
+        return;
+      }
+    }
     for (int64_t i = 0; i < N; ++i) {
       const T* gi = dout + i * C;
       const T* xi = x + i * C;
