@@ -155,8 +155,12 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
   g.dup = take<float>(cv, T, s.I);
   if (s.compute == DType::kBF16) {
     g.dy16 = take<uint16_t>(cv, T, std::max({s.I, s.C, Q}));
-    g.dgate16 = take<uint16_t>(cv, T, s.I);
-    g.dup16 = take<uint16_t>(cv, T, s.I);
+    // dgate16 and dup16 are h32's bytes: h32 lives only inside a forward, these only between
+    // SwiGLU's backward and the up projection's (a recomputed forward never falls in between).
+    if (uint16_t* bits = static_cast<uint16_t*>(g.h32.data)) {  // null while carve() measures
+      g.dgate16 = ops::view_of(bits, T, s.I, g.h32.device);
+      g.dup16 = ops::view_of(bits + T * s.I, T, s.I, g.h32.device);
+    }
   }
   g.norm_sink = take<float>(cv, 1, std::max(s.C, s.D));
   return g;

@@ -65,6 +65,7 @@ struct LayerScratch {
   ops::View dh, dgate, dup;    // (T, I)
   ops::View dy16;              // (T, max(I, C, H·D)) bf16 gradient of a linear's output
   ops::View dgate16, dup16;    // (T, I) bf16: dgate, dup as SwiGLU's backward rounds them
+                               // (backward only; they alias h32)
   ops::View att32;      // (T, H·D) f32 attention output under bf16; in backward att_in widened
   ops::View norm_sink;  // (1, max(C, D)) the discarded weight gradient of a frozen norm (LoRA)
   // Under bf16: fp32 values of the bf16-saved projection outputs (some alias other scratch).
