@@ -3,8 +3,8 @@
 // The f32 forward (f32 or bf16 out) and backward have AVX-512 paths chosen at run time
 // (cpu_features.h) that compute exactly what the scalar loops do: a row's Σ x² (backward: its
 // Σ w·dy·x) stays a sequential sum in index order (the latency chain that dominates), but 16
-// rows run at once, one per lane, each lane reading its row by a gather; the elementwise loops
-// and dw's per-feature row sums go 16 features at a time. No multiply-add
+// rows run at once, one per lane, fed by 16 × 16 tiles transposed in registers; the
+// elementwise loops and dw's per-feature row sums go 16 features at a time. No multiply-add
 // contraction anywhere (the pragma), so the AVX-512 and baseline builds agree bit for bit.
 #include "ops/cpu/rmsnorm.h"
 
@@ -55,26 +55,59 @@ void forward_rows_generic(Out* out, T* rstd, const T* x, const T* w, int64_t b, 
   }
 }
 
+// t[c] lane l = p[l · ld + c] for l, c < 16: a 16 × 16 tile of 16 rows, transposed in
+// registers (unpack within 128-bit lanes, then a 4 × 4 transpose of the lanes), so that one
+// vector add advances 16 rows' sums by one feature each.
+[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline void load_transposed(__m512 t[16],
+                                                                                   const float* p,
+                                                                                   int64_t ld) {
+  __m512 a[16], u[16];
+  for (int l = 0; l < 16; ++l) a[l] = _mm512_loadu_ps(p + l * ld);
+  for (int k = 0; k < 8; ++k) {  // lane q: (r2k[4q], r2k+1[4q], r2k[4q+1], r2k+1[4q+1]) / +2
+    u[2 * k] = _mm512_unpacklo_ps(a[2 * k], a[2 * k + 1]);
+    u[2 * k + 1] = _mm512_unpackhi_ps(a[2 * k], a[2 * k + 1]);
+  }
+  for (int k = 0; k < 4; ++k) {  // a[4k + m] lane q: rows 4k..4k+3 of feature 4q + m
+    const __m512d t0 = _mm512_castps_pd(u[4 * k]), t1 = _mm512_castps_pd(u[4 * k + 1]);
+    const __m512d t2 = _mm512_castps_pd(u[4 * k + 2]), t3 = _mm512_castps_pd(u[4 * k + 3]);
+    a[4 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    a[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    a[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    a[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+  for (int m = 0; m < 4; ++m) {  // feature 4q + m, lane p: a[4p + m] lane q
+    const __m512 s0 = _mm512_shuffle_f32x4(a[m], a[4 + m], 0x44);
+    const __m512 s1 = _mm512_shuffle_f32x4(a[m], a[4 + m], 0xee);
+    const __m512 s2 = _mm512_shuffle_f32x4(a[8 + m], a[12 + m], 0x44);
+    const __m512 s3 = _mm512_shuffle_f32x4(a[8 + m], a[12 + m], 0xee);
+    t[m] = _mm512_shuffle_f32x4(s0, s2, 0x88);
+    t[4 + m] = _mm512_shuffle_f32x4(s0, s2, 0xdd);
+    t[8 + m] = _mm512_shuffle_f32x4(s1, s3, 0x88);
+    t[12 + m] = _mm512_shuffle_f32x4(s1, s3, 0xdd);
+  }
+}
+
 template <typename Out>
 [[gnu::target(SFT_AVX512_TARGET)]] void forward_rows_avx512(Out* out, float* rstd, const float* x,
                                                             const float* w, int64_t b, int64_t e,
                                                             int64_t C, double eps) {
   int64_t i = b;
   // Lane l sums row i + l in index order: the scalar loop's sum, 16 rows per chain.
-  if (C * 16 <= (int64_t{1} << 31)) {
-    const __m512i offsets =
-        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                           _mm512_set1_epi32(static_cast<int>(C)));
-    for (; i + 16 <= e; i += 16) {
-      const float* x0 = x + i * C;
-      __m512 ss = _mm512_setzero_ps();
-      for (int64_t j = 0; j < C; ++j) {
-        const __m512 v = _mm512_i32gather_ps(offsets, x0 + j, 4);
-        ss = _mm512_add_ps(ss, _mm512_mul_ps(v, v));
-      }
-      alignas(64) float sums[16];
-      _mm512_store_ps(sums, ss);
-      for (int l = 0; l < 16; ++l) rstd[i + l] = inverse_rms(sums[l], C, eps);
+  alignas(64) float sums[16];
+  for (; i + 16 <= e; i += 16) {
+    const float* x0 = x + i * C;
+    __m512 ss = _mm512_setzero_ps();
+    int64_t j0 = 0;
+    for (; j0 + 16 <= C; j0 += 16) {
+      __m512 t[16];
+      load_transposed(t, x0 + j0, C);
+      for (int c = 0; c < 16; ++c) ss = _mm512_add_ps(ss, _mm512_mul_ps(t[c], t[c]));
+    }
+    _mm512_store_ps(sums, ss);
+    for (int l = 0; l < 16; ++l) {
+      const float* xl = x0 + l * C;
+      for (int64_t j = j0; j < C; ++j) sums[l] += xl[j] * xl[j];
+      rstd[i + l] = inverse_rms(sums[l], C, eps);
     }
   }
   for (int64_t k = i; k < e; ++k) {
@@ -128,21 +161,26 @@ template <typename Out>
                                                            int64_t C) {
   alignas(64) float dots[16];
   int64_t i = b;
-  if (C * 16 <= (int64_t{1} << 31)) {
-    const __m512i offsets =
-        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                           _mm512_set1_epi32(static_cast<int>(C)));
-    for (; i + 16 <= e; i += 16) {
-      const float* x0 = x + i * C;
-      const float* g0 = dout + i * C;
-      __m512 dot = _mm512_setzero_ps();
-      for (int64_t j = 0; j < C; ++j) {
-        const __m512 wg =
-            _mm512_mul_ps(_mm512_set1_ps(w[j]), _mm512_i32gather_ps(offsets, g0 + j, 4));
-        dot = _mm512_add_ps(dot, _mm512_mul_ps(wg, _mm512_i32gather_ps(offsets, x0 + j, 4)));
+  for (; i + 16 <= e; i += 16) {
+    const float* x0 = x + i * C;
+    const float* g0 = dout + i * C;
+    __m512 dot = _mm512_setzero_ps();
+    int64_t j0 = 0;
+    for (; j0 + 16 <= C; j0 += 16) {
+      __m512 tg[16], tx[16];
+      load_transposed(tg, g0 + j0, C);
+      load_transposed(tx, x0 + j0, C);
+      for (int c = 0; c < 16; ++c) {
+        const __m512 wg = _mm512_mul_ps(_mm512_set1_ps(w[j0 + c]), tg[c]);
+        dot = _mm512_add_ps(dot, _mm512_mul_ps(wg, tx[c]));
       }
-      _mm512_store_ps(dots, dot);
-      for (int l = 0; l < 16; ++l) backward_dx_row_avx512(dx, dout, x, rstd, w, i + l, C, dots[l]);
+    }
+    _mm512_store_ps(dots, dot);
+    for (int l = 0; l < 16; ++l) {
+      const float* gl = g0 + l * C;
+      const float* xl = x0 + l * C;
+      for (int64_t j = j0; j < C; ++j) dots[l] += w[j] * gl[j] * xl[j];
+      backward_dx_row_avx512(dx, dout, x, rstd, w, i + l, C, dots[l]);
     }
   }
   for (; i < e; ++i) {
