@@ -25,17 +25,6 @@ ops::View per_head(const ops::View& v, int64_t D) {
   return v.reshaped(v.numel() / D, D);
 }
 
-// rmsnorm into `out`, through the f32 scratch when `out` is bf16.
-void norm_into(ops::View out, ops::View rstd, ops::View scratch, ops::View x, ops::View w,
-               double eps) {
-  if (out.dtype == DType::kBF16) {
-    ops::rmsnorm_forward(scratch, rstd, x, w, eps);
-    ops::cast(out, scratch);
-  } else {
-    ops::rmsnorm_forward(out, rstd, x, w, eps);
-  }
-}
-
 // The fp32 values a projection output is computed with: `saved` itself when it is fp32, else
 // `scratch` (fp32) holding it. Forward writes the projection into the result, then keep_rounded()
 // stores it and replaces it with its bf16 rounding.
@@ -137,7 +126,6 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
   const int64_t T = s.T, Q = s.H * s.D, KV = s.Hkv * s.D;
   LayerScratch g;
   if (s.compute == DType::kBF16) {
-    g.norm_out = take<float>(cv, T, s.C);
     g.h32 = take<float>(cv, T, s.I);
     // att32 serves bf16 decoding only (fp32 q against the fp32 cache); the backward scratch
     // (training, also its forward recomputation) has none.
@@ -167,7 +155,15 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
   g.dh = take<float>(cv, T, s.I);
   g.dgate = take<float>(cv, T, s.I);
   g.dup = take<float>(cv, T, s.I);
-  if (s.compute == DType::kBF16) g.dy16 = take<uint16_t>(cv, T, std::max({s.I, s.C, Q}));
+  if (s.compute == DType::kBF16) {
+    g.dy16 = take<uint16_t>(cv, T, std::max({s.I, s.C, Q}));
+    // dgate16 and dup16 are h32's bytes: h32 lives only inside a forward, these only between
+    // SwiGLU's backward and the up projection's (a recomputed forward never falls in between).
+    if (uint16_t* bits = static_cast<uint16_t*>(g.h32.data)) {  // null while carve() measures
+      g.dgate16 = ops::view_of(bits, T, s.I, g.h32.device);
+      g.dup16 = ops::view_of(bits + T * s.I, T, s.I, g.h32.device);
+    }
+  }
   g.norm_sink = take<float>(cv, 1, std::max(s.C, s.D));
   return g;
 }
@@ -175,7 +171,8 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
 void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, ops::View x,
                            const AttentionInputs& attn, const DecoderLayer& w) {
   const int64_t D = w.dims.D;
-  norm_into(a.ln1, a.rstd1, s.norm_out, x, w.input_norm->value, w.eps);
+  // A bf16 ln1 / ln2 is written rounded by the norm itself (no fp32 pass).
+  ops::rmsnorm_forward(a.ln1, a.rstd1, x, w.input_norm->value, w.eps);
   const ops::View q = fp32_of(a.q, s.q32), k = fp32_of(a.k, s.k32), v = fp32_of(a.v, s.v32);
   if (w.q_norm) {
     const ops::View q_raw = fp32_of(a.q_raw, s.q_raw32), k_raw = fp32_of(a.k_raw, s.k_raw32);
@@ -208,7 +205,7 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
   }
   w.o.forward(a.x_mid, a.att_in);
   ops::add(a.x_mid, x);
-  norm_into(a.ln2, a.rstd2, s.norm_out, a.x_mid, w.post_norm->value, w.eps);
+  ops::rmsnorm_forward(a.ln2, a.rstd2, a.x_mid, w.post_norm->value, w.eps);
   // Under bf16 gate and up go through h32 (free until SwiGLU writes it) into their bf16
   // copies, which SwiGLU reads.
   auto project = [&](const Linear& lin, ops::View saved) {
@@ -218,12 +215,7 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
   };
   project(w.gate, a.gate);
   project(w.up, a.up);
-  if (a.h.dtype == DType::kBF16) {
-    ops::swiglu_forward(s.h32, a.gate, a.up);
-    ops::cast(a.h, s.h32);
-  } else {
-    ops::swiglu_forward(a.h, a.gate, a.up);
-  }
+  ops::swiglu_forward(a.h, a.gate, a.up);  // bf16 h: rounded by SwiGLU itself
   w.down.forward(out, a.h);
   ops::add(out, a.x_mid);
 }
@@ -237,15 +229,22 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
   };
   // MLP: g.dres is d(layer output).
   w.down.backward(g.dh, g.dres, a.h, dy16(g.dres));
-  ops::swiglu_backward(g.dgate, g.dup, g.dh, a.gate, a.up);
-  w.gate.backward(g.dln, g.dgate, a.ln2, dy16(g.dgate));
-  w.up.backward(g.dln, g.dup, a.ln2, dy16(g.dup), true);
+  // Under bf16 gate and up read their output gradients only rounded (unless a bias gradient
+  // needs fp32): SwiGLU's backward writes them rounded, in the same pass.
+  const bool rounded = !g.dgate16.empty() && w.gate.takes_rounded_dy() && w.up.takes_rounded_dy();
+  const ops::View dgate = rounded ? g.dgate16 : g.dgate, dup = rounded ? g.dup16 : g.dup;
+  ops::swiglu_backward(dgate, dup, g.dh, a.gate, a.up);
+  w.gate.backward(g.dln, dgate, a.ln2, dy16(dgate));
+  w.up.backward(g.dln, dup, a.ln2, dy16(dup), true);
   sum_over_tp(w, g.dln);
   ops::rmsnorm_backward(g.dtmp, grad_or_sink(*w.post_norm, g), g.dln, a.x_mid, a.rstd2,
                         w.post_norm->value);
-  ops::add(g.dres, g.dtmp);  // d x_mid
+  // d x_mid; under bf16 the add also writes its rounding, o's bf16 output gradient.
+  const bool round_dres = !g.dy16.empty() && w.o.takes_rounded_dy();
+  const ops::View dres16 = round_dres ? dy16(g.dres) : ops::View{};
+  ops::add(g.dres, g.dtmp, dres16);
   // Attention.
-  w.o.backward(g.datt, g.dres, a.att_in, dy16(g.dres));
+  w.o.backward(g.datt, round_dres ? dres16 : g.dres, a.att_in, dy16(g.dres));
   // Under bf16 the saved bf16 q, k, v and output (att_in) go to attention as they are.
   const ops::View att = a.q.dtype == DType::kBF16 ? a.att_in : a.att;
   ops::attention_backward(g.dq, g.dk, g.dv, g.datt, att, a.lse, a.q, attn.k_all, attn.v_all,

@@ -59,14 +59,14 @@ struct LayerActivations {
 
 // Scratch of one forward or backward call, shared by all layers (never saved).
 struct LayerScratch {
-  ops::View norm_out;          // (T, C) f32 rmsnorm output before the bf16 cast
-  ops::View h32;               // (T, I) f32 swiglu output before the bf16 cast; before that
-                               // the gate and up projections' fp32 outputs
+  ops::View h32;               // (T, I) f32 the gate and up projections' outputs under bf16
   ops::View dres, dtmp, dln;   // (T, C)
   ops::View datt, dq, dk, dv;  // (T, H·D), (T, Hkv·D) ×2
   ops::View dq2, dk2;          // (T, H·D), (T, Hkv·D) before rope's inverse (qk_norm)
   ops::View dh, dgate, dup;    // (T, I)
   ops::View dy16;              // (T, max(I, C, H·D)) bf16 gradient of a linear's output
+  ops::View dgate16, dup16;    // (T, I) bf16: dgate, dup as SwiGLU's backward rounds them
+                               // (backward only; they alias h32)
   ops::View att32;      // (T, H·D) f32 attention output of bf16 decoding (forward scratch only)
   ops::View norm_sink;  // (1, max(C, D)) the discarded weight gradient of a frozen norm (LoRA)
   // Under bf16: fp32 values of the bf16-saved projection outputs (some alias other scratch).

@@ -33,11 +33,20 @@ void Linear::merged_weight(ops::View merged) const {
   ops::add(merged, d);
 }
 
+bool Linear::takes_rounded_dy() const {
+  return !(bias && !bias->grad.empty());
+}
+
 void Linear::backward(ops::View dx, ops::View dy, ops::View x, ops::View dy16,
                       bool accumulate_dx) const {
+  const bool rounded = dy.dtype == DType::kBF16;
+  if (rounded && (x.dtype != DType::kBF16 || !takes_rounded_dy()))
+    fail("model", "'" + weight->spec.name +
+                      "' got a bf16 output gradient, but it needs the fp32 one (an fp32 input or a "
+                      "bias gradient); hint: pass dy in f32");
   if (bias && !bias->grad.empty()) ops::bias_backward(bias->grad, dy);
   ops::View g = dy;
-  if (x.dtype == DType::kBF16) {
+  if (x.dtype == DType::kBF16 && !rounded) {
     ops::cast(dy16, dy);
     g = dy16;
   }

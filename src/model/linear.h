@@ -38,8 +38,13 @@ struct Linear {
   void merged_weight(ops::View merged) const;
   // dx (N, I) f32 = or +=, or empty; dW, db +=; dy (N, O) f32; x as in forward. With a bf16 x,
   // dy16 (N, O) bf16 is scratch that receives dy rounded (the bf16 gradient autocast uses).
+  // With a bf16 x and takes_rounded_dy(), dy may instead be bf16, already rounded by the kernel
+  // that produced it (dy16 is then unused).
   void backward(ops::View dx, ops::View dy, ops::View x, ops::View dy16,
                 bool accumulate_dx = false) const;
+  // Whether backward under bf16 reads dy only rounded: no bias gradient (it sums fp32 dy);
+  // LoRA under bf16 reads the rounded dy too.
+  bool takes_rounded_dy() const;
 
   // The LM head: cross-entropy of x Wᵀ against targets, fused (ops::lm_head_cross_entropy);
   // with `train`, dx = and dW += the gradient of scale · Σ loss. A vocabulary-parallel head

@@ -62,6 +62,7 @@ void parallel_for_rows(int64_t n, int64_t grain, F&& f) {
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate);
 
 // y = w · x / sqrt(mean(x²) + eps) per row: out (N, C) =, rstd (N, 1) =; x (N, C); w (1, C).
+// With f32 x, rstd, w, out may be bf16: the f32 result rounded (f32_to_bf16) in the same pass.
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps);
 // dx (N, C) =; dw (1, C) +=; dout; x and rstd as saved.
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w);
@@ -70,7 +71,8 @@ void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w);
 void rope_forward(View x, View cos, View sin);
 void rope_backward(View dx, View cos, View sin);
 
-// h = silu(gate) · up elementwise: h =; backward dgate, dup =.
+// h = silu(gate) · up elementwise: h =; backward dgate, dup =. With bf16 gate and up (bf16
+// compute) h, and dgate with dup, are f32, or bf16: the f32 values rounded in the same pass.
 void swiglu_forward(View h, View gate, View up);
 void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
 
@@ -111,8 +113,10 @@ void attention_backward(View dq, View dk, View dv, View dout, View out, View lse
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, VocabShard shard = {});
 
-// dst += src (same shape). dst and src may differ in dtype only as f32 += bf16.
-void add(View dst, View src);
+// dst += src (same shape). dst and src may differ in dtype only as f32 += bf16. With `rounded`
+// (bf16, same shape; f32 dst and src), the sum is also written there rounded (f32_to_bf16) in
+// the same pass: the bf16 copy a bf16 matmul reads next.
+void add(View dst, View src, View rounded = {});
 // y (N, O) += b (1, O) broadcast over rows; db (1, O) += column sums of dy (N, O).
 void add_bias(View y, View b);
 void bias_backward(View db, View dy);

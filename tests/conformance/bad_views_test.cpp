@@ -105,6 +105,10 @@ TEST_P(ConformanceBadViews, RmsNorm) {
       ops::rmsnorm_forward(v.make(f32, 2, 8), v.make(f32, 2, 1), v.make(bf16, 2, 8),
                            v.make(f32, 1, 8), 1e-6);
     });
+    expect_error_naming("rmsnorm", [&] {  // a bf16 out (the fused rounding) with a bf16 rstd
+      ops::rmsnorm_forward(v.make(bf16, 2, 8), v.make(bf16, 2, 1), v.make(f32, 2, 8),
+                           v.make(f32, 1, 8), 1e-6);
+    });
     expect_error_naming("rmsnorm_backward", [&] {  // dx of another size
       ops::rmsnorm_backward(v.make(f32, 2, 7), v.make(f32, 1, 8), v.make(f32, 2, 8),
                             v.make(f32, 2, 8), v.make(f32, 2, 1), v.make(f32, 1, 8));
@@ -131,8 +135,8 @@ TEST_P(ConformanceBadViews, SwiGlu) {
     expect_error_naming("swiglu", [&] {
       ops::swiglu_forward(v.make(f32, 2, 5), v.make(f32, 2, 5), v.make(f32, 2, 6));
     });
-    expect_error_naming("swiglu", [&] {
-      ops::swiglu_forward(v.make(bf16, 2, 5), v.make(bf16, 2, 5), v.make(bf16, 2, 5));
+    expect_error_naming("swiglu", [&] {  // a bf16 h (the fused rounding) from bf16 gate, f32 up
+      ops::swiglu_forward(v.make(bf16, 2, 5), v.make(bf16, 2, 5), v.make(f32, 2, 5));
     });
     expect_error_naming("swiglu_backward", [&] {
       ops::swiglu_backward(v.make(f32, 2, 5), v.make(f32, 2, 5), v.make(f32, 1, 5),
@@ -159,6 +163,9 @@ TEST_P(ConformanceBadViews, Elementwise) {
   on_backend(backend(), [](Views& v) {
     expect_error_naming("add", [&] { ops::add(v.make(f32, 2, 3), v.make(f32, 3, 3)); });
     expect_error_naming("add", [&] { ops::add(v.make(bf16, 2, 3), v.make(f32, 2, 3)); });
+    expect_error_naming("add", [&] {  // a rounded copy of another size
+      ops::add(v.make(f32, 2, 3), v.make(f32, 2, 3), v.make(bf16, 3, 3));
+    });
     expect_error_naming("add_bias", [&] { ops::add_bias(v.make(f32, 2, 3), v.make(f32, 1, 4)); });
     expect_error_naming("add_bias", [&] { ops::add_bias(v.make(bf16, 2, 3), v.make(bf16, 1, 3)); });
     expect_error_naming("bias_backward",

@@ -1,4 +1,5 @@
-// Conformance of the elementwise view ops: add (f32 += f32, f32 += bf16), add_bias, bias_backward
+// Conformance of the elementwise view ops: add (f32 += f32, f32 += bf16, f32 += f32 with a bf16
+// rounded copy), add_bias, bias_backward
 // against the f64 CPU run; cast bit-exact against core/half.h's conversions (its spec), specials
 // (±0, ties, subnormals, overflow, ±inf, NaN) included. (Their gradients are checked by finite
 // differences in matmul_test.cpp's linear layer.)
@@ -42,6 +43,30 @@ TEST_P(ConformanceElementwise, Add) {
     check_conformance(
         backend(), "add " + s.name(), [&](const Backend& be, Mode m) { return run_add(s, be, m); },
         {DType::kF32, DType::kBF16}, uniform_tolerance(1e-6, 1e-6));
+}
+
+// f32 dst += f32 src with the sum's bf16 rounding written beside it (the f64 reference: a plain
+// f64 add, its "rounded" copy the f64 sum). Tolerance: dst 1e-6, rounded one bf16 rounding.
+Outputs run_add_rounded(const Shape& s, const Backend& be, Mode m) {
+  const DType f = m.reference() ? DType::kF64 : DType::kF32;
+  const size_t n = static_cast<size_t>(s.rows * s.cols);
+  Buffer D(be, f, s.rows, s.cols, random_values(n, 1, 1.0, DType::kF32));
+  Buffer S(be, f, s.rows, s.cols, random_values(n, 2, 1.0, DType::kF32));
+  if (m.reference()) {
+    ops::add(D.view(), S.view());
+    return {{"dst", D.read()}, {"rounded", D.read()}};
+  }
+  Buffer R(be, DType::kBF16, s.rows, s.cols, Values(n, kNaN));
+  ops::add(D.view(), S.view(), R.view());
+  return {{"dst", D.read()}, {"rounded", R.read()}};
+}
+
+TEST_P(ConformanceElementwise, AddWithRoundedCopy) {
+  for (const Shape& s : kShapes)
+    check_conformance(
+        backend(), "add rounded " + s.name(),
+        [&](const Backend& be, Mode m) { return run_add_rounded(s, be, m); }, {DType::kBF16},
+        [](DType, const std::string& o) { return o == "rounded" ? 4e-3 : 1e-6; });
 }
 
 Outputs run_bias(const Shape& s, const Backend& be, Mode m) {

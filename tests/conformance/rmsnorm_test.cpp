@@ -1,5 +1,6 @@
 // Conformance of ops::rmsnorm_forward / rmsnorm_backward on views (f32 against the f64 CPU run),
-// and of the f64 backward against f64 central finite differences.
+// the forward's bf16 out (x, w, rstd f32), and of the f64 backward against f64 central finite
+// differences.
 //
 // Tolerances (max |err| / max |ref|), f32: 1e-5 for out, rstd, dx and dw (dw sums N rows).
 #include <gtest/gtest.h>
@@ -45,6 +46,28 @@ TEST_P(ConformanceRmsNorm, ForwardAndBackward) {
         backend(), "rmsnorm (" + std::to_string(c.N) + ", " + std::to_string(c.C) + ")",
         [&](const Backend& be, Mode m) { return run_rmsnorm(c, be, m); }, {DType::kF32},
         uniform_tolerance(1e-5));
+}
+
+// The forward with a bf16 out (bf16 compute's ln1 / ln2): x, w and rstd f32 on the bf16 grid,
+// out rounded as it is stored. Tolerance: out one bf16 rounding (2⁻⁸ relative), rstd as f32.
+Outputs run_rmsnorm_bf16_out(const RmsNormCase& c, const Backend& be, Mode m) {
+  const size_t n = static_cast<size_t>(c.N * c.C);
+  const DType f = m.reference() ? DType::kF64 : DType::kF32;
+  const DType out = m.reference() ? DType::kF64 : DType::kBF16;
+  Buffer X(be, f, c.N, c.C, random_values(n, 1, c.x_scale, m.grid));
+  Buffer W(be, f, 1, c.C, random_values(static_cast<size_t>(c.C), 2, 1.0, m.grid));
+  Buffer O(be, out, c.N, c.C, Values(n, kNaN)), R(be, f, c.N, 1, Values(c.N, kNaN));
+  ops::rmsnorm_forward(O.view(), R.view(), X.view(), W.view(), c.eps);
+  return {{"out", O.read()}, {"rstd", R.read()}};
+}
+
+TEST_P(ConformanceRmsNorm, Bf16Out) {
+  const RmsNormCase cases[] = {{1, 7, 1.0, 1e-6}, {33, 130, 0.1, 1e-6}, {4, 1027, 1.0, 1e-6}};
+  for (const RmsNormCase& c : cases)
+    check_conformance(
+        backend(), "rmsnorm bf16 out (" + std::to_string(c.N) + ", " + std::to_string(c.C) + ")",
+        [&](const Backend& be, Mode m) { return run_rmsnorm_bf16_out(c, be, m); }, {DType::kBF16},
+        [](DType, const std::string& o) { return o == "out" ? 4e-3 : 1e-5; });
 }
 
 void check_rmsnorm_fd(int64_t N, int64_t C) {

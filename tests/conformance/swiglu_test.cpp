@@ -1,7 +1,7 @@
 // Conformance of ops::swiglu_forward / swiglu_backward on views (h = silu(gate) · up): f32 against
 // the f64 CPU run, including saturated gates (|g| up to 90, where exp overflows in f32), and the
-// f64 backward against finite differences; and the bf16-compute form (gate and up saved in bf16,
-// h and the gradients fp32).
+// f64 backward against finite differences; and the bf16-compute forms (gate and up saved in bf16,
+// h and the gradients fp32, or bf16: rounded as they are stored).
 //
 // Tolerance (max |err| / max |ref|), f32 and bf16: 1e-5 (an exp, a division and products per
 // element, in fp32; bf16 inputs are exact values on the bf16 grid, so they add no error).
@@ -28,12 +28,15 @@ Values gates(const SwiGluCase& c, DType grid) {
   return g;
 }
 
-Outputs run_swiglu(const SwiGluCase& c, const Backend& be, Mode m) {
+// With rounded_outputs (bf16 compute only), h, dgate and dup are bf16: rounded as stored.
+Outputs run_swiglu(const SwiGluCase& c, const Backend& be, Mode m, bool rounded_outputs = false) {
   const size_t n = static_cast<size_t>(c.rows * c.cols);
-  const DType out = m.dtype == DType::kBF16 ? DType::kF32 : m.dtype;
+  const DType out =
+      m.dtype == DType::kBF16 ? (rounded_outputs ? DType::kBF16 : DType::kF32) : m.dtype;
   Buffer G(be, m.dtype, c.rows, c.cols, gates(c, m.grid));
   Buffer U(be, m.dtype, c.rows, c.cols, random_values(n, 2, 1.0, m.grid));
-  Buffer DH(be, out, c.rows, c.cols, random_values(n, 3, 1.0, m.grid));
+  const DType grad = m.dtype == DType::kBF16 ? DType::kF32 : m.dtype;  // dh stays f32
+  Buffer DH(be, grad, c.rows, c.cols, random_values(n, 3, 1.0, m.grid));
   Buffer H(be, out, c.rows, c.cols, Values(n, kNaN));
   Buffer DG(be, out, c.rows, c.cols, Values(n, kNaN));
   Buffer DU(be, out, c.rows, c.cols, Values(n, kNaN));
@@ -52,6 +55,18 @@ TEST_P(ConformanceSwiGlu, ForwardAndBackward) {
         backend(), "swiglu (" + std::to_string(c.rows) + ", " + std::to_string(c.cols) + ")",
         [&](const Backend& be, Mode m) { return run_swiglu(c, be, m); },
         {DType::kF32, DType::kBF16}, uniform_tolerance(1e-5, 1e-5));
+}
+
+// bf16 h, dgate, dup (what bf16 compute saves and feeds the bf16 matmuls): one bf16 rounding
+// (2⁻⁸ relative) on top of the f32 error.
+TEST_P(ConformanceSwiGlu, Bf16Outputs) {
+  const SwiGluCase cases[] = {{1, 11, 2.0, true}, {7, 149, 4.0, true}, {3, 6000, 2.0, false}};
+  for (const SwiGluCase& c : cases)
+    check_conformance(
+        backend(),
+        "swiglu bf16 outputs (" + std::to_string(c.rows) + ", " + std::to_string(c.cols) + ")",
+        [&](const Backend& be, Mode m) { return run_swiglu(c, be, m, true); }, {DType::kBF16},
+        uniform_tolerance(0, 4e-3));
 }
 
 TEST(ConformanceSwiGluReference, BackwardMatchesFiniteDifferences) {

@@ -54,6 +54,16 @@ void require_bf16_inputs_f32_outputs(const char* op, std::initializer_list<View>
                       std::string(dtype_name(v.dtype)));
 }
 
+// The fused forms that write bf16 (the rounding of the f32 result, in the same pass): every
+// view in `views` must have dtype `want`.
+void require_dtype_of(const char* op, const char* role, DType want,
+                      std::initializer_list<View> views) {
+  for (const View& v : views)
+    if (v.dtype != want)
+      fail("ops", std::string(op) + ": " + role + " must be " + std::string(dtype_name(want)) +
+                      ", got " + std::string(dtype_name(v.dtype)));
+}
+
 struct MatmulCall {
   const View &c, &a;
   int64_t K;
@@ -98,6 +108,11 @@ void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
     return cuda::rmsnorm_forward(out, rstd, x, w, eps);
   require(out.numel() == x.numel() && rstd.numel() == x.rows && w.numel() == x.cols, "rmsnorm",
           [&] { return "x " + shape(x) + ", out " + shape(out) + ", w " + shape(w); });
+  if (out.dtype == DType::kBF16 && x.dtype == DType::kF32) {  // fused with the bf16 rounding
+    require_dtype_of("rmsnorm", "x, rstd and w of a bf16 out", DType::kF32, {x, rstd, w});
+    return cpu::rmsnorm_forward_bf16(out.as<uint16_t>(), rstd.as<float>(), x.as<float>(),
+                                     w.as<float>(), x.rows, x.cols, eps);
+  }
   on_float_type("rmsnorm", x, {out, rstd, w}, [&](auto t) {
     using T = decltype(t);
     cpu::rmsnorm_forward(out.as<T>(), rstd.as<T>(), x.as<T>(), w.as<T>(), x.rows, x.cols, eps);
@@ -149,6 +164,11 @@ void swiglu_forward(View h, View gate, View up) {
   if (on_cuda("swiglu_forward", {h, gate, up})) return cuda::swiglu_forward(h, gate, up);
   require(h.numel() == gate.numel() && up.numel() == gate.numel(), "swiglu",
           [&] { return "gate " + shape(gate) + ", up " + shape(up) + ", h " + shape(h); });
+  if (gate.dtype == DType::kBF16 && h.dtype == DType::kBF16) {  // fused with h's rounding
+    require_dtype_of("swiglu", "gate and up of a bf16 h", DType::kBF16, {up});
+    return cpu::swiglu_forward_bf16(h.as<uint16_t>(), gate.as<uint16_t>(), up.as<uint16_t>(),
+                                    gate.numel());
+  }
   if (gate.dtype == DType::kBF16) {  // bf16 compute: bf16 gate and up, fp32 h
     require_bf16_inputs_f32_outputs("swiglu", {gate, up}, {h});
     return cpu::swiglu_forward(h.as<float>(), gate.as<uint16_t>(), up.as<uint16_t>(), gate.numel());
@@ -166,6 +186,13 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
   require(
       dh.numel() == gate.numel() && dgate.numel() == gate.numel() && dup.numel() == gate.numel(),
       "swiglu_backward", [&] { return "gate " + shape(gate) + ", dh " + shape(dh); });
+  if (gate.dtype == DType::kBF16 && dgate.dtype == DType::kBF16) {  // fused with the rounding
+    require_dtype_of("swiglu_backward", "gate, up and dup of a bf16 dgate", DType::kBF16,
+                     {up, dup});
+    require_dtype_of("swiglu_backward", "dh", DType::kF32, {dh});
+    return cpu::swiglu_backward_bf16(dgate.as<uint16_t>(), dup.as<uint16_t>(), dh.as<float>(),
+                                     gate.as<uint16_t>(), up.as<uint16_t>(), gate.numel());
+  }
   if (gate.dtype == DType::kBF16) {
     require_bf16_inputs_f32_outputs("swiglu_backward", {gate, up}, {dgate, dup, dh});
     return cpu::swiglu_backward(dgate.as<float>(), dup.as<float>(), dh.as<float>(),
@@ -211,11 +238,24 @@ void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard s
   });
 }
 
-void add(View dst, View src) {
+void add(View dst, View src, View rounded) {
   const ScopedOp op("add");
-  if (on_cuda("add", {dst, src})) return cuda::add(dst, src);
+  if (on_cuda("add", {dst, src, rounded})) {
+    require(rounded.empty() || rounded.numel() == dst.numel(), "add",
+            [&] { return "dst " + shape(dst) + ", rounded " + shape(rounded); });
+    cuda::add(dst, src);
+    if (!rounded.empty()) cuda::cast(rounded, dst);  // two kernels there, the same values
+    return;
+  }
   require(dst.numel() == src.numel(), "add",
           [&] { return "dst " + shape(dst) + ", src " + shape(src); });
+  if (!rounded.empty()) {
+    require(rounded.numel() == dst.numel(), "add",
+            [&] { return "dst " + shape(dst) + ", rounded " + shape(rounded); });
+    require_dtype_of("add", "dst and src beside a rounded copy", DType::kF32, {dst, src});
+    require_dtype_of("add", "the rounded copy", DType::kBF16, {rounded});
+    return cpu::add_rounded(dst.as<float>(), src.as<float>(), rounded.as<uint16_t>(), dst.numel());
+  }
   if (dst.dtype == DType::kF32 && src.dtype == DType::kBF16)
     return cpu::add(dst.as<float>(), src.as<uint16_t>(), dst.numel());
   on_float_type("add", dst, {src}, [&](auto t) {

@@ -4,6 +4,8 @@
 #include <type_traits>
 
 #include "core/half.h"
+#include "ops/cpu/bf16_simd.h"
+#include "ops/cpu/cpu_features.h"
 #include "ops/ops.h"
 
 namespace sft::ops::cpu {
@@ -25,10 +27,64 @@ To convert(From x) {
   }
 }
 
+// The f32 ↔ bf16 loops behind a run-time AVX-512 check: the same values as the scalar loops
+// (bf16_simd.h rounds as f32_to_bf16; an add is one IEEE operation either way).
+[[gnu::target(SFT_AVX512_TARGET)]] void to_bf16_avx512(uint16_t* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) bf16_store16(dst + i, _mm512_loadu_ps(src + i));
+  for (; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+}
+
+[[gnu::target(SFT_AVX512_TARGET)]] void from_bf16_avx512(float* dst, const uint16_t* src,
+                                                         int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, bf16_load16(src + i));
+  for (; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+}
+
+[[gnu::target(SFT_AVX512_TARGET)]] void add_avx512(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_add_ps(_mm512_loadu_ps(dst + i), _mm512_loadu_ps(src + i)));
+  for (; i < n; ++i) dst[i] += src[i];
+}
+
+[[gnu::target(SFT_AVX512_TARGET)]] void add_avx512(float* dst, const uint16_t* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_add_ps(_mm512_loadu_ps(dst + i), bf16_load16(src + i)));
+  for (; i < n; ++i) dst[i] += bf16_to_f32(src[i]);
+}
+
+[[gnu::target(SFT_AVX512_TARGET)]] void add_rounded_avx512(float* dst, const float* src,
+                                                           uint16_t* rounded, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 sum = _mm512_add_ps(_mm512_loadu_ps(dst + i), _mm512_loadu_ps(src + i));
+    _mm512_storeu_ps(dst + i, sum);
+    bf16_store16(rounded + i, sum);
+  }
+  for (; i < n; ++i) rounded[i] = f32_to_bf16(dst[i] += src[i]);
+}
+
 }  // namespace
+
+void add_rounded(float* dst, const float* src, uint16_t* rounded, int64_t n) {
+  const bool avx512 = use_avx512();
+  parallel_for_rows(n, kGrain, [&](int64_t b, int64_t e) {
+    if (avx512) return add_rounded_avx512(dst + b, src + b, rounded + b, e - b);
+    for (int64_t i = b; i < e; ++i) rounded[i] = f32_to_bf16(dst[i] += src[i]);
+  });
+}
 
 template <typename T, typename Src>
 void add(T* dst, const Src* src, int64_t n) {
+  if constexpr (std::is_same_v<T, float> &&
+                (std::is_same_v<Src, float> || std::is_same_v<Src, uint16_t>)) {
+    if (use_avx512())
+      return parallel_for_rows(n, kGrain,
+                               [&](int64_t b, int64_t e) { add_avx512(dst + b, src + b, e - b); });
+  }
   parallel_for_rows(n, kGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dst[i] += convert<T>(src[i]);
   });
@@ -55,6 +111,15 @@ void bias_backward(T* db, const T* dy, int64_t N, int64_t O) {
 
 template <typename To, typename From>
 void cast(To* dst, const From* src, int64_t n) {
+  if constexpr (std::is_same_v<To, uint16_t> && std::is_same_v<From, float>) {
+    if (use_avx512())
+      return parallel_for_rows(
+          n, kGrain, [&](int64_t b, int64_t e) { to_bf16_avx512(dst + b, src + b, e - b); });
+  } else if constexpr (std::is_same_v<To, float> && std::is_same_v<From, uint16_t>) {
+    if (use_avx512())
+      return parallel_for_rows(
+          n, kGrain, [&](int64_t b, int64_t e) { from_bf16_avx512(dst + b, src + b, e - b); });
+  }
   parallel_for_rows(n, kGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dst[i] = convert<To>(src[i]);
   });

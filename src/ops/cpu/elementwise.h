@@ -1,5 +1,6 @@
-// Elementwise CPU kernels: add, bias add and its gradient, dtype casts. Written as plain loops
-// over contiguous memory that the compiler vectorises; split over the one thread pool.
+// Elementwise CPU kernels: add, bias add and its gradient, dtype casts. Plain loops over
+// contiguous memory, split over the one thread pool; the f32 ↔ bf16 casts and the adds also
+// have AVX-512 loops (cpu_features.h picks at run time) that give the same bits.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,8 @@ namespace sft::ops::cpu {
 // dst[i] += src[i] (Src = T, or bf16 bits when T = float).
 template <typename T, typename Src>
 void add(T* dst, const Src* src, int64_t n);
+// dst[i] += src[i], and rounded[i] = the sum rounded to bf16 (f32_to_bf16).
+void add_rounded(float* dst, const float* src, uint16_t* rounded, int64_t n);
 // y (N, O) += b (O) per row.
 template <typename T>
 void add_bias(T* y, const T* b, int64_t N, int64_t O);

@@ -15,6 +15,11 @@ namespace sft::ops::cpu {
 template <typename T>
 void rmsnorm_forward(T* out, T* rstd, const T* x, const T* w, int64_t N, int64_t C, double eps);
 
+// The f32 forward with out written as bf16 bits: each value the f32 forward would store,
+// rounded by f32_to_bf16 in the same pass (bit-identical to the f32 forward followed by a cast).
+void rmsnorm_forward_bf16(uint16_t* out, float* rstd, const float* x, const float* w, int64_t N,
+                          int64_t C, double eps);
+
 // dx (N, C) =; dw (C) +=; dout (N, C); x, rstd as saved by forward.
 template <typename T>
 void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, const T* w, int64_t N,

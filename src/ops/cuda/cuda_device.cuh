@@ -28,6 +28,14 @@ __device__ inline float widen(uint16_t bits) {
   return bf16_to_f32(bits);
 }
 
+// An f32 result stored as f32, or rounded to bf16 bits (the fused forms of the bf16 outputs).
+__device__ inline void store(float* out, int64_t i, float v) {
+  out[i] = v;
+}
+__device__ inline void store(uint16_t* out, int64_t i, float v) {
+  out[i] = f32_to_bf16(v);
+}
+
 // The sum of every thread's `value` over a block of kReduceThreads threads, returned to all of
 // them. A fixed pairwise tree in shared memory: the same bits for the same inputs on every run.
 // Every thread of the block must call it (it synchronizes).

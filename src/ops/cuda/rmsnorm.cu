@@ -1,5 +1,6 @@
 // RMSNorm forward/backward on CUDA (ops.h's contract): one block per row, the row's sums by
-// block_sum (a fixed tree); dw by add_column_sums (fixed row chunks). fp32 throughout.
+// block_sum (a fixed tree); dw by add_column_sums (fixed row chunks). fp32 throughout; the
+// forward's out may be bf16 (the fp32 result rounded as it is stored).
 #include <cuda_runtime.h>
 
 #include "ops/cuda/column_sums.cuh"
@@ -12,7 +13,8 @@ namespace sft::ops::cuda {
 
 namespace {
 
-__global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* x, const float* w,
+template <typename Out>
+__global__ void rmsnorm_forward_kernel(Out* out, float* rstd, const float* x, const float* w,
                                        int64_t C, float eps) {
   const int64_t row = blockIdx.x;
   const float* xi = x + row * C;
@@ -21,8 +23,8 @@ __global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* x, 
   ss = block_sum(ss);
   const float r = 1.0f / sqrtf(ss / static_cast<float>(C) + eps);
   if (threadIdx.x == 0) rstd[row] = r;
-  float* oi = out + row * C;
-  for (int64_t j = threadIdx.x; j < C; j += kReduceThreads) oi[j] = w[j] * (xi[j] * r);
+  Out* oi = out + row * C;
+  for (int64_t j = threadIdx.x; j < C; j += kReduceThreads) store(oi, j, w[j] * (xi[j] * r));
 }
 
 // y_j = w_j x_j r  ⇒  dx_j = r (w_j dy_j − x_j r² · mean_k(w_k dy_k x_k)).
@@ -55,11 +57,18 @@ void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
   require_cuda("rmsnorm", {out, rstd, x, w});
   require(out.numel() == x.numel() && rstd.numel() == x.rows && w.numel() == x.cols, "rmsnorm",
           [&] { return "x " + shape(x) + ", out " + shape(out) + ", w " + shape(w); });
-  require_dtype("rmsnorm", DType::kF32, {out, rstd, x, w});
+  require_dtype("rmsnorm", DType::kF32, {rstd, x, w});
+  if (out.dtype != DType::kBF16) require_dtype("rmsnorm", DType::kF32, {out});
   if (x.rows == 0 || x.cols == 0) return;
-  rmsnorm_forward_kernel<<<static_cast<unsigned>(x.rows), kReduceThreads>>>(
-      out.as<float>(), rstd.as<float>(), x.as<float>(), w.as<float>(), x.cols,
-      static_cast<float>(eps));
+  const unsigned rows = static_cast<unsigned>(x.rows);
+  if (out.dtype == DType::kBF16)  // fused with the bf16 rounding
+    rmsnorm_forward_kernel<<<rows, kReduceThreads>>>(out.as<uint16_t>(), rstd.as<float>(),
+                                                     x.as<float>(), w.as<float>(), x.cols,
+                                                     static_cast<float>(eps));
+  else
+    rmsnorm_forward_kernel<<<rows, kReduceThreads>>>(out.as<float>(), rstd.as<float>(),
+                                                     x.as<float>(), w.as<float>(), x.cols,
+                                                     static_cast<float>(eps));
   SFT_CUDA_CHECK(cudaGetLastError());
 }
 
