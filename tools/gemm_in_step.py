@@ -6,13 +6,15 @@ Inputs: the per-op table that `SFT_PROFILE=1 sft train ...` prints after trainin
 bench/gemm_shapes_bench.cpp on the same machine (`--benchmark_format=json`). The pass is told by
 the transposes, as ops::Linear calls them: B transposed = forward, none = dx, A transposed = dW.
 Prints, per shape, GFLOP/s in the step, alone, and in-step / alone (the compute-backends issue
-asks for ≥ 0.85).
+asks for ≥ 0.85). The first step also pays oneDNN's kernel generation (once per shape), so pass
+--minus with the table of a shorter run of the same command: the difference is the steady steps.
 
 Run:
-  SFT_PROFILE=1 build/sft train ... > step.txt 2>&1
+  SFT_PROFILE=1 build/sft train ... --max_steps 6 > step.txt 2>&1
+  SFT_PROFILE=1 build/sft train ... --max_steps 2 > warmup.txt 2>&1
   build/bench/bench_gemm_shapes --benchmark_filter='0.6B/.*/onednn_bf16' \
       --benchmark_repetitions=3 --benchmark_format=json > alone.json
-  python3 tools/gemm_in_step.py --profile step.txt --bench alone.json
+  python3 tools/gemm_in_step.py --profile step.txt --minus warmup.txt --bench alone.json
 """
 import argparse
 import json
@@ -24,7 +26,7 @@ LINE = re.compile(r"^\s*[0-9.]+%\s+([0-9.]+) s\s+(\d+) calls\s+matmul (\w+) M=(\
 NAME = re.compile(r"^([^/]+)/([^/]+)/(fwd|dx|dw)/(\w+)/(\d+)x(\d+)x(\d+)")
 
 
-def step_rates(path, dtype):
+def step_times(path, dtype):
     out = {}
     for line in open(path, encoding="utf-8", errors="replace"):
         m = LINE.match(line)
@@ -34,7 +36,19 @@ def step_rates(path, dtype):
         M, N, K = int(m.group(4)), int(m.group(5)), int(m.group(6))
         flags = m.group(7).split()
         pass_ = "dw" if "ta" in flags else "fwd" if "tb" in flags else "dx"
-        out[(pass_, M, N, K)] = (calls, seconds, 2.0 * M * N * K * calls / seconds * 1e-9)
+        out[(pass_, M, N, K)] = (calls, seconds)
+    return out
+
+
+def step_rates(path, minus, dtype):
+    total = step_times(path, dtype)
+    base = step_times(minus, dtype) if minus else {}
+    out = {}
+    for key, (calls, seconds) in total.items():
+        c0, s0 = base.get(key, (0, 0.0))
+        if calls > c0 and seconds > s0:
+            _, M, N, K = key
+            out[key] = (calls - c0, seconds - s0, 2.0 * M * N * K * (calls - c0) / (seconds - s0) * 1e-9)
     return out
 
 
@@ -54,11 +68,12 @@ def alone_rates(path, library):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", required=True, help="output of SFT_PROFILE=1 sft train")
+    ap.add_argument("--minus", help="the same command's table over fewer steps (subtracted)")
     ap.add_argument("--bench", required=True, help="bench_gemm_shapes --benchmark_format=json output")
     ap.add_argument("--dtype", default="BF16", help="matmul dtype in the profile (BF16, F32)")
     ap.add_argument("--library", default="onednn_bf16", help="bench library column to compare with")
     a = ap.parse_args()
-    step, alone = step_rates(a.profile, a.dtype), alone_rates(a.bench, a.library)
+    step, alone = step_rates(a.profile, a.minus, a.dtype), alone_rates(a.bench, a.library)
     if not step:
         sys.exit(f"{a.profile}: no 'matmul {a.dtype}' lines (was it run with SFT_PROFILE=1?)")
     print("| GEMM | M × N × K | calls | in step GFLOP/s | alone GFLOP/s | in step / alone |")

@@ -69,6 +69,16 @@ To convert(From x) {
 
 }  // namespace
 
+void round_row_to_bf16(uint16_t* dst, const float* src, int64_t n) {
+  if (use_avx512()) return to_bf16_avx512(dst, src, n);
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+}
+
+void widen_row_from_bf16(float* dst, const uint16_t* src, int64_t n) {
+  if (use_avx512()) return from_bf16_avx512(dst, src, n);
+  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+}
+
 void add_rounded(float* dst, const float* src, uint16_t* rounded, int64_t n) {
   const bool avx512 = use_avx512();
   parallel_for_rows(n, kGrain, [&](int64_t b, int64_t e) {
@@ -112,13 +122,11 @@ void bias_backward(T* db, const T* dy, int64_t N, int64_t O) {
 template <typename To, typename From>
 void cast(To* dst, const From* src, int64_t n) {
   if constexpr (std::is_same_v<To, uint16_t> && std::is_same_v<From, float>) {
-    if (use_avx512())
-      return parallel_for_rows(
-          n, kGrain, [&](int64_t b, int64_t e) { to_bf16_avx512(dst + b, src + b, e - b); });
+    return parallel_for_rows(
+        n, kGrain, [&](int64_t b, int64_t e) { round_row_to_bf16(dst + b, src + b, e - b); });
   } else if constexpr (std::is_same_v<To, float> && std::is_same_v<From, uint16_t>) {
-    if (use_avx512())
-      return parallel_for_rows(
-          n, kGrain, [&](int64_t b, int64_t e) { from_bf16_avx512(dst + b, src + b, e - b); });
+    return parallel_for_rows(
+        n, kGrain, [&](int64_t b, int64_t e) { widen_row_from_bf16(dst + b, src + b, e - b); });
   }
   parallel_for_rows(n, kGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) dst[i] = convert<To>(src[i]);

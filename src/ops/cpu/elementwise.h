@@ -18,6 +18,10 @@ void add_bias(T* y, const T* b, int64_t N, int64_t O);
 // db (O) += Σ_rows dy (N, O), rows summed in order.
 template <typename T>
 void bias_backward(T* db, const T* dy, int64_t N, int64_t O);
+// One thread's f32 ↔ bf16 row conversions (for kernels that already split rows over the pool):
+// dst = f32_to_bf16(src), dst = bf16_to_f32(src), AVX-512 where cpu_features.h allows.
+void round_row_to_bf16(uint16_t* dst, const float* src, int64_t n);
+void widen_row_from_bf16(float* dst, const uint16_t* src, int64_t n);
 // dst = src converted; To/From among float, double and uint16_t (bf16 bits).
 template <typename To, typename From>
 void cast(To* dst, const From* src, int64_t n);

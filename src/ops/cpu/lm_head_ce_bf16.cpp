@@ -30,7 +30,7 @@
 #include <cstring>
 #include <span>
 
-#include "core/half.h"
+#include "ops/cpu/elementwise.h"
 #include "ops/cpu/lm_head_rows.h"
 #include "ops/lm_head_ce.h"
 #include "ops/ops.h"
@@ -55,7 +55,7 @@ int64_t round_up(int64_t n, int64_t q) {
 // Rows i of a (rows × V) block of fp32 products into columns [v0, v0 + nb) of Z (bf16, ld V).
 void round_block(uint16_t* z, int64_t V, const float* block, int64_t rows, int64_t v0, int64_t nb) {
   parallel_for_rows(rows, 16, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) round_to_bf16(z + i * V + v0, block + i * nb, nb);
+    for (int64_t i = b; i < e; ++i) cpu::round_row_to_bf16(z + i * V + v0, block + i * nb, nb);
   });
 }
 
@@ -70,9 +70,9 @@ void row_pass(LmHeadStats& total, LmHeadWorkspace& ws, uint16_t* z, const int64_
     grow(row, V);
     for (int64_t i = b; i < e; ++i) {
       uint16_t* zi = z + i * V;
-      widen_from_bf16(row.data(), zi, V);
+      cpu::widen_row_from_bf16(row.data(), zi, V);
       const RowStats r = row_stats_f32(row.data(), V, targets[ws.rows[c0 + i]], grad, scale);
-      if (grad) round_to_bf16(zi, row.data(), V);
+      if (grad) cpu::round_row_to_bf16(zi, row.data(), V);
       ws.row_loss[i] = r.loss;
       ws.row_entropy[i] = r.entropy;
       ws.row_correct[i] = r.correct ? 1 : 0;
@@ -160,12 +160,17 @@ LmHeadStats vocabulary_shard(float* dx, float* dw, const uint16_t* x, const uint
     gather_rows(xs, x, ws, c0, m, mp, C);
     matmul_bf16(z, xs, w, mp, V, C, false, true, false);
     parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {  // autocast's bf16 logits
-      for (int64_t i = b; i < e; ++i) round_through_bf16(z + i * V, V);
+      thread_local std::vector<uint16_t> row;            // this worker's; grows once to V
+      grow(row, V);
+      for (int64_t i = b; i < e; ++i) {
+        cpu::round_row_to_bf16(row.data(), z + i * V, V);
+        cpu::widen_row_from_bf16(z + i * V, row.data(), V);
+      }
     });
     chunk_stats_shard(total, ws, z, targets, c0, m, V, grad, scale, vocab_begin, group);
     if (!grad) continue;
     parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) round_to_bf16(dz + i * V, z + i * V, V);
+      for (int64_t i = b; i < e; ++i) cpu::round_row_to_bf16(dz + i * V, z + i * V, V);
     });
     std::memset(dz + m * V, 0, static_cast<size_t>((mp - m) * V) * sizeof(uint16_t));
     for (int64_t v0 = 0; v0 < V; v0 += VB) {

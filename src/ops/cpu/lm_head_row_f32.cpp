@@ -3,11 +3,9 @@
 // baseline and, behind a run-time check (cpu_features.h), for AVX-512: on the 152k-entry
 // vocabulary the row pass is as long as the chunk's matmuls unless it is vectorised. The whole
 // row and the shard's pieces are built from the same inline loops, so a shard's exponentials
-// are bit for bit the whole row's. The bf16 kernel's row conversions (round, widen) live here
-// too, for the same reason.
+// are bit for bit the whole row's.
 #include <limits>
 
-#include "core/half.h"
 #include "ops/cpu/cpu_features.h"
 #include "ops/cpu/fast_exp.h"
 #include "ops/cpu/lm_head_rows.h"
@@ -82,16 +80,6 @@ constexpr int kMaxLanes = 16, kSumLanes = 8;
   for (int64_t j = 0; j < V; ++j) z[j] *= k;
 }
 
-[[gnu::always_inline]] inline void round_loop(uint16_t* dst, const float* src, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) dst[j] = f32_to_bf16(src[j]);
-}
-[[gnu::always_inline]] inline void widen_loop(float* dst, const uint16_t* src, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) dst[j] = bf16_to_f32(src[j]);
-}
-[[gnu::always_inline]] inline void round_through_loop(float* z, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) z[j] = bf16_to_f32(f32_to_bf16(z[j]));
-}
-
 RowStats row_generic(float* z, int64_t V, int64_t target, bool grad, float scale) {
   return row_body(z, V, target, grad, scale);
 }
@@ -103,15 +91,6 @@ void sums_generic(float* z, int64_t V, float mx, bool store, double* sum, double
 }
 void scale_generic(float* z, int64_t V, float k) {
   scale_row(z, V, k);
-}
-void round_generic(uint16_t* dst, const float* src, int64_t n) {
-  round_loop(dst, src, n);
-}
-void widen_generic(float* dst, const uint16_t* src, int64_t n) {
-  widen_loop(dst, src, n);
-}
-void round_through_generic(float* z, int64_t n) {
-  round_through_loop(z, n);
 }
 
 #define SFT_AVX512 [[gnu::target("avx512f,avx512dq,avx512bw,avx512vl")]]
@@ -127,15 +106,6 @@ SFT_AVX512 void sums_avx512(float* z, int64_t V, float mx, bool store, double* s
 }
 SFT_AVX512 void scale_avx512(float* z, int64_t V, float k) {
   scale_row(z, V, k);
-}
-SFT_AVX512 void round_avx512(uint16_t* dst, const float* src, int64_t n) {
-  round_loop(dst, src, n);
-}
-SFT_AVX512 void widen_avx512(float* dst, const uint16_t* src, int64_t n) {
-  widen_loop(dst, src, n);
-}
-SFT_AVX512 void round_through_avx512(float* z, int64_t n) {
-  round_through_loop(z, n);
 }
 #undef SFT_AVX512
 
@@ -157,18 +127,6 @@ void row_exp_sums_f32(float* z, int64_t V, float mx, bool store, double* sum, do
 
 void row_scale_f32(float* z, int64_t V, float k) {
   return cpu::use_avx512() ? scale_avx512(z, V, k) : scale_generic(z, V, k);
-}
-
-void round_to_bf16(uint16_t* dst, const float* src, int64_t n) {
-  return cpu::use_avx512() ? round_avx512(dst, src, n) : round_generic(dst, src, n);
-}
-
-void widen_from_bf16(float* dst, const uint16_t* src, int64_t n) {
-  return cpu::use_avx512() ? widen_avx512(dst, src, n) : widen_generic(dst, src, n);
-}
-
-void round_through_bf16(float* z, int64_t n) {
-  return cpu::use_avx512() ? round_through_avx512(z, n) : round_through_generic(z, n);
 }
 
 }  // namespace sft::ops::lm_head_detail

@@ -84,13 +84,6 @@ float row_max_f32(const float* z, int64_t V);
 void row_exp_sums_f32(float* z, int64_t V, float mx, bool store, double* sum, double* sum_pz);
 void row_scale_f32(float* z, int64_t V, float k);
 
-// bf16 rows for the bf16 kernel (lm_head_ce_bf16.cpp), vectorised as the float row pass:
-// dst = bf16(src) (round to nearest even, core/half.h's rounding); dst = widened src; z = its
-// own bf16 rounding, widened.
-void round_to_bf16(uint16_t* dst, const float* src, int64_t n);
-void widen_from_bf16(float* dst, const uint16_t* src, int64_t n);
-void round_through_bf16(float* z, int64_t n);
-
 template <typename U>
 void grow(std::vector<U>& v, int64_t n) {
   if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
