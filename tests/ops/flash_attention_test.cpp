@@ -13,39 +13,15 @@
 #include "core/rng.h"
 #include "core/thread_pool.h"
 #include "ops/attention.h"
+#include "ops/attention_cases.h"
 #include "ops/cpu/attention_reference.h"
 
 namespace sft::ops {
 namespace {
 
-struct Case {
-  std::vector<AttentionSegment> segs;
-  AttentionDims dims;
-  int64_t Tq = 0, Tk = 0;
-};
-
-// Training layout: documents back to back, queries and keys the same rows, q_offset 0.
-Case packed(const std::vector<int64_t>& lengths, int64_t H, int64_t Hkv, int64_t D,
-            int64_t window) {
-  Case c;
-  c.dims = {H, Hkv, D, window};
-  for (int64_t n : lengths) {
-    c.segs.push_back({c.Tq, n, c.Tq, n, 0});
-    c.Tq += n;
-  }
-  c.Tk = c.Tq;
-  return c;
-}
-
-// Decode layout: q_len new tokens against cached + new keys.
-Case decode(int64_t cached, int64_t fresh, int64_t H, int64_t Hkv, int64_t D, int64_t window) {
-  Case c;
-  c.dims = {H, Hkv, D, window};
-  c.segs.push_back({0, fresh, 0, cached + fresh, cached});
-  c.Tq = fresh;
-  c.Tk = cached + fresh;
-  return c;
-}
+using testing::Case;
+using testing::decode;
+using testing::packed;
 
 template <typename T>
 std::vector<T> random(size_t n, uint64_t stream) {
