@@ -39,6 +39,7 @@ if [ "${SFT_SKIP_SANITIZE:-0}" != "1" ]; then
   # The fuzz test already runs with ASan/UBSan in the Release pass; here it only replays briefly.
   scripts/build.sh build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSFT_SANITIZE=ON -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=OFF -DFUZZ_TIME=5
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    LSAN_OPTIONS=suppressions=$PWD/tests/lsan_suppressions.txt \
     ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)" || status=1
 fi
 
