@@ -15,7 +15,7 @@
 // One runtime serves both: built with GCC it is libgomp, oneDNN's own; built with clang (our
 // default) it is LLVM's libomp, which implements libgomp's entry points too and, being a direct
 // dependency of the executable, comes before oneDNN's libgomp in the dynamic linker's search
-// order, so oneDNN's calls bind to it (tests/core/thread_pool_test.cpp checks this).
+// order, so oneDNN's calls bind to it (tests/ops/onednn_matmul_test.cpp checks this).
 #pragma once
 
 #include <cstddef>
