@@ -71,4 +71,16 @@ ThreadPool& default_thread_pool() {
   return pool;
 }
 
+int size_openmp_team_of_this_thread() {
+  thread_local int configured = 0;
+  const int want = static_cast<int>(default_thread_pool().size());
+  if (configured != want) {
+#ifdef _OPENMP
+    omp_set_num_threads(want);
+#endif
+    configured = want;
+  }
+  return want;
+}
+
 }  // namespace sft

@@ -69,4 +69,10 @@ class ThreadPool {
 // The process-wide pool, sized from SFT_NUM_THREADS or the hardware.
 ThreadPool& default_thread_pool();
 
+// Sizes the OpenMP team that a library running on the calling thread opens (oneDNN's GEMMs) to
+// default_thread_pool().size(): OpenMP's team size is a per-thread setting, so this is called on
+// each calling thread, and it is a no-op after the first call unless the pool size changed.
+// Returns the size. (Without OpenMP: only returns it.)
+int size_openmp_team_of_this_thread();
+
 }  // namespace sft

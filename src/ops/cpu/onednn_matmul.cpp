@@ -11,27 +11,19 @@
 //   execution goes through the C API with a stack array of arguments: no heap allocation per
 //   call once a shape has been seen. The cache is small (a training step has a few dozen
 //   shapes); past kMaxPrimitives it is dropped and refilled rather than tracked as an LRU.
-// - Threads: Debian builds oneDNN on OpenMP (libgomp). We size the OpenMP team of the calling
-//   thread to default_thread_pool().size() (omp_set_num_threads is per calling thread, so it is
-//   set on each new caller thread; it is looked up with dlsym so that nothing here links an
-//   OpenMP runtime of its own and a non-OpenMP oneDNN build is fine too). While the caller
-//   runs oneDNN our pool's workers sleep on their condition variable, so the machine holds
-//   exactly pool-size busy threads. Running oneDNN single-threaded inside each pool worker on a
-//   slice of the output was tried and rejected: in a probe the slices (C strided by the full N)
-//   were dispatched to gemm:jit instead of the brgemm AMX kernels, each slice re-packs the shared
-//   operand, and oneDNN's own partition over a pool-sized team is what its kernels are tuned for.
-//   Callers must therefore not be pool workers; a mutex serialises accidental concurrent callers
-//   (the cached memory objects are shared) rather than letting OpenMP teams multiply.
-// - Known cost: after a region libgomp's idle team threads spin (GOMP_SPINCOUNT, 300k pauses by
-//   default) before sleeping, competing with our pool's next loop; and on an oversubscribed
-//   machine spinning barriers make small oneDNN calls slower than OpenBLAS. Both are read from
-//   the environment when libgomp loads (OMP_WAIT_POLICY=PASSIVE stops the spinning), which is
-//   why small f32 problems stay on OpenBLAS (matmul.cpp).
+// - Threads: oneDNN runs on the OpenMP team of the calling thread, which is our pool's team
+//   (core/thread_pool.h: one runtime serves both), sized to default_thread_pool().size() by
+//   size_openmp_team_of_this_thread(). Running oneDNN single-threaded inside each pool worker on
+//   a slice of the output was tried and rejected: in a probe the slices (C strided by the full
+//   N) were dispatched to gemm:jit instead of the brgemm AMX kernels, each slice re-packs the
+//   shared operand, and oneDNN's own partition over a pool-sized team is what its kernels are
+//   tuned for. Callers must therefore not be pool workers; a mutex serialises accidental
+//   concurrent callers (the cached memory objects are shared).
+// - Known cost: on an oversubscribed machine spinning barriers make small oneDNN calls slower
+//   than OpenBLAS, which is why small f32 problems stay on OpenBLAS (matmul.cpp).
 // - Determinism: oneDNN's static OpenMP partition depends only on the shape and the team
 //   size, so a given thread count gives bit-identical results run to run (tests check it).
 #include "ops/cpu/onednn_matmul.h"
-
-#include <dlfcn.h>
 
 #include <map>
 #include <memory>
@@ -77,21 +69,6 @@ Runtime& runtime() {
   return r;
 }
 
-// Sizes the calling thread's OpenMP team (see the header comment); a no-op after the first
-// call on a thread unless the pool size changed.
-int configure_threads() {
-  using SetNumThreads = void (*)(int);
-  static const SetNumThreads set_num_threads =
-      reinterpret_cast<SetNumThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  thread_local int configured = 0;
-  const int want = static_cast<int>(default_thread_pool().size());
-  if (configured != want) {
-    if (set_num_threads) set_num_threads(want);
-    configured = want;
-  }
-  return want;
-}
-
 memory::data_type data_type(Operand t) {
   return t == Operand::f32 ? memory::data_type::f32 : memory::data_type::bf16;
 }
@@ -135,7 +112,17 @@ Entry& entry_for(Runtime& rt, const Key& k) {
 void matmul(Operand type, float* c, const void* a, const void* b, int64_t M, int64_t N, int64_t K,
             bool trans_a, bool trans_b, bool accumulate, int64_t lda, int64_t ldb, int64_t ldc) {
   Runtime& rt = runtime();
-  const Key key{type, M, N, K, trans_a, trans_b, accumulate, lda, ldb, ldc, configure_threads()};
+  const Key key{type,
+                M,
+                N,
+                K,
+                trans_a,
+                trans_b,
+                accumulate,
+                lda,
+                ldb,
+                ldc,
+                size_openmp_team_of_this_thread()};
   std::lock_guard<std::mutex> lock(rt.mutex);
   try {
     Entry& e = entry_for(rt, key);
@@ -165,7 +152,7 @@ std::string implementation(Operand type, int64_t M, int64_t N, int64_t K, bool t
                 trans_a ? M : K,
                 trans_b ? K : N,
                 N,
-                configure_threads()};
+                size_openmp_team_of_this_thread()};
   try {
     return describe(rt, key).impl_info_str();
   } catch (const dnnl::error&) {
