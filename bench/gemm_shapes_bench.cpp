@@ -9,6 +9,9 @@
 // through the same entry points ops::matmul uses. The label is the kernel oneDNN picked. CPU
 // time is the whole process's, so on a shared machine GFLOP per (CPU time / threads) estimates
 // the idle rate.
+// "/cold" variants evict the caches before every call (a 512 MiB buffer rewritten outside the
+// timing), as a training step does between one layer's GEMM and the next use of its operands:
+// AdamW streams every weight, and the elementwise kernels between products stream activations.
 // Run: build/bench/bench_gemm_shapes --benchmark_repetitions=5 --benchmark_report_aggregates_only
 //      (SFT_NUM_THREADS sets the thread count; --benchmark_filter=0.6B/lm_head etc.)
 #include <benchmark/benchmark.h>
@@ -91,7 +94,16 @@ std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
   return out;
 }
 
-void run(benchmark::State& state, Gemm g, Library lib) {
+// Rewrites a buffer larger than the last-level cache, so the next call reads its operands from
+// memory.
+void evict_caches() {
+  static std::vector<float> sweep(size_t{128} << 20);
+  for (float& x : sweep) x += 1.0f;
+  benchmark::DoNotOptimize(sweep.data());
+  benchmark::ClobberMemory();
+}
+
+void run(benchmark::State& state, Gemm g, Library lib, bool cold) {
   if (lib == Library::onednn_bf16 && !sft::ops::onednn::supports_bf16()) {
     state.SkipWithError("skipped: oneDNN has no bf16 matmul on this CPU (below AVX-512)");
     return;
@@ -123,6 +135,11 @@ void run(benchmark::State& state, Gemm g, Library lib) {
   };
   once();  // primitive creation and first-touch outside the timing
   for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      evict_caches();
+      state.ResumeTiming();
+    }
     once();
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
@@ -141,17 +158,19 @@ void register_all() {
   for (const Model& m : models())
     for (const Projection& p : m.projections)
       for (const auto& [pass, pass_name] : passes)
-        for (const auto& [lib, lib_name] : libs) {
-          const Gemm g = gemm_of(pass, p);
-          const std::string name = std::string(m.name) + "/" + p.name + "/" + pass_name + "/" +
-                                   lib_name + "/" + std::to_string(g.M) + "x" +
-                                   std::to_string(g.N) + "x" + std::to_string(g.K);
-          benchmark::RegisterBenchmark(name.c_str(),
-                                       [g, lib = lib](benchmark::State& s) { run(s, g, lib); })
-              ->Unit(benchmark::kMillisecond)
-              ->UseRealTime()
-              ->MinTime(0.2);
-        }
+        for (const auto& [lib, lib_name] : libs)
+          for (const bool cold : {false, true}) {
+            const Gemm g = gemm_of(pass, p);
+            const std::string name = std::string(m.name) + "/" + p.name + "/" + pass_name + "/" +
+                                     lib_name + "/" + std::to_string(g.M) + "x" +
+                                     std::to_string(g.N) + "x" + std::to_string(g.K) +
+                                     (cold ? "/cold" : "");
+            benchmark::RegisterBenchmark(
+                name.c_str(), [g, lib = lib, cold](benchmark::State& s) { run(s, g, lib, cold); })
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime()
+                ->MinTime(0.2);
+          }
 }
 
 }  // namespace

@@ -97,6 +97,7 @@ BENCHMARK(BM_Fused)
     ->ArgNames({"C", "m", "vb"})
     ->ArgsProduct({{512, 1024}, {0}, {0}})
     ->ArgsProduct({{512, 1024}, {32, 64, 128, 256, 512}, {0, 8192}})
+    ->ArgsProduct({{512, 1024}, {512, 1024}, {4096, 16384, 32768}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -13,27 +13,26 @@ namespace sft::ops {
 
 namespace lm_head_detail {
 
-// Chunk height and vocabulary block, chosen by measurement (bench/lm_head_bench.cpp, fp32,
-// T = 1024, V = 151936, one thread, CPU seconds per call on the 2-thread dev box; the machine was
-// shared, so wall times were 3-5x these):
+// Chunk height and vocabulary block, chosen by measurement (bench/lm_head_bench.cpp, BM_Fused,
+// fp32, T = 1024, V = 151936, 2 threads on the idle 2-core Sapphire Rapids VM, oneDNN's AVX-512
+// brgemm; seconds per call):
 //
-//   m (rows per chunk)   32     64     128    220    256    512
-//   C = 512              9.21   7.12   6.18   5.58   5.53   5.31
-//   C = 1024             -      -      10.92  10.05  9.84   9.60
+//   m (rows), vocabulary block      256, whole   512, whole   512, 8192   512, 16384   1024, 16384
+//   C = 512                         1.71         1.67         1.57        1.54         1.70
+//   C = 1024                        3.14         -            2.92        2.89         2.84
 //
-// Small chunks lose on the dW += dZᵀ X_c product (inner dimension m) and on streaming W and dW
-// (311 / 622 MB) T/m times; past 256 rows the gain is under 4% for twice the memory, so m = 256
-// (Z = 156 MB in fp32), less when the vocabulary is so large that Z would pass 256 MiB.
-// Splitting the gradient products into vocabulary blocks of 8192 (dZ_b reused from cache by both
-// products) measured the same as whole rows (5.50 vs 5.53 s at m = 256), so the default is whole
-// rows: fewer, larger calls for the matmul backend.
+// Taller chunks stream the 151936 × C weight and its gradient (311 / 622 MB at C = 512) fewer
+// times (T/m); the vocabulary blocks let both gradient products read their dZ block while it
+// is still in cache. Past 512 rows the gain is within noise at C = 1024 and a loss at C = 512,
+// for twice the memory, so m = 512 (Z = 311 MB in fp32), less when the vocabulary is so large
+// that Z would pass 512 MiB.
 int64_t default_rows_per_chunk(int64_t V, int64_t element_bytes) {
-  const int64_t budget = int64_t{256} << 20;
-  return std::clamp<int64_t>(budget / std::max<int64_t>(V * element_bytes, 1), 1, 256);
+  const int64_t budget = int64_t{512} << 20;
+  return std::clamp<int64_t>(budget / std::max<int64_t>(V * element_bytes, 1), 1, 512);
 }
 
 int64_t default_vocab_block(int64_t /*V*/) {
-  return 0;
+  return 16384;
 }
 
 }  // namespace lm_head_detail

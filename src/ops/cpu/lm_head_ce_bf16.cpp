@@ -7,7 +7,7 @@
 // Layout, and why it differs from the float path's (lm_head_ce.cpp): logits held in bf16 cost
 // half of fp32, so a chunk holds every scored row of a micro-batch (up to kLogitBudget bytes:
 // 1766 rows at V = 151936), and the 151936 × C weight and its fp32 gradient stream through
-// memory once per call instead of once per 256-row chunk. Per chunk:
+// memory once per call instead of once per 512-row chunk. Per chunk:
 //   Z (m × V, bf16)   = X Wᵀ, one vocabulary block of kLogitBlock columns at a time (the fp32
 //                       product of a block is rounded into Z while it is still in cache);
 //   per row           : widened into a per-thread fp32 row (L2-resident), the float row pass

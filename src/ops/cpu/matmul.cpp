@@ -45,7 +45,7 @@ F32Library f32_override() {
 // the choice (and the result) never depends on timing.
 bool prefer_onednn(int64_t M, int64_t N, int64_t K, bool trans_b) {
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  return work >= 1073741824.0 && (trans_b || N <= 2048);
+  return work >= 134217728.0 && (trans_b || N <= 2048);
 }
 
 }  // namespace
