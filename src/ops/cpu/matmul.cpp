@@ -33,15 +33,15 @@ F32Library f32_override() {
   return choice;
 }
 
-// Measured with bench/gemm_shapes_bench.cpp (2 threads, Sapphire Rapids VM, a shared machine):
-// on the LM head (1024 × 151936 × 512, all three passes) oneDNN's AVX-512 brgemm ran 1.8–2.1×
-// faster than OpenBLAS's Haswell kernels, on most of Qwen3-0.6B's projections (1–3 G
-// multiply-adds) 1.1–1.6×; but with a plain (not transposed) B that is 3072 wide (0.6B's
-// down-projection dx and dW) it ran at 0.4×. On the 103M model's projections it was 0.9–1.4×
-// at 0.8 G multiply-adds and 0.35–0.9× at 0.1–0.3 G: its OpenMP barriers and per-shape JIT
-// (tens of ms per new shape, which attention's per-document products would
-// pay constantly) lose there. Hence the rule: oneDNN for ≥ 2^30 multiply-adds when B is
-// transposed or at most 2048 wide; OpenBLAS otherwise. It is a pure function of the shape, so
+// Measured with bench/gemm_shapes_bench.cpp (2 threads, idle Sapphire Rapids VM, one OpenMP
+// team shared by our pool and oneDNN, core/thread_pool.h): oneDNN's AVX-512 brgemm runs
+// 1.4–1.65× faster than OpenBLAS's Haswell kernels on every projection of the 103M model
+// (0.13–0.8 G multiply-adds) and of Qwen3-0.6B (1–3 G), and 1.1–1.6× on the LM head; but with a
+// plain (not transposed) B that is 3072 wide (0.6B's down-projection dx and dW) it runs at 0.5×.
+// Before the pools were one team its OpenMP barriers lost to OpenBLAS below 2^30 multiply-adds;
+// below 2^27 (LoRA's rank-r products, tiny test models) no win was measured, and each new shape
+// costs oneDNN a JIT compile of tens of ms. Hence the rule: oneDNN for ≥ 2^27 multiply-adds when B
+// is transposed or at most 2048 wide; OpenBLAS otherwise. It is a pure function of the shape, so
 // the choice (and the result) never depends on timing.
 bool prefer_onednn(int64_t M, int64_t N, int64_t K, bool trans_b) {
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
