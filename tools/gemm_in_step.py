@@ -6,7 +6,8 @@ Inputs: the per-op table that `SFT_PROFILE=1 sft train ...` prints after trainin
 bench/gemm_shapes_bench.cpp on the same machine (`--benchmark_format=json`). The pass is told by
 the transposes, as ops::Linear calls them: B transposed = forward, none = dx, A transposed = dW.
 Prints, per shape, GFLOP/s in the step, alone, and in-step / alone (the compute-backends issue
-asks for ≥ 0.85). The first step also pays oneDNN's kernel generation (once per shape), so pass
+asks for ≥ 0.85). When the bench JSON also holds the "/cold" variants (operands evicted from the
+caches before each call, as they are in a step), their rate and in-step / cold are printed too. The first step also pays oneDNN's kernel generation (once per shape), so pass
 --minus with the table of a shorter run of the same command: the difference is the steady steps.
 
 Run:
@@ -23,7 +24,7 @@ import statistics
 import sys
 
 LINE = re.compile(r"^\s*[0-9.]+%\s+([0-9.]+) s\s+(\d+) calls\s+matmul (\w+) M=(\d+) N=(\d+) K=(\d+)(.*)$")
-NAME = re.compile(r"^([^/]+)/([^/]+)/(fwd|dx|dw)/(\w+)/(\d+)x(\d+)x(\d+)")
+NAME = re.compile(r"^([^/]+)/([^/]+)/(fwd|dx|dw)/(\w+)/(\d+)x(\d+)x(\d+)(/cold)?")
 
 
 def step_times(path, dtype):
@@ -52,13 +53,13 @@ def step_rates(path, minus, dtype):
     return out
 
 
-def alone_rates(path, library):
+def alone_rates(path, library, cold):
     runs = {}
     for b in json.load(open(path))["benchmarks"]:
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
             continue
         m = NAME.match(b["name"])
-        if not m or m.group(4) != library or "GFLOP/s" not in b:
+        if not m or m.group(4) != library or "GFLOP/s" not in b or bool(m.group(8)) != cold:
             continue
         key = (m.group(3), int(m.group(5)), int(m.group(6)), int(m.group(7)))
         runs.setdefault(key, []).append((b["GFLOP/s"], f"{m.group(2)}/{m.group(3)}"))
@@ -73,19 +74,29 @@ def main():
     ap.add_argument("--dtype", default="BF16", help="matmul dtype in the profile (BF16, F32)")
     ap.add_argument("--library", default="onednn_bf16", help="bench library column to compare with")
     a = ap.parse_args()
-    step, alone = step_rates(a.profile, a.minus, a.dtype), alone_rates(a.bench, a.library)
+    step = step_rates(a.profile, a.minus, a.dtype)
+    alone, cold = alone_rates(a.bench, a.library, False), alone_rates(a.bench, a.library, True)
     if not step:
         sys.exit(f"{a.profile}: no 'matmul {a.dtype}' lines (was it run with SFT_PROFILE=1?)")
-    print("| GEMM | M × N × K | calls | in step GFLOP/s | alone GFLOP/s | in step / alone |")
-    print("|---|---|---|---|---|---|")
+    if cold:
+        print("| GEMM | M × N × K | calls | in step GFLOP/s | alone | in step / alone "
+              "| alone, cold caches | in step / cold |")
+        print("|---|---|---|---|---|---|---|---|")
+    else:
+        print("| GEMM | M × N × K | calls | in step GFLOP/s | alone GFLOP/s | in step / alone |")
+        print("|---|---|---|---|---|---|")
     for key in sorted(step, key=lambda k: -step[k][1]):
         calls, _, rate = step[key]
         shape = f"{key[1]} × {key[2]} × {key[3]}"
         if key in alone:
             base, label = alone[key]
-            print(f"| {label} | {shape} | {calls} | {rate:.0f} | {base:.0f} | {rate / base:.2f} |")
+            row = f"| {label} | {shape} | {calls} | {rate:.0f} | {base:.0f} | {rate / base:.2f} |"
+            if cold:
+                c = cold.get(key, (None, None))[0]
+                row += f" {c:.0f} | {rate / c:.2f} |" if c else " — | — |"
+            print(row)
         else:  # not a projection shape of the bench (LoRA adapters, other models)
-            print(f"| {key[0]} | {shape} | {calls} | {rate:.0f} | — | — |")
+            print(f"| {key[0]} | {shape} | {calls} | {rate:.0f} | — | — |" + (" — | — |" if cold else ""))
 
 
 if __name__ == "__main__":
