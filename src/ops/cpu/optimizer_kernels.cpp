@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "ops/cpu/bf16_simd.h"
 #include "ops/cpu/cpu_features.h"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/device_dispatch.h"
@@ -35,6 +36,59 @@ constexpr int64_t kNormBlock = 1 << 14;
 
 }  // namespace
 
+namespace {
+
+// AdamW's element update on [b, e), torch's operations in torch's order (no fused multiply-adds:
+// the pragma above). The generic path; the AVX-512 one below computes the same bits.
+void adamw_scalar(float* p, const float* g, float* m, float* v, uint16_t* copy, int64_t b,
+                  int64_t e, const AdamWScalars& k) {
+  for (int64_t i = b; i < e; ++i) {
+    float pi = p[i];
+    const float gi = g[i];
+    if (k.decay) pi = pi * k.decay_factor;
+    // torch.lerp with weight < 0.5: start + weight * (end - start)
+    m[i] = m[i] + k.lerp_weight * (gi - m[i]);
+    v[i] = v[i] * k.beta2;
+    v[i] = v[i] + k.one_minus_beta2 * gi * gi;
+    const float denom = std::sqrt(v[i]) / k.bc2_sqrt + k.eps;
+    p[i] = pi + k.neg_step_size * m[i] / denom;
+    if (copy) copy[i] = f32_to_bf16(p[i]);
+  }
+}
+
+// The same update 16 lanes at a time: every operation is the scalar one (IEEE-exact sqrt and
+// division, separate multiplies and adds), and the bf16 copy is bf16_simd.h's f32_to_bf16.
+// Why by hand: the compiler leaves the scalar loop unvectorised (the five arrays may alias), and
+// that loop is bound by its sqrt and divisions, not by memory: 15 GB/s against the 37–43 GB/s
+// that scale and add reach here; this one reaches 42 (64 M parameters, 2 threads).
+[[gnu::target(SFT_AVX512_TARGET)]] void adamw_avx512(float* p, const float* g, float* m, float* v,
+                                                     uint16_t* copy, int64_t b, int64_t e,
+                                                     const AdamWScalars& k) {
+  const __m512 decay = _mm512_set1_ps(k.decay_factor), lerp = _mm512_set1_ps(k.lerp_weight),
+               beta2 = _mm512_set1_ps(k.beta2), one_minus_beta2 = _mm512_set1_ps(k.one_minus_beta2),
+               bc2_sqrt = _mm512_set1_ps(k.bc2_sqrt), eps = _mm512_set1_ps(k.eps),
+               neg_step = _mm512_set1_ps(k.neg_step_size);
+  int64_t i = b;
+  for (; i + 16 <= e; i += 16) {
+    __m512 pi = _mm512_loadu_ps(p + i);
+    const __m512 gi = _mm512_loadu_ps(g + i);
+    if (k.decay) pi = _mm512_mul_ps(pi, decay);
+    __m512 mi = _mm512_loadu_ps(m + i);
+    mi = _mm512_add_ps(mi, _mm512_mul_ps(lerp, _mm512_sub_ps(gi, mi)));
+    __m512 vi = _mm512_mul_ps(_mm512_loadu_ps(v + i), beta2);
+    vi = _mm512_add_ps(vi, _mm512_mul_ps(_mm512_mul_ps(one_minus_beta2, gi), gi));
+    const __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vi), bc2_sqrt), eps);
+    pi = _mm512_add_ps(pi, _mm512_div_ps(_mm512_mul_ps(neg_step, mi), denom));
+    _mm512_storeu_ps(m + i, mi);
+    _mm512_storeu_ps(v + i, vi);
+    _mm512_storeu_ps(p + i, pi);
+    if (copy) cpu::bf16_store16(copy + i, pi);
+  }
+  adamw_scalar(p, g, m, v, copy, i, e, k);
+}
+
+}  // namespace
+
 void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
                   View bf16_copy) {
   const ScopedOp op("adamw_update");
@@ -51,19 +105,10 @@ void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const Ad
   const float* g = grad.as<float>();
   float* m = exp_avg.as<float>();
   float* v = exp_avg_sq.as<float>();
+  const bool avx512 = cpu::use_avx512();
   parallel_for_rows(n, 1 << 14, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      float pi = p[i];
-      const float gi = g[i];
-      if (k.decay) pi = pi * k.decay_factor;
-      // torch.lerp with weight < 0.5: start + weight * (end - start)
-      m[i] = m[i] + k.lerp_weight * (gi - m[i]);
-      v[i] = v[i] * k.beta2;
-      v[i] = v[i] + k.one_minus_beta2 * gi * gi;
-      const float denom = std::sqrt(v[i]) / k.bc2_sqrt + k.eps;
-      p[i] = pi + k.neg_step_size * m[i] / denom;
-      if (copy) copy[i] = f32_to_bf16(p[i]);
-    }
+    if (avx512) return adamw_avx512(p, g, m, v, copy, b, e, k);
+    adamw_scalar(p, g, m, v, copy, b, e, k);
   });
 }
 
