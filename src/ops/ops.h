@@ -121,10 +121,13 @@ void add(View dst, View src, View rounded = {});
 void add_bias(View y, View b);
 void bias_backward(View db, View dy);
 // AdamW's element update as torch's single-tensor CPU path computes it, operation by operation
-// in fp32 (optim/adamw.h derives the scalars): p, m, v updated in place from g.
+// in fp32 (optim/adamw.h derives the scalars): p, m, v updated in place from g · grad_scale.
+// grad_scale is the gradient-clipping coefficient folded into the update's read of g: the same
+// fp32 product torch's clip_grad_norm_ stores in its own pass over the gradients (1: none).
 struct AdamWScalars {
   float neg_step_size, bc2_sqrt, eps, lerp_weight, beta2, one_minus_beta2, decay_factor;
   bool decay;
+  float grad_scale = 1.0f;
 };
 // With bf16_copy given, the updated p is also written there rounded to bf16 (the compute copy).
 void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,

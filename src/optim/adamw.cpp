@@ -13,7 +13,8 @@ AdamW::AdamW(size_t num_params, AdamWOptions options)
       exp_avg_sq_(Tensor::zeros(DType::kF32, {static_cast<int64_t>(num_params)})) {}
 
 void AdamW::step(std::span<float> params, std::span<const float> grads,
-                 std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies) {
+                 std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies,
+                 float grad_scale) {
   const size_t n = static_cast<size_t>(exp_avg_.numel());
   if (params.size() != n || grads.size() != n) {
     fail("optim", "AdamW was built for " + std::to_string(n) + " parameters, stepped with " +
@@ -37,8 +38,8 @@ void AdamW::step(std::span<float> params, std::span<const float> grads,
 
   float* m = exp_avg_.mutable_values<float>().data();
   float* v = exp_avg_sq_.mutable_values<float>().data();
-  ops::AdamWScalars k{neg_step_size, bc2_sqrt,        eps,          lerp_weight,
-                      beta2,         one_minus_beta2, decay_factor, false};
+  ops::AdamWScalars k{neg_step_size,   bc2_sqrt,     eps,   lerp_weight, beta2,
+                      one_minus_beta2, decay_factor, false, grad_scale};
   for (const ParamSlice& slice : slices) {
     k.decay = use_decay && slice.decay;
     const int64_t n = static_cast<int64_t>(slice.size);

@@ -34,9 +34,11 @@ class AdamW {
 
   // One optimizer step at learning rate `lr` (the scheduled value for this step).
   // With bf16_copies (an arena with the same offsets, e.g. the ParameterSet's bf16 copies),
-  // the updated values are also rounded into it, in the same pass over memory.
+  // the updated values are also rounded into it, in the same pass over memory. grad_scale
+  // multiplies each gradient as it is read (the clip coefficient, optim/clip.h; 1: none).
   void step(std::span<float> params, std::span<const float> grads,
-            std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies = nullptr);
+            std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies = nullptr,
+            float grad_scale = 1.0f);
 
   int64_t steps_taken() const { return steps_; }
   const AdamWOptions& options() const { return options_; }

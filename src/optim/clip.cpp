@@ -18,11 +18,15 @@ double clip_grad_norm(std::span<float> grads, double max_norm) {
 }
 
 void clip_to_norm(std::span<float> grads, double norm, double max_norm) {
-  if (max_norm <= 0 || !std::isfinite(norm) || grads.empty()) return;
+  const float coef = clip_coefficient(norm, max_norm);
+  if (coef == 1.0f || grads.empty()) return;
+  ops::scale(ops::view_of(grads.data(), 1, static_cast<int64_t>(grads.size())), coef);
+}
+
+float clip_coefficient(double norm, double max_norm) {
+  if (max_norm <= 0 || !std::isfinite(norm)) return 1.0f;
   const double coef = max_norm / (norm + 1e-6);
-  if (coef >= 1.0) return;
-  ops::scale(ops::view_of(grads.data(), 1, static_cast<int64_t>(grads.size())),
-             static_cast<float>(coef));
+  return coef >= 1.0 ? 1.0f : static_cast<float>(coef);
 }
 
 }  // namespace sft

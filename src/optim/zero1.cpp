@@ -44,21 +44,13 @@ double Zero1::reduce_gradients(std::span<float> grads) {
   return std::sqrt(sq[0]);
 }
 
-void Zero1::clip(std::span<float> grads, double norm, double max_norm) {
-  // As clip_grad_norm: coefficient max_norm / (norm + 1e-6) when below 1.
-  if (max_norm <= 0 || !std::isfinite(norm) || shard_.size() == 0) return;
-  const double coef = max_norm / (norm + 1e-6);
-  if (coef >= 1.0) return;
-  ops::scale(ops::view_of(grads.data() + shard_.begin, 1, static_cast<int64_t>(shard_.size())),
-             static_cast<float>(coef));
-}
-
 void Zero1::step(std::span<float> params, std::span<const float> grads,
-                 std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies) {
+                 std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies,
+                 float grad_scale) {
   const std::vector<ParamSlice> own = slices_in_shard(slices, shard_);
   shard_adam_.step(params.subspan(shard_.begin, shard_.size()),
                    grads.subspan(shard_.begin, shard_.size()), own, lr,
-                   bf16_copies ? bf16_copies + shard_.begin : nullptr);
+                   bf16_copies ? bf16_copies + shard_.begin : nullptr, grad_scale);
   dp_.all_gather(params);
   if (bf16_copies) dp_.all_gather(std::span<uint16_t>(bf16_copies, num_params_));
 }

@@ -5,8 +5,8 @@
 // Per optimizer step, instead of all-reducing the gradients:
 //   reduce_scatter   the local gradient sums → this rank's shard holds the global sum;
 //   grad_norm        Σ g² of the own shard, summed over ranks in rank order (f64);
-//   clip             the own shard, by torch's clip_grad_norm_ coefficient;
-//   step             AdamW (torch's element update, optim/adamw.h) on the own shard;
+//   step             AdamW (torch's element update, optim/adamw.h) on the own shard, with
+//                    torch's clip_grad_norm_ coefficient applied as it reads the gradients;
 //   all_gather       the updated fp32 weights (and their bf16 copies) to every rank.
 // The fp32 weights stay whole on every rank: the forward reads them in fp32 compute, so
 // only the moments are sharded here. Checkpoints hold the whole moments (gather_into /
@@ -34,11 +34,11 @@ class Zero1 {
   // Only the reduce-scatter of reduce_gradients (for a caller that computes the norm itself,
   // e.g. over tensor-parallel slices).
   void reduce_scatter(std::span<float> grads);
-  // Scales the own shard as clip_grad_norm does for `norm` (max_norm <= 0: no clipping).
-  void clip(std::span<float> grads, double norm, double max_norm);
-  // AdamW on the own shard, then every rank gets the whole updated weights (and bf16 copies).
+  // AdamW on the own shard (each gradient times grad_scale, the clip coefficient of
+  // optim/clip.h), then every rank gets the whole updated weights (and bf16 copies).
   void step(std::span<float> params, std::span<const float> grads,
-            std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies);
+            std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies,
+            float grad_scale = 1.0f);
 
   ShardRange shard() const { return shard_; }
   AdamW& shard_optimizer() { return shard_adam_; }

@@ -239,7 +239,8 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
 
 void Trainer::apply_update(StepStats& st) {
   const int64_t step = state_.global_step + 1;
-  st.grad_norm = reduce_norm_and_clip();
+  const GradNorm norm = reduce_grad_norm();
+  st.grad_norm = norm.norm;
   const bool finite = std::isfinite(st.loss) && std::isfinite(st.grad_norm);
   if (!finite) {
     const std::string what = "step " + std::to_string(step) + ": loss " + std::to_string(st.loss) +
@@ -259,9 +260,11 @@ void Trainer::apply_update(StepStats& st) {
     model::ParameterSet& params = model_.trainable();
     // Under bf16 compute the update also rounds the new weights into their bf16 copies.
     if (zero1_)
-      zero1_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena());
+      zero1_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena(),
+                   norm.clip_scale);
     else
-      optimizer_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena());
+      optimizer_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena(),
+                       norm.clip_scale);
   }
   model_.zero_grad();
 }

@@ -5,8 +5,10 @@
 //   step on every rank are counted first (HF's num_items_in_batch); each micro-batch then
 //   adds the gradient of loss_sum / N, gradients are summed over ranks. So 1×GAS8 and 8×GAS1
 //   give the same loss and gradients, and the logged loss is Σ loss / N of the step.
-//   Per step: clip_grad_norm (grad_norm logged before clipping), AdamW at lr × factor(step),
-//   then the scheduler advances. Steps and epochs from plan_steps; row order from
+//   Per step: the global gradient norm (logged as grad_norm, before clipping), AdamW at
+//   lr × factor(step) reading each gradient times clip_grad_norm_'s coefficient (the clip
+//   folded into the update's pass: the same products, one pass over memory fewer), then the
+//   scheduler advances. Steps and epochs from plan_steps; row order from
 //   data::Loader (TRL's seeded order per epoch, or sequential).
 //
 // Logging (every logging_steps, + logging_first_step): HF's log_history keys — loss (mean
@@ -147,9 +149,14 @@ class Trainer {
   bool is_main() const { return comm_->rank() == 0 && tp_rank() == 0; }
   int tp_rank() const { return tp_comm_ ? tp_comm_->rank() : 0; }
   int world_rank() const { return comm_->rank() * (tp_comm_ ? tp_comm_->size() : 1) + tp_rank(); }
-  // The gradient norm over all ranks (logged as grad_norm), after which the gradients are
-  // clipped to max_grad_norm; under ZeRO-1 this also reduce-scatters them (trainer_dist.cpp).
-  double reduce_norm_and_clip();
+  // The gradient norm over all ranks (logged as grad_norm) and the coefficient that clips the
+  // gradients to max_grad_norm (optim/clip.h), which AdamW applies as it reads them; under
+  // ZeRO-1 this also reduce-scatters them (trainer_dist.cpp).
+  struct GradNorm {
+    double norm = 0;
+    float clip_scale = 1.0f;
+  };
+  GradNorm reduce_grad_norm();
   // q_norm / k_norm under tensor parallelism: each rank's gradient covers its own heads.
   void sum_partial_grads_over_tp();
   double step_flops(const model::Batch& batch) const;

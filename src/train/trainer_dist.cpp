@@ -44,17 +44,13 @@ void Trainer::sum_partial_grads_over_tp() {
           std::span<float>(p.grad.as<float>(), static_cast<size_t>(p.grad.numel())));
 }
 
-double Trainer::reduce_norm_and_clip() {
+Trainer::GradNorm Trainer::reduce_grad_norm() {
   std::span<float> grads = model_.trainable().grads();
   const double max_norm = args_.max_grad_norm;
+  auto with_clip = [&](double norm) { return GradNorm{norm, clip_coefficient(norm, max_norm)}; };
   if (!tp_comm_) {  // the one-group paths (their sums in the order the goldens were made with)
-    if (zero1_) {
-      const double norm = zero1_->reduce_gradients(grads);
-      zero1_->clip(grads, norm, max_norm);
-      return norm;
-    }
-    return max_norm > 0 ? clip_grad_norm(grads, max_norm)
-                        : global_grad_norm(std::span<const float>(grads));
+    if (zero1_) return with_clip(zero1_->reduce_gradients(grads));
+    return with_clip(global_grad_norm(std::span<const float>(grads)));
   }
   ShardRange mine = {0, grads.size()};
   if (zero1_) {
@@ -65,12 +61,7 @@ double Trainer::reduce_norm_and_clip() {
                                                        mine.end, tp_comm_->size())};
   if (zero1_) comm_->all_reduce_sum(std::span<double>(sq));
   tp_comm_->all_reduce_sum(std::span<double>(sq));
-  const double norm = std::sqrt(sq[0]);
-  if (zero1_)
-    zero1_->clip(grads, norm, max_norm);
-  else
-    clip_to_norm(grads, norm, max_norm);
-  return norm;
+  return with_clip(std::sqrt(sq[0]));
 }
 
 void Trainer::init_test_fault() {

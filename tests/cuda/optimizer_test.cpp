@@ -16,12 +16,19 @@ namespace {
 using namespace cuda_test;  // DeviceTensor, HostTensor, filled, random_values, ...
 
 // The scalars optim/adamw.h derives for lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay
-// 0.01 at `step` (as tests/conformance/optimizer_test.cpp).
+// 0.01 at `step` (as tests/conformance/optimizer_test.cpp); step 2 also clips (grad_scale).
 ops::AdamWScalars scalars(int step, bool decay) {
   const double lr = 1e-3, b1 = 0.9, b2 = 0.999, wd = 0.01;
   const double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
-  return {float(-lr / bc1), float(std::sqrt(bc2)), 1e-8f, float(1 - b1), float(b2),
-          float(1 - b2),    float(1 - lr * wd),    decay};
+  return {float(-lr / bc1),
+          float(std::sqrt(bc2)),
+          1e-8f,
+          float(1 - b1),
+          float(b2),
+          float(1 - b2),
+          float(1 - lr * wd),
+          decay,
+          step == 2 ? 0.3712f : 1.0f};
 }
 
 TEST(CudaOptimizer, AdamWEqualsTheCpuBitForBit) {

@@ -5,7 +5,9 @@
 
 #include <cmath>
 
+#include "core/rng.h"
 #include "io/safetensors.h"
+#include "optim/clip.h"
 #include "test_paths.h"
 
 namespace sft {
@@ -66,6 +68,30 @@ TEST(AdamW, WeightDecaySkipsExcludedSlices) {
   adamw.step(params, zero_grads, slices, 0.1);
   EXPECT_FLOAT_EQ(params[0], 0.95f);  // 1 × (1 − 0.1 × 0.5); zero grad moves nothing else
   EXPECT_EQ(params[1], 1.0f);
+}
+
+// The trainer folds clip_grad_norm's scaling into the update (grad_scale): the same bits as
+// scaling the gradients first and stepping with them.
+TEST(AdamW, ClipCoefficientInTheUpdateIsClippingFirst) {
+  const size_t n = 40003;
+  Rng rng(11);
+  std::vector<float> params(n), grads(n);
+  for (size_t i = 0; i < n; ++i) params[i] = rng.normal(), grads[i] = rng.normal();
+  const ParamSlice slices[] = {{0, n / 2, true}, {n / 2, n - n / 2, false}};
+  const double norm = global_grad_norm(grads);
+  const float coef = clip_coefficient(norm, 1.0);
+  ASSERT_LT(coef, 1.0f);
+  std::vector<float> clipped = grads, p_first = params, p_folded = params;
+  clip_to_norm(clipped, norm, 1.0);
+  AdamW first(n, {.weight_decay = 0.1}), folded(n, {.weight_decay = 0.1});
+  for (int step = 0; step < 2; ++step) {
+    first.step(p_first, clipped, slices, 1e-3);
+    folded.step(p_folded, grads, slices, 1e-3, nullptr, coef);
+  }
+  EXPECT_EQ(p_first, p_folded);
+  EXPECT_EQ(clip_coefficient(norm, 0.0), 1.0f);  // clipping off
+  EXPECT_EQ(clip_coefficient(0.5, 1.0), 1.0f);   // already below max_norm
+  EXPECT_EQ(clip_coefficient(std::nan(""), 1.0), 1.0f);
 }
 
 TEST(AdamW, RejectsMismatchedSizes) {

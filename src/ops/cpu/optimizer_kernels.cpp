@@ -44,7 +44,7 @@ void adamw_scalar(float* p, const float* g, float* m, float* v, uint16_t* copy, 
                   int64_t e, const AdamWScalars& k) {
   for (int64_t i = b; i < e; ++i) {
     float pi = p[i];
-    const float gi = g[i];
+    const float gi = g[i] * k.grad_scale;
     if (k.decay) pi = pi * k.decay_factor;
     // torch.lerp with weight < 0.5: start + weight * (end - start)
     m[i] = m[i] + k.lerp_weight * (gi - m[i]);
@@ -67,11 +67,12 @@ void adamw_scalar(float* p, const float* g, float* m, float* v, uint16_t* copy, 
   const __m512 decay = _mm512_set1_ps(k.decay_factor), lerp = _mm512_set1_ps(k.lerp_weight),
                beta2 = _mm512_set1_ps(k.beta2), one_minus_beta2 = _mm512_set1_ps(k.one_minus_beta2),
                bc2_sqrt = _mm512_set1_ps(k.bc2_sqrt), eps = _mm512_set1_ps(k.eps),
-               neg_step = _mm512_set1_ps(k.neg_step_size);
+               neg_step = _mm512_set1_ps(k.neg_step_size),
+               grad_scale = _mm512_set1_ps(k.grad_scale);
   int64_t i = b;
   for (; i + 16 <= e; i += 16) {
     __m512 pi = _mm512_loadu_ps(p + i);
-    const __m512 gi = _mm512_loadu_ps(g + i);
+    const __m512 gi = _mm512_mul_ps(_mm512_loadu_ps(g + i), grad_scale);
     if (k.decay) pi = _mm512_mul_ps(pi, decay);
     __m512 mi = _mm512_loadu_ps(m + i);
     mi = _mm512_add_ps(mi, _mm512_mul_ps(lerp, _mm512_sub_ps(gi, mi)));

@@ -28,7 +28,7 @@ __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, uint1
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= n) return;
   float pi = p[i];
-  const float gi = g[i];
+  const float gi = __fmul_rn(g[i], k.grad_scale);
   if (k.decay) pi = __fmul_rn(pi, k.decay_factor);
   // torch.lerp with weight < 0.5: start + weight * (end - start)
   const float mi = __fadd_rn(m[i], __fmul_rn(k.lerp_weight, __fsub_rn(gi, m[i])));
