@@ -1,4 +1,5 @@
-// The optimizer's elementwise kernels on the CPU: AdamW's update, the squared L2 norm, scaling.
+// The optimizer's elementwise kernels on the CPU: AdamW's update (16 lanes at a time on AVX-512,
+// the same bits as the scalar loop), the squared L2 norm, scaling.
 // CUDA views go to ops::cuda:: (the one device check of ops/device_dispatch.h).
 #include <algorithm>
 #include <cmath>
@@ -33,10 +34,6 @@ void require_cpu_f32(const char* op, std::initializer_list<View> views, int64_t 
 
 // Fixed-size blocks (not thread chunks) so the summation order never depends on the pool size.
 constexpr int64_t kNormBlock = 1 << 14;
-
-}  // namespace
-
-namespace {
 
 // AdamW's element update on [b, e), torch's operations in torch's order (no fused multiply-adds:
 // the pragma above). The generic path; the AVX-512 one below computes the same bits.
