@@ -13,14 +13,10 @@ double global_grad_norm(std::span<const float> grads) {
 
 double clip_grad_norm(std::span<float> grads, double max_norm) {
   const double norm = global_grad_norm(grads);
-  clip_to_norm(grads, norm, max_norm);
-  return norm;
-}
-
-void clip_to_norm(std::span<float> grads, double norm, double max_norm) {
   const float coef = clip_coefficient(norm, max_norm);
-  if (coef == 1.0f || grads.empty()) return;
-  ops::scale(ops::view_of(grads.data(), 1, static_cast<int64_t>(grads.size())), coef);
+  if (coef != 1.0f && !grads.empty())
+    ops::scale(ops::view_of(grads.data(), 1, static_cast<int64_t>(grads.size())), coef);
+  return norm;
 }
 
 float clip_coefficient(double norm, double max_norm) {

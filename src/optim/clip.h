@@ -10,13 +10,13 @@ namespace sft {
 double global_grad_norm(std::span<const float> grads);
 
 // Scales grads by max_norm / (norm + 1e-6) when that is below 1, as torch does; returns the
-// norm before clipping (what HF logs as grad_norm). max_norm <= 0 disables clipping.
+// norm before clipping (what HF logs as grad_norm). max_norm <= 0 disables clipping. (The
+// trainer does not call it: it hands clip_coefficient to AdamW, which scales each gradient as
+// it reads it; this is torch's API, kept as the tested reference of that coefficient.)
 double clip_grad_norm(std::span<float> grads, double max_norm);
-// The scaling clip_grad_norm applies, for a norm computed elsewhere (over several ranks).
-void clip_to_norm(std::span<float> grads, double norm, double max_norm);
-// That scaling's factor as the fp32 value the gradients are multiplied by: max_norm /
-// (norm + 1e-6) when below 1, else 1 (also for max_norm <= 0 and a non-finite norm). The
-// trainer hands it to AdamW, which applies it as it reads each gradient.
+// clip_grad_norm's factor for a norm computed elsewhere (e.g. over several ranks), as the fp32
+// value the gradients are multiplied by: max_norm / (norm + 1e-6) when below 1, else 1 (also
+// for max_norm <= 0 and a non-finite norm).
 float clip_coefficient(double norm, double max_norm);
 
 }  // namespace sft

@@ -82,7 +82,7 @@ TEST(AdamW, ClipCoefficientInTheUpdateIsClippingFirst) {
   const float coef = clip_coefficient(norm, 1.0);
   ASSERT_LT(coef, 1.0f);
   std::vector<float> clipped = grads, p_first = params, p_folded = params;
-  clip_to_norm(clipped, norm, 1.0);
+  clip_grad_norm(clipped, 1.0);
   AdamW first(n, {.weight_decay = 0.1}), folded(n, {.weight_decay = 0.1});
   for (int step = 0; step < 2; ++step) {
     first.step(p_first, clipped, slices, 1e-3);

@@ -19,8 +19,9 @@
 //   shared operand, and oneDNN's own partition over a pool-sized team is what its kernels are
 //   tuned for. Callers must therefore not be pool workers; a mutex serialises accidental
 //   concurrent callers (the cached memory objects are shared).
-// - Known cost: on an oversubscribed machine spinning barriers make small oneDNN calls slower
-//   than OpenBLAS, which is why small f32 problems stay on OpenBLAS (matmul.cpp).
+// - Known cost: each new shape is JIT-compiled (tens of ms), and on an oversubscribed machine
+//   spinning barriers make small calls slower; matmul.cpp keeps f32 problems below 2^27
+//   multiply-adds on OpenBLAS.
 // - Determinism: oneDNN's static OpenMP partition depends only on the shape and the team
 //   size, so a given thread count gives bit-identical results run to run (tests check it).
 #include "ops/cpu/onednn_matmul.h"
