@@ -2,6 +2,7 @@
 #include "model/decoder_layer.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace sft::model {
 
@@ -32,10 +33,22 @@ ops::View fp32_of(const ops::View& saved, const ops::View& scratch) {
   return saved.dtype == DType::kBF16 ? scratch.first(saved.rows, saved.cols) : saved;
 }
 
-void keep_rounded(ops::View saved, ops::View value) {
-  if (saved.data == value.data) return;
+// Returns the fp32 view the layer goes on with: value itself (rounded in place when saved is
+// bf16), or, when value is a column block of the stacked q/k/v product, `scratch` holding the
+// rounded values densely (the per-head norms read dense rows).
+ops::View keep_rounded(ops::View saved, ops::View value, ops::View scratch) {
+  if (saved.data == value.data) return value;
   ops::cast(saved, value);
-  ops::cast(value, saved);
+  const ops::View rounded = value.dense() ? value : scratch.first(value.rows, value.cols);
+  ops::cast(rounded, saved);
+  return rounded;
+}
+
+// q, k and v as one product (StackedLinear) when the layer trains in bf16 (the only case that
+// saves bf16 q, k, v; fp32 training and decoding keep their own buffers) and they stack.
+std::optional<StackedLinear> stacked_qkv(const DecoderLayer& w, const LayerActivations& a) {
+  if (a.q.dtype != DType::kBF16 || a.k.empty()) return std::nullopt;
+  return StackedLinear::of({&w.q, &w.k, &w.v});
 }
 
 // Backward: the saved (bf16) values widened into `scratch`, or the fp32 saved view itself.
@@ -125,6 +138,7 @@ LayerActivations carve_layer_activations(Carver& cv, const LayerShape& s, bool o
 LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward) {
   const int64_t T = s.T, Q = s.H * s.D, KV = s.Hkv * s.D;
   LayerScratch g;
+  g.o32 = take<float>(cv, T, s.C);
   if (s.compute == DType::kBF16) {
     g.h32 = take<float>(cv, T, s.I);
     // att32 serves bf16 decoding only (fp32 q against the fp32 cache); the backward scratch
@@ -133,6 +147,7 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
     g.q32 = take<float>(cv, T, Q);
     g.k32 = take<float>(cv, T, KV);
     g.v32 = take<float>(cv, T, KV);
+    g.qkv32 = take<float>(cv, T, Q + 2 * KV);
     // Aliases of buffers that are free while these are live: q_raw is normed into q before
     // attention writes att32, and backward widens q_raw, k_raw into q32, k32, unused there.
     if (s.qk_norm) {
@@ -156,7 +171,7 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward)
   g.dgate = take<float>(cv, T, s.I);
   g.dup = take<float>(cv, T, s.I);
   if (s.compute == DType::kBF16) {
-    g.dy16 = take<uint16_t>(cv, T, std::max({s.I, s.C, Q}));
+    g.dy16 = take<uint16_t>(cv, T, std::max({s.I, s.C, Q + 2 * KV}));
     // dgate16 and dup16 are h32's bytes: h32 lives only inside a forward, these only between
     // SwiGLU's backward and the up projection's (a recomputed forward never falls in between).
     if (uint16_t* bits = static_cast<uint16_t*>(g.h32.data)) {  // null while carve() measures
@@ -173,20 +188,30 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
   const int64_t D = w.dims.D;
   // A bf16 ln1 / ln2 is written rounded by the norm itself (no fp32 pass).
   ops::rmsnorm_forward(a.ln1, a.rstd1, x, w.input_norm->value, w.eps);
-  const ops::View q = fp32_of(a.q, s.q32), k = fp32_of(a.k, s.k32), v = fp32_of(a.v, s.v32);
+  // The fp32 projection outputs: column blocks of one stacked product, or each its own buffer
+  // (before qk-norm: q_raw, k_raw).
+  ops::View q = fp32_of(a.q, s.q32), k = fp32_of(a.k, s.k32), v = fp32_of(a.v, s.v32);
+  ops::View q_proj = w.q_norm ? fp32_of(a.q_raw, s.q_raw32) : q;
+  ops::View k_proj = w.q_norm ? fp32_of(a.k_raw, s.k_raw32) : k;
+  if (const std::optional<StackedLinear> qkv = stacked_qkv(w, a)) {
+    const int64_t Q = q.cols, KV = k.cols;
+    const ops::View y = s.qkv32.first(x.rows, Q + 2 * KV);
+    qkv->forward(y, a.ln1);
+    q_proj = y.columns(0, Q);
+    k_proj = y.columns(Q, KV);
+    v = y.columns(Q + KV, KV);
+    if (!w.q_norm) q = q_proj, k = k_proj;
+  } else {
+    w.q.forward(q_proj, a.ln1);
+    w.k.forward(k_proj, a.ln1);
+    w.v.forward(v, a.ln1);
+  }
   if (w.q_norm) {
-    const ops::View q_raw = fp32_of(a.q_raw, s.q_raw32), k_raw = fp32_of(a.k_raw, s.k_raw32);
-    w.q.forward(q_raw, a.ln1);
-    w.k.forward(k_raw, a.ln1);
-    keep_rounded(a.q_raw, q_raw);
-    keep_rounded(a.k_raw, k_raw);
+    const ops::View q_raw = keep_rounded(a.q_raw, q_proj, s.q_raw32);
+    const ops::View k_raw = keep_rounded(a.k_raw, k_proj, s.k_raw32);
     ops::rmsnorm_forward(per_head(q, D), a.q_rstd, per_head(q_raw, D), w.q_norm->value, w.eps);
     ops::rmsnorm_forward(per_head(k, D), a.k_rstd, per_head(k_raw, D), w.k_norm->value, w.eps);
-  } else {
-    w.q.forward(q, a.ln1);
-    w.k.forward(k, a.ln1);
   }
-  w.v.forward(v, a.ln1);
   ops::rope_forward(q, attn.cos, attn.sin);
   ops::rope_forward(k, attn.cos, attn.sin);
   if (a.q.dtype == DType::kBF16) {
@@ -203,9 +228,11 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
     ops::attention_forward(att, a.lse, q, attn.k_all, attn.v_all, attn.segments, w.dims);
     if (a.att_in.data != att.data) ops::cast(a.att_in, att);
   }
-  w.o.forward(a.x_mid, a.att_in);
-  ops::add(a.x_mid, x);
-  ops::rmsnorm_forward(a.ln2, a.rstd2, a.x_mid, w.post_norm->value, w.eps);
+  // o writes scratch that stays in cache (not x_mid, fresh memory every layer); the residual
+  // add and the norm after it are one pass that writes x_mid.
+  const ops::View o = s.o32.first(x.rows, x.cols);
+  w.o.forward(o, a.att_in);
+  ops::add_rmsnorm_forward(a.x_mid, a.ln2, a.rstd2, o, x, w.post_norm->value, w.eps);
   // Under bf16 gate and up go through h32 (free until SwiGLU writes it) into their bf16
   // copies, which SwiGLU reads.
   auto project = [&](const Linear& lin, ops::View saved) {
@@ -260,9 +287,19 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
     dq = g.dq2;
     dk = g.dk2;
   }
-  w.q.backward(g.dln, dq, a.ln1, dy16(dq));
-  w.k.backward(g.dln, dk, a.ln1, dy16(dk), true);
-  w.v.backward(g.dln, g.dv, a.ln1, dy16(g.dv), true);
+  if (const std::optional<StackedLinear> qkv = stacked_qkv(w, a)) {
+    // The three output gradients rounded side by side, as the stacked forward wrote them.
+    const int64_t Q = dq.cols, KV = dk.cols;
+    const ops::View dy = g.dy16.first(dq.rows, Q + 2 * KV);
+    ops::cast(dy.columns(0, Q), dq);
+    ops::cast(dy.columns(Q, KV), dk);
+    ops::cast(dy.columns(Q + KV, KV), g.dv);
+    qkv->backward(g.dln, dy, a.ln1);
+  } else {
+    w.q.backward(g.dln, dq, a.ln1, dy16(dq));
+    w.k.backward(g.dln, dk, a.ln1, dy16(dk), true);
+    w.v.backward(g.dln, g.dv, a.ln1, dy16(g.dv), true);
+  }
   sum_over_tp(w, g.dln);
   ops::rmsnorm_backward(g.dtmp, grad_or_sink(*w.input_norm, g), g.dln, x, a.rstd1,
                         w.input_norm->value);

@@ -1,7 +1,8 @@
 // One Llama / Mistral / Qwen2 / Qwen3 decoder layer as a list of ops:: calls on views —
 // training forward, its backward, and (the same forward) decoding against a KV cache:
-//   ln1 = rmsnorm(x); q, k, v = linear(ln1) [→ q_norm, k_norm]; rope(q, k);
-//   att = attention(q, k, v); x_mid = x + o(att); ln2 = rmsnorm(x_mid);
+//   ln1 = rmsnorm(x); q, k, v = linear(ln1) (one stacked product where they stack: bf16
+//   training, no biases or adapters) [→ q_norm, k_norm]; rope(q, k);
+//   att = attention(q, k, v); x_mid = x + o(att), ln2 = rmsnorm(x_mid) (one fused op);
 //   out = x_mid + down(swiglu(gate(ln2), up(ln2)))
 // Under bf16 compute the inputs of the seven projections (ln1, att, ln2, h) are kept in bf16
 // and multiplied with the weights' bf16 copies, fp32 accumulation. The saved projection outputs
@@ -59,18 +60,21 @@ struct LayerActivations {
 
 // Scratch of one forward or backward call, shared by all layers (never saved).
 struct LayerScratch {
+  ops::View o32;               // (T, C) f32 the o projection's output (forward)
   ops::View h32;               // (T, I) f32 the gate and up projections' outputs under bf16
   ops::View dres, dtmp, dln;   // (T, C)
   ops::View datt, dq, dk, dv;  // (T, H·D), (T, Hkv·D) ×2
   ops::View dq2, dk2;          // (T, H·D), (T, Hkv·D) before rope's inverse (qk_norm)
   ops::View dh, dgate, dup;    // (T, I)
-  ops::View dy16;              // (T, max(I, C, H·D)) bf16 gradient of a linear's output
-  ops::View dgate16, dup16;    // (T, I) bf16: dgate, dup as SwiGLU's backward rounds them
-                               // (backward only; they alias h32)
+  ops::View dy16;  // (T, max(I, C, (H + 2 Hkv)·D)) bf16 gradient of a linear's output, or of
+                   // the stacked q, k, v
+  ops::View dgate16, dup16;  // (T, I) bf16: dgate, dup as SwiGLU's backward rounds them
+                             // (backward only; they alias h32)
   ops::View att32;      // (T, H·D) f32 attention output of bf16 decoding (forward scratch only)
   ops::View norm_sink;  // (1, max(C, D)) the discarded weight gradient of a frozen norm (LoRA)
   // Under bf16: fp32 values of the bf16-saved projection outputs (some alias other scratch).
   ops::View q32, k32, v32;     // (T, H·D), (T, Hkv·D) ×2
+  ops::View qkv32;             // (T, (H + 2 Hkv)·D) the stacked q, k, v product (StackedLinear)
   ops::View q_raw32, k_raw32;  // (T, H·D), (T, Hkv·D) qk_norm only
 };
 

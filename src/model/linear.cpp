@@ -55,6 +55,58 @@ void Linear::backward(ops::View dx, ops::View dy, ops::View x, ops::View dy16,
   if (lora) lora->backward(dx, dy, g, x);
 }
 
+namespace {
+
+// `next` starts where `prev` ends (both dense, of one dtype and width), or both are empty.
+bool follows(const ops::View& prev, const ops::View& next) {
+  if (prev.empty() || next.empty()) return prev.empty() && next.empty();
+  const auto* end = static_cast<const char*>(prev.data) + prev.numel() * dtype_size(prev.dtype);
+  return next.data == end && next.dtype == prev.dtype && next.cols == prev.cols && prev.dense() &&
+         next.dense();
+}
+
+// `first` grown by `rows` rows (kept empty when it is empty).
+ops::View grown(ops::View first, int64_t rows) {
+  if (!first.empty()) first.rows += rows;
+  return first;
+}
+
+}  // namespace
+
+std::optional<StackedLinear> StackedLinear::of(std::initializer_list<const Linear*> parts) {
+  if (parts.size() == 0) return std::nullopt;
+  const Parameter* prev = nullptr;
+  int64_t extra_rows = 0;
+  for (const Linear* part : parts) {
+    if (part->bias || part->lora || part->sum_output) return std::nullopt;
+    const Parameter* p = part->weight;
+    if (prev && !(follows(prev->value, p->value) && follows(prev->grad, p->grad) &&
+                  follows(prev->bf16, p->bf16)))
+      return std::nullopt;
+    if (prev) extra_rows += p->value.rows;
+    prev = p;
+  }
+  const Parameter* head = (*parts.begin())->weight;
+  return StackedLinear{grown(head->value, extra_rows), grown(head->grad, extra_rows),
+                       grown(head->bf16, extra_rows)};
+}
+
+ops::View StackedLinear::weight_for(const ops::View& x) const {
+  if (x.dtype != DType::kBF16) return value;
+  if (bf16.empty())
+    fail("model", "bf16 input to a stacked projection whose weights have no bf16 copy");
+  return bf16;
+}
+
+void StackedLinear::forward(ops::View y, ops::View x) const {
+  ops::matmul(y, x, weight_for(x), false, true, false);
+}
+
+void StackedLinear::backward(ops::View dx, ops::View dy, ops::View x, bool accumulate_dx) const {
+  if (!dx.empty()) ops::matmul(dx, dy, weight_for(x), false, false, accumulate_dx);
+  if (!grad.empty()) ops::matmul(grad, dy, x, true, false, true);
+}
+
 ops::LmHeadStats Linear::cross_entropy(ops::View dx, ops::View logits, ops::View x,
                                        const int64_t* targets, double scale, bool train,
                                        ops::VocabShard shard) const {

@@ -17,6 +17,9 @@
 // Dimensions: N rows, I in features, O out features.
 #pragma once
 
+#include <initializer_list>
+#include <optional>
+
 #include "model/lora.h"
 #include "model/parameters.h"
 #include "ops/ops.h"
@@ -52,6 +55,34 @@ struct Linear {
   ops::LmHeadStats cross_entropy(ops::View dx, ops::View logits, ops::View x,
                                  const int64_t* targets, double scale, bool train,
                                  ops::VocabShard shard = {}) const;
+
+ private:
+  ops::View weight_for(const ops::View& x) const;
+};
+
+// Linears that read one input and whose weights are consecutive rows of the parameter arenas
+// (q, k, v of a layer: ParameterSet lays a layer's tensors out in HF order), computed as one:
+// y = x [W₀; W₁; …]ᵀ gives every part's output as a column block of y, and backward is one dx
+// and one dW product over the stacked rows, so each part's gradient lands in its own place.
+// One product of N = ΣO instead of several thin ones: the weights stream once per pass, the
+// input is read once, and the shape is one the GEMM library runs near its best (the 0.6B k and
+// v products alone are 1024 × 1024 × 1024). Only parts without a bias, LoRA adapter or output
+// sum stack: those act per part.
+struct StackedLinear {
+  ops::View value;  // (ΣO, I) f32 master rows
+  ops::View grad;   // (ΣO, I) f32, or empty when every part is frozen
+  ops::View bf16;   // (ΣO, I) bf16 copies, or empty without them
+
+  // The stack of `parts` in order, or nullopt when they do not stack: a bias, an adapter or an
+  // output sum on any part, differing input widths, or rows that are not consecutive in each
+  // arena (values, grads, bf16 copies). Allocates nothing: it runs every step.
+  static std::optional<StackedLinear> of(std::initializer_list<const Linear*> parts);
+
+  // y (N, ΣO) f32 =; x (N, I) f32 or bf16 (then the bf16 rows, fp32 accumulation).
+  void forward(ops::View y, ops::View x) const;
+  // dx (N, I) f32 = (or += with accumulate_dx), or empty; dW +=. dy (N, ΣO) in x's dtype: under
+  // bf16 the caller has rounded each part's output gradient into its column block.
+  void backward(ops::View dx, ops::View dy, ops::View x, bool accumulate_dx = false) const;
 
  private:
   ops::View weight_for(const ops::View& x) const;

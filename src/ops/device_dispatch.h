@@ -5,6 +5,8 @@
 // ops::cuda:: kernel of the same name (ops/cuda/cuda_ops.h; in a build without CUDA those say
 // how to get them, ops/cuda/without_cuda.cpp). Usage, the first line after the profiler scope:
 //   if (on_cuda("rmsnorm_forward", {out, rstd, x, w})) return cuda::rmsnorm_forward(...);
+// The same check refuses column blocks (View::columns, rows `stride` apart): only the ops whose
+// CPU kernels walk row strides pass Strides::kCpu, and the CUDA kernels take dense views only.
 #pragma once
 
 #include <initializer_list>
@@ -21,10 +23,22 @@ namespace sft::ops {
                   device_name(b) + "; hint: copy them to one device with ops/cuda/cuda_memory.h)");
 }
 
-// The device of the call's non-empty views (the CPU when all are empty); fails on a mix.
-inline Device device_of(const char* op, std::initializer_list<View> views) {
+// Which views an op's kernels walk with a row stride: none, or those of its CPU kernel.
+enum class Strides { kDenseOnly, kCpu };
+
+[[noreturn]] inline void fail_strided(const char* op, const View& v, Device device) {
+  fail("ops", std::string(op) + ": a column block (" + std::to_string(v.rows) + " rows of " +
+                  std::to_string(v.cols) + ", row stride " + std::to_string(v.ld()) + ") on " +
+                  device_name(device) + ", where this op takes dense views only (hint: copy the " +
+                  "block into a dense view with ops::cast first)");
+}
+
+// The device of the call's non-empty views (the CPU when all are empty); fails on a mix, and
+// on a strided view where `strides` does not allow it.
+inline Device device_of(const char* op, std::initializer_list<View> views,
+                        Strides strides = Strides::kDenseOnly) {
   Device device = Device::kCpu;
-  bool seen = false;
+  bool seen = false, strided = false;
   for (const View& v : views) {
     if (v.empty()) continue;
     if (!seen) {
@@ -33,13 +47,18 @@ inline Device device_of(const char* op, std::initializer_list<View> views) {
     } else if (v.device != device) {
       fail_mixed_devices(op, device, v.device);
     }
+    strided = strided || !v.dense();
   }
+  if (strided && (strides == Strides::kDenseOnly || device != Device::kCpu))
+    for (const View& v : views)
+      if (!v.empty() && !v.dense()) fail_strided(op, v, device);
   return device;
 }
 
 // True when the call's views are CUDA views (the caller then returns the ops::cuda:: call).
-inline bool on_cuda(const char* op, std::initializer_list<View> views) {
-  return device_of(op, views) == Device::kCuda;
+inline bool on_cuda(const char* op, std::initializer_list<View> views,
+                    Strides strides = Strides::kDenseOnly) {
+  return device_of(op, views, strides) == Device::kCuda;
 }
 
 // For the ops without a CUDA kernel yet: CUDA views fail naming the op, CPU views pass.

@@ -58,7 +58,8 @@ void parallel_for_rows(int64_t n, int64_t grain, F&& f) {
 // Dimension names: N rows, C features, T tokens, H heads, D head dim, V vocab.
 
 // c (M, N) =, or += with accumulate, op(a) · op(b), op = transpose when asked. c is f32 (f64
-// for the reference); a and b are both f32, both bf16 (fp32 accumulation) or both f64.
+// for the reference); a and b are both f32, both bf16 (fp32 accumulation) or both f64. Any of
+// the three may be a column block (View::columns) on the CPU: its stride is the leading dimension.
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate);
 
 // y = w · x / sqrt(mean(x²) + eps) per row: out (N, C) =, rstd (N, 1) =; x (N, C); w (1, C).
@@ -66,8 +67,13 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps);
 // dx (N, C) =; dw (1, C) +=; dout; x and rstd as saved.
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w);
+// The residual add and the norm after it in one pass: sum (N, C) = a + b, then out and rstd as
+// rmsnorm_forward(out, rstd, sum, w, eps) computes them (the same bits as ops::add and that
+// call). sum, a, b share rmsnorm's x dtype; out may be bf16 as there.
+void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, double eps);
 
 // In place on x (T, NH·D) with cos, sin (T, D/2): rotation by +θ (forward) or −θ (backward).
+// x may be a column block (View::columns) on the CPU.
 void rope_forward(View x, View cos, View sin);
 void rope_backward(View dx, View cos, View sin);
 
@@ -139,7 +145,9 @@ void scale(View x, float factor);
 
 // x = 0.
 void zero(View x);
-// dst = src converted (f32 ↔ bf16 round-to-nearest-even, f32 ↔ f64).
+// dst = src converted (f32 ↔ bf16 round-to-nearest-even, f32 ↔ f64). Dense views need only the
+// same element count; on the CPU either may be a column block (View::columns), which needs the
+// same (rows, cols): this is how a block is copied out of, or into, a wider matrix.
 void cast(View dst, View src);
 
 }  // namespace sft::ops

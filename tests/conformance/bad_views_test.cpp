@@ -116,6 +116,23 @@ TEST_P(ConformanceBadViews, RmsNorm) {
   });
 }
 
+TEST_P(ConformanceBadViews, AddRmsNorm) {
+  on_backend(backend(), [](Views& v) {
+    expect_error_naming("add", [&] {  // b of another size
+      ops::add_rmsnorm_forward(v.make(f32, 2, 8), v.make(f32, 2, 8), v.make(f32, 2, 1),
+                               v.make(f32, 2, 8), v.make(f32, 2, 7), v.make(f32, 1, 8), 1e-6);
+    });
+    expect_error_naming("rmsnorm", [&] {  // w of another width
+      ops::add_rmsnorm_forward(v.make(f32, 2, 8), v.make(f32, 2, 8), v.make(f32, 2, 1),
+                               v.make(f32, 2, 8), v.make(f32, 2, 8), v.make(f32, 1, 7), 1e-6);
+    });
+    expect_error_naming("add", [&] {  // a bf16 residual
+      ops::add_rmsnorm_forward(v.make(f32, 2, 8), v.make(f32, 2, 8), v.make(f32, 2, 1),
+                               v.make(f32, 2, 8), v.make(bf16, 2, 8), v.make(f32, 1, 8), 1e-6);
+    });
+  });
+}
+
 TEST_P(ConformanceBadViews, Rope) {
   on_backend(backend(), [](Views& v) {
     expect_error_naming("rope", [&] {  // x's width not a multiple of D = 8

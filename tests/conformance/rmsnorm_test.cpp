@@ -1,5 +1,6 @@
 // Conformance of ops::rmsnorm_forward / rmsnorm_backward on views (f32 against the f64 CPU run),
-// the forward's bf16 out (x, w, rstd f32), and of the f64 backward against f64 central finite
+// the forward's bf16 out (x, w, rstd f32), ops::add_rmsnorm_forward (the residual add fused in,
+// and its bits against the two ops), and of the f64 backward against f64 central finite
 // differences.
 //
 // Tolerances (max |err| / max |ref|), f32: 1e-5 for out, rstd, dx and dw (dw sums N rows).
@@ -68,6 +69,58 @@ TEST_P(ConformanceRmsNorm, Bf16Out) {
         backend(), "rmsnorm bf16 out (" + std::to_string(c.N) + ", " + std::to_string(c.C) + ")",
         [&](const Backend& be, Mode m) { return run_rmsnorm_bf16_out(c, be, m); }, {DType::kBF16},
         [](DType, const std::string& o) { return o == "out" ? 4e-3 : 1e-5; });
+}
+
+// The residual add fused with the norm after it (the decoder layer's x_mid, ln2): sum = a + b,
+// out and rstd from sum; out f32, or bf16 as under bf16 compute. Tolerances as above; sum is
+// one f32 rounding of the exact sum.
+Outputs run_add_rmsnorm(const RmsNormCase& c, const Backend& be, Mode m) {
+  const size_t n = static_cast<size_t>(c.N * c.C);
+  const DType f = m.reference() ? DType::kF64 : DType::kF32;
+  const DType out = m.reference() ? DType::kF64 : m.dtype;
+  Buffer A(be, f, c.N, c.C, random_values(n, 1, c.x_scale, m.grid));
+  Buffer B(be, f, c.N, c.C, random_values(n, 2, c.x_scale, m.grid));
+  Buffer W(be, f, 1, c.C, random_values(static_cast<size_t>(c.C), 3, 1.0, m.grid));
+  Buffer S(be, f, c.N, c.C, Values(n, kNaN)), O(be, out, c.N, c.C, Values(n, kNaN));
+  Buffer R(be, f, c.N, 1, Values(c.N, kNaN));
+  ops::add_rmsnorm_forward(S.view(), O.view(), R.view(), A.view(), B.view(), W.view(), c.eps);
+  return {{"sum", S.read()}, {"out", O.read()}, {"rstd", R.read()}};
+}
+
+TEST_P(ConformanceRmsNorm, AddThenNormFused) {
+  // 33 rows: two 16-row blocks and a tail in one pool chunk.
+  const RmsNormCase cases[] = {{1, 7, 1.0, 1e-6}, {33, 130, 0.1, 1e-6}, {40, 1027, 1.0, 1e-6}};
+  for (const RmsNormCase& c : cases)
+    check_conformance(
+        backend(), "add_rmsnorm (" + std::to_string(c.N) + ", " + std::to_string(c.C) + ")",
+        [&](const Backend& be, Mode m) { return run_add_rmsnorm(c, be, m); },
+        {DType::kF32, DType::kBF16},
+        [](DType dt, const std::string& o) {
+          return dt == DType::kBF16 && o == "out" ? 4e-3 : 1e-5;
+        });
+}
+
+// Fused or not, the same bits: x_mid and ln2 of a layer do not depend on the fusion.
+TEST_P(ConformanceRmsNorm, AddThenNormIsTheTwoOpsBitForBit) {
+  const int64_t N = 37, C = 96;
+  const size_t n = static_cast<size_t>(N * C);
+  for (const DType out : {DType::kF32, DType::kBF16}) {
+    Buffer A(backend(), DType::kF32, N, C, random_values(n, 4, 1.0, DType::kF32));
+    Buffer B(backend(), DType::kF32, N, C, random_values(n, 5, 1.0, DType::kF32));
+    Buffer W(backend(), DType::kF32, 1, C,
+             random_values(static_cast<size_t>(C), 6, 1.0, DType::kF32));
+    Buffer S(backend(), DType::kF32, N, C, Values(n, kNaN)),
+        O(backend(), out, N, C, Values(n, kNaN));
+    Buffer R(backend(), DType::kF32, N, 1, Values(N, kNaN));
+    ops::add_rmsnorm_forward(S.view(), O.view(), R.view(), A.view(), B.view(), W.view(), 1e-6);
+    Buffer O2(backend(), out, N, C, Values(n, kNaN)),
+        R2(backend(), DType::kF32, N, 1, Values(N, kNaN));
+    ops::add(A.view(), B.view());  // a += b: the unfused layer's x_mid
+    ops::rmsnorm_forward(O2.view(), R2.view(), A.view(), W.view(), 1e-6);
+    EXPECT_TRUE(bit_identical(S.read(), A.read()));
+    EXPECT_TRUE(bit_identical(O.read(), O2.read()));
+    EXPECT_TRUE(bit_identical(R.read(), R2.read()));
+  }
 }
 
 void check_rmsnorm_fd(int64_t N, int64_t C) {

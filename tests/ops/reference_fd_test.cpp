@@ -60,11 +60,11 @@ TEST(LayerFiniteDifferences, Rope) {
     }
   auto f = [&] {
     Vec y = x;
-    rope_forward(y.data(), cs.data(), sn.data(), T, NH, D);
+    rope_forward(y.data(), cs.data(), sn.data(), T, NH, D, NH * D);
     return dot(y, R);
   };
   Vec dx = R;
-  rope_backward(dx.data(), cs.data(), sn.data(), T, NH, D);
+  rope_backward(dx.data(), cs.data(), sn.data(), T, NH, D, NH * D);
   EXPECT_LE(fd_error(x, f, dx), kTol);
 }
 

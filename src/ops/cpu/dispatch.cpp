@@ -82,7 +82,8 @@ std::string matmul_detail(const void* p) {
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate) {
   const MatmulCall call{c, a, trans_a ? a.rows : a.cols, trans_a, trans_b};
   const ScopedOp op("matmul", matmul_detail, &call);
-  if (on_cuda("matmul", {c, a, b})) return cuda::matmul(c, a, b, trans_a, trans_b, accumulate);
+  if (on_cuda("matmul", {c, a, b}, Strides::kCpu))
+    return cuda::matmul(c, a, b, trans_a, trans_b, accumulate);
   const int64_t M = trans_a ? a.cols : a.rows, K = trans_a ? a.rows : a.cols;
   const int64_t Kb = trans_b ? b.cols : b.rows, N = trans_b ? b.rows : b.cols;
   require(K == Kb && c.rows == M && c.cols == N, "matmul", [&] {
@@ -94,11 +95,12 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
       return "a bf16 product accumulates into f32, not " + std::string(dtype_name(c.dtype));
     });
     return matmul_bf16(c.as<float>(), a.as<uint16_t>(), b.as<uint16_t>(), M, N, K, trans_a, trans_b,
-                       accumulate);
+                       accumulate, a.ld(), b.ld(), c.ld());
   }
   on_float_type("matmul", c, {a, b}, [&](auto t) {
     using T = decltype(t);
-    matmul(c.as<T>(), a.as<T>(), b.as<T>(), M, N, K, trans_a, trans_b, accumulate);
+    matmul(c.as<T>(), a.as<T>(), b.as<T>(), M, N, K, trans_a, trans_b, accumulate, a.ld(), b.ld(),
+           c.ld());
   });
 }
 
@@ -119,6 +121,34 @@ void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
   });
 }
 
+void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, double eps) {
+  const ScopedOp op("add_rmsnorm_forward");
+  if (on_cuda("add_rmsnorm_forward", {sum, out, rstd, a, b, w})) {
+    // The two kernels there: the same values, the sum written and read once more.
+    cuda::cast(sum, a);
+    cuda::add(sum, b);
+    return cuda::rmsnorm_forward(out, rstd, sum, w, eps);
+  }
+  require(sum.numel() == a.numel() && b.numel() == a.numel() && out.numel() == a.numel() &&
+              rstd.numel() == a.rows && w.numel() == a.cols,
+          "add_rmsnorm_forward", [&] {
+            return "a " + shape(a) + ", b " + shape(b) + ", sum " + shape(sum) + ", out " +
+                   shape(out) + ", w " + shape(w);
+          });
+  if (out.dtype == DType::kBF16 && a.dtype == DType::kF32) {  // fused with the bf16 rounding
+    require_dtype_of("add_rmsnorm_forward", "sum, a, b, rstd and w of a bf16 out", DType::kF32,
+                     {sum, b, rstd, w});
+    return cpu::add_rmsnorm_forward(sum.as<float>(), out.as<uint16_t>(), rstd.as<float>(),
+                                    a.as<float>(), b.as<float>(), w.as<float>(), a.rows, a.cols,
+                                    eps);
+  }
+  on_float_type("add_rmsnorm_forward", a, {sum, out, rstd, b, w}, [&](auto t) {
+    using T = decltype(t);
+    cpu::add_rmsnorm_forward(sum.as<T>(), out.as<T>(), rstd.as<T>(), a.as<T>(), b.as<T>(),
+                             w.as<T>(), a.rows, a.cols, eps);
+  });
+}
+
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
   const ScopedOp op("rmsnorm_backward");
   if (on_cuda("rmsnorm_backward", {dx, dw, dout, x, rstd, w}))
@@ -136,7 +166,7 @@ void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
 namespace {
 void rope(View x, View cos, View sin, bool backward) {
   const ScopedOp op(backward ? "rope_backward" : "rope_forward");
-  if (on_cuda("rope", {x, cos, sin}))
+  if (on_cuda("rope", {x, cos, sin}, Strides::kCpu))
     return backward ? cuda::rope_backward(x, cos, sin) : cuda::rope_forward(x, cos, sin);
   const int64_t D = 2 * cos.cols;
   require(cos.rows == x.rows && sin.numel() == cos.numel() && D > 0 && x.cols % D == 0, "rope",
@@ -144,9 +174,9 @@ void rope(View x, View cos, View sin, bool backward) {
   on_float_type("rope", x, {cos, sin}, [&](auto t) {
     using T = decltype(t);
     if (backward)
-      cpu::rope_backward(x.as<T>(), cos.as<T>(), sin.as<T>(), x.rows, x.cols / D, D);
+      cpu::rope_backward(x.as<T>(), cos.as<T>(), sin.as<T>(), x.rows, x.cols / D, D, x.ld());
     else
-      cpu::rope_forward(x.as<T>(), cos.as<T>(), sin.as<T>(), x.rows, x.cols / D, D);
+      cpu::rope_forward(x.as<T>(), cos.as<T>(), sin.as<T>(), x.rows, x.cols / D, D, x.ld());
   });
 }
 }  // namespace
@@ -293,21 +323,21 @@ void zero(View x) {
 
 void cast(View dst, View src) {
   const ScopedOp op("cast");
-  if (on_cuda("cast", {dst, src})) return cuda::cast(dst, src);
-  require(dst.numel() == src.numel(), "cast",
+  if (on_cuda("cast", {dst, src}, Strides::kCpu)) return cuda::cast(dst, src);
+  const bool dense = dst.dense() && src.dense();
+  // Dense views only need as many elements; a column block needs the same shape.
+  require(dense ? dst.numel() == src.numel() : dst.rows == src.rows && dst.cols == src.cols, "cast",
           [&] { return "dst " + shape(dst) + ", src " + shape(src); });
-  const int64_t n = src.numel();
   const DType to = dst.dtype, from = src.dtype;
-  if (to == DType::kBF16 && from == DType::kF32)
-    return cpu::cast(dst.as<uint16_t>(), src.as<float>(), n);
-  if (to == DType::kF32 && from == DType::kBF16)
-    return cpu::cast(dst.as<float>(), src.as<uint16_t>(), n);
-  if (to == DType::kF64 && from == DType::kF32)
-    return cpu::cast(dst.as<double>(), src.as<float>(), n);
-  if (to == DType::kF32 && from == DType::kF64)
-    return cpu::cast(dst.as<float>(), src.as<double>(), n);
-  if (to == DType::kF32 && from == DType::kF32)
-    return cpu::cast(dst.as<float>(), src.as<float>(), n);
+  auto run = [&](auto* d, const auto* s) {
+    if (dense) return cpu::cast(d, s, src.numel());
+    cpu::cast_rows(d, dst.ld(), s, src.ld(), src.rows, src.cols);
+  };
+  if (to == DType::kBF16 && from == DType::kF32) return run(dst.as<uint16_t>(), src.as<float>());
+  if (to == DType::kF32 && from == DType::kBF16) return run(dst.as<float>(), src.as<uint16_t>());
+  if (to == DType::kF64 && from == DType::kF32) return run(dst.as<double>(), src.as<float>());
+  if (to == DType::kF32 && from == DType::kF64) return run(dst.as<float>(), src.as<double>());
+  if (to == DType::kF32 && from == DType::kF32) return run(dst.as<float>(), src.as<float>());
   fail("ops", "cast: no kernel from " + std::string(dtype_name(from)) + " to " +
                   std::string(dtype_name(to)));
 }

@@ -1,6 +1,7 @@
 // Elementwise CPU kernels. See elementwise.h.
 #include "ops/cpu/elementwise.h"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "core/half.h"
@@ -133,6 +134,25 @@ void cast(To* dst, const From* src, int64_t n) {
   });
 }
 
+template <typename To, typename From>
+void cast_rows(To* dst, int64_t ld_dst, const From* src, int64_t ld_src, int64_t rows,
+               int64_t cols) {
+  // Whole rows per chunk, about kGrain elements each, each row through the dense row loop.
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(cols, 1));
+  parallel_for_rows(rows, grain, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      To* d = dst + r * ld_dst;
+      const From* s = src + r * ld_src;
+      if constexpr (std::is_same_v<To, uint16_t> && std::is_same_v<From, float>)
+        round_row_to_bf16(d, s, cols);
+      else if constexpr (std::is_same_v<To, float> && std::is_same_v<From, uint16_t>)
+        widen_row_from_bf16(d, s, cols);
+      else
+        for (int64_t i = 0; i < cols; ++i) d[i] = convert<To>(s[i]);
+    }
+  });
+}
+
 template void add<float, float>(float*, const float*, int64_t);
 template void add<float, uint16_t>(float*, const uint16_t*, int64_t);
 template void add<double, double>(double*, const double*, int64_t);
@@ -145,5 +165,12 @@ template void cast<float, uint16_t>(float*, const uint16_t*, int64_t);
 template void cast<double, float>(double*, const float*, int64_t);
 template void cast<float, double>(float*, const double*, int64_t);
 template void cast<float, float>(float*, const float*, int64_t);
+template void cast_rows<uint16_t, float>(uint16_t*, int64_t, const float*, int64_t, int64_t,
+                                         int64_t);
+template void cast_rows<float, uint16_t>(float*, int64_t, const uint16_t*, int64_t, int64_t,
+                                         int64_t);
+template void cast_rows<double, float>(double*, int64_t, const float*, int64_t, int64_t, int64_t);
+template void cast_rows<float, double>(float*, int64_t, const double*, int64_t, int64_t, int64_t);
+template void cast_rows<float, float>(float*, int64_t, const float*, int64_t, int64_t, int64_t);
 
 }  // namespace sft::ops::cpu

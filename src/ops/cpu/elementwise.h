@@ -25,5 +25,10 @@ void widen_row_from_bf16(float* dst, const uint16_t* src, int64_t n);
 // dst = src converted; To/From among float, double and uint16_t (bf16 bits).
 template <typename To, typename From>
 void cast(To* dst, const From* src, int64_t n);
+// The same on (rows, cols) blocks whose rows are ld_dst / ld_src elements apart (a column block
+// of a wider matrix on either side), the same bits per element as cast().
+template <typename To, typename From>
+void cast_rows(To* dst, int64_t ld_dst, const From* src, int64_t ld_src, int64_t rows,
+               int64_t cols);
 
 }  // namespace sft::ops::cpu

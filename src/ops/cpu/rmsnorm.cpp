@@ -8,6 +8,7 @@
 // contraction anywhere (the pragma), so the AVX-512 and baseline builds agree bit for bit.
 #include "ops/cpu/rmsnorm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -213,12 +214,32 @@ template <typename Out>
 }
 
 template <typename T, typename Out>
+void forward_rows(Out* out, T* rstd, const T* x, const T* w, int64_t b, int64_t e, int64_t C,
+                  double eps) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (use_avx512()) return forward_rows_avx512(out, rstd, x, w, b, e, C, eps);
+  }
+  forward_rows_generic(out, rstd, x, w, b, e, C, eps);
+}
+
+template <typename T, typename Out>
 void forward(Out* out, T* rstd, const T* x, const T* w, int64_t N, int64_t C, double eps) {
-  parallel_for_rows(N, 64, [&](int64_t b, int64_t e) {
-    if constexpr (std::is_same_v<T, float>) {
-      if (use_avx512()) return forward_rows_avx512(out, rstd, x, w, b, e, C, eps);
+  parallel_for_rows(N, 64,
+                    [&](int64_t b, int64_t e) { forward_rows(out, rstd, x, w, b, e, C, eps); });
+}
+
+// Rows summed this many at a time, then normed while they are in L1/L2: one AVX-512 group.
+constexpr int64_t kSumBlock = 16;
+
+template <typename T, typename Out>
+void add_forward(T* sum, Out* out, T* rstd, const T* a, const T* b, const T* w, int64_t N,
+                 int64_t C, double eps) {
+  parallel_for_rows(N, 64, [&](int64_t lo, int64_t hi) {
+    for (int64_t r0 = lo; r0 < hi; r0 += kSumBlock) {
+      const int64_t r1 = std::min(hi, r0 + kSumBlock);
+      for (int64_t i = r0 * C; i < r1 * C; ++i) sum[i] = a[i] + b[i];
+      forward_rows(out, rstd, static_cast<const T*>(sum), w, r0, r1, C, eps);
     }
-    forward_rows_generic(out, rstd, x, w, b, e, C, eps);
   });
 }
 
@@ -232,6 +253,12 @@ void rmsnorm_forward(T* out, T* rstd, const T* x, const T* w, int64_t N, int64_t
 void rmsnorm_forward_bf16(uint16_t* out, float* rstd, const float* x, const float* w, int64_t N,
                           int64_t C, double eps) {
   forward(out, rstd, x, w, N, C, eps);
+}
+
+template <typename T, typename Out>
+void add_rmsnorm_forward(T* sum, Out* out, T* rstd, const T* a, const T* b, const T* w, int64_t N,
+                         int64_t C, double eps) {
+  add_forward(sum, out, rstd, a, b, w, N, C, eps);
 }
 
 template <typename T>
@@ -280,6 +307,14 @@ template void rmsnorm_forward<float>(float*, float*, const float*, const float*,
                                      double);
 template void rmsnorm_forward<double>(double*, double*, const double*, const double*, int64_t,
                                       int64_t, double);
+template void add_rmsnorm_forward<float, float>(float*, float*, float*, const float*, const float*,
+                                                const float*, int64_t, int64_t, double);
+template void add_rmsnorm_forward<float, uint16_t>(float*, uint16_t*, float*, const float*,
+                                                   const float*, const float*, int64_t, int64_t,
+                                                   double);
+template void add_rmsnorm_forward<double, double>(double*, double*, double*, const double*,
+                                                  const double*, const double*, int64_t, int64_t,
+                                                  double);
 template void rmsnorm_backward<float>(float*, float*, const float*, const float*, const float*,
                                       const float*, int64_t, int64_t);
 template void rmsnorm_backward<double>(double*, double*, const double*, const double*,

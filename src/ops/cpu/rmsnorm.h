@@ -20,6 +20,13 @@ void rmsnorm_forward(T* out, T* rstd, const T* x, const T* w, int64_t N, int64_t
 void rmsnorm_forward_bf16(uint16_t* out, float* rstd, const float* x, const float* w, int64_t N,
                           int64_t C, double eps);
 
+// The residual add before a norm, fused with it: sum (N, C) = a + b, then out and rstd as
+// rmsnorm_forward (Out = T) or rmsnorm_forward_bf16 (Out = uint16_t) compute them from sum, the
+// same bits as the separate calls; each block of rows is normed while it is still in cache.
+template <typename T, typename Out>
+void add_rmsnorm_forward(T* sum, Out* out, T* rstd, const T* a, const T* b, const T* w, int64_t N,
+                         int64_t C, double eps);
+
 // dx (N, C) =; dw (C) +=; dout (N, C); x, rstd as saved by forward.
 template <typename T>
 void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, const T* w, int64_t N,

@@ -10,7 +10,7 @@ namespace {
 // Rotates each (x[i], x[i + D/2]) pair by +θ, or by −θ when `inverse` (the backward of a
 // rotation is the opposite rotation). Negating sin is exact, so both directions share a body.
 template <typename T>
-void rotate_halves(T* x, const T* cos, const T* sin, int64_t Tn, int64_t NH, int64_t D,
+void rotate_halves(T* x, const T* cos, const T* sin, int64_t Tn, int64_t NH, int64_t D, int64_t ld,
                    bool inverse) {
   const int64_t half = D / 2;
   parallel_for_rows(Tn, 16, [&](int64_t t0, int64_t t1) {
@@ -18,7 +18,7 @@ void rotate_halves(T* x, const T* cos, const T* sin, int64_t Tn, int64_t NH, int
       const T* c = cos + t * half;
       const T* s = sin + t * half;
       for (int64_t h = 0; h < NH; ++h) {
-        T* v = x + (t * NH + h) * D;
+        T* v = x + t * ld + h * D;
         for (int64_t i = 0; i < half; ++i) {
           const T si = inverse ? -s[i] : s[i];
           const T a = v[i], b = v[i + half];
@@ -33,20 +33,23 @@ void rotate_halves(T* x, const T* cos, const T* sin, int64_t Tn, int64_t NH, int
 }  // namespace
 
 template <typename T>
-void rope_forward(T* x, const T* cos, const T* sin, int64_t Tn, int64_t NH, int64_t D) {
-  rotate_halves(x, cos, sin, Tn, NH, D, /*inverse=*/false);
+void rope_forward(T* x, const T* cos, const T* sin, int64_t Tn, int64_t NH, int64_t D, int64_t ld) {
+  rotate_halves(x, cos, sin, Tn, NH, D, ld, /*inverse=*/false);
 }
 
 template <typename T>
-void rope_backward(T* dx, const T* cos, const T* sin, int64_t Tn, int64_t NH, int64_t D) {
-  rotate_halves(dx, cos, sin, Tn, NH, D, /*inverse=*/true);
+void rope_backward(T* dx, const T* cos, const T* sin, int64_t Tn, int64_t NH, int64_t D,
+                   int64_t ld) {
+  rotate_halves(dx, cos, sin, Tn, NH, D, ld, /*inverse=*/true);
 }
 
-template void rope_forward<float>(float*, const float*, const float*, int64_t, int64_t, int64_t);
-template void rope_forward<double>(double*, const double*, const double*, int64_t, int64_t,
+template void rope_forward<float>(float*, const float*, const float*, int64_t, int64_t, int64_t,
+                                  int64_t);
+template void rope_forward<double>(double*, const double*, const double*, int64_t, int64_t, int64_t,
                                    int64_t);
-template void rope_backward<float>(float*, const float*, const float*, int64_t, int64_t, int64_t);
+template void rope_backward<float>(float*, const float*, const float*, int64_t, int64_t, int64_t,
+                                   int64_t);
 template void rope_backward<double>(double*, const double*, const double*, int64_t, int64_t,
-                                    int64_t);
+                                    int64_t, int64_t);
 
 }  // namespace sft::ops::cpu

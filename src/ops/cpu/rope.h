@@ -11,10 +11,11 @@
 namespace sft::ops::cpu {
 
 // In place on x (T, NH, D) with cos, sin (T, D/2): forward rotates by +θ, backward (on the
-// gradient) by −θ.
+// gradient) by −θ. Token t's heads start at x + t · ld (ld = NH · D when dense).
 template <typename T>
-void rope_forward(T* x, const T* cos, const T* sin, int64_t Tn, int64_t NH, int64_t D);
+void rope_forward(T* x, const T* cos, const T* sin, int64_t Tn, int64_t NH, int64_t D, int64_t ld);
 template <typename T>
-void rope_backward(T* dx, const T* cos, const T* sin, int64_t Tn, int64_t NH, int64_t D);
+void rope_backward(T* dx, const T* cos, const T* sin, int64_t Tn, int64_t NH, int64_t D,
+                   int64_t ld);
 
 }  // namespace sft::ops::cpu
