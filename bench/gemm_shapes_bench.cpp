@@ -2,7 +2,8 @@
 // end-to-end benchmarks: (a) the 103M Qwen3 shape of tools/bench_train_e2e.py (C 512, I 1536,
 // 8 heads / 4 kv of 64, V 151936) and (b) Qwen3-0.6B (C 1024, I 3072, 16 heads / 8 kv of 128,
 // V 151936), both at T = 1024 tokens. For each projection W [O, I] (k and v share a shape, as
-// do gate and up; the LM head is the tied embedding):
+// do gate and up; qkv is q, k and v stacked, as bf16 training runs them; the LM head is the
+// tied embedding):
 //   fwd  y[T, O]  = x[T, I] · Wᵀ         dx  dx[T, I] = dy[T, O] · W
 //   dw   dW[O, I] += dy[T, O]ᵀ · x[T, I]
 // in f32 on OpenBLAS (our pool split) and on oneDNN, and in bf16 (f32 out) on oneDNN, each
@@ -47,12 +48,14 @@ std::vector<Model> models() {
       {"103M",
        {{"q_o", 512, 512},
         {"k_v", 256, 512},
+        {"qkv", 1024, 512},
         {"gate_up", 1536, 512},
         {"down", 512, 1536},
         {"lm_head", kVocab, 512}}},
       {"0.6B",
        {{"q", 2048, 1024},
         {"k_v", 1024, 1024},
+        {"qkv", 4096, 1024},
         {"o", 1024, 2048},
         {"gate_up", 3072, 1024},
         {"down", 1024, 3072},

@@ -15,6 +15,7 @@
 #include "core/rng.h"
 #include "core/thread_pool.h"
 #include "model/transformer.h"
+#include "qwen3_shapes.h"
 
 using namespace sft;
 
@@ -30,20 +31,7 @@ int main(int argc, char** argv) {
     else if (a == "--tokens")
       tokens = v;
   }
-  ModelConfig c;
-  c.model_type = ModelType::kQwen3;
-  c.vocab_size = 151936;
-  c.hidden_size = 1024;
-  c.intermediate_size = 3072;
-  c.num_hidden_layers = layers;
-  c.num_attention_heads = 16;
-  c.num_key_value_heads = 8;
-  c.head_dim = 128;
-  c.qk_norm = true;
-  c.tie_word_embeddings = true;
-  c.rope.theta = 1000000.0;
-  c.max_position_embeddings = 40960;
-  c.layer_sliding_window.assign(static_cast<size_t>(layers), false);
+  const ModelConfig c = bench::qwen3_shape("0.6b", layers);
 
   auto t0 = std::chrono::steady_clock::now();
   model::Transformer m = model::Transformer::random(c, 1);

@@ -52,19 +52,26 @@ ScopedOp::~ScopedOp() {
   e.seconds += dt;
 }
 
-std::string op_profile_table() {
-  if (!profiling() || table().empty()) return "";
-  std::vector<std::pair<std::string, Entry>> rows(table().begin(), table().end());
+std::vector<OpTime> op_profile() {
+  std::vector<OpTime> rows;
+  if (!profiling()) return rows;
+  for (const auto& [op, e] : table()) rows.push_back({op, e.calls, e.seconds});
   std::sort(rows.begin(), rows.end(),
-            [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+            [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
+  return rows;
+}
+
+std::string op_profile_table() {
+  const std::vector<OpTime> rows = op_profile();
+  if (rows.empty()) return "";
   double total = 0;
-  for (const auto& r : rows) total += r.second.seconds;
+  for (const OpTime& r : rows) total += r.seconds;
   std::string out = "op time (SFT_PROFILE): " + std::to_string(total) + " s in ops\n";
   char line[256];
-  for (const auto& [name, e] : rows) {
+  for (const OpTime& r : rows) {
     std::snprintf(line, sizeof line, "  %6.2f%%  %9.4f s  %8lld calls  %s\n",
-                  100.0 * e.seconds / total, e.seconds, static_cast<long long>(e.calls),
-                  name.c_str());
+                  100.0 * r.seconds / total, r.seconds, static_cast<long long>(r.calls),
+                  r.op.c_str());
     out += line;
   }
   return out;

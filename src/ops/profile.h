@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace sft::ops {
 
@@ -28,6 +29,14 @@ class ScopedOp {
   double start_ = -1;
 };
 
+// One row of the profile: the op (a matmul with its dtype and shape, as the table prints it).
+struct OpTime {
+  std::string op;
+  int64_t calls = 0;
+  double seconds = 0;
+};
+// The rows so far, by time (the largest first); empty when off.
+std::vector<OpTime> op_profile();
 // The table so far: op, calls, total seconds, share, sorted by time; empty when off.
 std::string op_profile_table();
 void reset_op_profile();
