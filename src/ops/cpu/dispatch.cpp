@@ -123,18 +123,23 @@ void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
 
 void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, double eps) {
   const ScopedOp op("add_rmsnorm_forward");
-  if (on_cuda("add_rmsnorm_forward", {sum, out, rstd, a, b, w})) {
-    // The two kernels there: the same values, the sum written and read once more.
-    cuda::cast(sum, a);
-    cuda::add(sum, b);
-    return cuda::rmsnorm_forward(out, rstd, sum, w, eps);
-  }
+  const bool cuda = on_cuda("add_rmsnorm_forward", {sum, out, rstd, a, b, w});
   require(sum.numel() == a.numel() && b.numel() == a.numel() && out.numel() == a.numel() &&
               rstd.numel() == a.rows && w.numel() == a.cols,
           "add_rmsnorm_forward", [&] {
             return "a " + shape(a) + ", b " + shape(b) + ", sum " + shape(sum) + ", out " +
                    shape(out) + ", w " + shape(w);
           });
+  require(sum.dtype == a.dtype && b.dtype == a.dtype, "add_rmsnorm_forward", [&] {
+    return "the residual add takes sum, a and b of one dtype, got " +
+           std::string(dtype_name(sum.dtype)) + " = " + std::string(dtype_name(a.dtype)) + " + " +
+           std::string(dtype_name(b.dtype));
+  });
+  if (cuda) {  // the unfused kernels there: the same values, the sum read once more
+    if (sum.data != a.data) cuda::cast(sum, a);
+    cuda::add(sum, b);
+    return cuda::rmsnorm_forward(out, rstd, sum, w, eps);
+  }
   if (out.dtype == DType::kBF16 && a.dtype == DType::kF32) {  // fused with the bf16 rounding
     require_dtype_of("add_rmsnorm_forward", "sum, a, b, rstd and w of a bf16 out", DType::kF32,
                      {sum, b, rstd, w});
