@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Each GEMM shape's rate inside a training step against the same shape alone.
 
+(On a machine whose speed drifts between runs, prefer build/bench/bench_gemm_in_step: it runs the
+step and the shapes alone interleaved in one process and pairs them round by round.)
+
 Inputs: the per-op table that `SFT_PROFILE=1 sft train ...` prints after training (its lines
 "matmul BF16 M=… N=… K=… [ta] [tb]" hold calls and seconds per shape), and the JSON of
 bench/gemm_shapes_bench.cpp on the same machine (`--benchmark_format=json`). The pass is told by
