@@ -19,7 +19,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/half.h"
