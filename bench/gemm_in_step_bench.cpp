@@ -41,7 +41,7 @@ struct Gemm {
   DType dtype;
   int64_t M, N, K;
   bool ta, tb;
-  auto key() const { return std::tie(M, N, K, ta, tb); }
+  auto key() const { return std::tie(dtype, M, N, K, ta, tb); }
   bool operator<(const Gemm& o) const { return key() < o.key(); }
   const char* pass() const { return ta ? "dW" : tb ? "fwd" : "dx"; }
   double flops() const { return 2.0 * double(M) * double(N) * double(K); }
