@@ -231,18 +231,6 @@ void forward(Out* out, T* rstd, const T* x, const T* w, int64_t N, int64_t C, do
 // Rows summed this many at a time, then normed while they are in L1/L2: one AVX-512 group.
 constexpr int64_t kSumBlock = 16;
 
-template <typename T, typename Out>
-void add_forward(T* sum, Out* out, T* rstd, const T* a, const T* b, const T* w, int64_t N,
-                 int64_t C, double eps) {
-  parallel_for_rows(N, 64, [&](int64_t lo, int64_t hi) {
-    for (int64_t r0 = lo; r0 < hi; r0 += kSumBlock) {
-      const int64_t r1 = std::min(hi, r0 + kSumBlock);
-      for (int64_t i = r0 * C; i < r1 * C; ++i) sum[i] = a[i] + b[i];
-      forward_rows(out, rstd, static_cast<const T*>(sum), w, r0, r1, C, eps);
-    }
-  });
-}
-
 }  // namespace
 
 template <typename T>
@@ -258,7 +246,13 @@ void rmsnorm_forward_bf16(uint16_t* out, float* rstd, const float* x, const floa
 template <typename T, typename Out>
 void add_rmsnorm_forward(T* sum, Out* out, T* rstd, const T* a, const T* b, const T* w, int64_t N,
                          int64_t C, double eps) {
-  add_forward(sum, out, rstd, a, b, w, N, C, eps);
+  parallel_for_rows(N, 64, [&](int64_t lo, int64_t hi) {
+    for (int64_t r0 = lo; r0 < hi; r0 += kSumBlock) {
+      const int64_t r1 = std::min(hi, r0 + kSumBlock);
+      for (int64_t i = r0 * C; i < r1 * C; ++i) sum[i] = a[i] + b[i];
+      forward_rows(out, rstd, static_cast<const T*>(sum), w, r0, r1, C, eps);
+    }
+  });
 }
 
 template <typename T>
