@@ -3,8 +3,13 @@
 // round is one real step (forward, backward, the gradient norm and AdamW, which rewrites every
 // weight and its bf16 copy, so the step's operands come from memory as in training), then each
 // matmul shape the step ran, alone: one untimed call, then as many timed calls as the step made
-// (a warm loop, what a GEMM benchmark measures), and with --cold as many again, each after
-// rewriting 512 MiB (operands from memory). Per round and shape: in step / alone; the table
+// (a warm loop, what a GEMM benchmark measures). With --cold, as many again in each of two more
+// states, the caches first swept by rewriting 512 MiB: all operands from memory ("cold"), and
+// the operands where a step necessarily has them ("as in step"): A read back into the cache (in
+// every pass A is what the step has just computed: the layer input, or the output gradient), B
+// left in memory (a weight that AdamW rewrote since its last use, or an activation saved in the
+// forward pass), and C in memory for dW (the gradient accumulator) but cached for fwd and dx
+// (scratch the step reuses layer after layer). Per round and shape: in step / alone; the table
 // gives the medians over the rounds after the first (the first pays oneDNN's kernel generation).
 // The step's matmuls are those of ops::matmul timed by the op profiler (ops/profile.h; the LM
 // head's products run inside its fused op and are not listed). The pass is told by the
@@ -76,6 +81,19 @@ void evict_caches() {
   (void)sink;
 }
 
+// Reads every cache line of `v`, so that it is cached when the next call starts.
+template <typename T>
+void read_back(const std::vector<T>& v) {
+  double sum = 0;
+  for (size_t i = 0; i < v.size(); i += 64 / sizeof(T)) sum += double(v[i]);
+  volatile double sink = sum;
+  (void)sink;
+}
+
+// Where a timed call finds its operands: all in the cache (the loop of one shape), all in
+// memory, or each where the step has it (see the top of the file).
+enum class Residency { kWarm, kCold, kAsInStep };
+
 // Operands of one shape, allocated once, and the timing of `calls` calls of it alone.
 class Alone {
  public:
@@ -95,11 +113,19 @@ class Alone {
     }
     once();  // primitive creation and first touch, untimed
   }
-  // Seconds of `calls` calls; cold: each after evicting the caches (outside the timing).
-  double time(int64_t calls, bool cold) {
+  // Seconds of `calls` calls, each with its operands where `residency` puts them (the cache
+  // preparation is outside the timing).
+  double time(int64_t calls, Residency residency) {
     double total = 0;
     for (int64_t i = 0; i < calls; ++i) {
-      if (cold) evict_caches();
+      if (residency != Residency::kWarm) evict_caches();
+      if (residency == Residency::kAsInStep) {
+        if (s_.dtype == DType::kBF16)
+          read_back(a16_);
+        else
+          read_back(a32_);
+        if (!s_.ta) read_back(c_);  // fwd, dx: C is reused scratch; dW: the cold gradient
+      }
       const auto t0 = std::chrono::steady_clock::now();
       once();
       total += seconds_since(t0);
@@ -149,9 +175,9 @@ double median(std::vector<double> v) {
 }
 
 struct Samples {
-  int64_t calls = 0;                     // per step
-  std::vector<double> step, warm, cold;  // GFLOP/s per round
-  std::vector<double> step_over_warm, step_over_cold;
+  int64_t calls = 0;                                 // per step
+  std::vector<double> step, warm, cold, as_in_step;  // GFLOP/s per round
+  std::vector<double> step_over_warm, step_over_cold, step_over_as_in_step;
 };
 
 }  // namespace
@@ -214,7 +240,7 @@ int main(int argc, char** argv) {
 
   std::printf("Qwen3 %s shape, %s, %lld tokens, %lld rounds (the first not counted)%s\n",
               shape.c_str(), dtype.c_str(), static_cast<long long>(tokens),
-              static_cast<long long>(rounds), cold ? ", warm and cold" : "");
+              static_cast<long long>(rounds), cold ? ", warm, cold and as in step" : "");
   std::map<Gemm, Samples> samples;
   std::map<Gemm, Alone> alone;
   for (int64_t r = 0; r < rounds; ++r) {
@@ -231,8 +257,9 @@ int main(int argc, char** argv) {
                 in_step.size());
     for (const auto& [s, t] : in_step) {
       Alone& a = alone.try_emplace(s, s).first->second;
-      const double warm_s = a.time(t.calls, false);
-      const double cold_s = cold ? a.time(t.calls, true) : NAN;
+      const double warm_s = a.time(t.calls, Residency::kWarm);
+      const double cold_s = cold ? a.time(t.calls, Residency::kCold) : NAN;
+      const double as_in_step_s = cold ? a.time(t.calls, Residency::kAsInStep) : NAN;
       if (r == 0) continue;
       Samples& x = samples[s];
       const double work = s.flops() * double(t.calls) * 1e-9;
@@ -243,6 +270,8 @@ int main(int argc, char** argv) {
       if (cold) {
         x.cold.push_back(work / cold_s);
         x.step_over_cold.push_back(cold_s / t.seconds);
+        x.as_in_step.push_back(work / as_in_step_s);
+        x.step_over_as_in_step.push_back(as_in_step_s / t.seconds);
       }
     }
   }
@@ -250,7 +279,8 @@ int main(int argc, char** argv) {
   std::printf(
       "\n| GEMM | M × N × K | calls / step | in step GFLOP/s | alone, warm | "
       "in step / warm: median [min, max]%s |\n|---|---|---|---|---|---|%s\n",
-      cold ? " | alone, cold | in step / cold" : "", cold ? "---|---|" : "");
+      cold ? " | alone, cold | in step / cold | alone, as in step | in step / as in step" : "",
+      cold ? "---|---|---|---|" : "");
   for (const auto& [s, x] : samples) {
     const auto [lo, hi] = std::minmax_element(x.step_over_warm.begin(), x.step_over_warm.end());
     std::printf("| %s %s %s | %lld × %lld × %lld | %lld | %.0f | %.0f | %.2f [%.2f, %.2f]",
@@ -259,7 +289,9 @@ int main(int argc, char** argv) {
                 static_cast<long long>(s.N), static_cast<long long>(s.K),
                 static_cast<long long>(x.calls), median(x.step), median(x.warm),
                 median(x.step_over_warm), *lo, *hi);
-    if (cold) std::printf(" | %.0f | %.2f", median(x.cold), median(x.step_over_cold));
+    if (cold)
+      std::printf(" | %.0f | %.2f | %.0f | %.2f", median(x.cold), median(x.step_over_cold),
+                  median(x.as_in_step), median(x.step_over_as_in_step));
     std::printf(" |\n");
   }
   return 0;
