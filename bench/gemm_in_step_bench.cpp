@@ -177,8 +177,14 @@ double median(std::vector<double> v) {
 struct Samples {
   int64_t calls = 0;                                 // per step
   std::vector<double> step, warm, cold, as_in_step;  // GFLOP/s per round
-  std::vector<double> step_over_warm, step_over_cold, step_over_as_in_step;
 };
+
+// Per round: in step / alone (the rates of one round, so drift between rounds cancels).
+std::vector<double> per_round(const std::vector<double>& step, const std::vector<double>& alone) {
+  std::vector<double> r(step.size());
+  for (size_t i = 0; i < r.size(); ++i) r[i] = step[i] / alone[i];
+  return r;
+}
 
 }  // namespace
 
@@ -266,12 +272,9 @@ int main(int argc, char** argv) {
       x.calls = t.calls;
       x.step.push_back(work / t.seconds);
       x.warm.push_back(work / warm_s);
-      x.step_over_warm.push_back(warm_s / t.seconds);
       if (cold) {
         x.cold.push_back(work / cold_s);
-        x.step_over_cold.push_back(cold_s / t.seconds);
         x.as_in_step.push_back(work / as_in_step_s);
-        x.step_over_as_in_step.push_back(as_in_step_s / t.seconds);
       }
     }
   }
@@ -282,16 +285,17 @@ int main(int argc, char** argv) {
       cold ? " | alone, cold | in step / cold | alone, as in step | in step / as in step" : "",
       cold ? "---|---|---|---|" : "");
   for (const auto& [s, x] : samples) {
-    const auto [lo, hi] = std::minmax_element(x.step_over_warm.begin(), x.step_over_warm.end());
+    const std::vector<double> over_warm = per_round(x.step, x.warm);
+    const auto [lo, hi] = std::minmax_element(over_warm.begin(), over_warm.end());
     std::printf("| %s %s %s | %lld × %lld × %lld | %lld | %.0f | %.0f | %.2f [%.2f, %.2f]",
                 projection_of(s, config).c_str(), s.pass(),
                 s.dtype == DType::kBF16 ? "bf16" : "f32", static_cast<long long>(s.M),
                 static_cast<long long>(s.N), static_cast<long long>(s.K),
-                static_cast<long long>(x.calls), median(x.step), median(x.warm),
-                median(x.step_over_warm), *lo, *hi);
+                static_cast<long long>(x.calls), median(x.step), median(x.warm), median(over_warm),
+                *lo, *hi);
     if (cold)
-      std::printf(" | %.0f | %.2f | %.0f | %.2f", median(x.cold), median(x.step_over_cold),
-                  median(x.as_in_step), median(x.step_over_as_in_step));
+      std::printf(" | %.0f | %.2f | %.0f | %.2f", median(x.cold), median(per_round(x.step, x.cold)),
+                  median(x.as_in_step), median(per_round(x.step, x.as_in_step)));
     std::printf(" |\n");
   }
   return 0;
