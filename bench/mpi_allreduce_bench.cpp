@@ -1,5 +1,5 @@
 // All-reduce bandwidth: a plain MPI_Allreduce(MPI_SUM, float) loop vs sft's
-// Comm::all_reduce_sum (dist/comm.h: rank-ordered reduce-scatter + all-gather, bucketed) on
+// Comm::all_reduce_sum (parallel/comm.h: rank-ordered reduce-scatter + all-gather, bucketed) on
 // the same sizes. Run under mpirun:
 //   mpirun -np 2 build/bench/bench_mpi_allreduce [max_floats=67108864] [seconds_per_size=1]
 // Prints, per size, seconds per call and the bus bandwidth 2·(n-1)/n · bytes / time (the
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/clock.h"
-#include "dist/comm.h"
+#include "parallel/comm.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // A ShardGroup of threads in one process (tests only): run(n, fn) starts n threads, each
 // calling fn(group) with its own rank; the collectives meet at a barrier and combine in rank
-// order, as dist/'s MPI group does. Lets the tensor-parallel kernels and slices be tested
+// order, as parallel/'s MPI group does. Lets the tensor-parallel kernels and slices be tested
 // without mpirun.
 //
 // The ranks take turns: a rank holds the group's turn while it computes and lets go of it only

@@ -31,9 +31,9 @@
 #include "core/progress_phase.h"
 #include "core/rng.h"
 #include "data/prepare.h"
-#include "dist/comm.h"
-#include "dist/groups.h"
-#include "dist/launch.h"
+#include "parallel/comm.h"
+#include "parallel/groups.h"
+#include "parallel/launch.h"
 #include "io/hub/upload.h"
 #include "model/model_dir.h"
 #include "model/transformer.h"
@@ -200,7 +200,7 @@ namespace {
 
 int train_checked(const Args& argv, TrainingArgs& args) {
   // Under mpirun every rank joins the world and trains in its data-parallel group
-  // (dist/groups.h).
+  // (parallel/groups.h).
   std::unique_ptr<Comm> world = make_comm_from_environment();
   ParallelGroups groups = make_parallel_groups(*world, static_cast<int>(args.tp_size));
   Comm* comm = groups.dp.get();

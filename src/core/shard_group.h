@@ -3,8 +3,8 @@
 // through it: element-wise sums and maxima, and gathers of evenly split arrays. Every rank
 // ends with the same bits (the implementation reduces in a fixed rank order).
 //
-// It lives in core so that ops/ and model/ can use a group without knowing dist/; dist/
-// implements it over a Comm (dist/groups.h). A run without tensor parallelism passes no
+// It lives in core so that ops/ and model/ can use a group without knowing parallel/; parallel/
+// implements it over a Comm (parallel/groups.h). A run without tensor parallelism passes no
 // group at all (null), never a group of one.
 #pragma once
 

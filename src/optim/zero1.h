@@ -1,5 +1,5 @@
 // ZeRO-1 (DeepSpeed stage 1) over the data-parallel ranks: each rank keeps the Adam moments
-// of its own shard of the flat parameter arena only (shard_of in dist/comm.h), so optimizer
+// of its own shard of the flat parameter arena only (shard_of in parallel/comm.h), so optimizer
 // memory per rank is 8 bytes × P / dp instead of 8 bytes × P.
 //
 // Per optimizer step, instead of all-reducing the gradients:
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/param_slice.h"
-#include "dist/comm.h"
+#include "parallel/comm.h"
 #include "optim/adamw.h"
 
 namespace sft {

@@ -37,7 +37,7 @@
 // statistics. The gradient norm sums the split parameters over the group and counts the
 // replicated ones once; world rank 0 writes everything.
 //
-// Data parallel (`comm` is the data-parallel group; dist/comm.h): each rank trains its slice
+// Data parallel (`comm` is the data-parallel group; parallel/comm.h): each rank trains its slice
 // of every global batch (data::Loader's rank = DP rank); the target count N, the logged
 // counts and the gradients are summed over ranks (i64, f64 and bucketed f32 all-reduces,
 // once per optimizer step, not overlapped with the backward), so every rank applies the
@@ -47,7 +47,7 @@
 // instead and optim/zero1.h updates each rank's shard.
 //
 // Test hook: SFT_TEST_FAULT=<kill|hang|nan|term>:<rank>:<step> makes that rank SIGKILL itself,
-// stop before the gradient reduction, see a NaN loss, or get SIGTERM at that step (tests/dist).
+// stop before the gradient reduction, see a NaN loss, or get SIGTERM at that step (tests/parallel).
 // Test hook: SFT_TEST_KILL_DURING_SAVE=<step> raises SIGKILL while checkpoint-<step> is
 // being written (after its files, before the rename), to test resuming after a crash.
 #pragma once
@@ -62,7 +62,7 @@
 
 #include "data/loader.h"
 #include "data/prepare.h"
-#include "dist/comm.h"
+#include "parallel/comm.h"
 #include "model/transformer.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
@@ -137,7 +137,7 @@ class Trainer {
   void arm_neftune(const MicroBatch& mb, size_t index);  // --neftune_noise_alpha
   std::string save();
   void resume(const std::string& checkpoint);
-  // Data parallel (trainer_dist.cpp).
+  // Data parallel (trainer_parallel.cpp).
   void init_test_fault();
   void maybe_inject_fault();
   int64_t optimizer_state_bytes() const;
@@ -151,7 +151,7 @@ class Trainer {
   int world_rank() const { return comm_->rank() * (tp_comm_ ? tp_comm_->size() : 1) + tp_rank(); }
   // The gradient norm over all ranks (logged as grad_norm) and the coefficient that clips the
   // gradients to max_grad_norm (optim/clip.h), which AdamW applies as it reads them; under
-  // ZeRO-1 this also reduce-scatters them (trainer_dist.cpp).
+  // ZeRO-1 this also reduce-scatters them (trainer_parallel.cpp).
   struct GradNorm {
     double norm = 0;
     float clip_scale = 1.0f;

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "dist/comm.h"
+#include "parallel/comm.h"
 #include "ops/backend.h"
 
 namespace sft {
@@ -22,7 +22,7 @@ TEST(BuiltWithout, CudaSaysHowToGetIt) {
 #endif
 
 TEST(BuiltWithout, MpiSaysHowToGetIt) {
-  if (mpi_built()) GTEST_SKIP() << "built with MPI (tests/dist covers it)";
+  if (mpi_built()) GTEST_SKIP() << "built with MPI (tests/parallel covers it)";
   EXPECT_THROW(make_mpi_comm(), Error);
 }
 

@@ -11,7 +11,7 @@
 #include <numeric>
 
 #include "data/prepare.h"
-#include "dist/comm.h"
+#include "parallel/comm.h"
 #include "io/json.h"
 #include "model/transformer.h"
 #include "test_paths.h"

@@ -1,7 +1,7 @@
 // training_state.json's tp_size: a checkpoint records the tensor-parallel size it was written
 // with; resuming with another one re-shards (one line in the log) and continues bit for bit,
 // and a checkpoint from before tp_size existed resumes as tp_size 1, silently. (The
-// multi-rank runs themselves are tests/dist's, under mpirun.)
+// multi-rank runs themselves are tests/parallel's, under mpirun.)
 #include <gtest/gtest.h>
 
 #include <filesystem>

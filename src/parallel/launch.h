@@ -18,7 +18,7 @@ int launcher_world_rank();
 std::vector<std::string> mpirun_command(int nproc, const std::string& self,
                                         const std::vector<std::string>& args);
 
-// Replaces this process (execvp); throws "[dist] ..." when mpirun cannot be started.
+// Replaces this process (execvp); throws "[parallel] ..." when mpirun cannot be started.
 [[noreturn]] void relaunch_under_mpirun(int nproc, const std::vector<std::string>& args);
 
 // `args` without --nproc_per_node N / --nproc_per_node=N.

@@ -4,8 +4,8 @@
 #include <cstdlib>
 
 #include "core/error.h"
-#include "dist/groups.h"
-#include "dist/launch.h"
+#include "parallel/groups.h"
+#include "parallel/launch.h"
 #include "train/args.h"
 
 namespace sft {

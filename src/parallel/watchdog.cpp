@@ -1,4 +1,4 @@
-#include "dist/watchdog.h"
+#include "parallel/watchdog.h"
 
 #include <algorithm>
 #include <chrono>
@@ -44,7 +44,7 @@ void CollectiveWatchdog::run() {
     if (waited < timeout_s_) continue;
     if (name_.load() != name) continue;  // it finished meanwhile
     std::fprintf(stderr,
-                 "[dist] rank %d of %d: collective %s (%zu elements) has not completed after "
+                 "[parallel] rank %d of %d: collective %s (%zu elements) has not completed after "
                  "%.1f s (--ddp_timeout %g); another rank died, hangs, or runs a different "
                  "collective; aborting (hint: raise --ddp_timeout for slow steps)\n",
                  rank_, size_, name, elements_.load(), waited, timeout_s_);

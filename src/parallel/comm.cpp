@@ -11,8 +11,8 @@
 
 #include "core/error.h"
 #include "core/half.h"
-#include "dist/comm.h"
-#include "dist/watchdog.h"
+#include "parallel/comm.h"
+#include "parallel/watchdog.h"
 
 namespace sft {
 

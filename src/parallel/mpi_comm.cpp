@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "dist/comm.h"
+#include "parallel/comm.h"
 
 namespace sft {
 
@@ -31,7 +31,7 @@ void check_mpi(int rc, const char* call, const char* file, int line) {
   MPI_Error_string(rc, text, &len);
   std::string name(call);
   name = name.substr(0, name.find('('));
-  fail("dist", name + " failed (" + file + ":" + std::to_string(line) +
+  fail("parallel", name + " failed (" + file + ":" + std::to_string(line) +
                    "): " + std::string(text, static_cast<size_t>(len)) +
                    " (hint: another rank may have died; see its output above)");
 }
@@ -52,7 +52,7 @@ MPI_Datatype mover_type(size_t elem_size) {
     case 8:
       return MPI_UINT64_T;
     default:
-      fail("dist", "no MPI mover for " + std::to_string(elem_size) + "-byte elements");
+      fail("parallel", "no MPI mover for " + std::to_string(elem_size) + "-byte elements");
   }
 }
 
@@ -61,7 +61,7 @@ std::vector<int> as_ints(std::span<const size_t> v, const char* what) {
   out.reserve(v.size());
   for (size_t x : v) {
     if (x > static_cast<size_t>(INT_MAX))
-      fail("dist", std::string(what) + ": " + std::to_string(x) +
+      fail("parallel", std::string(what) + ": " + std::to_string(x) +
                        " elements exceed MPI's int counts (hint: fewer parameters per rank, or "
                        "more ranks)");
     out.push_back(static_cast<int>(x));

@@ -1,6 +1,6 @@
 // The collectives, on however many ranks this binary was started with: alone (ctest's
 // discovered tests: the local communicator) and under mpirun -np 2 and -np 3
-// (tests/dist/mpi_tests.cmake). Expected values are closed forms in rank and size, exact in
+// (tests/parallel/mpi_tests.cmake). Expected values are closed forms in rank and size, exact in
 // their types, so every rank checks its own result. Only EXPECTs (an early return would
 // leave the other ranks waiting in the next collective); the watchdog ends a hang.
 #include <gtest/gtest.h>
@@ -13,8 +13,8 @@
 
 #include "core/half.h"
 #include "core/rng.h"
-#include "dist/comm.h"
-#include "dist/watchdog.h"
+#include "parallel/comm.h"
+#include "parallel/watchdog.h"
 
 namespace sft {
 namespace {

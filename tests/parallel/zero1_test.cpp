@@ -1,5 +1,5 @@
 // ZeRO-1 against plain AdamW on the summed gradients, on however many ranks this binary runs
-// (alone, and under mpirun -np 2 / 3 via tests/dist/mpi_tests.cmake): the weights and the
+// (alone, and under mpirun -np 2 / 3 via tests/parallel/mpi_tests.cmake): the weights and the
 // gathered moments must match torch-style AdamW on one process to float rounding of the
 // gradient sum (here exact: the per-rank gradients are small multiples of 2^-10).
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "dist/comm.h"
+#include "parallel/comm.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "optim/zero1.h"

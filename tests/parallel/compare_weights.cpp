@@ -3,7 +3,7 @@
 // bit for bit). Prints the worst relative difference.
 // sft_compare_weights --metrics A B TOL: the same for the per-step loss, grad_norm,
 // mean_token_accuracy, entropy and num_tokens of two runs' trainer_state.json log_history (the same
-// steps), or only the comma-separated KEYS given after TOL. Used by tests/dist/train_mpi.cmake.
+// steps), or only the comma-separated KEYS given after TOL. Used by tests/parallel/train_mpi.cmake.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "dist/launch.h"
+#include "parallel/launch.h"
 
 #include <unistd.h>
 
@@ -51,13 +51,13 @@ std::vector<std::string> without_nproc_flag(const std::vector<std::string>& args
 void relaunch_under_mpirun(int nproc, const std::vector<std::string>& args) {
   std::error_code ec;
   const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  if (ec) fail("dist", "--nproc_per_node: cannot find this executable (" + ec.message() + ")");
+  if (ec) fail("parallel", "--nproc_per_node: cannot find this executable (" + ec.message() + ")");
   const std::vector<std::string> cmd = mpirun_command(nproc, self, args);
   std::vector<char*> argv;
   for (const std::string& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
-  fail("dist", "--nproc_per_node " + std::to_string(nproc) + ": cannot run " + cmd[0] + ": " +
+  fail("parallel", "--nproc_per_node " + std::to_string(nproc) + ": cannot run " + cmd[0] + ": " +
                    std::strerror(errno) +
                    " (hint: install OpenMPI with scripts/setup.sh, or set SFT_MPIRUN)");
 }

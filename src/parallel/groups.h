@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "core/shard_group.h"
-#include "dist/comm.h"
+#include "parallel/comm.h"
 
 namespace sft {
 
@@ -34,7 +34,7 @@ struct ParallelGroups {
   int world_rank = 0;
 };
 
-// Throws "[dist] ..." when the world size does not divide by tp_size.
+// Throws "[parallel] ..." when the world size does not divide by tp_size.
 ParallelGroups make_parallel_groups(Comm& world, int tp_size);
 
 }  // namespace sft

@@ -2,7 +2,7 @@
 // moving data when size() == 1; the movers below are still correct for one rank).
 #include <cstring>
 
-#include "dist/comm.h"
+#include "parallel/comm.h"
 
 namespace sft {
 

@@ -1,4 +1,4 @@
-# Multi-rank tests: the dist collectives and `sft train` under mpirun, on one host with more
+# Multi-rank tests: the parallel collectives and `sft train` under mpirun, on one host with more
 # ranks than cores (--oversubscribe) and as root in containers. Included by
 # tests/CMakeLists.txt when SFT_MPI is on.
 set(SFT_MPI_TEST_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;SFT_NUM_THREADS=1")
@@ -8,29 +8,29 @@ if(SFT_SANITIZE)
   string(APPEND SFT_MPI_TEST_ENV ";ASAN_OPTIONS=detect_leaks=0")
 endif()
 foreach(np 2 3)
-  add_test(NAME dist.comm_np${np}
-           COMMAND ${SFT_MPIRUN} --oversubscribe -np ${np} $<TARGET_FILE:sft_dist_tests>
+  add_test(NAME parallel.comm_np${np}
+           COMMAND ${SFT_MPIRUN} --oversubscribe -np ${np} $<TARGET_FILE:sft_parallel_tests>
                    --gtest_filter=-CollectiveWatchdog.*)
-  set_tests_properties(dist.comm_np${np} PROPERTIES ENVIRONMENT "${SFT_MPI_TEST_ENV}" TIMEOUT 120
+  set_tests_properties(parallel.comm_np${np} PROPERTIES ENVIRONMENT "${SFT_MPI_TEST_ENV}" TIMEOUT 120
                        PROCESSORS ${np})
 endforeach()
 
-add_executable(sft_compare_weights ${CMAKE_CURRENT_SOURCE_DIR}/dist/compare_weights.cpp)
+add_executable(sft_compare_weights ${CMAKE_CURRENT_SOURCE_DIR}/parallel/compare_weights.cpp)
 target_link_libraries(sft_compare_weights PRIVATE sft sft_warnings)
 foreach(case parity zero1 tp tp_resume packing resume faults)
-  add_test(NAME dist.train_${case}
+  add_test(NAME parallel.train_${case}
     COMMAND ${CMAKE_COMMAND} -DSFT=$<TARGET_FILE:sft_cli> -DMPIRUN=${SFT_MPIRUN}
             -DCOMPARE=$<TARGET_FILE:sft_compare_weights> -DROOT=${PROJECT_SOURCE_DIR}
-            -DWORK=${CMAKE_CURRENT_BINARY_DIR}/output/dist_train_${case} -DCASE=${case}
-            -P ${CMAKE_CURRENT_SOURCE_DIR}/dist/train_mpi.cmake)
-  set_tests_properties(dist.train_${case} PROPERTIES ENVIRONMENT "${SFT_MPI_TEST_ENV}"
+            -DWORK=${CMAKE_CURRENT_BINARY_DIR}/output/parallel_train_${case} -DCASE=${case}
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/parallel/train_mpi.cmake)
+  set_tests_properties(parallel.train_${case} PROPERTIES ENVIRONMENT "${SFT_MPI_TEST_ENV}"
                        TIMEOUT 240 PROCESSORS 2)
 endforeach()
 
 # Across hosts: two network namespaces joined by a veth pair (root only; skipped otherwise).
-add_test(NAME dist.two_hosts_netns
-  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/dist/netns_2host.sh $<TARGET_FILE:sft_cli>
-          $<TARGET_FILE:sft_dist_tests> $<TARGET_FILE:sft_compare_weights> ${PROJECT_SOURCE_DIR}
-          ${CMAKE_CURRENT_BINARY_DIR}/output/dist_two_hosts)
-set_tests_properties(dist.two_hosts_netns PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240
+add_test(NAME parallel.two_hosts_netns
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/netns_2host.sh $<TARGET_FILE:sft_cli>
+          $<TARGET_FILE:sft_parallel_tests> $<TARGET_FILE:sft_compare_weights> ${PROJECT_SOURCE_DIR}
+          ${CMAKE_CURRENT_BINARY_DIR}/output/parallel_two_hosts)
+set_tests_properties(parallel.two_hosts_netns PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240
                      PROCESSORS 2 RUN_SERIAL TRUE ENVIRONMENT "${SFT_MPI_TEST_ENV}")

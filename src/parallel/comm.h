@@ -103,7 +103,7 @@ class Comm {
 
 std::unique_ptr<Comm> make_local_comm();
 // Initialises MPI on first use (MPI_THREAD_FUNNELED, errors returned, never fatal) and
-// returns MPI_COMM_WORLD. Throws "[dist] sft was built without MPI; ..." in builds without
+// returns MPI_COMM_WORLD. Throws "[parallel] sft was built without MPI; ..." in builds without
 // SFT_MPI.
 std::unique_ptr<Comm> make_mpi_comm();
 // Whether this build has the MPI communicator.

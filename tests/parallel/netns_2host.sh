@@ -7,7 +7,7 @@
 # Needs root (ip netns); exits 77 (ctest: skipped) with a message where that is not allowed.
 # Usage: netns_2host.sh SFT DIST_TESTS COMPARE ROOT WORK
 set -euo pipefail
-sft=$1 dist_tests=$2 compare=$3 root=$4 work=$5
+sft=$1 parallel_tests=$2 compare=$3 root=$4 work=$5
 if [ "$(id -u)" -ne 0 ] || ! command -v ip > /dev/null || ! command -v unshare > /dev/null; then
   echo "skipped: the 2-host test needs root, ip and unshare (network namespaces)"
   exit 77
@@ -49,7 +49,7 @@ mpirun_2host="mpirun -np 2 --hostfile $work/hosts --mca plm_rsh_agent $work/agen
   ${ASAN_OPTIONS:+-x ASAN_OPTIONS}"
 on_host_a() { timeout 120 ip netns exec "$a" unshare --uts sh -c "hostname hosta; $*"; }
 
-on_host_a "$mpirun_2host $dist_tests --gtest_filter=-CollectiveWatchdog.*"
+on_host_a "$mpirun_2host $parallel_tests --gtest_filter=-CollectiveWatchdog.*"
 args="--model_name_or_path $root/tests/fixtures/generate_text \
   --dataset_name $root/tests/fixtures/train_cli/train.jsonl --max_length 32 --learning_rate 2e-4 \
   --logging_steps 1 --gradient_checkpointing false --bf16 false --disable_tqdm true \
