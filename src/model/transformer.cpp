@@ -61,11 +61,8 @@ LoraModel& Transformer::enable_lora(const LoraConfig& config, uint64_t seed,
     swap(lin.bias);
   };
   for (DecoderLayer& d : layers_) {
-    for (Linear* lin : {&d.q, &d.k, &d.v, &d.o, &d.gate, &d.up, &d.down}) bind(*lin);
-    swap(d.input_norm);
-    swap(d.post_norm);
-    swap(d.q_norm);
-    swap(d.k_norm);
+    for (Linear* lin : d.linears()) bind(*lin);
+    for (const Parameter** norm : d.norm_weights()) swap(*norm);
   }
   swap(embed_);
   swap(final_norm_);
@@ -87,7 +84,7 @@ void Transformer::keep_frozen_base_in_bf16() {
 void Transformer::merge_lora() {
   if (!lora_) return;
   for (DecoderLayer& d : layers_) {
-    for (Linear* lin : {&d.q, &d.k, &d.v, &d.o, &d.gate, &d.up, &d.down}) {
+    for (Linear* lin : d.linears()) {
       if (!lin->lora) continue;
       std::vector<float> merged(
           static_cast<size_t>(lin->lora->b->value.rows * lin->lora->a->value.cols));
@@ -108,14 +105,11 @@ void Transformer::merge_lora() {
       if (p == copy) p = base;
   };
   for (DecoderLayer& d : layers_) {
-    for (Linear* lin : {&d.q, &d.k, &d.v, &d.o, &d.gate, &d.up, &d.down}) {
+    for (Linear* lin : d.linears()) {
       unswap(lin->weight);
       unswap(lin->bias);
     }
-    unswap(d.input_norm);
-    unswap(d.post_norm);
-    unswap(d.q_norm);
-    unswap(d.k_norm);
+    for (const Parameter** norm : d.norm_weights()) unswap(*norm);
   }
   unswap(embed_);
   unswap(final_norm_);

@@ -46,7 +46,7 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
   ops::View x, y, cos, sin, last_norm, last_norm32, last_rstd;
   carve(decode_, [&](Carver& cv) {
     acts = carve_layer_activations(cv, shape, /*own_kv=*/false);
-    scratch = carve_layer_scratch(cv, shape, false);
+    scratch = carve_layer_scratch(cv, shape, LayerPass::kDecode);
     x = ops::view_of(cv.take<float>(n * C), n, C);
     y = ops::view_of(cv.take<float>(n * C), n, C);
     cos = ops::view_of(cv.take<float>(n * D / 2), n, D / 2);
@@ -65,8 +65,8 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     float* kc = cache.k[static_cast<size_t>(l)].data();
     float* vc = cache.v[static_cast<size_t>(l)].data();
-    acts.k = ops::view_of(kc + p0 * KV, n, KV);  // this call's keys and values go to the cache
-    acts.v = ops::view_of(vc + p0 * KV, n, KV);
+    acts.attn.k = ops::view_of(kc + p0 * KV, n, KV);  // this call's keys and values go to the cache
+    acts.attn.v = ops::view_of(vc + p0 * KV, n, KV);
     const AttentionInputs attn{
         ops::view_of(kc, p0 + n, KV), ops::view_of(vc, p0 + n, KV), {&segment, 1}, cos, sin};
     decoder_layer_forward(y, acts, scratch, x, attn, layers_[static_cast<size_t>(l)]);

@@ -94,7 +94,7 @@ void Transformer::prepare(const Batch& b) {
     cos_ = take<float>(cv, T, D / 2);
     sin_ = take<float>(cv, T, D / 2);
     acts_bytes_ = cv.used();  // what backward reads; the forward's scratch follows
-    scratch_ = carve_layer_scratch(cv, shape, false);
+    scratch_ = carve_layer_scratch(cv, shape, LayerPass::kTrainForward);
   });
   // Per document: dynamic scaling depends on the sequence length, and a packed document must
   // see the frequencies it would see alone (transformers rescales per forward call).
@@ -117,7 +117,7 @@ const RopeFrequencies& Transformer::rope_for(int64_t n) {
 
 AttentionInputs Transformer::attention_inputs(int64_t l) const {
   const LayerActivations& a = la_[static_cast<size_t>(l)];
-  return {a.k, a.v, segments_, cos_, sin_};
+  return {a.attn.k, a.attn.v, segments_, cos_, sin_};
 }
 
 void Transformer::layer_forward(int64_t l) {
@@ -182,11 +182,12 @@ void Transformer::backward(double scale) {
   if (!head_grad_scale_) head(nullptr, scale, true);  // unfused: the head's gradient now
   // The backward scratch also serves the layer recomputation of gradient checkpointing.
   carve(bwd_, [&](Carver& cv) {
-    scratch_ = carve_layer_scratch(cv, LayerShape::of(c, T, compute_, tp_.size), true);
+    scratch_ = carve_layer_scratch(cv, LayerShape::of(c, T, compute_, tp_.size),
+                                   LayerPass::kTrainBackward);
   });
   LayerScratch& g = scratch_;
-  ops::rmsnorm_backward(g.dres, grad_or_sink(*final_norm_, g), dlnf_, resid_.row_range(L * T, T),
-                        rstdf_, final_norm_->value);
+  ops::rmsnorm_backward(g.dres, g.grad.grad_or_sink(*final_norm_), dlnf_,
+                        resid_.row_range(L * T, T), rstdf_, final_norm_->value);
   for (int64_t l = L - 1; l >= 0; --l) {
     if (gradient_checkpointing_) layer_forward(l);
     decoder_layer_backward(g, la_[static_cast<size_t>(l)], resid_.row_range(l * T, T),
@@ -213,17 +214,17 @@ std::vector<NamedTensor> Transformer::activations() const {
     const LayerActivations& a = la_[l];
     const std::string p = "layers." + std::to_string(l) + ".";
     view(p + "attn_norm", a.ln1, {T, c.hidden_size});
-    view(p + "q_proj", a.q_raw, {T, H, D});
-    view(p + "k_proj", a.k_raw, {T, Hkv, D});
-    view(p + "q_rope", a.q, {T, H, D});
-    view(p + "k_rope", a.k, {T, Hkv, D});
-    view(p + "v", a.v, {T, Hkv, D});
-    view(p + "attn", a.att, {T, H * D});
+    view(p + "q_proj", a.attn.q_raw, {T, H, D});
+    view(p + "k_proj", a.attn.k_raw, {T, Hkv, D});
+    view(p + "q_rope", a.attn.q, {T, H, D});
+    view(p + "k_rope", a.attn.k, {T, Hkv, D});
+    view(p + "v", a.attn.v, {T, Hkv, D});
+    view(p + "attn", a.attn.att, {T, H * D});
     view(p + "attn_residual", a.x_mid, {T, c.hidden_size});
     view(p + "mlp_norm", a.ln2, {T, c.hidden_size});
-    view(p + "gate", a.gate, {T, I});
-    view(p + "up", a.up, {T, I});
-    view(p + "swiglu", a.h, {T, I});
+    view(p + "gate", a.mlp.gate, {T, I});
+    view(p + "up", a.mlp.up, {T, I});
+    view(p + "swiglu", a.mlp.h, {T, I});
     view(p + "output", resid_.row_range(static_cast<int64_t>(l + 1) * T, T), {T, c.hidden_size});
   }
   view("final_norm", lnf_, {T, c.hidden_size});

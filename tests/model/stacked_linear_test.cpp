@@ -42,25 +42,27 @@ double relative_error(const std::vector<float>& a, const std::vector<float>& b) 
 TEST(StackedLinear, QkvOfALayerWithoutBiasesStackOverTheirArenaRows) {
   Transformer m = tiny(false, DType::kBF16);
   const DecoderLayer d = DecoderLayer::bind(m.params(), m.config(), 1);
-  const std::optional<StackedLinear> s = StackedLinear::of({&d.q, &d.k, &d.v});
+  const std::optional<StackedLinear> s =
+      StackedLinear::of({&d.attention.q, &d.attention.k, &d.attention.v});
   ASSERT_TRUE(s.has_value());
-  const int64_t rows = d.q.out_features() + d.k.out_features() + d.v.out_features();
+  const int64_t rows =
+      d.attention.q.out_features() + d.attention.k.out_features() + d.attention.v.out_features();
   EXPECT_EQ(s->value.rows, rows);
-  EXPECT_EQ(s->value.cols, d.q.in_features());
-  EXPECT_EQ(s->value.data, d.q.weight->value.data);
-  EXPECT_EQ(s->grad.data, d.q.weight->grad.data);
+  EXPECT_EQ(s->value.cols, d.attention.q.in_features());
+  EXPECT_EQ(s->value.data, d.attention.q.weight->value.data);
+  EXPECT_EQ(s->grad.data, d.attention.q.weight->grad.data);
   EXPECT_EQ(s->grad.rows, rows);
-  EXPECT_EQ(s->bf16.data, d.q.weight->bf16.data);
+  EXPECT_EQ(s->bf16.data, d.attention.q.weight->bf16.data);
   EXPECT_EQ(s->bf16.rows, rows);
 }
 
 TEST(StackedLinear, BiasesAdaptersOutputSumsAndGapsDoNotStack) {
   Transformer with_bias = tiny(true, DType::kBF16);
   const DecoderLayer b = DecoderLayer::bind(with_bias.params(), with_bias.config(), 0);
-  EXPECT_FALSE(StackedLinear::of({&b.q, &b.k, &b.v}).has_value());
+  EXPECT_FALSE(StackedLinear::of({&b.attention.q, &b.attention.k, &b.attention.v}).has_value());
 
   Transformer m = tiny(false, DType::kBF16);
-  DecoderLayer d = DecoderLayer::bind(m.params(), m.config(), 0);
+  const AttentionBlock d = DecoderLayer::bind(m.params(), m.config(), 0).attention;
   EXPECT_FALSE(StackedLinear::of({&d.q, &d.v}).has_value()) << "k's rows lie between";
   EXPECT_FALSE(StackedLinear::of({&d.k, &d.q}).has_value()) << "out of order";
   EXPECT_FALSE(StackedLinear::of({}).has_value());
@@ -81,9 +83,11 @@ TEST(StackedLinear, ProductsAndGradientsAreTheSeparateLinears) {
     SCOPED_TRACE(dtype_name(compute));
     Transformer m = tiny(false, compute);
     const DecoderLayer d = DecoderLayer::bind(m.params(), m.config(), 0);
-    const std::optional<StackedLinear> s = StackedLinear::of({&d.q, &d.k, &d.v});
+    const std::optional<StackedLinear> s =
+        StackedLinear::of({&d.attention.q, &d.attention.k, &d.attention.v});
     ASSERT_TRUE(s.has_value());
-    const int64_t N = 7, I = d.q.in_features(), Q = d.q.out_features(), KV = d.k.out_features();
+    const int64_t N = 7, I = d.attention.q.in_features(), Q = d.attention.q.out_features(),
+                  KV = d.attention.k.out_features();
     const int64_t O = Q + 2 * KV;
     std::vector<float> x32 = random_floats(N * I, 1), dy32 = random_floats(N * O, 2);
     std::vector<uint16_t> x16(x32.size()), dy16(dy32.size());
@@ -98,9 +102,9 @@ TEST(StackedLinear, ProductsAndGradientsAreTheSeparateLinears) {
     std::vector<float> y(static_cast<size_t>(N * O)), part(static_cast<size_t>(N * O));
     const ops::View Y = ops::view_of(y.data(), N, O), P = ops::view_of(part.data(), N, O);
     s->forward(Y, x);
-    d.q.forward(P.columns(0, Q), x);
-    d.k.forward(P.columns(Q, KV), x);
-    d.v.forward(P.columns(Q + KV, KV), x);
+    d.attention.q.forward(P.columns(0, Q), x);
+    d.attention.k.forward(P.columns(Q, KV), x);
+    d.attention.v.forward(P.columns(Q + KV, KV), x);
     EXPECT_LE(relative_error(y, part), 1e-6);
     // Backward: dx and the three weights' gradients (which start at zero).
     std::vector<float> dx(static_cast<size_t>(N * I)), dx_parts(dx.size());
@@ -110,9 +114,9 @@ TEST(StackedLinear, ProductsAndGradientsAreTheSeparateLinears) {
     m.params().zero_grads();
     const ops::View dxp = ops::view_of(dx_parts.data(), N, I);
     const ops::View no_scratch;  // bf16 dy comes already rounded
-    d.q.backward(dxp, dy.columns(0, Q), x, no_scratch);
-    d.k.backward(dxp, dy.columns(Q, KV), x, no_scratch, true);
-    d.v.backward(dxp, dy.columns(Q + KV, KV), x, no_scratch, true);
+    d.attention.q.backward(dxp, dy.columns(0, Q), x, no_scratch);
+    d.attention.k.backward(dxp, dy.columns(Q, KV), x, no_scratch, true);
+    d.attention.v.backward(dxp, dy.columns(Q + KV, KV), x, no_scratch, true);
     EXPECT_LE(relative_error(dx, dx_parts), 1e-6);
     const std::vector<float> part_grads(grad.as<float>(), grad.as<float>() + grad.numel());
     EXPECT_LE(relative_error(stacked_grad, part_grads), 1e-6);

@@ -1,0 +1,202 @@
+// AttentionBlock: carve plans, the fp32 and bf16 forward variants, and the backward. See
+// attention_block.h.
+#include "model/blocks/attention_block.h"
+
+#include <optional>
+
+#include "model/blocks/shared_scratch.h"
+
+namespace sft::model {
+
+namespace {
+
+// Per-head views for q_norm / k_norm: (T, NH·D) as (T·NH, D).
+ops::View per_head(const ops::View& v, int64_t D) {
+  return v.reshaped(v.numel() / D, D);
+}
+
+// `saved` (bf16) receives `value` rounded; returns the fp32 view the block goes on with: value
+// rounded in place when it is dense, else (a column block of the stacked product) `dense`
+// holding the rounded values (the per-head norms read dense rows).
+ops::View keep_rounded(ops::View saved, ops::View value, ops::View dense) {
+  ops::cast(saved, value);
+  const ops::View rounded = value.dense() ? value : dense.first(value.rows, value.cols);
+  ops::cast(rounded, saved);
+  return rounded;
+}
+
+// The saved bf16 values widened into `scratch`, or the fp32 saved view itself.
+ops::View widened(const ops::View& saved, const ops::View& scratch) {
+  if (saved.dtype != DType::kBF16) return saved;
+  const ops::View out = scratch.first(saved.rows, saved.cols);
+  ops::cast(out, saved);
+  return out;
+}
+
+// q, k and v as one product (StackedLinear) when the block trains in bf16 (the only variant
+// with fp32 scratch in between; fp32 training and decoding write their own views) and they
+// stack.
+std::optional<StackedLinear> stacked_qkv(const AttentionBlock& w, const AttentionBlock::Saved& a) {
+  if (a.q.dtype != DType::kBF16 || a.k.empty()) return std::nullopt;
+  return StackedLinear::of({&w.q, &w.k, &w.v});
+}
+
+}  // namespace
+
+AttentionBlock::Saved AttentionBlock::carve_saved(Carver& cv, const LayerShape& s, bool own_kv) {
+  const int64_t T = s.T, Q = s.q_width(), KV = s.kv_width();
+  // q, k, v are saved in bf16 only when the layer owns its keys and values (training): in
+  // decoding k and v are the fp32 cache, and q stays fp32 with them.
+  const DType qkv = own_kv ? s.compute : DType::kF32;
+  Saved a;
+  if (s.qk_norm) {
+    a.q_raw = take_view(cv, qkv, T, Q);
+    a.q_rstd = take_f32(cv, T * s.H, 1);
+    a.k_raw = take_view(cv, qkv, T, KV);
+    a.k_rstd = take_f32(cv, T * s.Hkv, 1);
+  }
+  a.q = take_view(cv, qkv, T, Q);
+  if (own_kv) {
+    a.k = take_view(cv, qkv, T, KV);
+    a.v = take_view(cv, qkv, T, KV);
+  }
+  // Under bf16 only the o projection's bf16 input is saved (attention writes it; backward reads
+  // it as attention's output); the fp32 output of bf16 decoding is scratch (att32).
+  if (!s.bf16()) a.att = take_f32(cv, T, Q);
+  a.lse = take_f32(cv, T, s.H);
+  a.att_in = s.bf16() ? take_view(cv, DType::kBF16, T, Q) : a.att;
+  return a;
+}
+
+AttentionBlock::Scratch AttentionBlock::carve_scratch(Carver& cv, const LayerShape& s,
+                                                      LayerPass pass) {
+  const int64_t T = s.T, Q = s.q_width(), KV = s.kv_width();
+  Scratch g;
+  if (s.bf16()) {
+    if (pass == LayerPass::kDecode) {
+      g.att32 = take_f32(cv, T, Q);
+    } else {
+      g.qkv32 = take_f32(cv, T, Q + 2 * KV);
+      g.q32 = take_f32(cv, T, Q);
+      g.k32 = take_f32(cv, T, KV);
+      g.v32 = take_f32(cv, T, KV);
+      if (s.qk_norm) {
+        g.q_raw32 = take_f32(cv, T, Q);
+        g.k_raw32 = take_f32(cv, T, KV);
+      }
+    }
+  }
+  if (pass != LayerPass::kTrainBackward) return g;
+  g.datt = take_f32(cv, T, Q);
+  g.dq = take_f32(cv, T, Q);
+  g.dk = take_f32(cv, T, KV);
+  g.dv = take_f32(cv, T, KV);
+  if (s.qk_norm) {
+    g.dq2 = take_f32(cv, T, Q);
+    g.dk2 = take_f32(cv, T, KV);
+  }
+  return g;
+}
+
+void AttentionBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View ln,
+                             const AttentionInputs& in) const {
+  poison_if_checking({s.qkv32, s.q32, s.k32, s.v32, s.q_raw32, s.k_raw32, s.att32});
+  if (a.q.dtype == DType::kBF16)
+    forward_bf16_qkv(a, s, ln, in);
+  else
+    forward_fp32_qkv(a, s, ln, in);
+  o.forward(y, a.att_in);
+}
+
+void AttentionBlock::forward_fp32_qkv(Saved& a, const Scratch& s, ops::View ln,
+                                      const AttentionInputs& in) const {
+  const int64_t D = dims.D;
+  q.forward(q_norm ? a.q_raw : a.q, ln);
+  k.forward(k_norm ? a.k_raw : a.k, ln);
+  v.forward(a.v, ln);
+  if (q_norm) {
+    ops::rmsnorm_forward(per_head(a.q, D), a.q_rstd, per_head(a.q_raw, D), q_norm->value, eps);
+    ops::rmsnorm_forward(per_head(a.k, D), a.k_rstd, per_head(a.k_raw, D), k_norm->value, eps);
+  }
+  ops::rope_forward(a.q, in.cos, in.sin);
+  ops::rope_forward(a.k, in.cos, in.sin);
+  // Against in's keys and values (the layer's own rows, or the decode cache); under bf16
+  // decoding attention writes scratch and att_in is its bf16 copy.
+  const ops::View att = a.att.empty() ? s.att32.first(a.q.rows, a.q.cols) : a.att;
+  ops::attention_forward(att, a.lse, a.q, in.k_all, in.v_all, in.segments, dims);
+  if (a.att_in.data != att.data) ops::cast(a.att_in, att);
+}
+
+void AttentionBlock::forward_bf16_qkv(Saved& a, const Scratch& s, ops::View ln,
+                                      const AttentionInputs& in) const {
+  const int64_t D = dims.D, T = a.q.rows, Q = a.q.cols, KV = a.k.cols;
+  // The fp32 projection outputs: column blocks of one stacked product, or each its own buffer;
+  // with qk-norm the projections are q_raw, k_raw and the norms write q32, k32.
+  ops::View qf = s.q32.first(T, Q), kf = s.k32.first(T, KV), vf = s.v32.first(T, KV);
+  ops::View q_proj = q_norm ? s.q_raw32.first(T, Q) : qf;
+  ops::View k_proj = k_norm ? s.k_raw32.first(T, KV) : kf;
+  if (const std::optional<StackedLinear> qkv = stacked_qkv(*this, a)) {
+    const ops::View y = s.qkv32.first(T, Q + 2 * KV);
+    qkv->forward(y, ln);
+    q_proj = y.columns(0, Q);
+    k_proj = y.columns(Q, KV);
+    vf = y.columns(Q + KV, KV);
+    if (!q_norm) qf = q_proj, kf = k_proj;
+  } else {
+    q.forward(q_proj, ln);
+    k.forward(k_proj, ln);
+    v.forward(vf, ln);
+  }
+  if (q_norm) {
+    const ops::View q_raw = keep_rounded(a.q_raw, q_proj, s.q_raw32);
+    const ops::View k_raw = keep_rounded(a.k_raw, k_proj, s.k_raw32);
+    ops::rmsnorm_forward(per_head(qf, D), a.q_rstd, per_head(q_raw, D), q_norm->value, eps);
+    ops::rmsnorm_forward(per_head(kf, D), a.k_rstd, per_head(k_raw, D), k_norm->value, eps);
+  }
+  ops::rope_forward(qf, in.cos, in.sin);
+  ops::rope_forward(kf, in.cos, in.sin);
+  ops::cast(a.q, qf);
+  ops::cast(a.k, kf);
+  ops::cast(a.v, vf);
+  // in.k_all, in.v_all are a.k, a.v (training owns its keys and values).
+  ops::attention_forward(a.att_in, a.lse, a.q, in.k_all, in.v_all, in.segments, dims);
+}
+
+void AttentionBlock::backward(ops::View dln, const Scratch& s, const BlockGradScratch& g,
+                              const Saved& a, ops::View dy, ops::View ln,
+                              const AttentionInputs& in) const {
+  poison_if_checking({s.datt, s.dq, s.dk, s.dv, s.dq2, s.dk2, s.q_raw32, s.k_raw32});
+  const int64_t D = dims.D;
+  o.backward(s.datt, dy, a.att_in, dy.dtype == DType::kBF16 ? ops::View{} : g.rounded(dy));
+  // Under bf16 the saved bf16 q, k, v and output (att_in) go to attention as they are.
+  const ops::View att = a.q.dtype == DType::kBF16 ? a.att_in : a.att;
+  ops::attention_backward(s.dq, s.dk, s.dv, s.datt, att, a.lse, a.q, in.k_all, in.v_all,
+                          in.segments, dims);
+  ops::rope_backward(s.dq, in.cos, in.sin);
+  ops::rope_backward(s.dk, in.cos, in.sin);
+  ops::View dq = s.dq, dk = s.dk;
+  if (q_norm) {
+    ops::rmsnorm_backward(per_head(s.dq2, D), g.grad_or_sink(*q_norm), per_head(s.dq, D),
+                          per_head(widened(a.q_raw, s.q_raw32), D), a.q_rstd, q_norm->value);
+    ops::rmsnorm_backward(per_head(s.dk2, D), g.grad_or_sink(*k_norm), per_head(s.dk, D),
+                          per_head(widened(a.k_raw, s.k_raw32), D), a.k_rstd, k_norm->value);
+    dq = s.dq2;
+    dk = s.dk2;
+  }
+  if (const std::optional<StackedLinear> qkv = stacked_qkv(*this, a)) {
+    // The three output gradients rounded side by side, as the stacked forward wrote them.
+    const int64_t Q = dq.cols, KV = dk.cols;
+    const ops::View d16 = g.rounded(dq.rows, Q + 2 * KV);
+    ops::cast(d16.columns(0, Q), dq);
+    ops::cast(d16.columns(Q, KV), dk);
+    ops::cast(d16.columns(Q + KV, KV), s.dv);
+    qkv->backward(dln, d16, ln);
+  } else {
+    q.backward(dln, dq, ln, g.rounded(dq));
+    k.backward(dln, dk, ln, g.rounded(dk), true);
+    v.backward(dln, s.dv, ln, g.rounded(s.dv), true);
+  }
+  if (tp_group) tp_group->sum({dln.as<float>(), static_cast<size_t>(dln.numel())});
+}
+
+}  // namespace sft::model

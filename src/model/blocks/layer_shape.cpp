@@ -1,0 +1,23 @@
+// LayerShape. See layer_shape.h.
+#include "model/blocks/layer_shape.h"
+
+namespace sft::model {
+
+LayerShape LayerShape::of(const ModelConfig& c, int64_t tokens, DType compute, int tp_size) {
+  return {tokens,
+          c.hidden_size,
+          c.intermediate_size / tp_size,
+          c.num_attention_heads / tp_size,
+          c.num_key_value_heads / tp_size,
+          c.head_dim,
+          c.qk_norm,
+          compute};
+}
+
+ops::View take_view(Carver& cv, DType dtype, int64_t rows, int64_t cols) {
+  if (dtype == DType::kBF16) return ops::view_of(cv.take<uint16_t>(rows * cols), rows, cols);
+  if (dtype == DType::kF32) return ops::view_of(cv.take<float>(rows * cols), rows, cols);
+  fail("model", "activations are f32 or bf16, not " + std::string(dtype_name(dtype)));
+}
+
+}  // namespace sft::model

@@ -1,0 +1,34 @@
+// LayerShape: the sizes a decoder layer's blocks carve their memory for — one rank's share of
+// one layer over T tokens. Every block's carve_saved / carve_scratch reads it, so a block never
+// looks at ModelConfig again after the layer is bound.
+// Dimensions: T tokens, C hidden, I intermediate, H heads, Hkv kv heads, D head dim.
+#pragma once
+
+#include <cstdint>
+
+#include "core/arena.h"
+#include "core/dtype.h"
+#include "model/config.h"
+#include "ops/view.h"
+
+namespace sft::model {
+
+struct LayerShape {
+  int64_t T = 0, C = 0, I = 0, H = 0, Hkv = 0, D = 0;
+  bool qk_norm = false;
+  DType compute = DType::kF32;  // kF32 or kBF16
+  // This rank's share under tensor parallelism: I, H and Hkv divided by tp_size.
+  static LayerShape of(const ModelConfig& config, int64_t tokens, DType compute, int tp_size = 1);
+
+  int64_t q_width() const { return H * D; }     // (T, H·D)
+  int64_t kv_width() const { return Hkv * D; }  // (T, Hkv·D)
+  bool bf16() const { return compute == DType::kBF16; }
+};
+
+// A (rows, cols) view of `dtype` taken from the carver (null while carve() measures).
+ops::View take_view(Carver& cv, DType dtype, int64_t rows, int64_t cols);
+inline ops::View take_f32(Carver& cv, int64_t rows, int64_t cols) {
+  return take_view(cv, DType::kF32, rows, cols);
+}
+
+}  // namespace sft::model

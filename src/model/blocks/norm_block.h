@@ -1,0 +1,30 @@
+// Norm blocks: the RMSNorm before a layer's attention and MLP (Llama's input_layernorm and
+// post_attention_layernorm), and the same norm fused with the residual add before it.
+// Saved: the normed output (compute dtype: a bf16 output is rounded by the norm itself) and
+// rstd (T, 1) f32; backward also reads the norm's input, which the layer keeps (x, x_mid).
+// Signature rule: outputs first, then saved activations, inputs, weights; the weight gradient
+// accumulates (+=), dx overwrites (=). A frozen weight (LoRA) sends its gradient to the shared
+// sink (BlockGradScratch::norm_sink).
+#pragma once
+
+#include "model/blocks/block_grad_scratch.h"
+#include "model/parameters.h"
+#include "ops/view.h"
+
+namespace sft::model {
+
+struct RmsNormBlock {
+  const Parameter* weight = nullptr;  // (C)
+  double eps = 1e-6;
+
+  // out (T, C) compute dtype =, rstd (T, 1) =; x (T, C) f32.
+  void forward(ops::View out, ops::View rstd, ops::View x) const;
+  // The residual add and this norm in one pass (same bits as ops::add, then forward):
+  // sum (T, C) = a + b, out and rstd as forward(out, rstd, sum) computes them.
+  void add_forward(ops::View sum, ops::View out, ops::View rstd, ops::View a, ops::View b) const;
+  // dx (T, C) f32 =; dout (T, C) f32; x and rstd as in forward.
+  void backward(ops::View dx, const BlockGradScratch& g, ops::View dout, ops::View x,
+                ops::View rstd) const;
+};
+
+}  // namespace sft::model
