@@ -2,10 +2,10 @@
 """Writes tests/fixtures/trl/trl_sft_flags.txt: every field `trl sft` parses, from TRL itself.
 
 `trl sft` builds its parser from (ScriptArguments, SFTConfig, ModelConfig, DatasetMixtureConfig)
-(trl/scripts/sft.py); SFTConfig extends transformers' TrainingArguments, so this lists all of
-those fields. One line per field: `name<TAB>type<TAB>default<TAB>class`, sorted by name, with a
-header naming the versions. tests/train/args_flags_test.cpp parses every name with a sample value
-and checks it is implemented, noticed or refused per the table in train/flag_table.cpp, so a TRL
+(trl/scripts/sft.py); SFTConfig extends transformers' TrainingArguments, so this lists all of those
+fields. One line per field: `name<TAB>type<TAB>default<TAB>class`, sorted by name, with a header
+naming the versions. tests/train/args_trl_flags_test.cpp parses every name with a sample value and
+checks it is implemented, noticed or refused per the table in train/args_trl_flags.cpp, so a TRL
 upgrade shows its new fields as a test failure.
 
 Usage: ~/.venv-sft/bin/python tools/list_trl_flags.py [OUT]

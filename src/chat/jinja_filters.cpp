@@ -1,5 +1,7 @@
 // jinja2's built-in filters as chat templates use them, plus transformers' tojson
 // (json.dumps with ensure_ascii=False, indent, separators, sort_keys).
+// kFilters, at the end, is the one list of names: has_filter (the parser's check) and
+// apply_filter (the interpreter's call) both read it, so a filter is added in one place.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -89,6 +91,19 @@ Value select_like(Interpreter& in, const Value& seq, CallArgs& args, bool attr_m
   return Value::list(std::move(out));
 }
 
+Value select_filter(Interpreter& in, const Value& v, CallArgs& args) {
+  return select_like(in, v, args, false, true);
+}
+Value reject_filter(Interpreter& in, const Value& v, CallArgs& args) {
+  return select_like(in, v, args, false, false);
+}
+Value selectattr_filter(Interpreter& in, const Value& v, CallArgs& args) {
+  return select_like(in, v, args, true, true);
+}
+Value rejectattr_filter(Interpreter& in, const Value& v, CallArgs& args) {
+  return select_like(in, v, args, true, false);
+}
+
 Value map_filter(Interpreter& in, const Value& seq, CallArgs& args) {
   ValueList out;
   if (const Value* attr = args.kwarg("attribute")) {
@@ -113,7 +128,7 @@ Value map_filter(Interpreter& in, const Value& seq, CallArgs& args) {
   return Value::list(std::move(out));
 }
 
-Value tojson_filter(const Value& v, const CallArgs& args) {
+Value tojson_filter(Interpreter&, const Value& v, CallArgs& args) {
   JsonDumpOptions o;
   const Value* ensure_ascii = arg(args, 0, "ensure_ascii");
   const Value* indent = arg(args, 1, "indent");
@@ -135,7 +150,7 @@ Value tojson_filter(const Value& v, const CallArgs& args) {
   return Value(python_json_dumps(v, o));
 }
 
-Value round_filter(const Value& v, const CallArgs& args) {
+Value round_filter(Interpreter&, const Value& v, CallArgs& args) {
   const Value* p = arg(args, 0, "precision");
   const Value* m = arg(args, 1, "method");
   int64_t precision = p ? p->as_int() : 0;
@@ -155,7 +170,7 @@ Value round_filter(const Value& v, const CallArgs& args) {
   return Value(r);
 }
 
-Value int_filter(const Value& v, const CallArgs& args) {
+Value int_filter(Interpreter&, const Value& v, CallArgs& args) {
   const Value* d = arg(args, 0, "default");
   Value def = d ? *d : Value(static_cast<int64_t>(0));
   if (v.is_int() || v.is_bool()) return Value(v.as_int());
@@ -172,7 +187,7 @@ Value int_filter(const Value& v, const CallArgs& args) {
   return def;
 }
 
-Value float_filter(const Value& v, const CallArgs& args) {
+Value float_filter(Interpreter&, const Value& v, CallArgs& args) {
   const Value* d = arg(args, 0, "default");
   Value def = d ? *d : Value(0.0);
   if (v.is_number()) return Value(v.as_float());
@@ -205,7 +220,7 @@ Value min_max(const Value& v, const CallArgs& args, bool want_max, Interpreter& 
   return items[best];
 }
 
-Value indent_filter(const Value& v, const CallArgs& args) {
+Value indent_filter(Interpreter&, const Value& v, CallArgs& args) {
   const Value* w = arg(args, 0, "width");
   bool first = arg_bool(args, 1, "first", false);
   bool blank = arg_bool(args, 2, "blank", false);
@@ -224,231 +239,296 @@ Value indent_filter(const Value& v, const CallArgs& args) {
   return Value(out);
 }
 
+// Each filter as one function of (interpreter, operand, arguments), listed in kFilters below.
+
+Value trim_filter(Interpreter&, const Value& v, CallArgs& args) {
+  const Value* chars = arg(args, 0, "chars");
+  std::optional<std::string> set;
+  if (chars && !chars->is_none()) set = chars->to_str();
+  return Value(pystr::strip(as_text(v), set, pystr::Side::kBoth));
+}
+
+Value title_filter(Interpreter&, const Value& v, CallArgs&) {
+  // jinja2 title-cases words split at whitespace, '-', and opening brackets.
+  std::string s = as_text(v), out;
+  bool start = true;
+  for (uint32_t cp : pystr::code_points(s)) {
+    bool sep = pystr::is_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+    std::string one;
+    pystr::append_utf8(one, cp);
+    out += sep ? one : (start ? pystr::upper(one) : pystr::lower(one));
+    start = sep;
+  }
+  return Value(out);
+}
+
+Value replace_filter(Interpreter&, const Value& v, CallArgs& args) {
+  if (args.positional.size() < 2) type_error("replace() missing required arguments");
+  const Value* c = arg(args, 2, "count");
+  return Value(pystr::replace(as_text(v), as_text(args.positional[0]), as_text(args.positional[1]),
+                              c && !c->is_none() ? c->as_int() : -1));
+}
+
+Value join_filter(Interpreter& in, const Value& v, CallArgs& args) {
+  const Value* d = arg(args, 0, "d");
+  const Value* attr = arg(args, 1, "attribute");
+  std::string sep = d ? as_text(*d) : "";
+  std::string out;
+  bool first = true;
+  for (const Value& item : iterate(v)) {
+    if (!first) out += sep;
+    first = false;
+    (attr ? attribute_of(in, item, attr->to_str()) : item).append_str(out);
+  }
+  return Value(out);
+}
+
+Value first_or_last(const Value& v, bool first) {
+  ValueList items = iterate(v);
+  if (items.empty())
+    return Value::undefined(std::string("No ") + (first ? "first" : "last") +
+                            " item, sequence was empty.");
+  return first ? items.front() : items.back();
+}
+
+Value default_filter(Interpreter&, const Value& v, CallArgs& args) {
+  const Value* def = arg(args, 0, "default_value");
+  bool boolean = arg_bool(args, 1, "boolean", false);
+  if (v.is_undefined() || (boolean && !v.truthy())) return def ? *def : Value(std::string());
+  return v;
+}
+
+Value items_filter(Interpreter&, const Value& v, CallArgs&) {
+  if (v.is_undefined()) return Value::list({});
+  if (!v.is_mapping()) type_error("Can only get item pairs from a mapping.");
+  ValueList out;
+  for (const auto& [k, x] : v.entries().items) out.push_back(Value::tuple({Value(k), x}));
+  return Value::list(std::move(out));
+}
+
+Value escape_filter(Interpreter&, const Value& v, CallArgs&) {
+  return Value(html_escape(as_text(v)));
+}
+
+Value abs_filter(Interpreter&, const Value& v, CallArgs&) {
+  if (!v.is_number()) type_error("bad operand type for abs(): '" + v.type_name() + "'");
+  return v.is_float() ? Value(std::fabs(v.as_float()))
+                      : Value(static_cast<int64_t>(std::llabs(v.as_int())));
+}
+
+Value unique_filter(Interpreter& in, const Value& v, CallArgs& args) {
+  bool cs = arg_bool(args, 0, "case_sensitive", false);
+  const Value* attr = arg(args, 1, "attribute");
+  ValueList out, seen;
+  for (const Value& item : iterate(v)) {
+    Value key = sort_key(attr ? attribute_of(in, item, attr->to_str()) : item, cs);
+    bool dup = false;
+    for (const Value& s : seen) dup = dup || values_equal(s, key);
+    if (dup) continue;
+    seen.push_back(key);
+    out.push_back(item);
+  }
+  return Value::list(std::move(out));
+}
+
+Value reverse_filter(Interpreter&, const Value& v, CallArgs&) {
+  if (v.is_string()) {
+    std::vector<std::string_view> chars = utf8_chars(v.str());
+    std::string out;
+    for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += *it;
+    return Value(out);
+  }
+  ValueList items = iterate(v);
+  std::reverse(items.begin(), items.end());
+  return Value::list(std::move(items));
+}
+
+Value sort_filter(Interpreter& in, const Value& v, CallArgs& args) {
+  bool reverse = arg_bool(args, 0, "reverse", false);
+  bool cs = arg_bool(args, 1, "case_sensitive", false);
+  const Value* attr = arg(args, 2, "attribute");
+  ValueList items = iterate(v);
+  sort_values(items, reverse, [&](const Value& x) {
+    return sort_key(attr ? attribute_of(in, x, attr->to_str()) : x, cs);
+  });
+  return Value::list(std::move(items));
+}
+
+Value dictsort_filter(Interpreter&, const Value& v, CallArgs& args) {
+  bool cs = arg_bool(args, 0, "case_sensitive", false);
+  const Value* by = arg(args, 1, "by");
+  bool reverse = arg_bool(args, 2, "reverse", false);
+  if (!v.is_mapping()) type_error("You can only sort by either \"key\" or \"value\"");
+  bool by_value = by && by->to_str() == "value";
+  ValueList items;
+  for (const auto& [k, x] : v.entries().items) items.push_back(Value::tuple({Value(k), x}));
+  sort_values(items, reverse,
+              [&](const Value& t) { return sort_key(t.items()[by_value ? 1 : 0], cs); });
+  return Value::list(std::move(items));
+}
+
+Value sum_filter(Interpreter& in, const Value& v, CallArgs& args) {
+  const Value* attr = arg(args, 0, "attribute");
+  const Value* start = arg(args, 1, "start");
+  Value total = start ? *start : Value(static_cast<int64_t>(0));
+  for (const Value& item : iterate(v)) {
+    Value x = attr ? attribute_of(in, item, attr->to_str()) : item;
+    if (!x.is_number() || !total.is_number())
+      type_error("unsupported operand type(s) for +: '" + total.type_name() + "' and '" +
+                 x.type_name() + "'");
+    total = (total.is_float() || x.is_float()) ? Value(total.as_float() + x.as_float())
+                                               : Value(total.as_int() + x.as_int());
+  }
+  return total;
+}
+
+Value wordcount_filter(Interpreter&, const Value& v, CallArgs&) {
+  int64_t n = 0;
+  bool in_word = false;
+  for (uint32_t cp : pystr::code_points(as_text(v))) {
+    bool w =
+        cp == '_' || (cp < 0x80 ? std::isalnum(static_cast<int>(cp)) != 0 : !pystr::is_space(cp));
+    if (w && !in_word) ++n;
+    in_word = w;
+  }
+  return Value(n);
+}
+
+Value batch_filter(Interpreter&, const Value& v, CallArgs& args) {
+  const Value* count = arg(args, 0, "linecount");
+  const Value* fill = arg(args, 1, "fill_with");
+  if (!count) type_error("batch() missing required argument 'linecount'");
+  size_t k = static_cast<size_t>(std::max<int64_t>(1, count->as_int()));
+  ValueList out, cur;
+  for (const Value& item : iterate(v)) {
+    cur.push_back(item);
+    if (cur.size() == k) {
+      out.push_back(Value::list(std::move(cur)));
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) {
+    if (fill && !fill->is_none()) {
+      while (cur.size() < k) cur.push_back(*fill);
+    }
+    out.push_back(Value::list(std::move(cur)));
+  }
+  return Value::list(std::move(out));
+}
+
+Value attr_filter(Interpreter& in, const Value& v, CallArgs& args) {
+  if (args.positional.empty()) type_error("attr() missing required argument 'name'");
+  // Python getattr only: dict keys are not attributes here (unlike obj.name in a template).
+  if (v.kind() != Kind::kNamespace && !has_method(v, args.positional[0].to_str()))
+    return undefined_attr(v, args.positional[0].to_str());
+  return in.get_attr(v, args.positional[0].to_str());
+}
+
+Value format_filter(Interpreter& in, const Value& v, CallArgs& args) {
+  CallArgs fargs;
+  fargs.positional = args.positional;
+  return call_method(in, Value(as_text(v)), "__mod__", fargs);
+}
+
+Value center_filter(Interpreter&, const Value& v, CallArgs& args) {
+  const Value* w = arg(args, 0, "width");
+  std::string s = as_text(v);
+  int64_t width = w ? w->as_int() : 80;
+  int64_t len = python_len(Value(s));
+  if (len >= width) return Value(s);
+  int64_t total = width - len;
+  int64_t left = total / 2 + (total & width & 1);
+  return Value(std::string(static_cast<size_t>(left), ' ') + s +
+               std::string(static_cast<size_t>(total - left), ' '));
+}
+
+using FilterFn = Value (*)(Interpreter& in, const Value& operand, CallArgs& args);
+
+struct Filter {
+  std::string_view name;
+  FilterFn apply;  // null: a jinja2 filter sft does not implement
+};
+
+// Every filter name the engine knows. The parser accepts all of them (so `x is filter` and
+// "No filter named" answer as jinja2 does); one without an implementation fails when applied.
+constexpr Filter kFilters[] = {
+    {"tojson", tojson_filter},
+    {"trim", trim_filter},
+    {"length", [](Interpreter&, const Value& v, CallArgs&) { return Value(python_len(v)); }},
+    {"count", [](Interpreter&, const Value& v, CallArgs&) { return Value(python_len(v)); }},
+    {"upper",
+     [](Interpreter&, const Value& v, CallArgs&) { return Value(pystr::upper(as_text(v))); }},
+    {"lower",
+     [](Interpreter&, const Value& v, CallArgs&) { return Value(pystr::lower(as_text(v))); }},
+    {"title", title_filter},
+    {"capitalize",
+     [](Interpreter&, const Value& v, CallArgs&) { return Value(pystr::capitalize(as_text(v))); }},
+    {"replace", replace_filter},
+    {"join", join_filter},
+    {"first", [](Interpreter&, const Value& v, CallArgs&) { return first_or_last(v, true); }},
+    {"last", [](Interpreter&, const Value& v, CallArgs&) { return first_or_last(v, false); }},
+    {"list", [](Interpreter&, const Value& v, CallArgs&) { return Value::list(iterate(v)); }},
+    {"select", select_filter},
+    {"reject", reject_filter},
+    {"selectattr", selectattr_filter},
+    {"rejectattr", rejectattr_filter},
+    {"map", map_filter},
+    {"default", default_filter},
+    {"d", default_filter},
+    {"items", items_filter},
+    {"string", [](Interpreter&, const Value& v, CallArgs&) { return Value(as_text(v)); }},
+    {"int", int_filter},
+    {"float", float_filter},
+    {"abs", abs_filter},
+    {"round", round_filter},
+    {"unique", unique_filter},
+    {"reverse", reverse_filter},
+    {"sort", sort_filter},
+    {"dictsort", dictsort_filter},
+    {"min", [](Interpreter& in, const Value& v, CallArgs& a) { return min_max(v, a, false, in); }},
+    {"max", [](Interpreter& in, const Value& v, CallArgs& a) { return min_max(v, a, true, in); }},
+    {"sum", sum_filter},
+    {"indent", indent_filter},
+    {"wordcount", wordcount_filter},
+    {"safe", [](Interpreter&, const Value& v, CallArgs&) { return Value(as_text(v)); }},
+    {"e", escape_filter},
+    {"escape", escape_filter},
+    {"forceescape", escape_filter},
+    {"batch", batch_filter},
+    {"attr", attr_filter},
+    {"format", format_filter},
+    {"center", center_filter},
+    {"pprint", [](Interpreter&, const Value& v, CallArgs&) { return Value(v.repr()); }},
+    {"truncate", nullptr},
+    {"striptags", nullptr},
+    {"slice", nullptr},
+    {"wordwrap", nullptr},
+    {"urlencode", nullptr},
+    {"filesizeformat", nullptr},
+    {"xmlattr", nullptr},
+    {"urlize", nullptr},
+    {"groupby", nullptr},
+    {"random", nullptr},
+};
+
+const Filter* find_filter(std::string_view name) {
+  for (const Filter& f : kFilters) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool has_filter(std::string_view name) {
-  static const char* kNames[] = {
-      "tojson",     "trim",       "length",     "count",     "upper",
-      "lower",      "title",      "capitalize", "replace",   "join",
-      "first",      "last",       "list",       "select",    "reject",
-      "selectattr", "rejectattr", "map",        "default",   "d",
-      "items",      "string",     "int",        "float",     "abs",
-      "round",      "unique",     "reverse",    "sort",      "dictsort",
-      "min",        "max",        "sum",        "indent",    "wordcount",
-      "safe",       "e",          "escape",     "batch",     "attr",
-      "format",     "center",     "truncate",   "striptags", "forceescape",
-      "slice",      "wordwrap",   "urlencode",  "pprint",    "filesizeformat",
-      "xmlattr",    "urlize",     "groupby",    "random",    "tojson"};
-  for (const char* n : kNames) {
-    if (name == n) return true;
-  }
-  return false;
+  return find_filter(name) != nullptr;
 }
 
 Value apply_filter(Interpreter& in, const std::string& name, Value v, CallArgs& args) {
-  if (name == "tojson") return tojson_filter(v, args);
-  if (name == "trim") {
-    const Value* chars = arg(args, 0, "chars");
-    std::optional<std::string> set;
-    if (chars && !chars->is_none()) set = chars->to_str();
-    return Value(pystr::strip(as_text(v), set, pystr::Side::kBoth));
-  }
-  if (name == "length" || name == "count") return Value(python_len(v));
-  if (name == "upper") return Value(pystr::upper(as_text(v)));
-  if (name == "lower") return Value(pystr::lower(as_text(v)));
-  if (name == "capitalize") return Value(pystr::capitalize(as_text(v)));
-  if (name == "title") {
-    // jinja2 title-cases words split at whitespace, '-', and opening brackets.
-    std::string s = as_text(v), out;
-    bool start = true;
-    for (uint32_t cp : pystr::code_points(s)) {
-      bool sep =
-          pystr::is_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
-      std::string one;
-      pystr::append_utf8(one, cp);
-      out += sep ? one : (start ? pystr::upper(one) : pystr::lower(one));
-      start = sep;
-    }
-    return Value(out);
-  }
-  if (name == "replace") {
-    if (args.positional.size() < 2) type_error("replace() missing required arguments");
-    const Value* c = arg(args, 2, "count");
-    return Value(pystr::replace(as_text(v), as_text(args.positional[0]),
-                                as_text(args.positional[1]),
-                                c && !c->is_none() ? c->as_int() : -1));
-  }
-  if (name == "join") {
-    const Value* d = arg(args, 0, "d");
-    const Value* attr = arg(args, 1, "attribute");
-    std::string sep = d ? as_text(*d) : "";
-    std::string out;
-    bool first = true;
-    for (const Value& item : iterate(v)) {
-      if (!first) out += sep;
-      first = false;
-      (attr ? attribute_of(in, item, attr->to_str()) : item).append_str(out);
-    }
-    return Value(out);
-  }
-  if (name == "first" || name == "last") {
-    ValueList items = iterate(v);
-    if (items.empty()) return Value::undefined("No " + name + " item, sequence was empty.");
-    return name == "first" ? items.front() : items.back();
-  }
-  if (name == "list") return Value::list(iterate(v));
-  if (name == "select") return select_like(in, v, args, false, true);
-  if (name == "reject") return select_like(in, v, args, false, false);
-  if (name == "selectattr") return select_like(in, v, args, true, true);
-  if (name == "rejectattr") return select_like(in, v, args, true, false);
-  if (name == "map") return map_filter(in, v, args);
-  if (name == "default" || name == "d") {
-    const Value* def = arg(args, 0, "default_value");
-    bool boolean = arg_bool(args, 1, "boolean", false);
-    if (v.is_undefined() || (boolean && !v.truthy())) return def ? *def : Value(std::string());
-    return v;
-  }
-  if (name == "items") {
-    if (v.is_undefined()) return Value::list({});
-    if (!v.is_mapping()) type_error("Can only get item pairs from a mapping.");
-    ValueList out;
-    for (const auto& [k, x] : v.entries().items) out.push_back(Value::tuple({Value(k), x}));
-    return Value::list(std::move(out));
-  }
-  if (name == "string") return Value(as_text(v));
-  if (name == "safe" || name == "forceescape" || name == "e" || name == "escape") {
-    if (name == "safe") return Value(as_text(v));
-    return Value(html_escape(as_text(v)));
-  }
-  if (name == "int") return int_filter(v, args);
-  if (name == "float") return float_filter(v, args);
-  if (name == "abs") {
-    if (!v.is_number()) type_error("bad operand type for abs(): '" + v.type_name() + "'");
-    return v.is_float() ? Value(std::fabs(v.as_float()))
-                        : Value(static_cast<int64_t>(std::llabs(v.as_int())));
-  }
-  if (name == "round") return round_filter(v, args);
-  if (name == "unique") {
-    bool cs = arg_bool(args, 0, "case_sensitive", false);
-    const Value* attr = arg(args, 1, "attribute");
-    ValueList out, seen;
-    for (const Value& item : iterate(v)) {
-      Value key = sort_key(attr ? attribute_of(in, item, attr->to_str()) : item, cs);
-      bool dup = false;
-      for (const Value& s : seen) dup = dup || values_equal(s, key);
-      if (dup) continue;
-      seen.push_back(key);
-      out.push_back(item);
-    }
-    return Value::list(std::move(out));
-  }
-  if (name == "reverse") {
-    if (v.is_string()) {
-      std::vector<std::string_view> chars = utf8_chars(v.str());
-      std::string out;
-      for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += *it;
-      return Value(out);
-    }
-    ValueList items = iterate(v);
-    std::reverse(items.begin(), items.end());
-    return Value::list(std::move(items));
-  }
-  if (name == "sort") {
-    bool reverse = arg_bool(args, 0, "reverse", false);
-    bool cs = arg_bool(args, 1, "case_sensitive", false);
-    const Value* attr = arg(args, 2, "attribute");
-    ValueList items = iterate(v);
-    sort_values(items, reverse, [&](const Value& x) {
-      return sort_key(attr ? attribute_of(in, x, attr->to_str()) : x, cs);
-    });
-    return Value::list(std::move(items));
-  }
-  if (name == "dictsort") {
-    bool cs = arg_bool(args, 0, "case_sensitive", false);
-    const Value* by = arg(args, 1, "by");
-    bool reverse = arg_bool(args, 2, "reverse", false);
-    if (!v.is_mapping()) type_error("You can only sort by either \"key\" or \"value\"");
-    bool by_value = by && by->to_str() == "value";
-    ValueList items;
-    for (const auto& [k, x] : v.entries().items) items.push_back(Value::tuple({Value(k), x}));
-    sort_values(items, reverse,
-                [&](const Value& t) { return sort_key(t.items()[by_value ? 1 : 0], cs); });
-    return Value::list(std::move(items));
-  }
-  if (name == "min") return min_max(v, args, false, in);
-  if (name == "max") return min_max(v, args, true, in);
-  if (name == "sum") {
-    const Value* attr = arg(args, 0, "attribute");
-    const Value* start = arg(args, 1, "start");
-    Value total = start ? *start : Value(static_cast<int64_t>(0));
-    for (const Value& item : iterate(v)) {
-      Value x = attr ? attribute_of(in, item, attr->to_str()) : item;
-      if (!x.is_number() || !total.is_number())
-        type_error("unsupported operand type(s) for +: '" + total.type_name() + "' and '" +
-                   x.type_name() + "'");
-      total = (total.is_float() || x.is_float()) ? Value(total.as_float() + x.as_float())
-                                                 : Value(total.as_int() + x.as_int());
-    }
-    return total;
-  }
-  if (name == "indent") return indent_filter(v, args);
-  if (name == "wordcount") {
-    int64_t n = 0;
-    bool in_word = false;
-    for (uint32_t cp : pystr::code_points(as_text(v))) {
-      bool w =
-          cp == '_' || (cp < 0x80 ? std::isalnum(static_cast<int>(cp)) != 0 : !pystr::is_space(cp));
-      if (w && !in_word) ++n;
-      in_word = w;
-    }
-    return Value(n);
-  }
-  if (name == "batch") {
-    const Value* count = arg(args, 0, "linecount");
-    const Value* fill = arg(args, 1, "fill_with");
-    if (!count) type_error("batch() missing required argument 'linecount'");
-    size_t k = static_cast<size_t>(std::max<int64_t>(1, count->as_int()));
-    ValueList out, cur;
-    for (const Value& item : iterate(v)) {
-      cur.push_back(item);
-      if (cur.size() == k) {
-        out.push_back(Value::list(std::move(cur)));
-        cur.clear();
-      }
-    }
-    if (!cur.empty()) {
-      if (fill && !fill->is_none()) {
-        while (cur.size() < k) cur.push_back(*fill);
-      }
-      out.push_back(Value::list(std::move(cur)));
-    }
-    return Value::list(std::move(out));
-  }
-  if (name == "attr") {
-    if (args.positional.empty()) type_error("attr() missing required argument 'name'");
-    // Python getattr only: dict keys are not attributes here (unlike obj.name in a template).
-    if (v.kind() != Kind::kNamespace && !has_method(v, args.positional[0].to_str()))
-      return undefined_attr(v, args.positional[0].to_str());
-    return in.get_attr(v, args.positional[0].to_str());
-  }
-  if (name == "format") {
-    CallArgs fargs;
-    fargs.positional = args.positional;
-    return call_method(in, Value(as_text(v)), "__mod__", fargs);
-  }
-  if (name == "center") {
-    const Value* w = arg(args, 0, "width");
-    std::string s = as_text(v);
-    int64_t width = w ? w->as_int() : 80;
-    int64_t len = python_len(Value(s));
-    if (len >= width) return Value(s);
-    int64_t total = width - len;
-    int64_t left = total / 2 + (total & width & 1);
-    return Value(std::string(static_cast<size_t>(left), ' ') + s +
-                 std::string(static_cast<size_t>(total - left), ' '));
-  }
-  if (name == "pprint") return Value(v.repr());
-  throw TemplateError(ErrorClass::kRuntime, "filter '" + name + "' is not supported by sft");
+  const Filter* f = find_filter(name);
+  if (f == nullptr || f->apply == nullptr)
+    throw TemplateError(ErrorClass::kRuntime, "filter '" + name + "' is not supported by sft");
+  return f->apply(in, v, args);
 }
 
 }  // namespace sft::jinja

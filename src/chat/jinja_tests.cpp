@@ -1,5 +1,7 @@
 // jinja2's tests ("x is defined", "n is divisibleby 3", "a is in b"), with Python's
 // isinstance answers (bool is a number; str, list, tuple and dict are sequences).
+// kTests, at the end, is the one list of names: has_test (the parser's check) and apply_test
+// (the interpreter's call) both read it.
 #include <cmath>
 #include <string_view>
 
@@ -57,77 +59,147 @@ bool contains(const Value& needle, const Value& hay) {
   }
 }
 
+// The comparison tests and their aliases.
+bool equal_test(const Value& v, CallArgs& args, const std::string& name) {
+  return values_equal(v, need_arg(args, name));
+}
+bool not_equal_test(const Value& v, CallArgs& args, const std::string& name) {
+  return !values_equal(v, need_arg(args, name));
+}
+bool less_test(const Value& v, CallArgs& args, const std::string& name) {
+  return compare("<", v, need_arg(args, name));
+}
+bool less_equal_test(const Value& v, CallArgs& args, const std::string& name) {
+  return compare("<=", v, need_arg(args, name));
+}
+bool greater_test(const Value& v, CallArgs& args, const std::string& name) {
+  return compare(">", v, need_arg(args, name));
+}
+bool greater_equal_test(const Value& v, CallArgs& args, const std::string& name) {
+  return compare(">=", v, need_arg(args, name));
+}
+
+// odd / even, with Python's % on floats and bools.
+bool parity_is(const Value& v, bool odd) {
+  check_defined(v);
+  if (!v.is_int() && !v.is_bool()) {
+    if (v.is_float()) {
+      double r = std::fmod(v.as_float(), 2.0);
+      return odd ? r == 1.0 || r == -1.0 : r == 0.0;
+    }
+    type_error("not all arguments converted during string formatting");
+  }
+  int64_t r = ((v.as_int() % 2) + 2) % 2;
+  return odd ? r == 1 : r == 0;
+}
+
+bool divisibleby_test(const Value& v, CallArgs& args, const std::string& name) {
+  const Value& d = need_arg(args, name);
+  if (!v.is_number() || !d.is_number()) type_error("unsupported operand type(s) for %");
+  if (v.is_float() || d.is_float()) {
+    if (d.as_float() == 0) throw TemplateError(ErrorClass::kZeroDivision, "float modulo");
+    return std::fmod(v.as_float(), d.as_float()) == 0;
+  }
+  if (d.as_int() == 0) throw TemplateError(ErrorClass::kZeroDivision, "integer modulo by zero");
+  return v.as_int() % d.as_int() == 0;
+}
+
+bool sameas_test(const Value& v, CallArgs& args, const std::string& name) {
+  return v.same_object(need_arg(args, name));
+}
+bool in_test(const Value& v, CallArgs& args, const std::string& name) {
+  return contains(v, need_arg(args, name));
+}
+bool lower_test(const Value& v, CallArgs&, const std::string&) {
+  return v.is_string() && pystr::lower(v.str()) == v.str();
+}
+bool upper_test(const Value& v, CallArgs&, const std::string&) {
+  return v.is_string() && pystr::upper(v.str()) == v.str();
+}
+// Whether a string names a filter / a test the engine knows.
+bool filter_test(const Value& v, CallArgs&, const std::string&) {
+  return v.is_string() && has_filter(v.str());
+}
+bool test_test(const Value& v, CallArgs&, const std::string&) {
+  return v.is_string() && has_test(v.str());
+}
+
+// `name` is the name the template used, for errors (aliases such as eq / == share one entry).
+using TestFn = bool (*)(const Value& operand, CallArgs& args, const std::string& name);
+
+struct Test {
+  std::string_view name;
+  TestFn apply;
+};
+
+// Every test the engine knows; has_test and apply_test both read this table.
+constexpr Test kTests[] = {
+    {"defined", [](const Value& v, CallArgs&, const std::string&) { return !v.is_undefined(); }},
+    {"undefined", [](const Value& v, CallArgs&, const std::string&) { return v.is_undefined(); }},
+    {"none", [](const Value& v, CallArgs&, const std::string&) { return v.is_none(); }},
+    {"string", [](const Value& v, CallArgs&, const std::string&) { return v.is_string(); }},
+    {"number", [](const Value& v, CallArgs&, const std::string&) { return v.is_number(); }},
+    {"integer", [](const Value& v, CallArgs&, const std::string&) { return v.is_int(); }},
+    {"float", [](const Value& v, CallArgs&, const std::string&) { return v.is_float(); }},
+    {"boolean", [](const Value& v, CallArgs&, const std::string&) { return v.is_bool(); }},
+    {"true",
+     [](const Value& v, CallArgs&, const std::string&) { return v.is_bool() && v.as_bool(); }},
+    {"false",
+     [](const Value& v, CallArgs&, const std::string&) { return v.is_bool() && !v.as_bool(); }},
+    {"mapping", [](const Value& v, CallArgs&, const std::string&) { return v.is_mapping(); }},
+    {"sequence",
+     [](const Value& v, CallArgs&, const std::string&) {
+       return v.is_string() || v.is_sequence() || v.is_mapping();
+     }},
+    {"iterable",
+     [](const Value& v, CallArgs&, const std::string&) {
+       return v.is_string() || v.is_sequence() || v.is_mapping() || v.is_undefined();
+     }},
+    {"callable", [](const Value& v, CallArgs&, const std::string&) { return v.is_callable(); }},
+    {"odd", [](const Value& v, CallArgs&, const std::string&) { return parity_is(v, true); }},
+    {"even", [](const Value& v, CallArgs&, const std::string&) { return parity_is(v, false); }},
+    {"divisibleby", divisibleby_test},
+    {"equalto", equal_test},
+    {"eq", equal_test},
+    {"==", equal_test},
+    {"ne", not_equal_test},
+    {"!=", not_equal_test},
+    {"lt", less_test},
+    {"<", less_test},
+    {"le", less_equal_test},
+    {"<=", less_equal_test},
+    {"gt", greater_test},
+    {">", greater_test},
+    {"ge", greater_equal_test},
+    {">=", greater_equal_test},
+    {"greaterthan", greater_test},
+    {"lessthan", less_test},
+    {"sameas", sameas_test},
+    {"in", in_test},
+    {"lower", lower_test},
+    {"upper", upper_test},
+    {"escaped", [](const Value&, CallArgs&, const std::string&) { return false; }},
+    {"filter", filter_test},
+    {"test", test_test},
+};
+
+const Test* find_test(std::string_view name) {
+  for (const Test& t : kTests) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool has_test(std::string_view name) {
-  static const char* kNames[] = {
-      "defined", "undefined", "none",        "string",   "number",   "integer",  "float",
-      "boolean", "true",      "false",       "mapping",  "sequence", "iterable", "callable",
-      "odd",     "even",      "divisibleby", "equalto",  "eq",       "==",       "ne",
-      "!=",      "lt",        "<",           "le",       "<=",       "gt",       ">",
-      "ge",      ">=",        "greaterthan", "lessthan", "sameas",   "in",       "lower",
-      "upper",   "escaped",   "filter",      "test"};
-  for (const char* n : kNames) {
-    if (name == n) return true;
-  }
-  return false;
+  return find_test(name) != nullptr;
 }
 
 bool apply_test(Interpreter&, const std::string& name, const Value& v, CallArgs& args) {
-  if (name == "defined") return !v.is_undefined();
-  if (name == "undefined") return v.is_undefined();
-  if (name == "none") return v.is_none();
-  if (name == "string") return v.is_string();
-  if (name == "number") return v.is_number();
-  if (name == "integer") return v.is_int();
-  if (name == "float") return v.is_float();
-  if (name == "boolean") return v.is_bool();
-  if (name == "true") return v.is_bool() && v.as_bool();
-  if (name == "false") return v.is_bool() && !v.as_bool();
-  if (name == "mapping") return v.is_mapping();
-  if (name == "sequence") return v.is_string() || v.is_sequence() || v.is_mapping();
-  if (name == "iterable")
-    return v.is_string() || v.is_sequence() || v.is_mapping() || v.is_undefined();
-  if (name == "callable") return v.is_callable();
-  if (name == "escaped") return false;
-  if (name == "odd" || name == "even") {
-    check_defined(v);
-    if (!v.is_int() && !v.is_bool()) {
-      if (v.is_float()) {
-        double r = std::fmod(v.as_float(), 2.0);
-        return name == "odd" ? r == 1.0 || r == -1.0 : r == 0.0;
-      }
-      type_error("not all arguments converted during string formatting");
-    }
-    int64_t r = ((v.as_int() % 2) + 2) % 2;
-    return name == "odd" ? r == 1 : r == 0;
-  }
-  if (name == "divisibleby") {
-    const Value& d = need_arg(args, name);
-    if (!v.is_number() || !d.is_number()) type_error("unsupported operand type(s) for %");
-    if (v.is_float() || d.is_float()) {
-      if (d.as_float() == 0) throw TemplateError(ErrorClass::kZeroDivision, "float modulo");
-      return std::fmod(v.as_float(), d.as_float()) == 0;
-    }
-    if (d.as_int() == 0) throw TemplateError(ErrorClass::kZeroDivision, "integer modulo by zero");
-    return v.as_int() % d.as_int() == 0;
-  }
-  if (name == "equalto" || name == "eq" || name == "==")
-    return values_equal(v, need_arg(args, name));
-  if (name == "ne" || name == "!=") return !values_equal(v, need_arg(args, name));
-  if (name == "lt" || name == "<" || name == "lessthan")
-    return compare("<", v, need_arg(args, name));
-  if (name == "le" || name == "<=") return compare("<=", v, need_arg(args, name));
-  if (name == "gt" || name == ">" || name == "greaterthan")
-    return compare(">", v, need_arg(args, name));
-  if (name == "ge" || name == ">=") return compare(">=", v, need_arg(args, name));
-  if (name == "sameas") return v.same_object(need_arg(args, name));
-  if (name == "in") return contains(v, need_arg(args, name));
-  if (name == "lower") return v.is_string() && pystr::lower(v.str()) == v.str();
-  if (name == "upper") return v.is_string() && pystr::upper(v.str()) == v.str();
-  if (name == "filter") return v.is_string() && has_filter(v.str());
-  if (name == "test") return v.is_string() && has_test(v.str());
-  throw TemplateError(ErrorClass::kSyntax, "No test named '" + name + "'.");
+  const Test* t = find_test(name);
+  if (t == nullptr) throw TemplateError(ErrorClass::kSyntax, "No test named '" + name + "'.");
+  return t->apply(v, args, name);
 }
 
 }  // namespace sft::jinja

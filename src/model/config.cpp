@@ -1,47 +1,16 @@
+// ModelConfig from and to config.json (see config.h).
 #include "model/config.h"
 
 #include <array>
 
 namespace sft {
 
-std::string_view model_type_name(ModelType type) {
-  switch (type) {
-    case ModelType::kLlama:
-      return "llama";
-    case ModelType::kMistral:
-      return "mistral";
-    case ModelType::kQwen2:
-      return "qwen2";
-    case ModelType::kQwen3:
-      return "qwen3";
-  }
-  return "?";
-}
-
-std::string_view rope_type_name(RopeType type) {
-  switch (type) {
-    case RopeType::kDefault:
-      return "default";
-    case RopeType::kLinear:
-      return "linear";
-    case RopeType::kDynamic:
-      return "dynamic";
-    case RopeType::kLlama3:
-      return "llama3";
-    case RopeType::kYarn:
-      return "yarn";
-  }
-  return "?";
-}
-
 namespace {
 
 constexpr std::string_view kComponent = "config";
 
-// Defaults of the transformers config classes for keys a config.json may omit.
+// Defaults of a transformers config class for keys a config.json may omit.
 struct TypeDefaults {
-  ModelType type;
-  std::string_view name;
   int64_t vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads;
   int64_t num_key_value_heads;  // 0 = same as num_attention_heads
   int64_t head_dim;             // 0 = hidden_size / num_attention_heads
@@ -49,12 +18,58 @@ struct TypeDefaults {
   int64_t sliding_window;  // 0 = none by default
 };
 
-constexpr std::array<TypeDefaults, 4> kDefaults = {{
-    {ModelType::kLlama, "llama", 32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
-    {ModelType::kMistral, "mistral", 32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, 4096},
-    {ModelType::kQwen2, "qwen2", 151936, 4096, 22016, 32, 32, 32, 0, 32768, 4096},
-    {ModelType::kQwen3, "qwen3", 151936, 4096, 22016, 32, 32, 32, 128, 32768, 4096},
+// The architecture keys a config class has (false: the class fixes that part).
+struct TypeKeys {
+  bool attention_bias = false;  // attention_bias: q/k/v and o_proj biases
+  bool mlp_bias = false;        // mlp_bias: gate/up/down biases
+  bool fixed_qkv_bias = false;  // no key: q/k/v always have a bias, o_proj none (Qwen2Attention)
+  bool qk_norm = false;         // no key: per-head RMSNorm on q and k, always
+  // use_sliding_window + max_window_layers: the window only when enabled, for the layers from
+  // max_window_layers on (false: sliding_window alone sets it for every layer).
+  bool window_opt_in = false;
+};
+
+// One row per model type. The reader and the writer (model_config_to_json) both follow this
+// table, so a new type is one row.
+struct TypeTraits {
+  ModelType type;
+  std::string_view name;
+  TypeDefaults defaults;
+  TypeKeys keys;
+};
+
+constexpr std::array<TypeTraits, 4> kTypes = {{
+    {ModelType::kLlama,
+     "llama",
+     {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
+     {.attention_bias = true, .mlp_bias = true, .window_opt_in = true}},
+    {ModelType::kMistral, "mistral", {32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, 4096}, {}},
+    {ModelType::kQwen2,
+     "qwen2",
+     {151936, 4096, 22016, 32, 32, 32, 0, 32768, 4096},
+     {.fixed_qkv_bias = true, .window_opt_in = true}},
+    {ModelType::kQwen3,
+     "qwen3",
+     {151936, 4096, 22016, 32, 32, 32, 128, 32768, 4096},
+     {.attention_bias = true, .qk_norm = true, .window_opt_in = true}},
 }};
+
+const TypeTraits& traits_of(ModelType type) {
+  for (const TypeTraits& t : kTypes) {
+    if (t.type == type) return t;
+  }
+  fail(kComponent, "model type " + std::to_string(static_cast<int>(type)) + " has no traits");
+}
+
+struct RopeTypeName {
+  RopeType type;
+  std::string_view name;
+};
+constexpr RopeTypeName kRopeTypes[] = {{RopeType::kDefault, "default"},
+                                       {RopeType::kLinear, "linear"},
+                                       {RopeType::kDynamic, "dynamic"},
+                                       {RopeType::kLlama3, "llama3"},
+                                       {RopeType::kYarn, "yarn"}};
 
 // Typed access to config.json keys with errors that name the file and key.
 class Reader {
@@ -121,11 +136,9 @@ class Reader {
 };
 
 RopeType parse_rope_type(const Reader& r, const std::string& key, const std::string& name) {
-  if (name == "default") return RopeType::kDefault;
-  if (name == "linear") return RopeType::kLinear;
-  if (name == "dynamic") return RopeType::kDynamic;
-  if (name == "llama3") return RopeType::kLlama3;
-  if (name == "yarn") return RopeType::kYarn;
+  for (const RopeTypeName& t : kRopeTypes) {
+    if (t.name == name) return t.type;
+  }
   r.bad(key, "rope type '" + name + "' is not supported",
         "supported rope types: default, linear, dynamic, llama3, yarn");
 }
@@ -217,71 +230,62 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   }
   Reader r(json, source);
   const std::string type_name = r.string("model_type", "");
-  const TypeDefaults* defaults = nullptr;
-  for (const TypeDefaults& d : kDefaults) {
-    if (d.name == type_name) defaults = &d;
+  const TypeTraits* traits = nullptr;
+  for (const TypeTraits& t : kTypes) {
+    if (t.name == type_name) traits = &t;
   }
-  if (defaults == nullptr) {
+  if (traits == nullptr) {
     r.bad("model_type",
           type_name.empty() ? "missing" : "model_type '" + type_name + "' is not supported",
           "supported model types: llama, mistral, qwen2, qwen3");
   }
 
+  const TypeDefaults& defaults = traits->defaults;
+  const TypeKeys& keys = traits->keys;
   ModelConfig c;
-  c.model_type = defaults->type;
+  c.model_type = traits->type;
   if (const Json* arch = r.get("architectures"); arch && arch->is_array()) {
     for (const Json& a : *arch) {
       if (a.is_string()) c.architectures.push_back(a.get<std::string>());
     }
   }
-  c.vocab_size = r.positive("vocab_size", defaults->vocab_size);
-  c.hidden_size = r.positive("hidden_size", defaults->hidden_size);
-  c.intermediate_size = r.positive("intermediate_size", defaults->intermediate_size);
-  c.num_hidden_layers = r.positive("num_hidden_layers", defaults->num_hidden_layers);
-  c.num_attention_heads = r.positive("num_attention_heads", defaults->num_attention_heads);
-  c.num_key_value_heads = r.positive("num_key_value_heads", defaults->num_key_value_heads
-                                                                ? defaults->num_key_value_heads
-                                                                : c.num_attention_heads);
+  c.vocab_size = r.positive("vocab_size", defaults.vocab_size);
+  c.hidden_size = r.positive("hidden_size", defaults.hidden_size);
+  c.intermediate_size = r.positive("intermediate_size", defaults.intermediate_size);
+  c.num_hidden_layers = r.positive("num_hidden_layers", defaults.num_hidden_layers);
+  c.num_attention_heads = r.positive("num_attention_heads", defaults.num_attention_heads);
+  c.num_key_value_heads =
+      r.positive("num_key_value_heads", defaults.num_key_value_heads ? defaults.num_key_value_heads
+                                                                     : c.num_attention_heads);
   if (c.num_attention_heads % c.num_key_value_heads != 0) {
     r.bad("num_key_value_heads", "num_attention_heads (" + std::to_string(c.num_attention_heads) +
                                      ") is not a multiple of num_key_value_heads (" +
                                      std::to_string(c.num_key_value_heads) + ")");
   }
   const bool head_dim_given = r.get("head_dim") != nullptr;
-  if (!head_dim_given && !defaults->head_dim && c.hidden_size % c.num_attention_heads != 0) {
+  if (!head_dim_given && !defaults.head_dim && c.hidden_size % c.num_attention_heads != 0) {
     r.bad("hidden_size", "not divisible by num_attention_heads and no head_dim is given");
   }
   c.head_dim = r.positive(
-      "head_dim", defaults->head_dim ? defaults->head_dim : c.hidden_size / c.num_attention_heads);
+      "head_dim", defaults.head_dim ? defaults.head_dim : c.hidden_size / c.num_attention_heads);
   c.hidden_act = r.string("hidden_act", "silu");
   c.rms_norm_eps = r.get("rms_norm_eps") ? r.number(*r.get("rms_norm_eps"), "rms_norm_eps") : 1e-6;
   c.rope = parse_rope(r);
   c.max_position_embeddings =
-      r.positive("max_position_embeddings", defaults->max_position_embeddings);
+      r.positive("max_position_embeddings", defaults.max_position_embeddings);
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
 
   const bool attention_bias = r.boolean("attention_bias", false);
-  switch (c.model_type) {
-    case ModelType::kLlama:
-      c.qkv_bias = c.o_bias = attention_bias;
-      c.mlp_bias = r.boolean("mlp_bias", false);
-      break;
-    case ModelType::kMistral:
-      break;
-    case ModelType::kQwen2:
-      c.qkv_bias = true;  // Qwen2Attention hard-codes bias on q/k/v and none on o_proj
-      break;
-    case ModelType::kQwen3:
-      c.qkv_bias = c.o_bias = attention_bias;
-      c.qk_norm = true;
-      break;
-  }
+  if (keys.attention_bias) c.qkv_bias = c.o_bias = attention_bias;
+  if (keys.mlp_bias) c.mlp_bias = r.boolean("mlp_bias", false);
+  if (keys.fixed_qkv_bias) c.qkv_bias = true;
+  c.qk_norm = keys.qk_norm;
 
-  // Sliding window: Mistral applies `sliding_window` to every layer; Qwen2/3 only when
-  // use_sliding_window, to layers from max_window_layers on — unless layer_types says otherwise.
+  // Sliding window: Mistral applies `sliding_window` to every layer; the window_opt_in types
+  // only when use_sliding_window, to layers from max_window_layers on — unless layer_types says
+  // otherwise.
   std::optional<int64_t> window = r.optional_integer("sliding_window");
-  if (c.model_type != ModelType::kMistral && !r.boolean("use_sliding_window", false))
-    window.reset();
+  if (keys.window_opt_in && !r.boolean("use_sliding_window", false)) window.reset();
   if (window && *window <= 0) r.bad("sliding_window", "expected a positive integer or null");
   c.sliding_window = window;
   c.layer_sliding_window.assign(static_cast<size_t>(c.num_hidden_layers), false);
@@ -300,7 +304,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
     }
   } else if (window) {
     int64_t first = 0;
-    if (c.model_type != ModelType::kMistral) {
+    if (keys.window_opt_in) {
       const Json* v = r.get("max_window_layers");
       first = v ? r.integer(*v, "max_window_layers") : 28;
     }
@@ -321,6 +325,86 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
 
 ModelConfig load_model_config(const std::string& config_json_path) {
   return parse_model_config(read_json_file(config_json_path, kComponent), config_json_path);
+}
+
+std::string_view model_type_name(ModelType type) {
+  return traits_of(type).name;
+}
+
+std::string_view rope_type_name(RopeType type) {
+  for (const RopeTypeName& t : kRopeTypes) {
+    if (t.type == type) return t.name;
+  }
+  return "?";
+}
+
+namespace {
+
+Json rope_to_json(const RopeConfig& r) {
+  Json j = {{"rope_theta", r.theta}, {"rope_type", std::string(rope_type_name(r.type))}};
+  if (r.type != RopeType::kDefault) j["factor"] = r.factor;
+  if (r.type == RopeType::kLlama3) {
+    j["low_freq_factor"] = r.low_freq_factor;
+    j["high_freq_factor"] = r.high_freq_factor;
+  }
+  if (r.original_max_position_embeddings > 0)
+    j["original_max_position_embeddings"] = r.original_max_position_embeddings;
+  if (r.type == RopeType::kYarn) {
+    if (r.attention_factor) j["attention_factor"] = *r.attention_factor;
+    j["beta_fast"] = r.beta_fast;
+    j["beta_slow"] = r.beta_slow;
+    if (r.mscale) j["mscale"] = *r.mscale;
+    if (r.mscale_all_dim) j["mscale_all_dim"] = *r.mscale_all_dim;
+    j["truncate"] = r.truncate;
+  }
+  if (r.partial_rotary_factor != 1.0) j["partial_rotary_factor"] = r.partial_rotary_factor;
+  return j;
+}
+
+template <typename T>
+Json optional_json(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+}  // namespace
+
+Json model_config_to_json(const ModelConfig& c) {
+  const TypeTraits& traits = traits_of(c.model_type);
+  Json j;
+  j["architectures"] = c.architectures;
+  j["model_type"] = std::string(traits.name);
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["intermediate_size"] = c.intermediate_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_key_value_heads"] = c.num_key_value_heads;
+  j["head_dim"] = c.head_dim;
+  j["hidden_act"] = c.hidden_act;
+  j["rms_norm_eps"] = c.rms_norm_eps;
+  j["rope_parameters"] = rope_to_json(c.rope);
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  // Only the keys the type's config class has (Qwen2 hard-codes its biases, Mistral has none).
+  if (traits.keys.attention_bias) j["attention_bias"] = c.o_bias;
+  if (traits.keys.mlp_bias) j["mlp_bias"] = c.mlp_bias;
+  j["sliding_window"] = optional_json(c.sliding_window);
+  if (traits.keys.window_opt_in) j["use_sliding_window"] = c.sliding_window.has_value();
+  Json types = Json::array();
+  for (bool sliding : c.layer_sliding_window)
+    types.push_back(sliding ? "sliding_attention" : "full_attention");
+  j["layer_types"] = types;
+  j["bos_token_id"] = optional_json(c.bos_token_id);
+  if (c.eos_token_ids.size() == 1) {
+    j["eos_token_id"] = c.eos_token_ids[0];
+  } else if (c.eos_token_ids.empty()) {
+    j["eos_token_id"] = nullptr;
+  } else {
+    j["eos_token_id"] = c.eos_token_ids;
+  }
+  j["pad_token_id"] = optional_json(c.pad_token_id);
+  j["use_cache"] = true;
+  return j;
 }
 
 }  // namespace sft

@@ -4,7 +4,9 @@
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
 // class. Both config.json generations are read: `rope_theta` + `rope_scaling` + `torch_dtype`
-// (transformers 4.x) and `rope_parameters` + `dtype` (5.x).
+// (transformers 4.x) and `rope_parameters` + `dtype` (5.x); model_config_to_json writes the
+// 5.x form. Per-type knowledge (defaults, which keys a type has) is one table in config.cpp
+// that the reader and the writer share.
 #pragma once
 
 #include <cstdint>
@@ -75,5 +77,10 @@ struct ModelConfig {
 // Parses a config.json object. `source` names the file in errors.
 ModelConfig parse_model_config(const Json& config, const std::string& source);
 ModelConfig load_model_config(const std::string& config_json_path);
+
+// A config.json for a model that has no source file (e.g. built by Transformer::random), in
+// transformers 5's layout (rope_parameters, layer_types); parse_model_config reads it back to
+// the same config. No dtype key: an export adds the dtype it saves (train/export_json.h).
+Json model_config_to_json(const ModelConfig& config);
 
 }  // namespace sft

@@ -12,6 +12,7 @@
 #include "io/atomic_file.h"
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "model/config.h"
 #include "model/model_dir.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_config.h"
@@ -218,7 +219,7 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
     if (fs::is_regular_file(src / "generation_config.json"))
       generation_config = read_json_file((src / "generation_config.json").string(), kComponent);
   } else {
-    config = export_json::model_config_to_json(model.config());
+    config = model_config_to_json(model.config());
   }
   const std::optional<Json> tokenizer_config = read_tokenizer_config(options);
   const TokenChoice tokens =

@@ -24,32 +24,6 @@ std::string torch_dtype_name(DType dtype) {
 
 namespace {
 
-Json rope_to_json(const RopeConfig& r) {
-  Json j = {{"rope_theta", r.theta}, {"rope_type", std::string(rope_type_name(r.type))}};
-  if (r.type != RopeType::kDefault) j["factor"] = r.factor;
-  if (r.type == RopeType::kLlama3) {
-    j["low_freq_factor"] = r.low_freq_factor;
-    j["high_freq_factor"] = r.high_freq_factor;
-  }
-  if (r.original_max_position_embeddings > 0)
-    j["original_max_position_embeddings"] = r.original_max_position_embeddings;
-  if (r.type == RopeType::kYarn) {
-    if (r.attention_factor) j["attention_factor"] = *r.attention_factor;
-    j["beta_fast"] = r.beta_fast;
-    j["beta_slow"] = r.beta_slow;
-    if (r.mscale) j["mscale"] = *r.mscale;
-    if (r.mscale_all_dim) j["mscale_all_dim"] = *r.mscale_all_dim;
-    j["truncate"] = r.truncate;
-  }
-  if (r.partial_rotary_factor != 1.0) j["partial_rotary_factor"] = r.partial_rotary_factor;
-  return j;
-}
-
-template <typename T>
-Json optional_json(const std::optional<T>& v) {
-  return v ? Json(*v) : Json(nullptr);
-}
-
 // eos_token_id may be an int, a list or null.
 std::vector<int64_t> id_list(const Json& v) {
   std::vector<int64_t> out;
@@ -70,45 +44,6 @@ void set_token(Json& object, const char* key, const std::string& content) {
 }
 
 }  // namespace
-
-Json model_config_to_json(const ModelConfig& c) {
-  Json j;
-  j["architectures"] = c.architectures;
-  j["model_type"] = std::string(model_type_name(c.model_type));
-  j["vocab_size"] = c.vocab_size;
-  j["hidden_size"] = c.hidden_size;
-  j["intermediate_size"] = c.intermediate_size;
-  j["num_hidden_layers"] = c.num_hidden_layers;
-  j["num_attention_heads"] = c.num_attention_heads;
-  j["num_key_value_heads"] = c.num_key_value_heads;
-  j["head_dim"] = c.head_dim;
-  j["hidden_act"] = c.hidden_act;
-  j["rms_norm_eps"] = c.rms_norm_eps;
-  j["rope_parameters"] = rope_to_json(c.rope);
-  j["max_position_embeddings"] = c.max_position_embeddings;
-  j["tie_word_embeddings"] = c.tie_word_embeddings;
-  // Bias flags are per-type in transformers (Qwen2 hard-codes q/k/v bias, Mistral has none).
-  if (c.model_type == ModelType::kLlama || c.model_type == ModelType::kQwen3)
-    j["attention_bias"] = c.o_bias;
-  if (c.model_type == ModelType::kLlama) j["mlp_bias"] = c.mlp_bias;
-  j["sliding_window"] = optional_json(c.sliding_window);
-  if (c.model_type != ModelType::kMistral) j["use_sliding_window"] = c.sliding_window.has_value();
-  Json types = Json::array();
-  for (bool sliding : c.layer_sliding_window)
-    types.push_back(sliding ? "sliding_attention" : "full_attention");
-  j["layer_types"] = types;
-  j["bos_token_id"] = optional_json(c.bos_token_id);
-  if (c.eos_token_ids.size() == 1) {
-    j["eos_token_id"] = c.eos_token_ids[0];
-  } else if (c.eos_token_ids.empty()) {
-    j["eos_token_id"] = nullptr;
-  } else {
-    j["eos_token_id"] = c.eos_token_ids;
-  }
-  j["pad_token_id"] = optional_json(c.pad_token_id);
-  j["use_cache"] = true;
-  return j;
-}
 
 Json export_config(Json config, DType dtype, const TokenIds& ids) {
   if (!config.is_object()) fail("export", "config.json is not a JSON object");

@@ -19,7 +19,6 @@
 
 #include "core/dtype.h"
 #include "io/json.h"
-#include "model/config.h"
 
 namespace sft::export_json {
 
@@ -28,10 +27,6 @@ inline constexpr const char* kTransformersVersion = "5.24.0";
 
 // torch's name for a float dtype: "float32", "bfloat16", "float16".
 std::string torch_dtype_name(DType dtype);
-
-// A config.json for a model that has no source file (e.g. built by Transformer::random);
-// parse_model_config reads it back to the same config.
-Json model_config_to_json(const ModelConfig& config);
 
 // Token ids an export changes (absent = keep the source's).
 struct TokenIds {

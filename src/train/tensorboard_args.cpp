@@ -11,7 +11,7 @@ std::string model_config_text(const std::string& source_model_dir, const ModelCo
   const std::filesystem::path path = std::filesystem::path(source_model_dir) / "config.json";
   const Json json = !source_model_dir.empty() && std::filesystem::exists(path)
                         ? read_json_file(path.string(), "tensorboard")
-                        : export_json::model_config_to_json(config);
+                        : model_config_to_json(config);
   return export_json::dump_like_python(json, true);
 }
 

@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "train/args_json.h"
-#include "train/export_json.h"
 
 namespace sft {
 
@@ -11,7 +10,7 @@ Json wandb_model_config(const std::string& source_model_dir, const ModelConfig& 
   const std::filesystem::path file = std::filesystem::path(source_model_dir) / "config.json";
   if (!source_model_dir.empty() && std::filesystem::is_regular_file(file))
     return read_json_file(file.string(), "wandb");
-  return export_json::model_config_to_json(config);
+  return model_config_to_json(config);
 }
 
 Json wandb_run_config(const Json& model_config, const TrainingArgs& args) {

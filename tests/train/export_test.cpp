@@ -456,7 +456,7 @@ TEST(ExportJson, ModelConfigRoundTrips) {
   for (const char* name : {"llama", "mistral", "qwen2", "qwen3"}) {
     const ModelConfig c =
         load_model_config(test::source_path("tests/fixtures/models/") + name + "/config.json");
-    const ModelConfig back = parse_model_config(export_json::model_config_to_json(c), name);
+    const ModelConfig back = parse_model_config(model_config_to_json(c), name);
     const std::vector<ParamSpec> a = parameter_layout(c), b = parameter_layout(back);
     ASSERT_EQ(a.size(), b.size()) << name;
     for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].shape, b[i].shape) << a[i].name;
