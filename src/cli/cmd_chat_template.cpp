@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "chat/assistant_mask.h"
+#include "cli/command_line.h"
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "io/mapped_file.h"
@@ -57,17 +58,9 @@ size_t char_index(const std::string& text, size_t byte) {
 int run_chat_template(const Args& args) {
   ChatTemplateFlags f;
   OptionSet options = chat_template_options(f);
-  if (options.asks_for_help(args)) {
-    std::printf("%s%s", kUsage, options.help().c_str());
-    return 0;
-  }
-  const std::vector<std::string> positional = options.parse(args);
-  if (!positional.empty())
-    fail_usage("cli", "sft chat-template takes only --flags, got '" + positional.front() + "'");
-  if (f.messages.empty() || (f.tokenizer.empty() && f.template_path.empty())) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  if (!parse_command_line("chat-template", kUsage, options, args)) return 0;
+  if (f.messages.empty() || (f.tokenizer.empty() && f.template_path.empty()))
+    return usage_error(kUsage);
   chat::ChatInputs inputs;
   inputs.add_generation_prompt = f.add_generation_prompt;
   inputs.continue_final_message = f.continue_final_message;

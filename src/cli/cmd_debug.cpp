@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/command_line.h"
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "io/json.h"
@@ -73,17 +74,8 @@ std::vector<int64_t> id_list(const Json& j, const char* key, const std::string& 
 int run_debug_forward(const Args& args) {
   ForwardFlags f;
   OptionSet options = forward_options(f);
-  if (options.asks_for_help(args)) {
-    std::printf("%s%s", kUsage, options.help().c_str());
-    return 0;
-  }
-  const std::vector<std::string> positional = options.parse(args);
-  if (!positional.empty())
-    fail_usage("cli", "sft debug forward takes only --flags, got '" + positional.front() + "'");
-  if (f.model.empty() || f.tokens.empty() || f.out.empty()) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  if (!parse_command_line("debug forward", kUsage, options, args)) return 0;
+  if (f.model.empty() || f.tokens.empty() || f.out.empty()) return usage_error(kUsage);
   const Json j = read_json_file(f.tokens, "debug");
   if (!j.is_object())
     fail_in_file("debug", {f.tokens, ""}, "expected a JSON object", "give {\"input_ids\": [...]}");
@@ -117,10 +109,7 @@ int run_debug_forward(const Args& args) {
 
 int run_debug(const Args& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    if (args.empty()) {
-      std::fputs(kUsage, stderr);
-      return 2;
-    }
+    if (args.empty()) return usage_error(kUsage);
     ForwardFlags f;
     std::printf("%s%s", kUsage, forward_options(f).help().c_str());
     return 0;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "cli/command_line.h"
 #include "cli/command_registry.h"
 #include "cli/generation_setup.h"
 #include "core/error.h"
@@ -43,19 +44,7 @@ constexpr const char* kUsage =
     "usage: sft evaluate --model PATH --dataset DATA [--split NAME] [--tokenizer PATH]\n"
     "                    [--max_new_tokens N] [--limit N] [--show_failures N]\n"
     "                    [--min_exact_match X]\n\n"
-    "Greedy answers to held-out conversations, compared with the reference answers.\n\n"
-    "  --model PATH            model folder, or Hub id (ORG/NAME) in the HF cache\n"
-    "  --dataset DATA          .jsonl / .json / .parquet file, or a folder, glob or Hub dataset\n"
-    "                          id in the HF cache: `messages` ending with the assistant's\n"
-    "                          answer, or conversational `prompt` + `completion`\n"
-    "  --dataset_config NAME   the dataset's config (subset), if it has several\n"
-    "  --split NAME            split of a folder / Hub dataset (default test)\n"
-    "  --tokenizer PATH        tokenizer folder or Hub id with the chat template (default: the\n"
-    "                          model)\n"
-    "  --max_new_tokens N      longest answer generated (default 32)\n"
-    "  --limit N               only the first N rows (default: all)\n"
-    "  --show_failures N       print the first N mismatches (default 5)\n"
-    "  --min_exact_match X     fail (exit 1) when the exact match is below X, in [0, 1]\n";
+    "Greedy answers to held-out conversations, compared with the reference answers.\n";
 
 // One held-out question: the messages to continue and the reference answer.
 struct Item {
@@ -116,55 +105,55 @@ Item to_item(data::Example&& example, const FileLocation& where) {
   return item;
 }
 
-// Flags: the names and help live in kUsage; OptionSet parses and names the closest flag.
 struct EvaluateFlags {
   std::string model, dataset, tokenizer, dataset_config, split = "test";
   int64_t max_new_tokens = 32, limit = 0, show_failures = 5;
   std::optional<double> min_exact_match;
 };
 
-EvaluateFlags parse_flags(const Args& args) {
-  EvaluateFlags f;
+OptionSet evaluate_options(EvaluateFlags& f) {
   OptionSet options("evaluate");
-  const std::string group = "evaluate";
-  options.add_string("model", &f.model, group, "model folder or Hub id");
-  options.add_string("dataset", &f.dataset, group, "held-out conversations");
-  options.add_string("dataset_config", &f.dataset_config, group, "the dataset's config");
-  options.add_string("split", &f.split, group, "split of a folder or Hub dataset");
-  options.add_string("tokenizer", &f.tokenizer, group, "tokenizer folder (default: the model)");
-  options.add_int("max_new_tokens", &f.max_new_tokens, group, "longest answer generated");
-  options.add_int("limit", &f.limit, group, "only the first N rows (0: all)");
-  options.add_int("show_failures", &f.show_failures, group, "mismatches printed");
-  options.add_optional_float("min_exact_match", &f.min_exact_match, group,
-                             "fail below this exact match");
-  if (!options.parse(args).empty()) fail("cli", "sft evaluate takes no positional arguments");
+  const std::string input = "input", generation = "generation", output = "output";
+  options.add_string("model", &f.model, input,
+                     "model folder, or Hub id (ORG/NAME) in the HF cache; a PEFT adapter folder "
+                     "too");
+  options.add_string("dataset", &f.dataset, input,
+                     ".jsonl / .json / .parquet, folder, glob or Hub id: `messages` ending with "
+                     "the answer, or conversational `prompt` + `completion`");
+  options.add_string("dataset_config", &f.dataset_config, input,
+                     "the dataset's config (subset), if it has several");
+  options.add_string("split", &f.split, input, "split of a folder / Hub dataset");
+  options.add_string("tokenizer", &f.tokenizer, input,
+                     "tokenizer folder or Hub id with the chat template (empty: the model's)");
+  options.add_int("limit", &f.limit, input, "only the first N rows (0: all)");
+  options.add_int("max_new_tokens", &f.max_new_tokens, generation, "longest answer generated");
+  options.add_int("show_failures", &f.show_failures, output, "print the first N mismatches");
+  options.add_optional_float("min_exact_match", &f.min_exact_match, output,
+                             "fail (exit 1) when the exact match is below X, in [0, 1]");
+  return options;
+}
+
+void check_flags(const EvaluateFlags& f) {
   for (const auto* n : {&f.max_new_tokens, &f.limit, &f.show_failures})
-    if (*n < 0) fail("cli", "sft evaluate: counts must be non-negative (see --help)");
+    if (*n < 0) fail_usage("cli", "sft evaluate: counts must be non-negative (see --help)");
   if (f.min_exact_match && (*f.min_exact_match < 0 || *f.min_exact_match > 1))
-    fail("cli", "--min_exact_match expects a number in [0, 1]");
-  return f;
+    fail_usage("cli", "--min_exact_match expects a number in [0, 1]");
 }
 
 }  // namespace
 
 int run_evaluate(const Args& args) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-  }
-  const EvaluateFlags flags = parse_flags(args);
+  EvaluateFlags flags;
+  OptionSet flag_options = evaluate_options(flags);
+  if (!parse_command_line("evaluate", kUsage, flag_options, args)) return 0;
+  check_flags(flags);
   const std::string& model_path = flags.model;
   const std::string& dataset = flags.dataset;
   std::string tokenizer_path = flags.tokenizer;
   const int64_t max_new_tokens = flags.max_new_tokens, limit = flags.limit,
                 show_failures = flags.show_failures;
   const std::optional<double> min_exact_match = flags.min_exact_match;
-  if (model_path.empty() || dataset.empty()) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  if (model_path.empty() || dataset.empty()) return usage_error(kUsage);
   // A PEFT adapter folder works too: its base model with the adapter applied.
   const ModelSource source = resolve_model_source(model_path);
   const std::string model_dir = source.model_dir;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "cli/command_line.h"
 #include "cli/command_registry.h"
 #include "cli/generation_setup.h"
 #include "core/error.h"
@@ -122,19 +123,10 @@ std::vector<int64_t> messages_prompt(const std::string& path, const text::Tokeni
 int run_generate(const Args& args) {
   GenerateFlags f;
   OptionSet options = generate_options(f);
-  if (options.asks_for_help(args)) {
-    std::printf("%s%s", kUsage, options.help().c_str());
-    return 0;
-  }
-  const std::vector<std::string> positional = options.parse(args);
-  if (!positional.empty())
-    fail_usage("cli", "sft generate takes only --flags, got '" + positional.front() + "'");
+  if (!parse_command_line("generate", kUsage, options, args)) return 0;
   const int prompt_sources =
       !f.prompt.empty() + !f.messages.empty() + !f.prompt_ids.empty() + !f.prompt_ids_file.empty();
-  if (f.model.empty() || prompt_sources != 1) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  if (f.model.empty() || prompt_sources != 1) return usage_error(kUsage);
   std::vector<int64_t> prompt;
   if (!f.prompt_ids.empty()) prompt = parse_ids(f.prompt_ids);
   if (!f.prompt_ids_file.empty()) prompt = read_ids_file(f.prompt_ids_file);

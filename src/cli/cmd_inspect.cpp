@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "cli/command_line.h"
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "io/json.h"
@@ -16,8 +17,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: sft inspect MODEL [--json]\n\n"
     "MODEL is a folder with config.json and *.safetensors, or a Hub id (e.g. Qwen/Qwen3-0.6B)\n"
-    "found in the HF cache ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub).\n"
-    "  --json   print the report as one JSON object\n";
+    "found in the HF cache ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub).\n";
 
 // 1234567 → "1,234,567"
 std::string grouped(int64_t n) {
@@ -165,27 +165,17 @@ std::string to_text(const ModelSummary& s) {
 }  // namespace
 
 int run_inspect(const Args& args) {
-  std::string model;
   bool json = false;
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (a == "--json") {
-      json = true;
-    } else if (a.rfind("--", 0) == 0) {
-      fail("cli", "sft inspect: unknown option '" + a + "' (options: --json, --help)");
-    } else if (model.empty()) {
-      model = a;
-    } else {
-      fail("cli", "sft inspect takes one model, got '" + model + "' and '" + a + "'");
-    }
-  }
-  if (model.empty()) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
+  OptionSet options("inspect");
+  options.add_bool("json", &json, "output", "print the report as one JSON object");
+  // A bare --json takes no value here, so `--json MODEL` keeps MODEL as the model.
+  Args words = args;
+  for (std::string& w : words)
+    if (w == "--json") w = "--json=true";
+  const std::optional<Args> positional =
+      parse_command_line("inspect", kUsage, options, words, {1, 1, "one MODEL"});
+  if (!positional) return 0;
+  const std::string& model = positional->front();
   const ModelSummary summary = summarize_model(model);
   const std::string out = json ? to_json(summary).dump(2) + "\n" : to_text(summary);
   std::fputs(out.c_str(), stdout);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cli/command_line.h"
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -50,12 +51,8 @@ OptionSet merge_options(MergeFlags& f) {
 int run_merge(const Args& args) {
   MergeFlags f;
   OptionSet options = merge_options(f);
-  if (options.asks_for_help(args)) {
-    std::printf("%s%s", kUsage, options.help().c_str());
-    return 0;
-  }
-  const std::vector<std::string> positional = options.parse(args);
-  if (!positional.empty() || f.adapter.empty() || f.output_dir.empty())
+  if (!parse_command_line("merge", kUsage, options, args)) return 0;
+  if (f.adapter.empty() || f.output_dir.empty())
     fail_usage("merge", std::string("sft merge needs --adapter and --output_dir\n") + kUsage);
   if (!is_adapter_dir(f.adapter))
     fail_in_file("merge", {f.adapter, ""}, std::string("no ") + kAdapterConfigFile,

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <string>
 
+#include "cli/command_line.h"
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "io/json.h"
@@ -69,13 +70,7 @@ std::vector<int32_t> parse_ids(const std::string& line, const std::string& where
 int run_tokenize(const Args& args) {
   TokenizeFlags f;
   OptionSet options = tokenize_options(f);
-  if (options.asks_for_help(args)) {
-    std::printf("%s%s", kUsage, options.help().c_str());
-    return 0;
-  }
-  const std::vector<std::string> positional = options.parse(args);
-  if (!positional.empty())
-    fail_usage("tokenize", "sft tokenize takes only --flags, got '" + positional.front() + "'");
+  if (!parse_command_line("tokenize", kUsage, options, args)) return 0;
   const bool have_text = options.was_set("text");
   if (f.tokenizer.empty() || (f.input.empty() == !have_text))
     fail_usage("tokenize",

@@ -31,13 +31,13 @@
 #include "core/progress_phase.h"
 #include "core/rng.h"
 #include "data/prepare.h"
-#include "parallel/comm.h"
-#include "parallel/groups.h"
-#include "parallel/launch.h"
 #include "io/hub/upload.h"
 #include "model/model_dir.h"
 #include "model/transformer.h"
 #include "ops/profile.h"
+#include "parallel/comm.h"
+#include "parallel/groups.h"
+#include "parallel/launch.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_config.h"
 #include "train/adapter_io.h"
@@ -198,28 +198,64 @@ int run_train(const Args& argv) {
 
 namespace {
 
-int train_checked(const Args& argv, TrainingArgs& args) {
-  // Under mpirun every rank joins the world and trains in its data-parallel group
-  // (parallel/groups.h).
-  std::unique_ptr<Comm> world = make_comm_from_environment();
-  ParallelGroups groups = make_parallel_groups(*world, static_cast<int>(args.tp_size));
-  Comm* comm = groups.dp.get();
-  const model::TensorParallel tp = model::TensorParallel::of(groups.tp_group.get());
-  world->barrier();  // every rank has checked output_dir (preflight) before rank 0 writes into it
-  if (args.fp16)
-    log_info(
-        "[train] --fp16: the CPU backend has no fp16 kernels; it computes in fp32 "
-        "(use --bf16 for mixed precision)");
+// The ranks of the run and every point where they wait for each other (the only barriers of
+// `sft train`; the trainer's collectives are its own).
+struct Ranks {
+  std::unique_ptr<Comm> world;
+  ParallelGroups groups;  // groups.dp: the data-parallel group the trainer sums over
+  model::TensorParallel tp;
 
-  // Feedback from the first second: each slow phase is named while it runs (core/progress_phase.h).
-  const bool main_rank = world->rank() == 0;
-  auto phase = std::make_unique<Phase>(
-      args.init_from_config ? "initialising weights from config.json" : "loading weights",
-      main_rank);
+  bool main() const { return world->rank() == 0; }
+  // Every rank has checked output_dir (preflight) before rank 0 writes into it.
+  void after_preflight() { world->barrier(); }
+  // Rank 0 runs `fill` first (it fills the token cache); the others then run it and read the
+  // cache instead of re-encoding.
+  template <typename F>
+  auto main_first(F&& fill) {
+    if (!main()) world->barrier();
+    auto result = fill();
+    if (main()) world->barrier();
+    return result;
+  }
+  // --ddp_timeout covers training, not data preparation (rank 0 may encode for long while the
+  // others wait in main_first).
+  void set_timeout(double seconds) {
+    world->set_timeout(seconds);
+    groups.dp->set_timeout(seconds);
+    groups.tp->set_timeout(seconds);
+  }
+};
+
+// Under mpirun every rank joins the world and trains in its data-parallel group
+// (parallel/groups.h).
+Ranks join_ranks(const TrainingArgs& args) {
+  Ranks r;
+  r.world = make_comm_from_environment();
+  r.groups = make_parallel_groups(*r.world, static_cast<int>(args.tp_size));
+  r.tp = model::TensorParallel::of(r.groups.tp_group.get());
+  r.after_preflight();
+  return r;
+}
+
+struct LoadedModel {
+  ModelDir dir;                // the base model's folder
+  model::Transformer model;    // with its LoRA adapters when it trains them
+  std::string tokenizer_path;  // a folder
+  text::Tokenizer tokenizer;
+  std::optional<text::TokenizerConfig> tokenizer_config;
+};
+
+// The model (weights, init_from_config, or an adapter folder's base with its adapter), LoRA,
+// the compute dtype, then the tokenizer.
+LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
+  // Feedback from the first second: each slow phase is named while it runs
+  // (core/progress_phase.h).
+  Phase phase(args.init_from_config ? "initialising weights from config.json" : "loading weights",
+              ranks.main());
   // LoRA: an adapter folder as --model_name_or_path loads its base and continues training the
   // adapter; --use_peft on a base model starts fresh adapters (train/adapter_io.h).
   const bool from_adapter = is_adapter_dir(args.model_name_or_path);
-  if (from_adapter && tp.on())
+  if (from_adapter && ranks.tp.on())
     fail("train", "--tp_size " + std::to_string(args.tp_size) + ": " + args.model_name_or_path +
                       " is a PEFT adapter, and LoRA is not split over tensor-parallel ranks "
                       "(hint: --tp_size 1)");
@@ -228,17 +264,17 @@ int train_checked(const Args& argv, TrainingArgs& args) {
   if (from_adapter) {
     loaded.emplace(load_model_with_adapter(args.model_name_or_path, args.model_revision, &base_path,
                                            static_cast<uint64_t>(args.seed)));
-    if (args.use_peft && main_rank)
+    if (args.use_peft && ranks.main())
       log_info("[train] ", args.model_name_or_path,
                " is a PEFT adapter: its adapter_config.json defines the adapter (the --lora_* "
                "flags are not used)");
   }
-  const ModelDir dir =
+  ModelDir dir =
       open_model_dir(from_adapter ? base_path : args.model_name_or_path, args.model_revision);
   model::Transformer model = loaded ? std::move(*loaded)
                              : args.init_from_config
-                                 ? init_from_config(dir, static_cast<uint64_t>(args.seed), tp)
-                                 : model::Transformer::load(dir.path, tp);
+                                 ? init_from_config(dir, static_cast<uint64_t>(args.seed), ranks.tp)
+                                 : model::Transformer::load(dir.path, ranks.tp);
   if (args.use_peft && !from_adapter) {
     model::LoraConfig lc;
     lc.r = args.lora_r;
@@ -256,39 +292,44 @@ int train_checked(const Args& argv, TrainingArgs& args) {
   if (args.bf16.value_or(false) && model.lora()) model.keep_frozen_base_in_bf16();
   // Tokenizer files: the adapter folder's when it has them (TRL saves them there), else the
   // base model's.
-  const std::string tok_path =
-      from_adapter && fs::exists(args.model_name_or_path + "/tokenizer.json")
-          ? args.model_name_or_path
-          : dir.path;
-  const text::Tokenizer tokenizer = text::Tokenizer::from_file(tok_path);
+  std::string tok_path = from_adapter && fs::exists(args.model_name_or_path + "/tokenizer.json")
+                             ? args.model_name_or_path
+                             : dir.path;
+  text::Tokenizer tokenizer = text::Tokenizer::from_file(tok_path);
   std::optional<text::TokenizerConfig> tokenizer_config;
   if (fs::exists(tok_path + "/tokenizer_config.json"))
     tokenizer_config = text::TokenizerConfig::from_file(tok_path);
+  phase.done();
+  return {std::move(dir), std::move(model), std::move(tok_path), std::move(tokenizer),
+          std::move(tokenizer_config)};
+}
 
-  phase->done();
+struct TrainData {
+  std::shared_ptr<data::PreparedDataset> train, eval;  // eval: null without evaluation
+};
 
-  phase = std::make_unique<Phase>("preparing data", main_rank);
-  const bool eval_packing = args.eval_packing.value_or(args.packing);
-  // Rank 0 fills the token cache first; the other ranks then read it instead of re-encoding.
-  if (world->rank() != 0) world->barrier();
-  std::shared_ptr<data::PreparedDataset> train_rows = data::prepare_dataset(
-      prepare_options(args, tok_path, args.dataset_train_split, args.packing));
-  if (world->rank() == 0) world->barrier();
-  std::shared_ptr<data::PreparedDataset> eval_rows;
+// The train rows, and the eval rows from --dataset_test_split or a hold-out of the train rows.
+TrainData prepare_data(const TrainingArgs& args, const std::string& tok_path, Ranks& ranks) {
+  Phase phase("preparing data", ranks.main());
+  TrainData d;
+  d.train = ranks.main_first([&] {
+    return data::prepare_dataset(
+        prepare_options(args, tok_path, args.dataset_train_split, args.packing));
+  });
   if (args.eval_strategy != "no") {
-    data::PrepareOptions eo =
-        prepare_options(args, tok_path, args.dataset_test_split, eval_packing);
+    data::PrepareOptions eo = prepare_options(args, tok_path, args.dataset_test_split,
+                                              args.eval_packing.value_or(args.packing));
     // A --datasets mixture has only its train rows (as TRL's get_dataset without
     // test_split_size); eval then holds out --eval_split_ratio / --test_split_size.
     if (eo.mixture.empty() && data::find_split_files(eo.source, eo.split)) {
-      eval_rows = data::prepare_dataset(eo);
+      d.eval = data::prepare_dataset(eo);
     } else if (args.eval_split_ratio > 0) {
       auto [train_part, eval_part] =
-          split_dataset(train_rows, args.eval_split_ratio, static_cast<uint64_t>(args.seed));
-      train_rows = train_part;
-      eval_rows = eval_part;
-      log_info("[train] held out ", eval_rows->num_rows(), " of ",
-               train_rows->num_rows() + eval_rows->num_rows(), " prepared rows for evaluation");
+          split_dataset(d.train, args.eval_split_ratio, static_cast<uint64_t>(args.seed));
+      d.train = train_part;
+      d.eval = eval_part;
+      log_info("[train] held out ", d.eval->num_rows(), " of ",
+               d.train->num_rows() + d.eval->num_rows(), " prepared rows for evaluation");
     } else {
       fail("train", "--eval_strategy " + args.eval_strategy + ": the dataset has no '" +
                         args.dataset_test_split +
@@ -296,34 +337,33 @@ int train_checked(const Args& argv, TrainingArgs& args) {
                         "--eval_strategy no)");
     }
   }
-  phase->done();
-  if (main_rank) std::fprintf(stderr, "%s\n", train_rows->report().to_text().c_str());
+  phase.done();
+  if (ranks.main()) std::fprintf(stderr, "%s\n", d.train->report().to_text().c_str());
+  return d;
+}
 
-  const std::optional<int32_t> eos = tokenizer.token_to_id(args.eos_token.value_or(
-      tokenizer_config && tokenizer_config->eos_token ? *tokenizer_config->eos_token
-                                                      : std::string()));
+TrainerSetup trainer_setup(const TrainingArgs& args, LoadedModel& m, const TrainData& data,
+                           const Ranks& ranks) {
+  const std::optional<int32_t> eos = m.tokenizer.token_to_id(args.eos_token.value_or(
+      m.tokenizer_config && m.tokenizer_config->eos_token ? *m.tokenizer_config->eos_token
+                                                          : std::string()));
   TrainerSetup setup;
   setup.args = &args;
-  setup.model = &model;
-  setup.train = train_rows.get();
-  setup.eval = eval_rows.get();
-  setup.comm = comm;
-  setup.tp_comm = tp.on() ? groups.tp.get() : nullptr;
+  setup.model = &m.model;
+  setup.train = data.train.get();
+  setup.eval = data.eval.get();
+  setup.comm = ranks.groups.dp.get();
+  setup.tp_comm = ranks.tp.on() ? ranks.groups.tp.get() : nullptr;
   setup.shuffle = args.train_sampling_strategy != "sequential";
   setup.batching.padding_free = args.padding_free || args.packing;
   setup.batching.pad_to_multiple_of = args.pad_to_multiple_of;
-  setup.batching.pad_token_id = resolve_pad_id(args, tokenizer, tokenizer_config, eos.value_or(0));
+  setup.batching.pad_token_id =
+      resolve_pad_id(args, m.tokenizer, m.tokenizer_config, eos.value_or(0));
   setup.eval_batching = setup.batching;
-  setup.eval_batching.padding_free = args.padding_free || eval_packing;
+  setup.eval_batching.padding_free = args.padding_free || args.eval_packing.value_or(args.packing);
   // Checkpoints hold F32 master weights (write_training_checkpoint); the final export uses
   // --dtype.
-  setup.export_options = export_options_from_args(args, dir.path, tok_path);
-
-  // --ddp_timeout covers training, not data preparation (rank 0 may encode for long while the
-  // others wait at the barrier above).
-  world->set_timeout(args.ddp_timeout);
-  comm->set_timeout(args.ddp_timeout);
-  groups.tp->set_timeout(args.ddp_timeout);
+  setup.export_options = export_options_from_args(args, m.dir.path, m.tokenizer_path);
   if (args.push_to_hub && args.hub_strategy == "every_save") {
     setup.on_checkpoint = [&args](const std::string& checkpoint, int64_t step) {
       hub::UploadOptions up = push_options(args);
@@ -332,51 +372,76 @@ int train_checked(const Args& argv, TrainingArgs& args) {
       hub::push_folder(checkpoint, up);
     };
   }
+  return setup;
+}
+
+// The training loop, with SIGINT/SIGTERM turned into a stop request while it runs.
+TrainResult run_trainer(const TrainerSetup& setup, const Ranks& ranks) {
   install_stop_signal_handlers();
   TrainResult result;
   {
-    phase = std::make_unique<Phase>("initialising the trainer", main_rank);
+    auto phase = std::make_unique<Phase>("initialising the trainer", ranks.main());
     Trainer trainer(setup);
     phase.reset();  // its done line, before the trainer's first line
     result = trainer.train();
   }
   uninstall_stop_signal_handlers();
   // SFT_PROFILE=1: where the training steps' time went, op by op (before export adds to it).
-  if (ops::profiling() && main_rank) std::fputs(ops::op_profile_table().c_str(), stderr);
+  if (ops::profiling() && ranks.main()) std::fputs(ops::op_profile_table().c_str(), stderr);
+  return result;
+}
+
+// The final model (or PEFT adapter), its model card and the upload, from world rank 0. Under
+// tensor parallelism the first data-parallel group's ranks first assemble the whole model.
+void export_outputs(const TrainingArgs& args, model::Transformer& model, const ExportOptions& ex,
+                    const TrainResult& result, const Ranks& ranks) {
+  std::optional<model::Transformer> whole;
+  if (ranks.tp.on() && ranks.groups.dp->rank() == 0)
+    whole = gather_full_model(model, *ranks.tp.group);
+  if (!ranks.main()) return;
+  model::Transformer& out = whole ? *whole : model;
+  if (out.lora()) {  // TRL + PEFT: the adapter, not the merged model (see `sft merge`)
+    export_peft_adapter(out, args.output_dir, ex);
+    verify_adapter_export(out, args.output_dir);
+  } else {
+    export_hf_model(out, args.output_dir, ex);
+    verify_export(out, args.output_dir, ex.dtype);
+  }
+  // README.md, the model card TRL writes (train/model_card.h).
+  write_model_card(args.output_dir,
+                   model_card_info(args, ranks.world->size(),
+                                   args.push_to_hub ? args.hub_model_id : std::nullopt));
+  std::fprintf(
+      stderr, "trained %lld steps (train_loss %.6g%s); model saved to %s\n",
+      static_cast<long long>(result.global_step), result.train_loss,
+      result.skipped_steps
+          ? (", " + std::to_string(result.skipped_steps) + " non-finite steps skipped").c_str()
+          : "",
+      args.output_dir.c_str());
+  if (args.push_to_hub) push_output_dir(args);
+}
+
+// After preflight (run_train), in phases: the ranks, the model, the data, training, and the
+// outputs (or, when a stop request ended the run, the resume command).
+int train_checked(const Args& argv, TrainingArgs& args) {
+  Ranks ranks = join_ranks(args);
+  if (args.fp16)
+    log_info(
+        "[train] --fp16: the CPU backend has no fp16 kernels; it computes in fp32 "
+        "(use --bf16 for mixed precision)");
+  LoadedModel model = load_model(args, ranks);
+  const TrainData data = prepare_data(args, model.tokenizer_path, ranks);
+  const TrainerSetup setup = trainer_setup(args, model, data, ranks);
+  ranks.set_timeout(args.ddp_timeout);
+  const TrainResult result = run_trainer(setup, ranks);
   if (result.interrupted) {
-    if (world->rank() != 0) return 0;  // rank 0 wrote the checkpoint and says where
+    if (!ranks.main()) return 0;  // rank 0 wrote the checkpoint and says where
     std::fprintf(stderr, "stopped at step %lld; checkpoint %s\nresume with:\n  %s\n",
                  static_cast<long long>(result.global_step), result.last_checkpoint.c_str(),
                  resume_command(argv, result.last_checkpoint).c_str());
     return 0;
   }
-  // Tensor parallel: the first data-parallel group's ranks assemble the whole model on world
-  // rank 0, which exports it as one HF folder.
-  std::optional<model::Transformer> whole;
-  if (tp.on() && comm->rank() == 0) whole = gather_full_model(model, *tp.group);
-  if (main_rank) {
-    const ExportOptions& ex = setup.export_options;
-    model::Transformer& out = whole ? *whole : model;
-    if (out.lora()) {  // TRL + PEFT: the adapter, not the merged model (see `sft merge`)
-      export_peft_adapter(out, args.output_dir, ex);
-      verify_adapter_export(out, args.output_dir);
-    } else {
-      export_hf_model(out, args.output_dir, ex);
-      verify_export(out, args.output_dir, ex.dtype);
-    }
-    // README.md, the model card TRL writes (train/model_card.h).
-    write_model_card(
-        args.output_dir,
-        model_card_info(args, world->size(), args.push_to_hub ? args.hub_model_id : std::nullopt));
-    std::fprintf(
-        stderr, "trained %lld steps (train_loss %.6g%s); model saved to %s\n",
-        static_cast<long long>(result.global_step), result.train_loss,
-        result.skipped_steps
-            ? (", " + std::to_string(result.skipped_steps) + " non-finite steps skipped").c_str()
-            : "",
-        args.output_dir.c_str());
-    if (args.push_to_hub) push_output_dir(args);
-  }
+  export_outputs(args, model.model, setup.export_options, result, ranks);
   return 0;
 }
 

@@ -138,6 +138,38 @@ Json yaml_to_json(const YAML::Node& node) {
   }
 }
 
+template <typename T>
+Json optional_json(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+// A text option's value (as add_text stores it) typed as its option type.
+Json json_of_text(const std::string& text, OptionType type) {
+  if (text == "None") return nullptr;
+  switch (type) {
+    case OptionType::kBool:
+      return text == "true";
+    case OptionType::kInt:
+      return std::stoll(text);
+    case OptionType::kFloat:
+      return std::stod(text);
+    case OptionType::kString:
+      return text == "\"\"" ? std::string() : text;
+    case OptionType::kStringList: {
+      Json list = Json::array();
+      for (size_t start = 0; start <= text.size();) {
+        const size_t comma = std::min(text.find(',', start), text.size());
+        list.push_back(text.substr(start, comma - start));
+        start = comma + 1;
+      }
+      return list;
+    }
+    case OptionType::kJson:
+      return Json::parse(text);
+  }
+  return text;
+}
+
 }  // namespace
 
 void fail_usage(std::string_view component, std::string_view message) {
@@ -152,7 +184,8 @@ Option& OptionSet::add(Option option) {
 void OptionSet::add_bool(std::string name, bool* field, std::string group, std::string help) {
   add({name, group, help, OptionType::kBool, false,
        [field](const std::optional<std::string>& t) { *field = to_bool(*t); },
-       [field] { return std::string(*field ? "true" : "false"); }});
+       [field] { return std::string(*field ? "true" : "false"); },
+       [field] { return Json(*field); }});
 }
 
 void OptionSet::add_optional_bool(std::string name, std::optional<bool>* field, std::string group,
@@ -161,13 +194,14 @@ void OptionSet::add_optional_bool(std::string name, std::optional<bool>* field, 
        [field](const std::optional<std::string>& t) {
          *field = t ? std::optional<bool>(to_bool(*t)) : std::nullopt;
        },
-       [field] { return *field ? std::string(**field ? "true" : "false") : std::string("None"); }});
+       [field] { return *field ? std::string(**field ? "true" : "false") : std::string("None"); },
+       [field] { return optional_json(*field); }});
 }
 
 void OptionSet::add_int(std::string name, int64_t* field, std::string group, std::string help) {
   add({name, group, help, OptionType::kInt, false,
        [field](const std::optional<std::string>& t) { *field = to_int(*t); },
-       [field] { return std::to_string(*field); }});
+       [field] { return std::to_string(*field); }, [field] { return Json(*field); }});
 }
 
 void OptionSet::add_optional_int(std::string name, std::optional<int64_t>* field, std::string group,
@@ -177,7 +211,8 @@ void OptionSet::add_optional_int(std::string name, std::optional<int64_t>* field
          const bool none = !t || (!none_word.empty() && lower(*t) == none_word);
          *field = none ? std::nullopt : std::optional<int64_t>(to_int(*t));
        },
-       [field] { return *field ? std::to_string(**field) : std::string("None"); }});
+       [field] { return *field ? std::to_string(**field) : std::string("None"); },
+       [field] { return optional_json(*field); }});
 }
 
 void OptionSet::add_float(std::string name, double* field, std::string group, std::string help) {
@@ -187,7 +222,8 @@ void OptionSet::add_float(std::string name, double* field, std::string group, st
          std::ostringstream out;
          out << *field;
          return out.str();
-       }});
+       },
+       [field] { return Json(*field); }});
 }
 
 void OptionSet::add_optional_float(std::string name, std::optional<double>* field,
@@ -201,21 +237,23 @@ void OptionSet::add_optional_float(std::string name, std::optional<double>* fiel
          std::ostringstream out;
          out << **field;
          return out.str();
-       }});
+       },
+       [field] { return optional_json(*field); }});
 }
 
 void OptionSet::add_string(std::string name, std::string* field, std::string group,
                            std::string help) {
   add({name, group, help, OptionType::kString, false,
        [field](const std::optional<std::string>& t) { *field = *t; },
-       [field] { return field->empty() ? std::string("\"\"") : *field; }});
+       [field] { return field->empty() ? std::string("\"\"") : *field; },
+       [field] { return Json(*field); }});
 }
 
 void OptionSet::add_optional_string(std::string name, std::optional<std::string>* field,
                                     std::string group, std::string help) {
   add({name, group, help, OptionType::kString, true,
        [field](const std::optional<std::string>& t) { *field = t; },
-       [field] { return field->value_or("None"); }});
+       [field] { return field->value_or("None"); }, [field] { return optional_json(*field); }});
 }
 
 void OptionSet::add_string_list(std::string name, std::vector<std::string>* field,
@@ -228,7 +266,8 @@ void OptionSet::add_string_list(std::string name, std::vector<std::string>* fiel
          std::string out;
          for (const std::string& s : *field) out += (out.empty() ? "" : ",") + s;
          return out.empty() ? std::string("None") : out;
-       }});
+       },
+       [field] { return field->empty() ? Json(nullptr) : Json(*field); }});
 }
 
 void OptionSet::add_json(std::string name, Json* field, std::string group, std::string help,
@@ -248,7 +287,8 @@ void OptionSet::add_json(std::string name, Json* field, std::string group, std::
          }
          if (!field->is_object() && !(allow_array && field->is_array())) throw BadValue{expected};
        },
-       [field] { return field->is_null() ? std::string("None") : field->dump(); }});
+       [field] { return field->is_null() ? std::string("None") : field->dump(); },
+       [field] { return *field; }});
 }
 
 void OptionSet::add_text(std::string name, OptionType type,
@@ -288,7 +328,10 @@ void OptionSet::add_text(std::string name, OptionType type,
          auto it = store->find(name);
          if (it != store->end()) return it->second;
          return default_text.empty() ? std::string("\"\"") : default_text;
-       }});
+       },
+       nullptr});
+  Option& added = options_.back();
+  added.value = [show = added.show, type] { return json_of_text(show(), type); };
 }
 
 const Option* OptionSet::find(std::string_view raw) const {

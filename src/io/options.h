@@ -44,6 +44,9 @@ struct Option {
   bool optional = false;                                            // accepts None/null
   std::function<void(const std::optional<std::string>&)> set_text;  // nullopt = None
   std::function<std::string()> show;                                // current value, for --help
+  // The current value typed (null for None, an empty list as None), e.g. to record a run's
+  // arguments: exact where show() rounds (floats to 6 digits).
+  std::function<Json()> value;
 };
 
 class OptionSet {

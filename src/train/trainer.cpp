@@ -26,8 +26,8 @@ Trainer::Trainer(const TrainerSetup& s)
       eval_(s.eval),
       comm_(s.comm),
       tp_comm_(s.tp_comm),
-      setup_(s) {
-  init_test_fault();
+      setup_(s),
+      test_faults_(TestFaults::from_environment(world_rank())) {
   init_loader_and_plan();
   init_model_and_optimizer();
   init_state();
@@ -163,27 +163,47 @@ double Trainer::step_flops(const model::Batch& b) const {
   return 6.0 * double(matmul_params_) * double(b.tokens.size()) + attn;
 }
 
+// A step in phases: this rank's micro-batches; N, the step's targets on every rank; the
+// forward and backward passes; the sums over the ranks; the logged statistics.
 Trainer::StepStats Trainer::run_step(int64_t count) {
+  const std::vector<MicroBatch> mbs = next_micro_batches(count);
+  const double n_global = count_targets(mbs);
+  StepStats st;
+  StepCounts counts = run_micro_batches(mbs, n_global, st.flops);
+  reduce_step(counts);
+  st.tokens = static_cast<int64_t>(counts.tokens);
+  st.padded_tokens = static_cast<int64_t>(counts.padded_tokens);
+  st.loss = n_global > 0 ? counts.loss_sum / n_global : 0.0;
+  for (const MicroBatchCounts& m : counts.micro_batches) {
+    st.accuracy.push_back(m.targets > 0 ? m.correct / m.targets : 0.0);
+    st.entropy.push_back(m.targets > 0 ? m.entropy_sum / m.targets : 0.0);
+  }
+  return st;
+}
+
+std::vector<MicroBatch> Trainer::next_micro_batches(int64_t count) {
   std::vector<MicroBatch> mbs;
   for (int64_t i = 0; i < count; ++i) {
     const std::vector<uint64_t> rows = next_rows();
     mbs.push_back(make_micro_batch(train_, rows, setup_.batching));
   }
-  std::vector<int64_t> n_buf = {0};
-  for (const MicroBatch& mb : mbs) n_buf[0] += mb.targets;
-  comm_->all_reduce_sum(std::span<int64_t>(n_buf));
-  const double n_global = static_cast<double>(n_buf[0]);
-  // Logged metrics are sums of counts over ranks, so they equal a one-process run.
-  struct MicroBatchCounts {
-    double targets = 0, correct = 0, entropy_sum = 0;
-  };
-  struct StepCounts {
-    double loss_sum = 0, tokens = 0, padded_tokens = 0;
-  };
-  std::vector<MicroBatchCounts> per_mb(mbs.size());
-  StepCounts step;
-  StepStats st;
-  for (size_t i = 0; i < mbs.size(); ++i) {
+  return mbs;
+}
+
+// HF's num_items_in_batch: known before the first forward, so each backward is scaled by it.
+double Trainer::count_targets(const std::vector<MicroBatch>& mbs) {
+  std::vector<int64_t> n = {0};
+  for (const MicroBatch& mb : mbs) n[0] += mb.targets;
+  comm_->all_reduce_sum(std::span<int64_t>(n));
+  return static_cast<double>(n[0]);
+}
+
+StepCounts Trainer::run_micro_batches(const std::vector<MicroBatch>& mbs, double n_global,
+                                      double& flops) {
+  const size_t count = mbs.size();
+  StepCounts counts;
+  counts.micro_batches.resize(count);
+  for (size_t i = 0; i < count; ++i) {
     // The loss scale is known before the forward, so the LM head's gradient comes with it.
     const double scale = n_global > 0 ? 1.0 / n_global : 0.0;
     // LoRA dropout masks: a function of (step, rank, micro-batch), so a resume redraws them.
@@ -203,38 +223,27 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
           " MiB for a micro-batch of " + std::to_string(mbs[i].batch.tokens.size()) + " tokens (" +
           (model_.compute_dtype() == DType::kBF16 ? "bf16" : "fp32") + " compute)");
     }
-    if (log_) log_->micro_batch_done(static_cast<int64_t>(i + 1), count);
-    per_mb[i] = {static_cast<double>(ls.count), static_cast<double>(ls.correct), ls.entropy_sum};
-    step.loss_sum += ls.loss_sum;
-    step.tokens += static_cast<double>(mbs[i].real_tokens);
-    step.padded_tokens += static_cast<double>(mbs[i].batch.tokens.size());
-    st.flops += step_flops(mbs[i].batch);
+    if (log_) log_->micro_batch_done(static_cast<int64_t>(i + 1), static_cast<int64_t>(count));
+    counts.micro_batches[i] = {static_cast<double>(ls.count), static_cast<double>(ls.correct),
+                               ls.entropy_sum};
+    counts.loss_sum += ls.loss_sum;
+    counts.tokens += static_cast<double>(mbs[i].real_tokens);
+    counts.padded_tokens += static_cast<double>(mbs[i].batch.tokens.size());
+    flops += step_flops(mbs[i].batch);
   }
-  if (test_fault_ == 'n' && state_.global_step + 1 == test_fault_step_) step.loss_sum = NAN;
-  if (comm_->size() == 1) maybe_inject_fault();  // tensor parallel only: before its sums
+  return counts;
+}
+
+// The counts summed over the data-parallel ranks (one all-reduce), then the gradients: the
+// tensor-parallel partial ones over the group, and (without ZeRO-1, which reduce-scatters in
+// apply_update) all of them over the data-parallel ranks, once per optimizer step.
+void Trainer::reduce_step(StepCounts& counts) {
+  const int64_t step = state_.global_step + 1;
+  test_faults_.after_micro_batches(step, counts.loss_sum);
+  if (comm_->size() > 1) all_reduce_sum(*comm_, counts);
+  test_faults_.before_gradient_reduction(step);
   if (tp_comm_) sum_partial_grads_over_tp();
-  if (comm_->size() > 1) {
-    std::vector<double> buf;
-    for (const MicroBatchCounts& m : per_mb)
-      buf.insert(buf.end(), {m.targets, m.correct, m.entropy_sum});
-    buf.insert(buf.end(), {step.loss_sum, step.tokens, step.padded_tokens});
-    comm_->all_reduce_sum(std::span<double>(buf));
-    for (size_t i = 0; i < per_mb.size(); ++i)
-      per_mb[i] = {buf[3 * i], buf[3 * i + 1], buf[3 * i + 2]};
-    const size_t tail = 3 * per_mb.size();
-    step = {buf[tail], buf[tail + 1], buf[tail + 2]};
-    maybe_inject_fault();
-    // Once per optimizer step; ZeRO-1 reduce-scatters in apply_update instead.
-    if (!zero1_) comm_->all_reduce_sum(model_.trainable().grads());
-  }
-  st.tokens = static_cast<int64_t>(step.tokens);
-  st.padded_tokens = static_cast<int64_t>(step.padded_tokens);
-  st.loss = n_global > 0 ? step.loss_sum / n_global : 0.0;
-  for (const MicroBatchCounts& m : per_mb) {
-    st.accuracy.push_back(m.targets > 0 ? m.correct / m.targets : 0.0);
-    st.entropy.push_back(m.targets > 0 ? m.entropy_sum / m.targets : 0.0);
-  }
-  return st;
+  if (comm_->size() > 1 && !zero1_) comm_->all_reduce_sum(model_.trainable().grads());
 }
 
 void Trainer::apply_update(StepStats& st) {

@@ -39,17 +39,15 @@
 //
 // Data parallel (`comm` is the data-parallel group; parallel/comm.h): each rank trains its slice
 // of every global batch (data::Loader's rank = DP rank); the target count N, the logged
-// counts and the gradients are summed over ranks (i64, f64 and bucketed f32 all-reduces,
-// once per optimizer step, not overlapped with the backward), so every rank applies the
-// same update and the logs equal a one-process run. Only rank 0 writes logs, checkpoints and
+// counts (train/step_counts.h) and the gradients are summed over ranks (i64, f64 and bucketed f32
+// all-reduces, once per optimizer step, not overlapped with the backward), so every rank applies
+// the same update and the logs equal a one-process run. Only rank 0 writes logs, checkpoints and
 // the export. A non-finite loss or gradient on one rank is non-finite in the sums on all,
 // so all stop before the update. With --zero_stage 1 the gradients are reduce-scattered
 // instead and optim/zero1.h updates each rank's shard.
 //
-// Test hook: SFT_TEST_FAULT=<kill|hang|nan|term>:<rank>:<step> makes that rank SIGKILL itself,
-// stop before the gradient reduction, see a NaN loss, or get SIGTERM at that step (tests/parallel).
-// Test hook: SFT_TEST_KILL_DURING_SAVE=<step> raises SIGKILL while checkpoint-<step> is
-// being written (after its files, before the rename), to test resuming after a crash.
+// Test hooks (SFT_TEST_FAULT, SFT_TEST_KILL_DURING_SAVE): train/test_faults.h, called at its
+// named points of a step and a save.
 #pragma once
 
 #include <functional>
@@ -62,16 +60,18 @@
 
 #include "data/loader.h"
 #include "data/prepare.h"
-#include "parallel/comm.h"
 #include "model/transformer.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
 #include "optim/zero1.h"
+#include "parallel/comm.h"
 #include "train/args.h"
 #include "train/batch.h"
 #include "train/export.h"
 #include "train/metrics_log.h"
+#include "train/step_counts.h"
 #include "train/step_plan.h"
+#include "train/test_faults.h"
 #include "train/trainer_state.h"
 
 namespace sft {
@@ -129,7 +129,12 @@ class Trainer {
     double flops = 0;
     std::vector<double> accuracy, entropy;  // per micro-batch, over all ranks
   };
+  // A step's forward and backward passes, in the order they run (trainer.cpp).
   StepStats run_step(int64_t num_micro_batches);
+  std::vector<MicroBatch> next_micro_batches(int64_t count);
+  double count_targets(const std::vector<MicroBatch>& mbs);  // over every rank
+  StepCounts run_micro_batches(const std::vector<MicroBatch>& mbs, double n_global, double& flops);
+  void reduce_step(StepCounts& counts);
   void apply_update(StepStats& stats);
   void log_train(const StepStats& last, double step_time_s);
   void log_final(double runtime_s);
@@ -137,10 +142,7 @@ class Trainer {
   void arm_neftune(const MicroBatch& mb, size_t index);  // --neftune_noise_alpha
   std::string save();
   void resume(const std::string& checkpoint);
-  // Data parallel (trainer_parallel.cpp).
-  void init_test_fault();
-  void maybe_inject_fault();
-  int64_t optimizer_state_bytes() const;
+  int64_t optimizer_state_bytes() const;  // trainer_parallel.cpp
   std::string resolve_resume_path() const;
   Json training_state_json() const;
   void restore_training_state(const Json& state, const std::string& source);
@@ -168,6 +170,7 @@ class Trainer {
   Comm* comm_;
   Comm* tp_comm_;
   TrainerSetup setup_;
+  TestFaults test_faults_;  // after comm_ and tp_comm_: it needs world_rank()
 
   StepPlanInput plan_input_;
   StepPlan plan_;
@@ -198,9 +201,6 @@ class Trainer {
   double comm_seconds_at_log_ = 0;  // comm_->collective_seconds() at the last log
   int64_t steps_this_session_ = 0;
   std::string last_checkpoint_;
-  // SFT_TEST_FAULT on this rank: 'k'ill, 'h'ang, 'n'an or 't'erm at test_fault_step_.
-  char test_fault_ = 0;
-  int64_t test_fault_step_ = -1;
 };
 
 }  // namespace sft

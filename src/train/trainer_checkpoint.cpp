@@ -8,10 +8,7 @@
 // and world rank 0 writes; resume() has every rank read only its blocks of the files.
 // training_state.json records tp_size: a resume with another tp size re-shards (one line in
 // the log), while another data-parallel world_size is still refused.
-#include <signal.h>
-
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <limits>
 
@@ -33,12 +30,6 @@ Json number_or_null(double v) {
 }
 double number_from(const Json& v) {
   return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
-}
-
-// SFT_TEST_KILL_DURING_SAVE=<step>: die while checkpoint-<step> is half-written (tests).
-void maybe_kill_for_test(int64_t step) {
-  const char* env = std::getenv("SFT_TEST_KILL_DURING_SAVE");
-  if (env && std::atoll(env) == step) raise(SIGKILL);
 }
 
 }  // namespace
@@ -196,7 +187,7 @@ std::string Trainer::save() {
     try {
       path = save_checkpoint(args_.output_dir, step, [&](const std::string& folder) {
         write_training_checkpoint(folder, snapshot, setup_.export_options);
-        maybe_kill_for_test(step);
+        test_faults_.during_save(step);
       });
       if (args_.save_total_limit && *args_.save_total_limit >= 1)
         rotate_checkpoints(args_.output_dir, *args_.save_total_limit);

@@ -1,11 +1,26 @@
 # A command's flags go through OptionSet (io/options.h): a misspelt flag fails with exit code
 # 2 (a usage error, docs/cli.md) naming the closest valid flag, and --help lists the flags
 # under their group headings.
+# With -DREFUSED=calls (`,`-separated, each a call's words after COMMAND joined by `+`, NONE
+# for no words), each call must be refused the same way: e.g. a missing or extra positional.
 # Usage: cmake -DSFT=path/to/sft -DCOMMAND=generate (or debug,forward) -DTYPO=max_new_token
-#              -DSUGGEST=max_new_tokens -DGROUPS=input,generation,output -P usage_errors.cmake
+#              -DSUGGEST=max_new_tokens -DGROUPS=input,generation,output [-DREFUSED=a+b,NONE]
+#              -P usage_errors.cmake
 cmake_minimum_required(VERSION 3.25)
 string(REPLACE "," ";" COMMAND "${COMMAND}")
 string(REPLACE "," ";" GROUPS "${GROUPS}")
+string(REPLACE "," ";" REFUSED "${REFUSED}")
+foreach(call ${REFUSED})
+  set(words)
+  if(NOT call STREQUAL "NONE")
+    string(REPLACE "+" ";" words "${call}")
+  endif()
+  execute_process(COMMAND "${SFT}" ${COMMAND} ${words} OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "(error|usage): ")
+    message(FATAL_ERROR "sft ${COMMAND} ${words}: exit ${rc}, wanted 2 (a usage error)\n${out}${err}")
+  endif()
+endforeach()
 execute_process(COMMAND "${SFT}" ${COMMAND} --${TYPO} 3 OUTPUT_VARIABLE out ERROR_VARIABLE err
                 RESULT_VARIABLE rc)
 if(NOT rc EQUAL 2)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "train/args_json.h"
 
 namespace sft {
 
@@ -153,6 +154,24 @@ TEST(TrainingArgs, HelpListsEveryGroup) {
                             "Logging, evaluation and saving:", "LoRA (PEFT):", "sft.cpp:"}) {
     EXPECT_NE(help.find(group), std::string::npos) << group;
   }
+}
+
+// The recorded arguments read the flag table: every option, at its exact value (not the
+// 6 digits --help shows), typed, None as null.
+TEST(TrainingArgsJson, EveryOptionFromTheFlagTableAtItsExactValue) {
+  TrainingArgs a;
+  OptionSet o = training_options(a);
+  o.parse({"--ddp_timeout", "12.3456789", "--neftune_noise_alpha", "0.123456789", "--learning_rate",
+           "1.23456789e-5", "--tp_size", "2", "--hub_model_id", "me/x"});
+  const Json j = training_args_json(a);
+  EXPECT_EQ(j.at("ddp_timeout").get<double>(), 12.3456789);
+  EXPECT_EQ(j.at("neftune_noise_alpha").get<double>(), 0.123456789);
+  EXPECT_EQ(j.at("learning_rate").get<double>(), 1.23456789e-5);
+  EXPECT_EQ(j.at("tp_size"), 2);
+  EXPECT_EQ(j.at("hub_model_id"), "me/x");
+  EXPECT_TRUE(j.at("test_split_size").is_null());
+  for (const Option& option : o.options()) EXPECT_TRUE(j.contains(option.name)) << option.name;
+  EXPECT_EQ(j.size(), o.options().size());
 }
 
 }  // namespace sft
