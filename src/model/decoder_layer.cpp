@@ -135,9 +135,20 @@ LayerActivations carve_layer_activations(Carver& cv, const LayerShape& s, bool o
   return a;
 }
 
+size_t layer_attention_workspace_bytes(const LayerShape& s, bool backward) {
+  const ops::AttentionDims dims{s.H, s.Hkv, s.D, 0};
+  const size_t train = ops::attention_workspace_bytes(
+      {.dtype = s.compute, .q_rows = s.T, .k_rows = s.T, .forward_only = !backward}, dims);
+  if (backward) return train;
+  return std::max(
+      train, ops::attention_workspace_bytes(
+                 {.dtype = DType::kF32, .q_rows = s.T, .k_rows = s.T, .forward_only = true}, dims));
+}
+
 LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward) {
   const int64_t T = s.T, Q = s.H * s.D, KV = s.Hkv * s.D;
   LayerScratch g;
+  g.attention = ops::take_workspace(cv, layer_attention_workspace_bytes(s, backward));
   g.o32 = take<float>(cv, T, s.C);
   if (s.compute == DType::kBF16) {
     g.h32 = take<float>(cv, T, s.I);
@@ -220,12 +231,14 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
     ops::cast(a.q, q);
     ops::cast(a.k, k);
     ops::cast(a.v, v);
-    ops::attention_forward(a.att_in, a.lse, a.q, attn.k_all, attn.v_all, attn.segments, w.dims);
+    ops::attention_forward(a.att_in, a.lse, a.q, attn.k_all, attn.v_all, attn.segments, w.dims,
+                           s.attention);
   } else {
     // fp32 q against attn's keys and values (the layer's rows, or the decode cache); under bf16
     // decoding attention writes scratch and att_in is its bf16 copy.
     const ops::View att = a.att.empty() ? s.att32 : a.att;
-    ops::attention_forward(att, a.lse, q, attn.k_all, attn.v_all, attn.segments, w.dims);
+    ops::attention_forward(att, a.lse, q, attn.k_all, attn.v_all, attn.segments, w.dims,
+                           s.attention);
     if (a.att_in.data != att.data) ops::cast(a.att_in, att);
   }
   // o writes scratch that stays in cache (not x_mid, fresh memory every layer); the residual
@@ -275,7 +288,7 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
   // Under bf16 the saved bf16 q, k, v and output (att_in) go to attention as they are.
   const ops::View att = a.q.dtype == DType::kBF16 ? a.att_in : a.att;
   ops::attention_backward(g.dq, g.dk, g.dv, g.datt, att, a.lse, a.q, attn.k_all, attn.v_all,
-                          attn.segments, w.dims);
+                          attn.segments, w.dims, g.attention);
   ops::rope_backward(g.dq, attn.cos, attn.sin);
   ops::rope_backward(g.dk, attn.cos, attn.sin);
   ops::View dq = g.dq, dk = g.dk;

@@ -76,6 +76,7 @@ struct LayerScratch {
   ops::View q32, k32, v32;     // (T, H·D), (T, Hkv·D) ×2
   ops::View qkv32;             // (T, (H + 2 Hkv)·D) the stacked q, k, v product (StackedLinear)
   ops::View q_raw32, k_raw32;  // (T, H·D), (T, Hkv·D) qk_norm only
+  ops::Workspace attention;    // ops::attention_*'s (attention_workspace_bytes of T rows)
 };
 
 // A norm weight's gradient, or the scratch sink when the weight is frozen (no grad view).
@@ -95,6 +96,10 @@ struct LayerShape {
 // points them at the cache).
 LayerActivations carve_layer_activations(Carver& cv, const LayerShape& s, bool own_kv = true);
 LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, bool backward);
+// The attention workspace carve_layer_scratch carves: training runs attention in the compute
+// dtype over T rows (with backward: both passes); the forward scratch also serves decoding,
+// fp32 forward only against the cache (its need does not depend on the key rows).
+size_t layer_attention_workspace_bytes(const LayerShape& s, bool backward);
 
 // Where attention reads keys and values from and how the rows pair up.
 struct AttentionInputs {
