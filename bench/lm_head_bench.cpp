@@ -76,13 +76,16 @@ void BM_Fused(benchmark::State& state) {
   const int64_t C = state.range(0);
   const Inputs& in = inputs(C);
   sft::ops::LmHeadWorkspace ws;
-  ws.rows_per_chunk = state.range(1);
-  ws.vocab_block = state.range(2);
+  ws.tuning.rows_per_chunk = state.range(1);
+  ws.tuning.vocab_block = state.range(2);
+  sft::ops::WorkspaceArena arena;
+  ws.memory = arena.get(
+      sft::ops::lm_head_kernel_workspace_bytes<float>(kTokens, C, kVocab, false, ws.tuning));
   std::vector<float> dx(static_cast<size_t>(kTokens * C)), dw(static_cast<size_t>(kVocab * C));
   const float scale = 1.0f / kTokens;
-  // Warm-up on the first m rows grows the workspace to its full size (first-touch page faults
+  // Warm-up on the first m rows touches the workspace's pages (first-touch page faults
   // are not the kernel's cost) at m/T of a call's price.
-  const int64_t warm = ws.rows_per_chunk > 0 ? ws.rows_per_chunk : kTokens;
+  const int64_t warm = ws.tuning.rows_per_chunk > 0 ? ws.tuning.rows_per_chunk : kTokens;
   sft::ops::lm_head_cross_entropy<float>(dx.data(), dw.data(), nullptr, in.x.data(), in.w.data(),
                                          in.y.data(), scale, warm, C, kVocab, ws);
   for (auto _ : state) {
@@ -132,6 +135,8 @@ void BM_StatsAgainstToday(benchmark::State& state) {
   const int64_t C = state.range(0);
   const Inputs& in = inputs(C);
   sft::ops::LmHeadWorkspace ws;
+  sft::ops::WorkspaceArena arena;
+  ws.memory = arena.get(sft::ops::lm_head_kernel_workspace_bytes<float>(kTokens, C, kVocab, false));
   std::vector<float> scratch, dx(static_cast<size_t>(kTokens * C)),
       dw(static_cast<size_t>(kVocab * C));
   sft::ops::LmHeadStats fused;
@@ -161,7 +166,10 @@ void BM_FusedBf16(benchmark::State& state) {
   const int64_t C = state.range(0);
   const Inputs& in = bf16_inputs(C);
   sft::ops::LmHeadWorkspace ws;
-  ws.rows_per_chunk = state.range(1);
+  ws.tuning.rows_per_chunk = state.range(1);
+  sft::ops::WorkspaceArena arena;
+  ws.memory = arena.get(
+      sft::ops::lm_head_kernel_workspace_bytes<uint16_t>(kTokens, C, kVocab, false, ws.tuning));
   std::vector<float> dx(static_cast<size_t>(kTokens * C)), dw(static_cast<size_t>(kVocab * C));
   const float scale = 1.0f / kTokens;
   sft::ops::lm_head_cross_entropy_bf16(dx.data(), dw.data(), in.xb.data(), in.wb.data(),

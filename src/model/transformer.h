@@ -160,7 +160,7 @@ class Transformer {
  private:
   Transformer(ModelConfig config, const TensorParallel& tp);
   void check_batch(const Batch& batch) const;
-  void prepare(const Batch& batch);
+  void prepare(const Batch& batch, bool logits);
   void layer_forward(int64_t l);
   AttentionInputs attention_inputs(int64_t l) const;
   // inv_freq for a document of n tokens: computed once, except for dynamic scaling past the
@@ -193,6 +193,7 @@ class Transformer {
   std::vector<ops::AttentionSegment> segments_;
   RopeFrequencies rope_, rope_long_;
   Arena acts_, bwd_, decode_;
+  ops::Workspace head_ws_;  // the LM head's, in acts_ (carved with the forward's scratch)
   size_t acts_bytes_ = 0;
   ops::View resid_;               // (L + 1, T, C): embedding output, then each layer's output
   ops::View lnf_, rstdf_, dlnf_;  // (T, C) compute dtype, (T, 1), (T, C) LM head's dx

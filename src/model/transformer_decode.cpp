@@ -44,6 +44,7 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
   LayerActivations acts;
   LayerScratch scratch;
   ops::View x, y, cos, sin, last_norm, last_norm32, last_rstd;
+  ops::Workspace head_ws;
   carve(decode_, [&](Carver& cv) {
     acts = carve_layer_activations(cv, shape, /*own_kv=*/false);
     scratch = carve_layer_scratch(cv, shape, LayerPass::kDecode);
@@ -54,6 +55,9 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
     last_norm32 = ops::view_of(cv.take<float>(C), 1, C);
     last_norm = compute_ == DType::kBF16 ? ops::view_of(cv.take<uint16_t>(C), 1, C) : last_norm32;
     last_rstd = ops::view_of(cv.take<float>(1), 1, 1);
+    head_ws = ops::take_workspace(
+        cv, ops::lm_head_workspace_bytes(
+                {.dtype = compute_, .rows = 1, .hidden = C, .vocab = V, .logits = true}));
   });
   std::vector<int64_t> pos(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) pos[static_cast<size_t>(i)] = p0 + i;
@@ -78,7 +82,7 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
   if (last_norm.data != last_norm32.data) ops::cast(last_norm, last_norm32);
   const int64_t no_target = -1;
   lm_head_.cross_entropy(ops::View{}, ops::view_of(last_logits, 1, V), last_norm, &no_target, 0,
-                         false);
+                         false, head_ws);
 }
 
 }  // namespace sft::model

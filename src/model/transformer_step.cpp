@@ -47,7 +47,7 @@ void Transformer::check_batch(const Batch& b) const {
                       std::to_string(T) + " tokens");
 }
 
-void Transformer::prepare(const Batch& b) {
+void Transformer::prepare(const Batch& b, bool logits) {
   const ModelConfig& c = config_;
   const int64_t T_real = static_cast<int64_t>(b.tokens.size());
   // bf16 runs on oneDNN, which compiles a kernel for every new matrix shape (tens of ms each):
@@ -95,6 +95,15 @@ void Transformer::prepare(const Batch& b) {
     sin_ = take<float>(cv, T, D / 2);
     acts_bytes_ = cv.used();  // what backward reads; the forward's scratch follows
     scratch_ = carve_layer_scratch(cv, shape, LayerPass::kTrainForward);
+    // The LM head's workspace (forward, and backward's unfused head): T rows of lnf_.
+    const ops::View& w = lm_head_.weight->value;
+    head_ws_ = ops::take_workspace(
+        cv, ops::lm_head_workspace_bytes({.dtype = compute_,
+                                          .rows = T,
+                                          .hidden = C,
+                                          .vocab = w.rows,
+                                          .logits = logits,
+                                          .shard = vocab_shard_.group != nullptr}));
   });
   // Per document: dynamic scaling depends on the sequence length, and a packed document must
   // see the frequencies it would see alone (transformers rescales per forward call).
@@ -143,7 +152,7 @@ void Transformer::add_embedding_noise(int64_t T) {
 LossStats Transformer::forward(const Batch& batch, float* logits,
                                std::optional<double> loss_scale) {
   check_batch(batch);
-  prepare(batch);
+  prepare(batch, logits != nullptr);
   const int64_t T = T_, L = config_.num_hidden_layers;
   if (loss_scale && !trainable().has_grads()) trainable().allocate_grads();
   if (lora_) lora_->set_training(loss_scale.has_value());
@@ -167,7 +176,7 @@ LossStats Transformer::head(float* logits, double scale, bool train) {
     fail("model", "full logits of a tensor-parallel model (each rank holds a vocabulary slice)");
   const LossStats s =
       lm_head_.cross_entropy(dlnf_.row_range(0, Tr), logits_view, lnf_.row_range(0, Tr),
-                             targets_.data(), scale, train, vocab_shard_);
+                             targets_.data(), scale, train, head_ws_, vocab_shard_);
   if (train && T_ > Tr) ops::zero(dlnf_.row_range(Tr, T_ - Tr));
   return s;
 }

@@ -17,13 +17,15 @@
 // overwrite (=). Dimensions: Tq query rows, Tk key rows, H heads, Hkv kv heads, D head dim.
 // T = float computes in fp32 (running max, sum and accumulator included), T = double in fp64.
 // Deterministic: each output element is produced by one work item in a fixed order, so results
-// are bit-identical for any thread count. No heap allocation once the workspace has grown.
+// are bit-identical for any thread count. No heap allocation: scratch is the caller's workspace.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
+
+#include "core/dtype.h"
+#include "ops/workspace.h"
 
 namespace sft::ops {
 
@@ -35,7 +37,8 @@ struct AttentionDims {
   int64_t H = 0, Hkv = 0, D = 0, window = 0;  // window 0 = no sliding window
 };
 
-// Scratch for the tiled kernels, grown on first use and reused; keep one per caller thread.
+// The tiled kernels' tuning and their scratch memory, which the caller owns (ops/workspace.h):
+// size `memory` with attention_workspace_bytes (below) for the largest call.
 // Tile sizes, measured with bench_attention BM_FlashTiles (one thread, forward + backward of a
 // Qwen3-0.6B layer, 2-core Xeon VM): 128 queries × 64 keys was fastest or tied on both one
 // 1024-token document (254 ms; 64×64 267, 128×128 244, 32×64 300) and ~200-token documents
@@ -49,18 +52,22 @@ struct AttentionWorkspace {
   // 0 = every thread of the default pool; 1 = serial on the caller (required when the caller
   // itself runs inside a default-pool task: the pool is not reentrant).
   int64_t max_threads = 0;
-
-  // Internal: at least `bytes` bytes, 64-byte aligned, contents unspecified.
-  std::byte* reserve(size_t bytes);
-  size_t capacity() const { return capacity_; }
-
- private:
-  struct Free {
-    void operator()(std::byte* p) const;
-  };
-  std::unique_ptr<std::byte[], Free> data_;
-  size_t capacity_ = 0;
+  Workspace memory;
 };
+
+// The calls a workspace is sized for: q's dtype (f32, f64 or bf16), at most q_rows query rows
+// and k_rows key rows, at most max_segments segments (0: q_rows, one query or more each) whose
+// key rows do not overlap (packed documents; one sequence per KV cache). A call outside that
+// fails with the workspace error. The bytes cover forward and backward alike (forward_only:
+// forward), with the tiles and thread cap of `tuning` (its memory is not read).
+struct AttentionShape {
+  DType dtype = DType::kF32;
+  int64_t q_rows = 0, k_rows = 0;
+  int64_t max_segments = 0;
+  bool forward_only = false;
+};
+size_t attention_workspace_bytes(const AttentionShape& shape, const AttentionDims& dims,
+                                 const AttentionWorkspace& tuning = {});
 
 // out (Tq, H, D) =; lse (Tq, H) = log-sum-exp of the scaled scores per query and head, saved
 // for backward; q (Tq, H, D); k, v (Tk, Hkv, D); rows contiguous, strides H·D resp. Hkv·D.

@@ -16,7 +16,7 @@
 // with Z = 311 MB in fp32, and the two gradient products run over vocabulary blocks of 16384
 // rows so that both read dZ_b while it is in cache (together 10% faster than 256-row chunks of
 // whole rows at C = 512, 8% at C = 1024; the table is in ops/cpu/lm_head_ce.cpp).
-// LmHeadWorkspace::rows_per_chunk and vocab_block override both. The statistics need the whole
+// LmHeadTuning::rows_per_chunk and vocab_block override both. The statistics need the whole
 // row's log-sum-exp before any dlogit, so a row's logits are held until its row pass: blocking
 // the logits product itself by vocabulary would only pay with a second exp per logit (online
 // log-sum-exp), which we avoid.
@@ -36,10 +36,11 @@
 // accumulates (+=). Dimensions: Tn tokens, C hidden, V vocabulary (this rank's rows).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "core/shard_group.h"
+#include "ops/workspace.h"
 
 namespace sft::ops {
 
@@ -50,24 +51,25 @@ struct LmHeadStats {
   double entropy_sum = 0;  // Σ entropy of the softmax over scored rows
 };
 
-// Reusable buffers, grown on first use to the largest size asked for and never shrunk, so a
-// training loop allocates once. The two tuning knobs are for benchmarks; 0 = the default.
-struct LmHeadWorkspace {
+// The kernel's tuning and its scratch memory, which the caller owns (ops/workspace.h): size it
+// with lm_head_workspace_bytes for the largest call. The two knobs are for benchmarks and tests;
+// 0 = the measured default. A bf16 call without a group also holds one fp32 row of V per worker
+// of default_thread_pool() (the row pass widens its bf16 logits there).
+struct LmHeadTuning {
   int64_t rows_per_chunk = 0;  // m: rows whose logits are held at once (memory m·V·4 bytes)
   int64_t vocab_block = 0;     // vocabulary block of the gradient products; 0 or ≥ V = whole rows
-
-  std::vector<int64_t> rows;     // the rows computed, in order
-  std::vector<float> f32;        // float/bf16 path: Z chunk, dX chunk, X chunk
-  std::vector<double> f64;       // double path: the same
-  std::vector<uint16_t> b16;     // bf16 path: X chunk, dZ chunk rounded to bf16
-  std::vector<double> row_loss;  // per-row statistics of a chunk, reduced in row order
-  std::vector<double> row_entropy;
-  std::vector<uint8_t> row_correct;
-  // Vocabulary shards: the chunk's row maxima (the group's; this slice's in shard_local_max)
-  // and the per-row sums combined over the group.
-  std::vector<float> shard_max_f32;
-  std::vector<double> shard_max_f64, shard_local_max, shard_sums;
 };
+struct LmHeadWorkspace {
+  LmHeadTuning tuning;
+  Workspace memory;
+};
+
+// The bytes a raw kernel below needs, at most, for Tn rows against V vocabulary rows of width
+// C: T = float, double or uint16_t (bf16); `shard` for a call with a group. Every call with at
+// most Tn rows fits (fewer scored rows need less).
+template <typename T>
+size_t lm_head_kernel_workspace_bytes(int64_t Tn, int64_t C, int64_t V, bool shard,
+                                      const LmHeadTuning& tuning = {});
 
 // x (Tn, C); w (V, C) as nn.Linear stores it; targets (Tn): the id scored at row t, or -1.
 // dx (Tn, C) = scale · dLoss/dx (unscored rows → 0), or null; dw (V, C) += scale · dLoss/dw, or

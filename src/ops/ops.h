@@ -8,7 +8,9 @@
 // Signature rule of every forward/backward pair: outputs first, then saved activations,
 // inputs, weights, then sizes. Parameter grads accumulate (+=); activation grads overwrite (=).
 // Threads: view-level ops are called from one thread at a time (the model's); each kernel fans
-// out over the one pool inside, and a backend keeps its scratch (attention, LM head) per process.
+// out over the one pool inside. Scratch: kernels keep none of their own; the ops that need it
+// (attention, the LM head) take a Workspace of the caller's memory (ops/workspace.h), sized by
+// their *_workspace_bytes function.
 //
 // Every matrix multiply in sft goes through ops::matmul, so its implementation (OpenBLAS
 // today; oneDNN, own microkernels or cuBLASLt later) can be swapped in one place.
@@ -16,6 +18,7 @@
 // bit-identical outputs (work is split over output rows/columns only, never over K).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -23,6 +26,7 @@
 #include "ops/attention.h"
 #include "ops/lm_head_ce.h"
 #include "ops/view.h"
+#include "ops/workspace.h"
 
 namespace sft::ops {
 
@@ -101,12 +105,14 @@ void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard s
 // saved for backward; q (Tq, H·D); k, v (Tk, Hkv·D). Backward: dq =, dk and dv = on the key
 // rows the segments cover. Dtypes: all f32, all f64 (reference), or bf16 attention: q, k, v
 // bf16, out bf16 or f32, lse f32 and, backward, dout, dq, dk, dv f32 (dout is rounded to bf16
-// inside, as autocast's gradient); any other mix is refused.
+// inside, as autocast's gradient); any other mix is refused. workspace: at least
+// attention_workspace_bytes (ops/attention.h) of a shape that covers the call.
 void attention_forward(View out, View lse, View q, View k, View v,
-                       std::span<const AttentionSegment> segments, const AttentionDims& dims);
+                       std::span<const AttentionSegment> segments, const AttentionDims& dims,
+                       Workspace workspace);
 void attention_backward(View dq, View dk, View dv, View dout, View out, View lse, View q, View k,
                         View v, std::span<const AttentionSegment> segments,
-                        const AttentionDims& dims);
+                        const AttentionDims& dims, Workspace workspace);
 
 // LM head + cross-entropy in one pass, never (T × V): x (T, C), w (V, C); targets[t] the id
 // scored at row t or -1. With dx/dw given, the gradient of scale · Σ loss is produced here:
@@ -116,8 +122,20 @@ void attention_backward(View dq, View dk, View dv, View dout, View out, View lse
 // whole-vocabulary ids: the row statistics are combined over the group (max, then the sums;
 // never the logits), so the returned statistics and dx are the whole head's, identical on
 // every rank, and dw += this rank's rows of the gradient. No logits with a shard.
+// workspace: at least lm_head_workspace_bytes of this call's shape (ops/workspace.h).
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
-                                  const int64_t* targets, double scale, VocabShard shard = {});
+                                  const int64_t* targets, double scale, Workspace workspace,
+                                  VocabShard shard = {});
+// The workspace of a call with up to `rows` rows of x (dtype, width `hidden`) against `vocab`
+// rows of w (a shard's own rows with `shard`); `logits` when full logits are asked for (bf16
+// then widens x and w to fp32 there: (rows + vocab) · hidden · 4 bytes more).
+struct LmHeadShape {
+  DType dtype = DType::kF32;
+  int64_t rows = 0, hidden = 0, vocab = 0;
+  bool logits = false;
+  bool shard = false;
+};
+size_t lm_head_workspace_bytes(const LmHeadShape& shape);
 
 // dst += src (same shape). dst and src may differ in dtype only as f32 += bf16. With `rounded`
 // (bf16, same shape; f32 dst and src), the sum is also written there rounded (f32_to_bf16) in

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "conformance.h"
+#include "test_workspace.h"
 
 namespace sft::conformance {
 namespace {
@@ -89,9 +90,11 @@ AttentionRun run_attention_full(const AttentionCase& c, const Backend& be, Mode 
   Buffer DQ(be, f, c.Tq, qc, Values(c.Tq * qc, kNaN));
   Buffer DK(be, f, c.Tk, kc, Values(c.Tk * kc, kNaN));
   Buffer DV(be, f, c.Tk, kc, Values(c.Tk * kc, kNaN));
-  ops::attention_forward(O.view(), L.view(), Q.view(), K.view(), V.view(), c.segments, d);
+  ops::WorkspaceArena arena;
+  const ops::Workspace ws = test::attention_workspace(arena, m.dtype, c.segments, d);
+  ops::attention_forward(O.view(), L.view(), Q.view(), K.view(), V.view(), c.segments, d, ws);
   ops::attention_backward(DQ.view(), DK.view(), DV.view(), DO.view(), O.view(), L.view(), Q.view(),
-                          K.view(), V.view(), c.segments, d);
+                          K.view(), V.view(), c.segments, d, ws);
   return {O.read(), L.read(), DQ.read(), DK.read(), DV.read()};
 }
 
@@ -226,10 +229,12 @@ void check_attention_fd(const AttentionCase& c) {
   Values v = random_values(c.Tk * kc, 7, 1.0, DType::kF64);
   Values R = random_values(c.Tq * qc, 8, 1.0, DType::kF64);
   Values out(c.Tq * qc), lse(c.Tq * d.H);
+  ops::WorkspaceArena arena;
+  const ops::Workspace ws = test::attention_workspace(arena, DType::kF64, c.segments, d);
   auto f = [&] {
     ops::attention_forward(host_view(out, c.Tq, qc), host_view(lse, c.Tq, d.H),
                            host_view(q, c.Tq, qc), host_view(k, c.Tk, kc), host_view(v, c.Tk, kc),
-                           c.segments, d);
+                           c.segments, d, ws);
     return dot(out, R);
   };
   f();
@@ -237,7 +242,7 @@ void check_attention_fd(const AttentionCase& c) {
   ops::attention_backward(host_view(dq, c.Tq, qc), host_view(dk, c.Tk, kc), host_view(dv, c.Tk, kc),
                           host_view(R, c.Tq, qc), host_view(out, c.Tq, qc),
                           host_view(lse, c.Tq, d.H), host_view(q, c.Tq, qc), host_view(k, c.Tk, kc),
-                          host_view(v, c.Tk, kc), c.segments, d);
+                          host_view(v, c.Tk, kc), c.segments, d, ws);
   EXPECT_LE(fd_error(q, f, dq), kFdTolerance);
   EXPECT_LE(fd_error(k, f, dk), kFdTolerance);
   EXPECT_LE(fd_error(v, f, dv), kFdTolerance);

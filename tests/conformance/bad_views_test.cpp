@@ -72,12 +72,12 @@ TEST_P(ConformanceBadViews, Attention) {
   on_backend(backend(), [&](Views& v) {
     expect_error_naming("attention", [&] {  // f64 q with f32 k, v
       ops::attention_forward(v.make(f64, 4, 8), v.make(f64, 4, 2), v.make(f64, 4, 8),
-                             v.make(f32, 4, 4), v.make(f32, 4, 4), seg, d);
+                             v.make(f32, 4, 4), v.make(f32, 4, 4), seg, d, {});
     });
     expect_error_naming("attention", [&] {  // a query past the last key
       const std::vector<AttentionSegment> past = {{0, 4, 0, 2, 0}};
       ops::attention_forward(v.make(f32, 4, 8), v.make(f32, 4, 2), v.make(f32, 4, 8),
-                             v.make(f32, 4, 4), v.make(f32, 4, 4), past, d);
+                             v.make(f32, 4, 4), v.make(f32, 4, 4), past, d, {});
     });
   });
 }
@@ -86,11 +86,11 @@ TEST_P(ConformanceBadViews, LmHead) {
   on_backend(backend(), [](Views& v) {
     expect_error_naming("lm_head", [&] {  // w of another hidden size
       ops::lm_head_cross_entropy(v.make(f32, 3, 4), v.make(f32, 7, 5), View{}, v.make(f32, 3, 4),
-                                 v.make(f32, 7, 5), v.ids(), 1.0);
+                                 v.make(f32, 7, 5), v.ids(), 1.0, {});
     });
     expect_error_naming("lm_head", [&] {  // dx of another shape than x
       ops::lm_head_cross_entropy(v.make(f32, 2, 4), v.make(f32, 7, 4), View{}, v.make(f32, 3, 4),
-                                 v.make(f32, 7, 4), v.ids(), 1.0);
+                                 v.make(f32, 7, 4), v.ids(), 1.0, {});
     });
   });
 }
@@ -212,7 +212,7 @@ TEST(ConformanceRouting, MixedDevicesNameTheOpAndTheDevices) {
   const std::vector<AttentionSegment> seg = {{0, 2, 0, 2, 0}};
   const AttentionDims d{1, 1, 2, 0};
   expect_error_naming("attention_forward: " + devices,
-                      [&] { ops::attention_forward(c, b.first(2, 1), c, a, c, seg, d); });
+                      [&] { ops::attention_forward(c, b.first(2, 1), c, a, c, seg, d, {}); });
   expect_error_naming("adamw_update: views on different devices (cuda and cpu",
                       [&] { ops::adamw_update(a, c, c, c, {}, b); });
 }
@@ -226,12 +226,13 @@ TEST(ConformanceRouting, OpsWithoutACudaKernelSaySo) {
   const AttentionDims d{1, 1, 2, 0};
   const std::string none = ": no CUDA kernel yet (attention, the fused LM head: docs/cuda.md)";
   expect_error_naming("attention_forward" + none,
-                      [&] { ops::attention_forward(out, lse, q, k, v, seg, d); });
-  expect_error_naming("attention_backward" + none,
-                      [&] { ops::attention_backward(q, k, v, out, out, lse, q, k, v, seg, d); });
+                      [&] { ops::attention_forward(out, lse, q, k, v, seg, d, {}); });
+  expect_error_naming("attention_backward" + none, [&] {
+    ops::attention_backward(q, k, v, out, out, lse, q, k, v, seg, d, {});
+  });
   const int64_t targets[2] = {0, 1};
   expect_error_naming("lm_head_cross_entropy" + none,
-                      [&] { ops::lm_head_cross_entropy(out, k, View{}, q, k, targets, 1.0); });
+                      [&] { ops::lm_head_cross_entropy(out, k, View{}, q, k, targets, 1.0, {}); });
 }
 
 // Without CUDA compiled in, a CUDA view names its op and how to get CUDA (with it, the view
@@ -266,7 +267,7 @@ TEST_P(ConformanceBadViews, MixedOperandDtypesNameTheOp) {
     expect_error_naming("add", [&] { ops::add(v.make(f64, 2, 3), v.make(f32, 2, 3)); });
     expect_error_naming("lm_head", [&] {  // bf16 gradients
       ops::lm_head_cross_entropy(v.make(bf16, 3, 4), v.make(bf16, 7, 4), View{}, v.make(bf16, 3, 4),
-                                 v.make(bf16, 7, 4), v.ids(), 1.0);
+                                 v.make(bf16, 7, 4), v.ids(), 1.0, {});
     });
   });
 }
@@ -277,17 +278,17 @@ TEST_P(ConformanceBadViews, AttentionShapes) {
   on_backend(backend(), [&](Views& v) {
     expect_error_naming("attention", [&] {  // k of the wrong width for Hkv · D
       ops::attention_forward(v.make(f32, 4, 8), v.make(f32, 4, 2), v.make(f32, 4, 8),
-                             v.make(f32, 4, 8), v.make(f32, 4, 4), seg, d);
+                             v.make(f32, 4, 8), v.make(f32, 4, 4), seg, d, {});
     });
     expect_error_naming("attention", [&] {  // a segment past the last key row
       const std::vector<AttentionSegment> past = {{0, 4, 0, 5, 0}};
       ops::attention_forward(v.make(f32, 4, 8), v.make(f32, 4, 2), v.make(f32, 4, 8),
-                             v.make(f32, 4, 4), v.make(f32, 4, 4), past, d);
+                             v.make(f32, 4, 4), v.make(f32, 4, 4), past, d, {});
     });
     expect_error_naming("attention", [&] {  // dq of the wrong shape
       ops::attention_backward(v.make(f32, 3, 8), v.make(f32, 4, 4), v.make(f32, 4, 4),
                               v.make(f32, 4, 8), v.make(f32, 4, 8), v.make(f32, 4, 2),
-                              v.make(f32, 4, 8), v.make(f32, 4, 4), v.make(f32, 4, 4), seg, d);
+                              v.make(f32, 4, 8), v.make(f32, 4, 4), v.make(f32, 4, 4), seg, d, {});
     });
   });
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "conformance.h"
+#include "test_workspace.h"
 
 namespace sft::conformance {
 namespace {
@@ -57,9 +58,11 @@ Outputs run_lm_head(const LmHeadCase& c, const Backend& be, Mode m) {
   Buffer DX(be, out, T, c.C, Values(T * c.C, kNaN));
   Buffer DW(be, out, c.V, c.C, random_values(c.V * c.C, 3, kAccumulateStart, DType::kF32));
   Buffer L(be, out, T, c.V, Values(T * c.V, kNaN));
+  ops::WorkspaceArena arena;
   const ops::LmHeadStats s = ops::lm_head_cross_entropy(
       c.gradients ? DX.view() : View{}, c.gradients ? DW.view() : View{},
-      c.logits ? L.view() : View{}, X.view(), W.view(), targets.data(), c.scale);
+      c.logits ? L.view() : View{}, X.view(), W.view(), targets.data(), c.scale,
+      test::lm_head_workspace(arena, X.view(), W.view(), c.logits));
   Outputs o = {{"loss_sum", {s.loss_sum}},
                {"entropy_sum", {s.entropy_sum}},
                {"count", {double(s.count)}},
@@ -187,16 +190,20 @@ void check_lm_head_fd(const LmHeadCase& c) {
   const int64_t T = static_cast<int64_t>(c.targets.size());
   Values x, w;
   lm_head_inputs(c, DType::kF64, &x, &w);
+  ops::WorkspaceArena arena;
+  const ops::Workspace ws =
+      test::lm_head_workspace(arena, host_view(x, T, c.C), host_view(w, c.V, c.C));
   auto f = [&] {
     return c.scale * ops::lm_head_cross_entropy(View{}, View{}, View{}, host_view(x, T, c.C),
-                                                host_view(w, c.V, c.C), c.targets.data(), c.scale)
+                                                host_view(w, c.V, c.C), c.targets.data(), c.scale,
+                                                ws)
                          .loss_sum;
   };
   const Values dw0 = random_values(c.V * c.C, 4, 1.0, DType::kF64);
   Values dx(T * c.C, kNaN), dw = dw0;
   ops::lm_head_cross_entropy(host_view(dx, T, c.C), host_view(dw, c.V, c.C), View{},
                              host_view(x, T, c.C), host_view(w, c.V, c.C), c.targets.data(),
-                             c.scale);
+                             c.scale, ws);
   EXPECT_LE(fd_error(x, f, dx), kFdTolerance);
   EXPECT_LE(fd_error(w, f, gained(dw, dw0)), kFdTolerance);
 }

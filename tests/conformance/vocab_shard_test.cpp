@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "conformance.h"
+#include "test_workspace.h"
 #include "thread_shard_group.h"
 
 namespace sft::conformance {
@@ -53,8 +54,11 @@ Outputs run_lm_head_shard(const ShardCase& c, const Backend& be, Mode m) {
     Buffer DX(be, out, T, c.C, Values(T * c.C, kNaN));
     Buffer DW(be, out, rows, c.C,
               Values(dw0.begin() + begin * c.C, dw0.begin() + (begin + rows) * c.C));
-    stats[r] = ops::lm_head_cross_entropy(DX.view(), DW.view(), View{}, X.view(), W.view(),
-                                          targets.data(), c.scale, ops::VocabShard{begin, &g});
+    ops::WorkspaceArena arena;  // this rank's
+    stats[r] = ops::lm_head_cross_entropy(
+        DX.view(), DW.view(), View{}, X.view(), W.view(), targets.data(), c.scale,
+        test::lm_head_workspace(arena, X.view(), W.view(), false, true),
+        ops::VocabShard{begin, &g});
     dx[r] = DX.read();
     dw[r] = DW.read();
   });
@@ -116,12 +120,15 @@ TEST(ConformanceVocabShardReference, LmHeadGradientsMatchFiniteDifferences) {
     ThreadShardGroups::run(ranks, [&](ShardGroup& g) {
       const int64_t begin = g.rank() * rows;
       Values mine(dw.begin() + begin * C, dw.begin() + (begin + rows) * C), dxr(T * C);
+      const View wr = ops::view_of(w.data() + begin * C, rows, C);
+      ops::WorkspaceArena arena;  // this rank's
       loss[static_cast<size_t>(g.rank())] =
-          scale * ops::lm_head_cross_entropy(grads ? host_view(dxr, T, C) : View{},
-                                             grads ? host_view(mine, rows, C) : View{}, View{},
-                                             host_view(x, T, C),
-                                             ops::view_of(w.data() + begin * C, rows, C),
-                                             targets.data(), scale, ops::VocabShard{begin, &g})
+          scale * ops::lm_head_cross_entropy(
+                      grads ? host_view(dxr, T, C) : View{},
+                      grads ? host_view(mine, rows, C) : View{}, View{}, host_view(x, T, C), wr,
+                      targets.data(), scale,
+                      test::lm_head_workspace(arena, host_view(x, T, C), wr, false, true),
+                      ops::VocabShard{begin, &g})
                       .loss_sum;
       if (!grads) return;
       std::copy(mine.begin(), mine.end(), dw.begin() + begin * C);

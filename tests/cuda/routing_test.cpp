@@ -192,12 +192,12 @@ TEST(CudaRouting, OpsWithoutAKernelAndMixedDevicesFailNamingTheOp) {
   const std::vector<ops::AttentionSegment> seg = {{0, 2, 0, 2, 0}};
   const ops::AttentionDims d{1, 1, 2, 0};
   expect_error("attention_forward: no CUDA kernel yet", [&] {
-    ops::attention_forward(out.view(), lse.view(), q.view(), k.view(), v.view(), seg, d);
+    ops::attention_forward(out.view(), lse.view(), q.view(), k.view(), v.view(), seg, d, {});
   });
   const DeviceIds targets(std::vector<int64_t>{0, 1});
   expect_error("lm_head_cross_entropy: no CUDA kernel yet", [&] {
     ops::lm_head_cross_entropy(out.view(), k.view(), ops::View{}, q.view(), k.view(),
-                               targets.data(), 1.0);
+                               targets.data(), 1.0, {});
   });
   std::vector<float> host(4, 0.0f);
   const ops::View cpu = ops::view_of(host.data(), 2, 2);

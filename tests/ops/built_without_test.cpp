@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "parallel/comm.h"
 #include "ops/backend.h"
+#include "parallel/comm.h"
 
 namespace sft {
 

@@ -30,6 +30,7 @@
 #include "ops/cpu/amx.h"
 #include "ops/cpu/flash_attention_bf16.h"
 #include "ops/ops.h"
+#include "test_workspace.h"
 
 namespace sft::ops {
 namespace {
@@ -76,6 +77,8 @@ Result reference(const Case& c, const Inputs& in) {
            std::vector<double>(in.q.value.size()), std::vector<double>(in.k.value.size()),
            std::vector<double>(in.k.value.size())};
   AttentionWorkspace ws;
+  WorkspaceArena arena;
+  test::give_attention_memory(ws, arena, DType::kF64, c.segs, c.dims);
   attention_forward(r.out.data(), r.lse.data(), in.q.value.data(), in.k.value.data(),
                     in.v.value.data(), c.segs, c.dims, ws);
   attention_backward(r.dq.data(), r.dk.data(), r.dv.data(), in.dout.value.data(), r.out.data(),
@@ -92,6 +95,8 @@ Result run_bf16(const Case& c, const Inputs& in, AttentionWorkspace& ws,
   std::vector<float> lse(static_cast<size_t>(c.Tq * c.dims.H)), dq(out.size()),
       dk(in.k.bits.size()), dv(in.k.bits.size());
   std::vector<float> dout(in.dout.value.begin(), in.dout.value.end());
+  WorkspaceArena arena;
+  test::give_attention_memory(ws, arena, DType::kBF16, c.segs, c.dims);
   attention_forward_bf16(out.data(), lse.data(), in.q.bits.data(), in.k.bits.data(),
                          in.v.bits.data(), c.segs, c.dims, ws);
   attention_backward_bf16(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(),
@@ -249,20 +254,22 @@ TEST(FlashAttentionBf16, ViewsOfOtherMixesAreRefused) {
       EXPECT_NE(std::string(e.what()).find("legal"), std::string::npos) << e.what();
     }
   };
-  expect_refused([&] { attention_forward(qb, lse, qb, qf, qb, segs, dims); }, "k f32");
+  WorkspaceArena arena;
+  const Workspace ws = test::attention_workspace(arena, DType::kBF16, segs, dims);
+  expect_refused([&] { attention_forward(qb, lse, qb, qf, qb, segs, dims, ws); }, "k f32");
   expect_refused(
-      [&] { attention_forward(qb, qb.reshaped(16, 1).first(4, 1), qb, qb, qb, segs, dims); },
+      [&] { attention_forward(qb, qb.reshaped(16, 1).first(4, 1), qb, qb, qb, segs, dims, ws); },
       "lse bf16");
-  expect_refused([&] { attention_backward(qb, qf, qf, qf, qb, lse, qb, qb, qb, segs, dims); },
+  expect_refused([&] { attention_backward(qb, qf, qf, qf, qb, lse, qb, qb, qb, segs, dims, ws); },
                  "dq bf16");
   // The legal mixes run.
-  attention_forward(qb, lse, qb, qb, qb, segs, dims);
-  attention_forward(qf, lse, qb, qb, qb, segs, dims);
+  attention_forward(qb, lse, qb, qb, qb, segs, dims, ws);
+  attention_forward(qf, lse, qb, qb, qb, segs, dims, ws);
   std::vector<float> g(64 * 4);
   const View dq = view_of(g.data(), 4, 4), dk = view_of(g.data() + 64, 4, 4),
              dv = view_of(g.data() + 128, 4, 4), dout = view_of(g.data() + 192, 4, 4);
-  attention_backward(dq, dk, dv, dout, qb, lse, qb, qb, qb, segs, dims);
-  attention_backward(dq, dk, dv, dout, qf, lse, qb, qb, qb, segs, dims);
+  attention_backward(dq, dk, dv, dout, qb, lse, qb, qb, qb, segs, dims, ws);
+  attention_backward(dq, dk, dv, dout, qf, lse, qb, qb, qb, segs, dims, ws);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "ops/attention.h"
 #include "ops/attention_cases.h"
 #include "ops/cpu/attention_reference.h"
+#include "test_workspace.h"
 
 namespace sft::ops {
 namespace {
@@ -102,6 +103,8 @@ Flash<T> run_flash(const Case& c, const Inputs& in, AttentionWorkspace& ws, T fi
              std::vector<T>(static_cast<size_t>(c.Tq * c.dims.H), fill),
              std::vector<T>(q.size(), fill), std::vector<T>(k.size(), fill),
              std::vector<T>(k.size(), fill)};
+  WorkspaceArena arena;
+  test::give_attention_memory(ws, arena, DTypeOf<T>::value, c.segs, c.dims);
   attention_forward(f.out.data(), f.lse.data(), q.data(), k.data(), v.data(), c.segs, c.dims, ws);
   attention_backward(f.dq.data(), f.dk.data(), f.dv.data(), dout.data(), f.out.data(), f.lse.data(),
                      q.data(), k.data(), v.data(), c.segs, c.dims, ws);
@@ -186,6 +189,8 @@ TEST(FlashAttention, FloatAgreesWithDouble) {
 // Loss Σ out ⊙ dout, so its gradients are what backward returns for that dout.
 double loss(const Case& c, const Inputs& in, AttentionWorkspace& ws) {
   std::vector<double> out(in.q.size()), lse(static_cast<size_t>(c.Tq * c.dims.H));
+  WorkspaceArena arena;
+  test::give_attention_memory(ws, arena, DType::kF64, c.segs, c.dims);
   attention_forward(out.data(), lse.data(), in.q.data(), in.k.data(), in.v.data(), c.segs, c.dims,
                     ws);
   double s = 0;

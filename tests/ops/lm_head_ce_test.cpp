@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "ops/cpu/lm_head_reference.h"
 #include "ops/lm_head_ce.h"
+#include "test_workspace.h"
 
 namespace sft::ops {
 namespace {
@@ -118,6 +119,8 @@ Outcome<T> run(const Problem& p, T scale, const std::vector<double>& dw0, LmHead
   r.dx.assign(p.T * p.C, T(7));  // overwritten, including unscored rows
   r.dw = cast<T>(dw0);
   if (want_logits) r.logits.assign(p.T * p.V, T(0));
+  WorkspaceArena arena;
+  test::give_lm_head_memory<T>(ws, arena, p.T, p.C, p.V);
   r.stats =
       lm_head_cross_entropy<T>(r.dx.data(), r.dw.data(), want_logits ? r.logits.data() : nullptr,
                                x.data(), w.data(), p.y.data(), scale, p.T, p.C, p.V, ws);
@@ -140,8 +143,8 @@ TEST(LmHeadCe, DoubleMatchesFullLogitsReferenceAcrossChunkings) {
     for (int64_t block : {0, 1, 5, 37}) {
       SCOPED_TRACE(testing::Message() << "rows_per_chunk " << rows << " vocab_block " << block);
       LmHeadWorkspace ws;
-      ws.rows_per_chunk = rows;
-      ws.vocab_block = block;
+      ws.tuning.rows_per_chunk = rows;
+      ws.tuning.vocab_block = block;
       const Outcome<double> got = run<double>(p, scale, dw0, ws, rows == 4);
       expect_stats(got.stats, want.stats, 1e-12);
       expect_close(got.dx, want.dx, 1e-12, "dx");
@@ -154,8 +157,8 @@ TEST(LmHeadCe, FloatMatchesDouble) {
   const Problem p = make_problem(40, 16, 300, 3);
   const std::vector<double> dw0 = random_dw(p.V * p.C, 4);
   LmHeadWorkspace ws;
-  ws.rows_per_chunk = 7;
-  ws.vocab_block = 64;
+  ws.tuning.rows_per_chunk = 7;
+  ws.tuning.vocab_block = 64;
   const Outcome<double> d = run<double>(p, 1.0 / 30, dw0, ws, false);
   const Outcome<float> f = run<float>(p, 1.0f / 30, dw0, ws, false);
   expect_stats(f.stats, d.stats, 1e-5);
@@ -166,6 +169,8 @@ TEST(LmHeadCe, FloatMatchesDouble) {
 // Scaled loss of the double path, statistics only.
 double scaled_loss(const Problem& p, double scale) {
   LmHeadWorkspace ws;
+  WorkspaceArena arena;
+  test::give_lm_head_memory<double>(ws, arena, p.T, p.C, p.V);
   return scale * lm_head_cross_entropy<double>(nullptr, nullptr, nullptr, p.x.data(), p.w.data(),
                                                p.y.data(), 1.0, p.T, p.C, p.V, ws)
                      .loss_sum;
@@ -176,8 +181,8 @@ TEST(LmHeadCe, GradientsMatchCentralFiniteDifferences) {
   p.y[2] = -1;
   const double scale = 0.37, h = 1e-5;
   LmHeadWorkspace ws;
-  ws.rows_per_chunk = 2;
-  ws.vocab_block = 2;
+  ws.tuning.rows_per_chunk = 2;
+  ws.tuning.vocab_block = 2;
   const Outcome<double> g = run<double>(p, scale, std::vector<double>(p.V * p.C, 0.0), ws, false);
   for (size_t i = 0; i < p.x.size(); ++i) {
     Problem a = p, b = p;
@@ -221,6 +226,8 @@ TEST(LmHeadCe, TiesCountTheFirstMaximumAsThePrediction) {
   // Vocabulary rows 1 and 3 are equal, so their logits tie exactly and are the maximum.
   Problem p{3, 2, 4, {1, 0, 1, 0, 1, 0}, {-1, 0, 2, 0, -1, 0, 2, 0}, {1, 1, 3}};
   LmHeadWorkspace ws;
+  WorkspaceArena arena;
+  test::give_lm_head_memory<double>(ws, arena, 3, 2, 4);
   const LmHeadStats s = lm_head_cross_entropy<double>(nullptr, nullptr, nullptr, p.x.data(),
                                                       p.w.data(), p.y.data(), 1.0, 3, 2, 4, ws);
   EXPECT_EQ(s.count, 3);
@@ -266,8 +273,10 @@ TEST(LmHeadCe, Bf16MatchesAReferenceThatRoundsLogitsAndDlogits) {
   for (const auto& [rows, block] : {std::pair<int64_t, int64_t>{0, 0}, {5, 48}}) {
     SCOPED_TRACE(testing::Message() << "rows_per_chunk " << rows << " vocab_block " << block);
     LmHeadWorkspace ws;
-    ws.rows_per_chunk = rows;
-    ws.vocab_block = block;
+    ws.tuning.rows_per_chunk = rows;
+    ws.tuning.vocab_block = block;
+    WorkspaceArena arena;
+    test::give_lm_head_memory<uint16_t>(ws, arena, p.T, p.C, p.V);
     std::vector<float> dx(p.T * p.C, 3.0f), dw = cast<float>(dw0);
     const LmHeadStats s =
         lm_head_cross_entropy_bf16(dx.data(), dw.data(), xb.data(), wb.data(), p.y.data(),
@@ -313,13 +322,13 @@ TEST(LmHeadCe, RerunsAreBitIdentical) {
   const Problem p = make_problem(33, 16, 500, 13);
   const std::vector<double> dw0 = random_dw(p.V * p.C, 14);
   LmHeadWorkspace ws;
-  ws.rows_per_chunk = 8;
-  ws.vocab_block = 100;
+  ws.tuning.rows_per_chunk = 8;
+  ws.tuning.vocab_block = 100;
   const Outcome<float> a = run<float>(p, 0.1f, dw0, ws, true);
   const Outcome<float> b = run<float>(p, 0.1f, dw0, ws, true);  // reused (grown) workspace
   LmHeadWorkspace fresh;
-  fresh.rows_per_chunk = 8;
-  fresh.vocab_block = 100;
+  fresh.tuning.rows_per_chunk = 8;
+  fresh.tuning.vocab_block = 100;
   const Outcome<float> c = run<float>(p, 0.1f, dw0, fresh, true);
   for (const Outcome<float>* r : {&b, &c}) {
     EXPECT_EQ(r->stats.loss_sum, a.stats.loss_sum);
@@ -335,6 +344,8 @@ TEST(LmHeadCe, TargetOutsideTheVocabularyFails) {
   Problem p = make_problem(2, 2, 3, 15);
   p.y = {0, 3};
   LmHeadWorkspace ws;
+  WorkspaceArena arena;
+  test::give_lm_head_memory<double>(ws, arena, 2, 2, 3);
   EXPECT_THROW(lm_head_cross_entropy<double>(nullptr, nullptr, nullptr, p.x.data(), p.w.data(),
                                              p.y.data(), 1.0, 2, 2, 3, ws),
                Error);

@@ -21,6 +21,7 @@
 #include "core/rng.h"
 #include "ops/lm_head_ce.h"
 #include "ops/ops.h"
+#include "test_workspace.h"
 #include "thread_shard_group.h"
 
 namespace sft::ops {
@@ -102,9 +103,12 @@ Result run_rows(const Head& h, DType dt, double scale, bool grads, int64_t v0, i
   Buf dx(grad_dtype(dt), std::vector<double>(h.T * h.C, NAN).data(), h.T * h.C);
   Buf dw(grad_dtype(dt), h.dw0.data() + v0 * h.C, n * h.C);
   Result r;
+  WorkspaceArena arena;  // each rank's own
+  const Workspace ws = test::lm_head_workspace(arena, x.view(h.T, h.C), w.view(n, h.C), false,
+                                               shard.group != nullptr);
   r.stats =
       lm_head_cross_entropy(grads ? dx.view(h.T, h.C) : View{}, grads ? dw.view(n, h.C) : View{},
-                            View{}, x.view(h.T, h.C), w.view(n, h.C), h.y.data(), scale, shard);
+                            View{}, x.view(h.T, h.C), w.view(n, h.C), h.y.data(), scale, ws, shard);
   if (grads) r.dx = dx.values(), r.dw = dw.values();
   return r;
 }
@@ -249,7 +253,9 @@ TEST(LmHeadShard, ChunkEdgesAndPerRankWorkspaces) {
   const std::vector<float> x(h.x.begin(), h.x.end()), w(h.w.begin(), h.w.end());
   const float scale = 1.0f / 31;
   LmHeadWorkspace ws;
-  ws.rows_per_chunk = 7;
+  ws.tuning.rows_per_chunk = 7;
+  WorkspaceArena arena;
+  test::give_lm_head_memory<float>(ws, arena, h.T, h.C, h.V);
   std::vector<float> dx(h.T * h.C), dw(h.V * h.C, 0.0f);
   const LmHeadStats whole = lm_head_cross_entropy<float>(
       dx.data(), dw.data(), nullptr, x.data(), w.data(), h.y.data(), scale, h.T, h.C, h.V, ws);
@@ -261,7 +267,9 @@ TEST(LmHeadShard, ChunkEdgesAndPerRankWorkspaces) {
     ThreadShardGroups::run(ranks, [&](ShardGroup& g) {
       const size_t r = static_cast<size_t>(g.rank());
       LmHeadWorkspace mine;
-      mine.rows_per_chunk = 7;
+      mine.tuning.rows_per_chunk = 7;
+      WorkspaceArena own;
+      test::give_lm_head_memory<float>(mine, own, h.T, h.C, rows, true);
       dxs[r].assign(h.T * h.C, NAN);
       dws[r].assign(rows * h.C, 0.0f);
       stats[r] = lm_head_cross_entropy<float>(dxs[r].data(), dws[r].data(), nullptr, x.data(),
@@ -325,11 +333,13 @@ TEST(LmHeadShard, RefusalsOnEveryRank) {
     std::vector<int> refused(2, 0);
     ThreadShardGroups::run(2, [&](ShardGroup& g) {
       std::vector<float> lg(h.T * 32), dx(h.T * h.C);
+      WorkspaceArena arena;
+      const View xv = view_of(x.data(), h.T, h.C), wv = view_of(w.data(), 32, h.C);
       try {
         lm_head_cross_entropy(view_of(dx.data(), h.T, h.C), View{},
-                              logits ? view_of(lg.data(), h.T, 32) : View{},
-                              view_of(x.data(), h.T, h.C), view_of(w.data(), 32, h.C), y.data(),
-                              1.0, VocabShard{g.rank() * begin_step + begin_offset, &g});
+                              logits ? view_of(lg.data(), h.T, 32) : View{}, xv, wv, y.data(), 1.0,
+                              test::lm_head_workspace(arena, xv, wv, false, true),
+                              VocabShard{g.rank() * begin_step + begin_offset, &g});
       } catch (const Error&) {
         refused[static_cast<size_t>(g.rank())] = 1;
       }

@@ -68,10 +68,21 @@ AttentionBlock::Saved AttentionBlock::carve_saved(Carver& cv, const LayerShape& 
   return a;
 }
 
+size_t AttentionBlock::kernel_workspace_bytes(const LayerShape& s, LayerPass pass) {
+  const ops::AttentionDims dims{s.H, s.Hkv, s.D, 0};
+  const bool decode = pass == LayerPass::kDecode;
+  return ops::attention_workspace_bytes({.dtype = decode ? DType::kF32 : s.compute,
+                                         .q_rows = s.T,
+                                         .k_rows = s.T,
+                                         .forward_only = pass != LayerPass::kTrainBackward},
+                                        dims);
+}
+
 AttentionBlock::Scratch AttentionBlock::carve_scratch(Carver& cv, const LayerShape& s,
                                                       LayerPass pass) {
   const int64_t T = s.T, Q = s.q_width(), KV = s.kv_width();
   Scratch g;
+  g.kernel = ops::take_workspace(cv, kernel_workspace_bytes(s, pass));
   if (s.bf16()) {
     if (pass == LayerPass::kDecode) {
       g.att32 = take_f32(cv, T, Q);
@@ -123,7 +134,7 @@ void AttentionBlock::forward_fp32_qkv(Saved& a, const Scratch& s, ops::View ln,
   // Against in's keys and values (the layer's own rows, or the decode cache); under bf16
   // decoding attention writes scratch and att_in is its bf16 copy.
   const ops::View att = a.att.empty() ? s.att32.first(a.q.rows, a.q.cols) : a.att;
-  ops::attention_forward(att, a.lse, a.q, in.k_all, in.v_all, in.segments, dims);
+  ops::attention_forward(att, a.lse, a.q, in.k_all, in.v_all, in.segments, dims, s.kernel);
   if (a.att_in.data != att.data) ops::cast(a.att_in, att);
 }
 
@@ -159,7 +170,7 @@ void AttentionBlock::forward_bf16_qkv(Saved& a, const Scratch& s, ops::View ln,
   ops::cast(a.k, kf);
   ops::cast(a.v, vf);
   // in.k_all, in.v_all are a.k, a.v (training owns its keys and values).
-  ops::attention_forward(a.att_in, a.lse, a.q, in.k_all, in.v_all, in.segments, dims);
+  ops::attention_forward(a.att_in, a.lse, a.q, in.k_all, in.v_all, in.segments, dims, s.kernel);
 }
 
 void AttentionBlock::backward(ops::View dln, const Scratch& s, const BlockGradScratch& g,
@@ -171,7 +182,7 @@ void AttentionBlock::backward(ops::View dln, const Scratch& s, const BlockGradSc
   // Under bf16 the saved bf16 q, k, v and output (att_in) go to attention as they are.
   const ops::View att = a.q.dtype == DType::kBF16 ? a.att_in : a.att;
   ops::attention_backward(s.dq, s.dk, s.dv, s.datt, att, a.lse, a.q, in.k_all, in.v_all,
-                          in.segments, dims);
+                          in.segments, dims, s.kernel);
   ops::rope_backward(s.dq, in.cos, in.sin);
   ops::rope_backward(s.dk, in.cos, in.sin);
   ops::View dq = s.dq, dk = s.dk;

@@ -25,6 +25,7 @@
 #include "model/linear.h"
 #include "model/parameters.h"
 #include "ops/ops.h"
+#include "ops/workspace.h"
 
 namespace sft::model {
 
@@ -66,10 +67,16 @@ struct AttentionBlock {
     // Backward.
     ops::View datt, dq, dk, dv;  // (T, Q), (T, KV) ×2
     ops::View dq2, dk2;          // (T, Q), (T, KV) before the norms' backward (qk-norm)
+    // ops::attention_*'s own scratch (tiles, per-worker accumulators), sized for the pass.
+    ops::Workspace kernel;
   };
 
   static Saved carve_saved(Carver& cv, const LayerShape& s, bool own_kv);
   static Scratch carve_scratch(Carver& cv, const LayerShape& s, LayerPass pass);
+  // Scratch::kernel's size: attention in the compute dtype over T rows (training; with the
+  // backward, both passes), or fp32 forward only (decoding: q stays fp32 against the cache; the
+  // need does not depend on the key rows).
+  static size_t kernel_workspace_bytes(const LayerShape& s, LayerPass pass);
 
   // y (T, C) f32 = o(attention(...)); saved; ln (T, C) the normed input, compute dtype.
   void forward(ops::View y, Saved& a, const Scratch& s, ops::View ln,

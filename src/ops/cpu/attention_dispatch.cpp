@@ -1,5 +1,5 @@
-// ops::attention_* on views, on the CPU: the tiled kernels of ops/attention.h, with one
-// workspace that grows to the largest call and is reused (the step loop does not allocate).
+// ops::attention_* on views, on the CPU: the tiled kernels of ops/attention.h with the default
+// tiles, on the caller's workspace (sized by attention_workspace_bytes).
 // Legal dtypes: every view f32, or every view f64 (the reference), or bf16 attention: q, k, v
 // bf16, lse f32, out bf16 or f32 and, backward, dout, dq, dk, dv f32. Other mixes are refused.
 #include "ops/attention.h"
@@ -11,11 +11,6 @@
 namespace sft::ops {
 
 namespace {
-
-AttentionWorkspace& workspace() {
-  static AttentionWorkspace ws;
-  return ws;
-}
 
 // (The device was checked by require_cpu_kernel.)
 void require_same_dtype(const char* op, const View& q, std::initializer_list<View> views) {
@@ -65,32 +60,36 @@ void require_shapes(const char* op, const View& q, const View& k, const View& v,
 }  // namespace
 
 void attention_forward(View out, View lse, View q, View k, View v,
-                       std::span<const AttentionSegment> segments, const AttentionDims& dims) {
+                       std::span<const AttentionSegment> segments, const AttentionDims& dims,
+                       Workspace memory) {
   const ScopedOp op("attention_forward");
+  AttentionWorkspace ws;
+  ws.memory = memory;
   require_cpu_kernel("attention_forward", {out, lse, q, k, v});
   if (q.dtype == DType::kBF16) {
     require_bf16_mix("attention_forward", {k, v}, out, {lse});
     require_shapes("attention_forward", q, k, v, {{&out, &q}}, lse, segments, dims);
     if (out.dtype == DType::kBF16)
       return attention_forward_bf16(out.as<uint16_t>(), lse.as<float>(), q.as<uint16_t>(),
-                                    k.as<uint16_t>(), v.as<uint16_t>(), segments, dims,
-                                    workspace());
+                                    k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, ws);
     return attention_forward_bf16(out.as<float>(), lse.as<float>(), q.as<uint16_t>(),
-                                  k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, workspace());
+                                  k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, ws);
   }
   require_same_dtype("attention_forward", q, {out, lse, k, v});
   require_shapes("attention_forward", q, k, v, {{&out, &q}}, lse, segments, dims);
   if (q.dtype == DType::kF64)
     return attention_forward(out.as<double>(), lse.as<double>(), q.as<double>(), k.as<double>(),
-                             v.as<double>(), segments, dims, workspace());
+                             v.as<double>(), segments, dims, ws);
   attention_forward(out.as<float>(), lse.as<float>(), q.as<float>(), k.as<float>(), v.as<float>(),
-                    segments, dims, workspace());
+                    segments, dims, ws);
 }
 
 void attention_backward(View dq, View dk, View dv, View dout, View out, View lse, View q, View k,
                         View v, std::span<const AttentionSegment> segments,
-                        const AttentionDims& dims) {
+                        const AttentionDims& dims, Workspace memory) {
   const ScopedOp op("attention_backward");
+  AttentionWorkspace ws;
+  ws.memory = memory;
   require_cpu_kernel("attention_backward", {dq, dk, dv, dout, out, lse, q, k, v});
   if (q.dtype == DType::kBF16) {
     require_bf16_mix("attention_backward", {k, v}, out, {lse, dout, dq, dk, dv});
@@ -100,10 +99,10 @@ void attention_backward(View dq, View dk, View dv, View dout, View out, View lse
       return attention_backward_bf16(dq.as<float>(), dk.as<float>(), dv.as<float>(),
                                      dout.as<float>(), out.as<uint16_t>(), lse.as<float>(),
                                      q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(), segments,
-                                     dims, workspace());
+                                     dims, ws);
     return attention_backward_bf16(dq.as<float>(), dk.as<float>(), dv.as<float>(), dout.as<float>(),
                                    out.as<float>(), lse.as<float>(), q.as<uint16_t>(),
-                                   k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, workspace());
+                                   k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, ws);
   }
   require_same_dtype("attention_backward", q, {dq, dk, dv, dout, out, lse, k, v});
   require_shapes("attention_backward", q, k, v,
@@ -111,10 +110,10 @@ void attention_backward(View dq, View dk, View dv, View dout, View out, View lse
   if (q.dtype == DType::kF64)
     return attention_backward(dq.as<double>(), dk.as<double>(), dv.as<double>(), dout.as<double>(),
                               out.as<double>(), lse.as<double>(), q.as<double>(), k.as<double>(),
-                              v.as<double>(), segments, dims, workspace());
+                              v.as<double>(), segments, dims, ws);
   attention_backward(dq.as<float>(), dk.as<float>(), dv.as<float>(), dout.as<float>(),
                      out.as<float>(), lse.as<float>(), q.as<float>(), k.as<float>(), v.as<float>(),
-                     segments, dims, workspace());
+                     segments, dims, ws);
 }
 
 }  // namespace sft::ops

@@ -105,7 +105,35 @@ void sum_group(T* dst, const T* part, int64_t row0, int64_t rows, const Attentio
     }
 }
 
+// Workspace: reduce-item prefix, Δ (q_rows, H), partial dK/dV (k_rows, H, D) when heads share
+// a kv head, then one scratch block per slot (sizes in elements of T, the prefix in bytes).
+struct Layout {
+  int64_t prefix_bytes, n_delta, n_part, per_slot;
+};
+template <typename T>
+Layout layout(const flash::Plan& p, const AttentionDims& d, const AttentionWorkspace& ws) {
+  const int64_t group = d.H / d.Hkv, Bq = ws.q_tile, Bk = ws.k_tile;
+  Layout l;
+  l.prefix_bytes = padded<int64_t>(p.segments + 1) * 8;
+  l.n_delta = padded<T>(p.q_rows * d.H);
+  l.n_part = group > 1 ? padded<T>(p.k_rows * d.H * d.D) : 0;
+  l.per_slot = 2 * padded<T>(Bq * Bk) + 2 * padded<T>(Bk * d.D);
+  return l;
+}
+
 }  // namespace
+
+namespace flash {
+template <typename T>
+size_t backward_bytes(const Plan& p, const AttentionDims& dims, const AttentionWorkspace& ws) {
+  const Layout l = layout<T>(p, dims, ws);
+  const int64_t elems = l.n_delta + 2 * l.n_part + p.slots * l.per_slot;
+  return static_cast<size_t>(l.prefix_bytes + elems * static_cast<int64_t>(sizeof(T)));
+}
+template size_t backward_bytes<float>(const Plan&, const AttentionDims&, const AttentionWorkspace&);
+template size_t backward_bytes<double>(const Plan&, const AttentionDims&,
+                                       const AttentionWorkspace&);
+}  // namespace flash
 
 template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const T* lse, const T* q,
@@ -116,17 +144,13 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const 
   const int64_t Bq = ws.q_tile, Bk = ws.k_tile, nseg = static_cast<int64_t>(segments.size());
   const int64_t group = dims.H / dims.Hkv, items = nseg * dims.H;
   if (items == 0) return;
-  const int64_t slots = flash::slot_count(ws, items);
-
-  // Workspace: reduce-item prefix, Δ (q_rows, H), partial dK/dV (k_rows, H, D) when heads share
-  // a kv head, then one scratch block per slot.
-  const int64_t prefix_bytes = padded<int64_t>(nseg + 1) * 8;
-  const int64_t n_delta = padded<T>(e.q_rows * dims.H);
-  const int64_t n_part = group > 1 ? padded<T>(e.k_rows * dims.H * dims.D) : 0;
-  const int64_t per_slot = 2 * padded<T>(Bq * Bk) + 2 * padded<T>(Bk * dims.D);
-  const int64_t elems = n_delta + 2 * n_part + slots * per_slot;
+  const flash::Plan plan = flash::plan_of(segments, e, ws, items);
+  const int64_t slots = plan.slots;
+  const Layout l = layout<T>(plan, dims, ws);
+  const int64_t prefix_bytes = l.prefix_bytes, n_delta = l.n_delta, n_part = l.n_part,
+                per_slot = l.per_slot;
   std::byte* base =
-      ws.reserve(static_cast<size_t>(prefix_bytes + elems * static_cast<int64_t>(sizeof(T))));
+      flash::take_bytes(ws, "attention_backward", flash::backward_bytes<T>(plan, dims, ws));
   auto* prefix = reinterpret_cast<int64_t*>(base);
   T* delta = reinterpret_cast<T*>(base + prefix_bytes);
   T* dk_part = delta + n_delta;

@@ -246,30 +246,44 @@ template <typename Out>
   backward_item(dq, dk, dv, dout, out, lse, q, keys, s, d, g, z, sc, gemm);
 }
 
+// Workspace: first key tile per segment, the packed keys, then one scratch block per slot.
+struct Layout {
+  int64_t prefix_bytes, kv_bytes, per_slot;
+};
+Layout layout(const flash::Plan& p, const AttentionDims& d, const Shape& z,
+              const flash_bf16::KvLayout& kl) {
+  return {bytes(p.segments + 1, 8), bytes(p.k_tiles * d.Hkv * kl.elems, 2),
+          scratch_bytes(z, d.H / d.Hkv)};
+}
+
 }  // namespace
+
+namespace flash {
+size_t backward_bf16_bytes(const Plan& p, const AttentionDims& dims, const AttentionWorkspace& ws) {
+  const Shape z(ws, dims, p.max_q_len);
+  const Layout l = layout(p, dims, z, flash_bf16::KvLayout::make(z.Bk, dims.D, true));
+  return static_cast<size_t>(l.prefix_bytes + l.kv_bytes + p.slots * l.per_slot);
+}
+}  // namespace flash
 
 template <typename Out>
 void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout, const Out* out,
                              const float* lse, const uint16_t* q, const uint16_t* k,
                              const uint16_t* v, std::span<const AttentionSegment> segments,
                              const AttentionDims& dims, AttentionWorkspace& ws) {
-  flash::check_segments(segments, dims, true);
+  const flash::Extent e = flash::check_segments(segments, dims, true);
   if (ws.q_tile <= 0 || ws.k_tile <= 0) fail("attention", "tile sizes must be positive");
   const int64_t nseg = static_cast<int64_t>(segments.size());
   const int64_t group = dims.H / dims.Hkv, items = nseg * dims.Hkv;
   if (items == 0) return;
-  int64_t max_q = 0;
-  for (const AttentionSegment& s : segments) max_q = std::max(max_q, s.q_len);
-  const Shape z(ws, dims, max_q);
-  const int64_t slots = flash::slot_count(ws, items);
-
-  // Workspace: first key tile per segment, the packed keys, then one scratch block per slot.
+  const flash::Plan plan = flash::plan_of(segments, e, ws, items);
+  const Shape z(ws, dims, plan.max_q_len);
+  const int64_t slots = plan.slots, tiles = plan.k_tiles;
   const flash_bf16::KvLayout kl = flash_bf16::KvLayout::make(z.Bk, dims.D, true);
-  int64_t tiles = 0;
-  for (const AttentionSegment& s : segments) tiles += (s.k_len + z.Bk - 1) / z.Bk;
-  const int64_t prefix_bytes = bytes(nseg + 1, 8), per_slot = scratch_bytes(z, group);
-  const int64_t kv_bytes = bytes(tiles * dims.Hkv * kl.elems, 2);
-  std::byte* base = ws.reserve(static_cast<size_t>(prefix_bytes + kv_bytes + slots * per_slot));
+  const Layout l = layout(plan, dims, z, kl);
+  const int64_t prefix_bytes = l.prefix_bytes, kv_bytes = l.kv_bytes, per_slot = l.per_slot;
+  std::byte* base =
+      flash::take_bytes(ws, "attention_backward", flash::backward_bf16_bytes(plan, dims, ws));
   auto* first_tile = reinterpret_cast<int64_t*>(base);
   auto* packed = reinterpret_cast<bf16*>(base + prefix_bytes);
   std::byte* scratch = base + prefix_bytes + kv_bytes;

@@ -167,28 +167,43 @@ template <typename Out>
   forward_item(out, lse, q, keys, s, d, h, i0, z, sc, gemm);
 }
 
+// Workspace: item prefix, first key tile per segment, the packed keys, per-slot scratch.
+struct Layout {
+  int64_t prefix_bytes, kv_bytes, per_slot;
+};
+Layout layout(const flash::Plan& p, const AttentionDims& d, const Shape& z,
+              const flash_bf16::KvLayout& kl) {
+  return {2 * bytes(p.segments + 1, 8), bytes(p.k_tiles * d.Hkv * kl.elems, 2), scratch_bytes(z)};
+}
+
 }  // namespace
+
+namespace flash {
+size_t forward_bf16_bytes(const Plan& p, const AttentionDims& dims, const AttentionWorkspace& ws) {
+  const Shape z(ws, dims);
+  const Layout l = layout(p, dims, z, flash_bf16::KvLayout::make(z.Bk, dims.D, false));
+  return static_cast<size_t>(l.prefix_bytes + l.kv_bytes + p.slots * l.per_slot);
+}
+}  // namespace flash
 
 template <typename Out>
 void attention_forward_bf16(Out* out, float* lse, const uint16_t* q, const uint16_t* k,
                             const uint16_t* v, std::span<const AttentionSegment> segments,
                             const AttentionDims& dims, AttentionWorkspace& ws) {
-  flash::check_segments(segments, dims, false);
+  const flash::Extent e = flash::check_segments(segments, dims, false);
   if (ws.q_tile <= 0 || ws.k_tile <= 0) fail("attention", "tile sizes must be positive");
   const Shape z(ws, dims);
   const int64_t nseg = static_cast<int64_t>(segments.size());
   int64_t items = 0;
   for (const AttentionSegment& s : segments) items += dims.H * ((s.q_len + z.Bq - 1) / z.Bq);
   if (items == 0) return;
-  const int64_t slots = flash::slot_count(ws, items);
-  // Workspace: item prefix, first key tile per segment, the packed keys, per-slot scratch.
+  const flash::Plan plan = flash::plan_of(segments, e, ws, items);
+  const int64_t slots = plan.slots, tiles = plan.k_tiles;
   const flash_bf16::KvLayout kl = flash_bf16::KvLayout::make(z.Bk, dims.D, false);
-  int64_t tiles = 0;
-  for (const AttentionSegment& s : segments) tiles += (s.k_len + z.Bk - 1) / z.Bk;
-  const int64_t prefix_bytes = 2 * bytes(nseg + 1, 8),
-                kv_bytes = bytes(tiles * dims.Hkv * kl.elems, 2);
-  const int64_t per_slot = scratch_bytes(z);
-  std::byte* base = ws.reserve(static_cast<size_t>(prefix_bytes + kv_bytes + slots * per_slot));
+  const Layout l = layout(plan, dims, z, kl);
+  const int64_t prefix_bytes = l.prefix_bytes, kv_bytes = l.kv_bytes, per_slot = l.per_slot;
+  std::byte* base =
+      flash::take_bytes(ws, "attention_forward", flash::forward_bf16_bytes(plan, dims, ws));
   auto* prefix = reinterpret_cast<int64_t*>(base);
   auto* first_tile = reinterpret_cast<int64_t*>(base + bytes(nseg + 1, 8));
   auto* packed = reinterpret_cast<bf16*>(base + prefix_bytes);

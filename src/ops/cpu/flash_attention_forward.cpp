@@ -88,25 +88,44 @@ void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
   }
 }
 
+// Workspace: item prefix per segment, then one scratch block per slot.
+int64_t prefix_size(const flash::Plan& p) {
+  return padded<int64_t>(p.segments + 1) * 8;
+}
+template <typename T>
+int64_t slot_elems(const AttentionWorkspace& ws, const AttentionDims& d) {
+  const int64_t Bq = ws.q_tile, Bk = ws.k_tile;
+  return padded<T>(Bq * Bk) + padded<T>(Bq * d.D) + 2 * padded<T>(Bq);
+}
+
 }  // namespace
+
+namespace flash {
+template <typename T>
+size_t forward_bytes(const Plan& p, const AttentionDims& dims, const AttentionWorkspace& ws) {
+  return static_cast<size_t>(prefix_size(p) +
+                             p.slots * slot_elems<T>(ws, dims) * static_cast<int64_t>(sizeof(T)));
+}
+template size_t forward_bytes<float>(const Plan&, const AttentionDims&, const AttentionWorkspace&);
+template size_t forward_bytes<double>(const Plan&, const AttentionDims&, const AttentionWorkspace&);
+}  // namespace flash
 
 template <typename T>
 void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
                        std::span<const AttentionSegment> segments, const AttentionDims& dims,
                        AttentionWorkspace& ws) {
-  flash::check_segments(segments, dims, false);
+  const flash::Extent e = flash::check_segments(segments, dims, false);
   if (ws.q_tile <= 0 || ws.k_tile <= 0) fail("attention", "tile sizes must be positive");
   const int64_t Bq = ws.q_tile, Bk = ws.k_tile, nseg = static_cast<int64_t>(segments.size());
 
-  // Item prefix per segment, then one scratch block per slot.
   int64_t items = 0;
   for (const AttentionSegment& s : segments) items += dims.H * ((s.q_len + Bq - 1) / Bq);
   if (items == 0) return;
-  const int64_t slots = flash::slot_count(ws, items);
-  const int64_t prefix_bytes = padded<int64_t>(nseg + 1) * 8;
-  const int64_t per_slot = padded<T>(Bq * Bk) + padded<T>(Bq * dims.D) + 2 * padded<T>(Bq);
-  std::byte* base = ws.reserve(
-      static_cast<size_t>(prefix_bytes + slots * per_slot * static_cast<int64_t>(sizeof(T))));
+  const flash::Plan plan = flash::plan_of(segments, e, ws, items);
+  const int64_t slots = plan.slots;
+  const int64_t prefix_bytes = prefix_size(plan), per_slot = slot_elems<T>(ws, dims);
+  std::byte* base =
+      flash::take_bytes(ws, "attention_forward", flash::forward_bytes<T>(plan, dims, ws));
   auto* prefix = reinterpret_cast<int64_t*>(base);
   prefix[0] = 0;
   for (int64_t i = 0; i < nseg; ++i)

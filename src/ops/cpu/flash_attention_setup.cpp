@@ -1,23 +1,11 @@
-// The tiled attention's workspace storage, segment checks and thread count
+// The tiled attention's segment checks, thread count and workspace sizes
 // (see flash_attention_tiles.h).
-#include <new>
+#include <limits>
 #include <string>
 
 #include "ops/cpu/flash_attention_tiles.h"
 
 namespace sft::ops {
-
-void AttentionWorkspace::Free::operator()(std::byte* p) const {
-  ::operator delete[](p, std::align_val_t(64));
-}
-
-std::byte* AttentionWorkspace::reserve(size_t bytes) {
-  if (bytes > capacity_) {
-    data_.reset(static_cast<std::byte*>(::operator new[](bytes, std::align_val_t(64))));
-    capacity_ = bytes;
-  }
-  return data_.get();
-}
 
 namespace flash {
 
@@ -72,5 +60,49 @@ int64_t slot_count(const AttentionWorkspace& ws, int64_t items) {
   return std::max<int64_t>(1, std::min(n, items));
 }
 
+Plan plan_of(std::span<const AttentionSegment> segments, const Extent& e,
+             const AttentionWorkspace& ws, int64_t items) {
+  Plan p;
+  p.segments = static_cast<int64_t>(segments.size());
+  p.slots = slot_count(ws, items);
+  for (const AttentionSegment& s : segments) {
+    p.k_tiles += (s.k_len + ws.k_tile - 1) / ws.k_tile;
+    p.max_q_len = std::max(p.max_q_len, s.q_len);
+  }
+  p.q_rows = e.q_rows;
+  p.k_rows = e.k_rows;
+  return p;
+}
+
 }  // namespace flash
+
+size_t attention_workspace_bytes(const AttentionShape& shape, const AttentionDims& dims,
+                                 const AttentionWorkspace& tuning) {
+  if (tuning.q_tile <= 0 || tuning.k_tile <= 0) fail("attention", "tile sizes must be positive");
+  if (shape.q_rows <= 0) return 0;
+  // The bounds: every segment holds a query, key rows are disjoint, so the key tiles are at
+  // most one per k_tile rows plus one partial tile per segment.
+  flash::Plan p;
+  p.segments = shape.max_segments > 0 ? shape.max_segments : shape.q_rows;
+  p.slots = flash::slot_count(tuning, std::numeric_limits<int64_t>::max());
+  p.k_tiles = (shape.k_rows + tuning.k_tile - 1) / tuning.k_tile + p.segments;
+  p.max_q_len = shape.q_rows;
+  p.q_rows = shape.q_rows;
+  p.k_rows = shape.k_rows;
+  const bool fwd = shape.forward_only;
+  switch (shape.dtype) {
+    case DType::kF32:
+      return std::max(flash::forward_bytes<float>(p, dims, tuning),
+                      fwd ? 0 : flash::backward_bytes<float>(p, dims, tuning));
+    case DType::kF64:
+      return std::max(flash::forward_bytes<double>(p, dims, tuning),
+                      fwd ? 0 : flash::backward_bytes<double>(p, dims, tuning));
+    case DType::kBF16:
+      return std::max(flash::forward_bf16_bytes(p, dims, tuning),
+                      fwd ? 0 : flash::backward_bf16_bytes(p, dims, tuning));
+    default:
+      fail("attention", "no workspace size for " + std::string(dtype_name(shape.dtype)) +
+                            " attention (f32, f64 or bf16)");
+  }
+}
 }  // namespace sft::ops

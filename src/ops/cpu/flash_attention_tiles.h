@@ -35,6 +35,33 @@ Extent check_segments(std::span<const AttentionSegment> segments, const Attentio
 // Slots (threads) to use for `items` work items.
 int64_t slot_count(const AttentionWorkspace& ws, int64_t items);
 
+// What a kernel's workspace layout depends on: exact for a call (plan_of), or the bounds of an
+// AttentionShape (attention_workspace_bytes). Every byte count grows with every field.
+struct Plan {
+  int64_t segments = 0;   // segments of the call
+  int64_t slots = 1;      // threads with their own scratch block
+  int64_t k_tiles = 0;    // Σ ceil(k_len / k_tile) over segments (the bf16 kernels' packed keys)
+  int64_t max_q_len = 0;  // the longest segment's queries
+  int64_t q_rows = 0, k_rows = 0;  // rows of q and k spanned
+};
+Plan plan_of(std::span<const AttentionSegment> segments, const Extent& e,
+             const AttentionWorkspace& ws, int64_t items);
+
+// Each kernel's workspace bytes for a plan (T = float or double; the bf16 kernels' Out type
+// does not change them).
+template <typename T>
+size_t forward_bytes(const Plan& p, const AttentionDims& dims, const AttentionWorkspace& ws);
+template <typename T>
+size_t backward_bytes(const Plan& p, const AttentionDims& dims, const AttentionWorkspace& ws);
+size_t forward_bf16_bytes(const Plan& p, const AttentionDims& dims, const AttentionWorkspace& ws);
+size_t backward_bf16_bytes(const Plan& p, const AttentionDims& dims, const AttentionWorkspace& ws);
+
+// The start of `bytes` of ws.memory; fails with the workspace error when it holds fewer.
+inline std::byte* take_bytes(const AttentionWorkspace& ws, const char* op, size_t bytes) {
+  Workspace mem = ws.memory;
+  return mem.take<std::byte>(static_cast<int64_t>(bytes), op);
+}
+
 // fn(item, slot) for every item in [0, items), on up to `slots` pool threads.
 template <typename F>
 void run_items(int64_t items, int64_t slots, F&& fn) {

@@ -39,50 +39,73 @@ int64_t default_vocab_block(int64_t /*V*/) {
 
 namespace {
 
+using namespace lm_head_detail;
+
+// The call's scratch after the rows (RowScratch): the Z chunk (R × V), the X and dX chunks
+// (R × C). The size function lays out the same pieces for n = Tn.
 template <typename T>
-std::vector<T>& buffer(LmHeadWorkspace& ws);
-template <>
-std::vector<float>& buffer<float>(LmHeadWorkspace& ws) {
-  return ws.f32;
-}
-template <>
-std::vector<double>& buffer<double>(LmHeadWorkspace& ws) {
-  return ws.f64;
+struct Chunk {
+  T *z, *xs, *dxs;
+};
+
+template <typename T>
+Chunk<T> take_chunk(Workspace& mem, RowScratch& rs, int64_t n, int64_t R, int64_t C, int64_t V,
+                    bool shard) {
+  take_rows(mem, rs, n);
+  take_row_stats(mem, rs, R);
+  if (shard) take_shard_stats<T>(mem, rs, R);
+  Chunk<T> c;
+  c.z = mem.take<T>(R * V, kOp);
+  c.xs = mem.take<T>(R * C, kOp);
+  c.dxs = mem.take<T>(R * C, kOp);
+  return c;
 }
 
 }  // namespace
 
 template <typename T>
+size_t lm_head_kernel_workspace_bytes(int64_t Tn, int64_t C, int64_t V, bool shard,
+                                      const LmHeadTuning& tuning) {
+  Workspace mem = Workspace::measuring();
+  RowScratch rs;
+  take_chunk<T>(mem, rs, Tn, chunk_rows(tuning, Tn, V, static_cast<int64_t>(sizeof(T))), C, V,
+                shard);
+  return mem.used();
+}
+
+template <typename T>
 LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* w,
                                   const int64_t* targets, T scale, int64_t Tn, int64_t C, int64_t V,
                                   LmHeadWorkspace& ws, int64_t vocab_begin, ShardGroup* group) {
-  using namespace lm_head_detail;
   LmHeadStats total;
   if (group && logits)
     fail("lm_head", "no logits from a vocabulary shard (hint: gather them from whole weights)");
   if (dx) std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(T));
   const bool grad = dx || dw;
-  const int64_t n = select_rows(ws, targets, Tn, group ? V * group->size() : V, logits != nullptr);
+  const int64_t n = count_rows(targets, Tn, group ? V * group->size() : V, logits != nullptr);
   if (n == 0 || V <= 0) return total;
-  const int64_t R = chunk_rows(ws, n, V, static_cast<int64_t>(sizeof(T)));
-  const int64_t VB = vocab_block(ws, V);
-  std::vector<T>& buf = buffer<T>(ws);
-  grow(buf, R * (V + 2 * C));
-  T* z = buf.data();
-  T* xs = z + R * V;
-  T* dxs = xs + R * C;
+  const int64_t R = chunk_rows(ws.tuning, n, V, static_cast<int64_t>(sizeof(T)));
+  const int64_t VB = vocab_block(ws.tuning, V);
+  Workspace mem = ws.memory;
+  RowScratch rs;
+  const Chunk<T> ch = take_layout(
+      mem, kOp, [&](Workspace& m) { return take_chunk<T>(m, rs, n, R, C, V, group != nullptr); });
+  fill_rows(rs, targets, Tn, logits != nullptr);
+  T* z = ch.z;
+  T* xs = ch.xs;
+  T* dxs = ch.dxs;
   for (int64_t c0 = 0; c0 < n; c0 += R) {
     const int64_t m = std::min(R, n - c0);
     for (int64_t i = 0; i < m; ++i)
-      std::memcpy(xs + i * C, x + ws.rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(T));
+      std::memcpy(xs + i * C, x + rs.rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(T));
     matmul(z, xs, w, m, V, C, false, true, false);
     if (logits)
       for (int64_t i = 0; i < m; ++i)
-        std::memcpy(logits + ws.rows[c0 + i] * V, z + i * V, static_cast<size_t>(V) * sizeof(T));
+        std::memcpy(logits + rs.rows[c0 + i] * V, z + i * V, static_cast<size_t>(V) * sizeof(T));
     if (group)
-      chunk_stats_shard(total, ws, z, targets, c0, m, V, grad, scale, vocab_begin, *group);
+      chunk_stats_shard(total, rs, z, targets, c0, m, V, grad, scale, vocab_begin, *group);
     else
-      chunk_stats(total, ws, z, targets, c0, m, V, grad, scale);
+      chunk_stats(total, rs, z, targets, c0, m, V, grad, scale);
     if (!grad) continue;
     // dX_c = dZ W, dW += dZᵀ X_c, over vocabulary blocks of VB columns of dZ (in block order,
     // so dX_c's sum over blocks is deterministic).
@@ -93,13 +116,17 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
     }
     if (dx)
       for (int64_t i = 0; i < m; ++i)
-        std::memcpy(dx + ws.rows[c0 + i] * C, dxs + i * C, static_cast<size_t>(C) * sizeof(T));
+        std::memcpy(dx + rs.rows[c0 + i] * C, dxs + i * C, static_cast<size_t>(C) * sizeof(T));
   }
   // A shard's dx is its slice's dZ W_local: the whole head's is the sum over the group.
   if (group && dx) group->sum(std::span<T>(dx, static_cast<size_t>(Tn * C)));
   return total;
 }
 
+template size_t lm_head_kernel_workspace_bytes<float>(int64_t, int64_t, int64_t, bool,
+                                                      const LmHeadTuning&);
+template size_t lm_head_kernel_workspace_bytes<double>(int64_t, int64_t, int64_t, bool,
+                                                       const LmHeadTuning&);
 template LmHeadStats lm_head_cross_entropy<float>(float*, float*, float*, const float*,
                                                   const float*, const int64_t*, float, int64_t,
                                                   int64_t, int64_t, LmHeadWorkspace&, int64_t,

@@ -30,6 +30,7 @@
 #include <cstring>
 #include <span>
 
+#include "core/thread_pool.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/lm_head_rows.h"
 #include "ops/lm_head_ce.h"
@@ -59,75 +60,141 @@ void round_block(uint16_t* z, int64_t V, const float* block, int64_t rows, int64
   });
 }
 
-// The m chunk rows' statistics; with grad, each row of Z becomes its bf16 dlogits.
-void row_pass(LmHeadStats& total, LmHeadWorkspace& ws, uint16_t* z, const int64_t* targets,
-              int64_t c0, int64_t m, int64_t V, bool grad, float scale) {
-  grow(ws.row_loss, m);
-  grow(ws.row_entropy, m);
-  grow(ws.row_correct, m);
-  parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> row;  // this worker's; grows once to V
-    grow(row, V);
-    for (int64_t i = b; i < e; ++i) {
-      uint16_t* zi = z + i * V;
-      cpu::widen_row_from_bf16(row.data(), zi, V);
-      const RowStats r = row_stats_f32(row.data(), V, targets[ws.rows[c0 + i]], grad, scale);
-      if (grad) cpu::round_row_to_bf16(zi, row.data(), V);
-      ws.row_loss[i] = r.loss;
-      ws.row_entropy[i] = r.entropy;
-      ws.row_correct[i] = r.correct ? 1 : 0;
+// The whole-vocabulary plan: R rows per chunk, padded to Rp; logits blocks of VB columns,
+// gradient blocks of GB rows.
+struct WholePlan {
+  int64_t R, Rp, VB, GB;
+};
+WholePlan whole_plan(const LmHeadTuning& t, int64_t n, int64_t V) {
+  WholePlan p;
+  p.R = t.rows_per_chunk > 0
+            ? std::min(t.rows_per_chunk, n)
+            : std::min(n, std::max<int64_t>(kRowQuantum,
+                                            kLogitBudget / (V * 2) / kRowQuantum * kRowQuantum));
+  p.Rp = round_up(p.R, kRowQuantum);
+  p.VB = std::min(t.vocab_block > 0 ? t.vocab_block : kLogitBlock, V);
+  p.GB = std::min(t.vocab_block > 0 ? t.vocab_block : kGradientBlock, V);
+  return p;
+}
+
+struct WholeScratch {
+  uint16_t *xs, *z;    // (Rp × C) the chunk's rows of x; (Rp × V) logits, then dlogits
+  float *block, *dxs;  // (Rp × VB) one logits block's fp32 product; (Rp × C) the chunk's dX
+  float* rows32;       // (workers × V) each row-pass worker's fp32 row
+};
+
+WholeScratch take_whole(Workspace& mem, RowScratch& rs, int64_t n, const WholePlan& p, int64_t C,
+                        int64_t V) {
+  take_rows(mem, rs, n);
+  take_row_stats(mem, rs, p.R);
+  WholeScratch w;
+  w.xs = mem.take<uint16_t>(p.Rp * C, kOp);
+  w.z = mem.take<uint16_t>(p.Rp * V, kOp);
+  w.block = mem.take<float>(p.Rp * p.VB, kOp);
+  w.dxs = mem.take<float>(p.Rp * C, kOp);
+  w.rows32 = mem.take<float>(workspace_workers() * V, kOp);
+  return w;
+}
+
+// The shard plan keeps the float path's chunking (fp32 logits + bf16 dlogits: 6 bytes a logit).
+struct ShardScratch {
+  float *z, *dxs;     // (Rp × V) fp32 logits, then dlogits; (Rp × C) the chunk's dX
+  uint16_t *xs, *dz;  // (Rp × C) the chunk's rows of x; (Rp × V) bf16 dlogits
+};
+
+ShardScratch take_shard(Workspace& mem, RowScratch& rs, int64_t n, int64_t R, int64_t C,
+                        int64_t V) {
+  const int64_t Rp = round_up(R, kRowQuantum);
+  take_rows(mem, rs, n);
+  take_shard_stats<float>(mem, rs, R);
+  ShardScratch s;
+  s.z = mem.take<float>(Rp * V, kOp);
+  s.dxs = mem.take<float>(Rp * C, kOp);
+  s.xs = mem.take<uint16_t>(Rp * C, kOp);
+  s.dz = mem.take<uint16_t>(Rp * V, kOp);
+  return s;
+}
+
+// The m chunk rows' statistics; with grad, each row of Z becomes its bf16 dlogits. Each worker
+// widens its rows into its own fp32 row of rows32 (the workers are the slots of the split).
+void row_pass(LmHeadStats& total, const RowScratch& rs, float* rows32, uint16_t* z,
+              const int64_t* targets, int64_t c0, int64_t m, int64_t V, bool grad, float scale) {
+  const int64_t slots = std::min<int64_t>(workspace_workers(), m);
+  parallel_for_rows(slots, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t slot = s0; slot < s1; ++slot) {
+      float* row = rows32 + slot * V;
+      const auto [b, e] = ThreadPool::chunk_range(
+          static_cast<size_t>(m), static_cast<size_t>(slots), static_cast<size_t>(slot));
+      for (int64_t i = static_cast<int64_t>(b); i < static_cast<int64_t>(e); ++i) {
+        uint16_t* zi = z + i * V;
+        cpu::widen_row_from_bf16(row, zi, V);
+        const RowStats r = row_stats_f32(row, V, targets[rs.rows[c0 + i]], grad, scale);
+        if (grad) cpu::round_row_to_bf16(zi, row, V);
+        rs.loss[i] = r.loss;
+        rs.entropy[i] = r.entropy;
+        rs.correct[i] = r.correct ? 1 : 0;
+      }
     }
   });
   for (int64_t i = 0; i < m; ++i) {  // in row order: deterministic
-    total.loss_sum += ws.row_loss[i];
-    total.entropy_sum += ws.row_entropy[i];
-    total.correct += ws.row_correct[i];
+    total.loss_sum += rs.loss[i];
+    total.entropy_sum += rs.entropy[i];
+    total.correct += rs.correct[i];
     total.count += 1;
   }
 }
 
 // Gathers the chunk's rows of x into xs (mp × C), zero-padded.
-void gather_rows(uint16_t* xs, const uint16_t* x, const LmHeadWorkspace& ws, int64_t c0, int64_t m,
+void gather_rows(uint16_t* xs, const uint16_t* x, const RowScratch& rs, int64_t c0, int64_t m,
                  int64_t mp, int64_t C) {
   for (int64_t i = 0; i < m; ++i)
-    std::memcpy(xs + i * C, x + ws.rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(uint16_t));
+    std::memcpy(xs + i * C, x + rs.rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(uint16_t));
   std::memset(xs + m * C, 0, static_cast<size_t>((mp - m) * C) * sizeof(uint16_t));
 }
 
-void scatter_rows(float* dx, const float* dxs, const LmHeadWorkspace& ws, int64_t c0, int64_t m,
+void scatter_rows(float* dx, const float* dxs, const RowScratch& rs, int64_t c0, int64_t m,
                   int64_t C) {
   for (int64_t i = 0; i < m; ++i)
-    std::memcpy(dx + ws.rows[c0 + i] * C, dxs + i * C, static_cast<size_t>(C) * sizeof(float));
+    std::memcpy(dx + rs.rows[c0 + i] * C, dxs + i * C, static_cast<size_t>(C) * sizeof(float));
+}
+
+// A row of fp32 logits rounded to bf16 and widened back in place, through a stack tile (the
+// rounding is elementwise, so tiles give the same values as one whole-row pass).
+void round_trip_row(float* z, int64_t V) {
+  constexpr int64_t kTile = 2048;
+  uint16_t tile[kTile];
+  for (int64_t j = 0; j < V; j += kTile) {
+    const int64_t len = std::min(kTile, V - j);
+    cpu::round_row_to_bf16(tile, z + j, len);
+    cpu::widen_row_from_bf16(z + j, tile, len);
+  }
 }
 
 LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
-                             const int64_t* targets, float scale, int64_t C, int64_t V,
+                             const int64_t* targets, float scale, int64_t Tn, int64_t C, int64_t V,
                              LmHeadWorkspace& ws, int64_t n) {
   LmHeadStats total;
   const bool grad = dx || dw;
-  const int64_t R =
-      ws.rows_per_chunk > 0
-          ? std::min(ws.rows_per_chunk, n)
-          : std::min(n, std::max<int64_t>(kRowQuantum,
-                                          kLogitBudget / (V * 2) / kRowQuantum * kRowQuantum));
-  const int64_t Rp = round_up(R, kRowQuantum);
-  const int64_t VB = std::min(ws.vocab_block > 0 ? ws.vocab_block : kLogitBlock, V);
-  const int64_t GB = std::min(ws.vocab_block > 0 ? ws.vocab_block : kGradientBlock, V);
-  grow(ws.b16, Rp * (C + V));
-  grow(ws.f32, Rp * (VB + C));
-  uint16_t* xs = ws.b16.data();
-  uint16_t* z = xs + Rp * C;  // logits, then dlogits (Rp × V)
-  float* block = ws.f32.data();
-  float* dxs = block + Rp * VB;
+  const WholePlan p = whole_plan(ws.tuning, n, V);
+  const int64_t R = p.R, VB = p.VB, GB = p.GB;
+  Workspace mem = ws.memory;
+  RowScratch rs;
+  const WholeScratch sc =
+      take_layout(mem, kOp, [&](Workspace& m) { return take_whole(m, rs, n, p, C, V); });
+  fill_rows(rs, targets, Tn, false);
+  uint16_t* xs = sc.xs;
+  uint16_t* z = sc.z;
+  float* block = sc.block;
+  float* dxs = sc.dxs;
   for (int64_t c0 = 0; c0 < n; c0 += R) {
     const int64_t m = std::min(R, n - c0), mp = round_up(m, kRowQuantum);
-    gather_rows(xs, x, ws, c0, m, mp, C);
+    gather_rows(xs, x, rs, c0, m, mp, C);
     for (int64_t v0 = 0; v0 < V; v0 += VB) {
       const int64_t nb = std::min(VB, V - v0);
       matmul_bf16(block, xs, w + v0 * C, mp, nb, C, false, true, false, C, C, nb);
       round_block(z, V, block, m, v0, nb);
     }
-    row_pass(total, ws, z, targets, c0, m, V, grad, scale);
+    row_pass(total, rs, sc.rows32, z, targets, c0, m, V, grad, scale);
     if (!grad) continue;
     std::memset(z + m * V, 0, static_cast<size_t>((mp - m) * V) * sizeof(uint16_t));
     for (int64_t v0 = 0; v0 < V; v0 += GB) {  // in block order: dX's sum is deterministic
@@ -135,39 +202,36 @@ LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint
       if (dx) matmul_bf16(dxs, z + v0, w + v0 * C, mp, C, nb, false, false, v0 > 0, V, C, C);
       if (dw) matmul_bf16(dw + v0 * C, z + v0, xs, nb, C, mp, true, false, true, V, C, C);
     }
-    if (dx) scatter_rows(dx, dxs, ws, c0, m, C);
+    if (dx) scatter_rows(dx, dxs, rs, c0, m, C);
   }
   return total;
 }
 
 LmHeadStats vocabulary_shard(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
-                             const int64_t* targets, float scale, int64_t C, int64_t V,
+                             const int64_t* targets, float scale, int64_t Tn, int64_t C, int64_t V,
                              LmHeadWorkspace& ws, int64_t n, int64_t vocab_begin,
                              ShardGroup& group) {
   LmHeadStats total;
   const bool grad = dx || dw;
-  const int64_t R = chunk_rows(ws, n, V, 6);  // fp32 logits + bf16 dlogits
-  const int64_t VB = vocab_block(ws, V);
-  const int64_t Rp = round_up(R, kRowQuantum);
-  grow(ws.f32, Rp * (V + C));
-  grow(ws.b16, Rp * (C + (grad ? V : 0)));
-  float* z = ws.f32.data();
-  float* dxs = z + Rp * V;
-  uint16_t* xs = ws.b16.data();
-  uint16_t* dz = xs + Rp * C;  // bf16 dlogits (Rp × V)
+  const int64_t R = chunk_rows(ws.tuning, n, V, 6);  // fp32 logits + bf16 dlogits
+  const int64_t VB = vocab_block(ws.tuning, V);
+  Workspace mem = ws.memory;
+  RowScratch rs;
+  const ShardScratch sc =
+      take_layout(mem, kOp, [&](Workspace& m) { return take_shard(m, rs, n, R, C, V); });
+  fill_rows(rs, targets, Tn, false);
+  float* z = sc.z;
+  float* dxs = sc.dxs;
+  uint16_t* xs = sc.xs;
+  uint16_t* dz = sc.dz;
   for (int64_t c0 = 0; c0 < n; c0 += R) {
     const int64_t m = std::min(R, n - c0), mp = round_up(m, kRowQuantum);
-    gather_rows(xs, x, ws, c0, m, mp, C);
+    gather_rows(xs, x, rs, c0, m, mp, C);
     matmul_bf16(z, xs, w, mp, V, C, false, true, false);
     parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {  // autocast's bf16 logits
-      thread_local std::vector<uint16_t> row;            // this worker's; grows once to V
-      grow(row, V);
-      for (int64_t i = b; i < e; ++i) {
-        cpu::round_row_to_bf16(row.data(), z + i * V, V);
-        cpu::widen_row_from_bf16(z + i * V, row.data(), V);
-      }
+      for (int64_t i = b; i < e; ++i) round_trip_row(z + i * V, V);
     });
-    chunk_stats_shard(total, ws, z, targets, c0, m, V, grad, scale, vocab_begin, group);
+    chunk_stats_shard(total, rs, z, targets, c0, m, V, grad, scale, vocab_begin, group);
     if (!grad) continue;
     parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) cpu::round_row_to_bf16(dz + i * V, z + i * V, V);
@@ -178,23 +242,37 @@ LmHeadStats vocabulary_shard(float* dx, float* dw, const uint16_t* x, const uint
       if (dx) matmul_bf16(dxs, dz + v0, w + v0 * C, mp, C, nb, false, false, v0 > 0, V, C, C);
       if (dw) matmul_bf16(dw + v0 * C, dz + v0, xs, nb, C, mp, true, false, true, V, C, C);
     }
-    if (dx) scatter_rows(dx, dxs, ws, c0, m, C);
+    if (dx) scatter_rows(dx, dxs, rs, c0, m, C);
   }
   return total;
 }
 
 }  // namespace
 
+template <>
+size_t lm_head_kernel_workspace_bytes<uint16_t>(int64_t Tn, int64_t C, int64_t V, bool shard,
+                                                const LmHeadTuning& tuning) {
+  Workspace mem = Workspace::measuring();
+  RowScratch rs;
+  if (Tn <= 0 || V <= 0) return 0;
+  if (shard)
+    take_shard(mem, rs, Tn, chunk_rows(tuning, Tn, V, 6), C, V);
+  else
+    take_whole(mem, rs, Tn, whole_plan(tuning, Tn, V), C, V);
+  return mem.used();
+}
+
 LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
                                        const int64_t* targets, float scale, int64_t Tn, int64_t C,
                                        int64_t V, LmHeadWorkspace& ws, int64_t vocab_begin,
                                        ShardGroup* group) {
   if (dx) std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(float));
-  const int64_t n = select_rows(ws, targets, Tn, group ? V * group->size() : V, false);
+  const int64_t n = count_rows(targets, Tn, group ? V * group->size() : V, false);
   LmHeadStats total;
   if (n > 0 && V > 0)
-    total = group ? vocabulary_shard(dx, dw, x, w, targets, scale, C, V, ws, n, vocab_begin, *group)
-                  : whole_vocabulary(dx, dw, x, w, targets, scale, C, V, ws, n);
+    total =
+        group ? vocabulary_shard(dx, dw, x, w, targets, scale, Tn, C, V, ws, n, vocab_begin, *group)
+              : whole_vocabulary(dx, dw, x, w, targets, scale, Tn, C, V, ws, n);
   // A shard's dx is its slice's dZ W_local: the whole head's is the sum over the group. Every
   // rank sums, also one without scored rows (the collective calls must match).
   if (group && dx) group->sum(std::span<float>(dx, static_cast<size_t>(Tn * C)));

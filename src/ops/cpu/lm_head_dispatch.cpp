@@ -1,10 +1,7 @@
-// ops::lm_head_cross_entropy on views, on the CPU: the fused kernels of ops/lm_head_ce.h,
-// with one workspace grown to the largest call and reused (the step loop does not allocate).
-// The workspace is per calling thread: the model calls from one thread, so a training process
-// holds one; the ranks of a thread ShardGroup (tests) are threads of one process and each need
-// their own, as MPI ranks have.
+// ops::lm_head_cross_entropy on views, on the CPU: the fused kernels of ops/lm_head_ce.h, on
+// the caller's workspace (sized by lm_head_workspace_bytes; each rank of a thread ShardGroup
+// passes its own, as MPI ranks have).
 #include <string>
-#include <vector>
 
 #include "ops/device_dispatch.h"
 #include "ops/lm_head_ce.h"
@@ -14,11 +11,6 @@
 namespace sft::ops {
 
 namespace {
-
-LmHeadWorkspace& workspace() {
-  thread_local LmHeadWorkspace ws;
-  return ws;
-}
 
 template <typename T>
 T* data_or_null(const View& v) {
@@ -45,9 +37,27 @@ void check(const View& dx, const View& dw, const View& logits, const View& x, co
 
 }  // namespace
 
+size_t lm_head_workspace_bytes(const LmHeadShape& s) {
+  const int64_t T = s.rows, C = s.hidden, V = s.vocab;
+  switch (s.dtype) {
+    case DType::kF64:
+      return lm_head_kernel_workspace_bytes<double>(T, C, V, s.shard);
+    case DType::kBF16:
+      // Full logits: the bf16 values widened to fp32 (x, then w), then the float kernel's.
+      if (s.logits && !s.shard)
+        return Workspace::bytes_for<float>(T * C) + Workspace::bytes_for<float>(V * C) +
+               lm_head_kernel_workspace_bytes<float>(T, C, V, false);
+      return lm_head_kernel_workspace_bytes<uint16_t>(T, C, V, s.shard);
+    default:
+      return lm_head_kernel_workspace_bytes<float>(T, C, V, s.shard);
+  }
+}
+
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
-                                  const int64_t* targets, double scale, VocabShard shard) {
+                                  const int64_t* targets, double scale, Workspace memory,
+                                  VocabShard shard) {
   const ScopedOp op("lm_head_cross_entropy");
+  LmHeadWorkspace ws{{}, memory};
   require_cpu_kernel("lm_head_cross_entropy", {dx, dw, logits, x, w});
   check(dx, dw, logits, x, w);
   const int64_t T = x.rows, C = x.cols, V = w.rows;
@@ -65,37 +75,39 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
     if (x.dtype == DType::kBF16)
       return lm_head_cross_entropy_bf16(
           data_or_null<float>(dx), data_or_null<float>(dw), x.as<uint16_t>(), w.as<uint16_t>(),
-          targets, static_cast<float>(scale), T, C, V, workspace(), shard.begin, shard.group);
+          targets, static_cast<float>(scale), T, C, V, ws, shard.begin, shard.group);
     if (x.dtype == DType::kF64)
       return lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),
                                    static_cast<double*>(nullptr), x.as<double>(), w.as<double>(),
-                                   targets, scale, T, C, V, workspace(), shard.begin, shard.group);
+                                   targets, scale, T, C, V, ws, shard.begin, shard.group);
     return lm_head_cross_entropy(data_or_null<float>(dx), data_or_null<float>(dw),
                                  static_cast<float*>(nullptr), x.as<float>(), w.as<float>(),
-                                 targets, static_cast<float>(scale), T, C, V, workspace(),
-                                 shard.begin, shard.group);
+                                 targets, static_cast<float>(scale), T, C, V, ws, shard.begin,
+                                 shard.group);
   }
   if (x.dtype == DType::kBF16 && logits.empty())
     return lm_head_cross_entropy_bf16(data_or_null<float>(dx), data_or_null<float>(dw),
                                       x.as<uint16_t>(), w.as<uint16_t>(), targets,
-                                      static_cast<float>(scale), T, C, V, workspace());
+                                      static_cast<float>(scale), T, C, V, ws);
   if (x.dtype == DType::kBF16) {
     // Full logits wanted (debug dumps, decoding, export checks): the bf16 values in fp32.
-    thread_local std::vector<float> x32, w32;
-    x32.resize(static_cast<size_t>(x.numel()));
-    w32.resize(static_cast<size_t>(w.numel()));
-    cast(view_of(x32.data(), T, C), x);
-    cast(view_of(w32.data(), V, C), w);
-    return lm_head_cross_entropy(dx, dw, logits, view_of(x32.data(), T, C),
-                                 view_of(w32.data(), V, C), targets, scale);
+    const size_t need = lm_head_workspace_bytes(
+        {.dtype = DType::kBF16, .rows = T, .hidden = C, .vocab = V, .logits = true});
+    memory.require("lm_head_cross_entropy", need);
+    float* x32 = memory.take<float>(T * C, "lm_head_cross_entropy");
+    float* w32 = memory.take<float>(V * C, "lm_head_cross_entropy");
+    cast(view_of(x32, T, C), x);
+    cast(view_of(w32, V, C), w);
+    return lm_head_cross_entropy(dx, dw, logits, view_of(x32, T, C), view_of(w32, V, C), targets,
+                                 scale, memory.rest());
   }
   if (x.dtype == DType::kF64)
     return lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),
                                  data_or_null<double>(logits), x.as<double>(), w.as<double>(),
-                                 targets, scale, T, C, V, workspace());
+                                 targets, scale, T, C, V, ws);
   return lm_head_cross_entropy(data_or_null<float>(dx), data_or_null<float>(dw),
                                data_or_null<float>(logits), x.as<float>(), w.as<float>(), targets,
-                               static_cast<float>(scale), T, C, V, workspace());
+                               static_cast<float>(scale), T, C, V, ws);
 }
 
 }  // namespace sft::ops

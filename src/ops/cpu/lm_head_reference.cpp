@@ -1,10 +1,10 @@
-// Chunked LM head + cross-entropy. See lm_head_loss.h.
+// Chunked LM head + cross-entropy. See lm_head_reference.h.
 #include "ops/cpu/lm_head_reference.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
+#include "ops/cpu/lm_head_rows.h"
 #include "ops/ops.h"
 
 namespace sft::ops::cpu {
@@ -16,41 +16,9 @@ int64_t chunk_rows(int64_t V) {
   return std::max<int64_t>(1, (int64_t{1} << 23) / V);
 }
 
-struct RowStats {
-  double loss = 0, entropy = 0;
-  bool correct = false;
-};
-
-// Softmax statistics of one row of logits against `target`; with `grad`, replaces the row by
-// scale · (softmax − onehot(target)).
-template <typename T>
-RowStats row_stats(T* z, int64_t V, int64_t target, bool grad, T scale) {
-  T mx = z[0];
-  int64_t arg = 0;
-  for (int64_t j = 1; j < V; ++j)
-    if (z[j] > mx) mx = z[j], arg = j;
-  const T zt = z[target];
-  // exp in the compute dtype (the vocab loop is the hot one); sums in double.
-  double sum = 0, sum_pz = 0;
-  for (int64_t j = 0; j < V; ++j) {
-    const T d = z[j] - mx;
-    const T e = std::exp(d);
-    sum += static_cast<double>(e);
-    sum_pz += static_cast<double>(e * d);
-    if (grad) z[j] = e;
-  }
-  const double lse = std::log(sum);  // relative to mx
-  RowStats r;
-  r.loss = lse - static_cast<double>(zt - mx);
-  r.entropy = lse - sum_pz / sum;
-  r.correct = arg == target;
-  if (grad) {
-    const T k = static_cast<T>(1.0 / sum) * scale;
-    for (int64_t j = 0; j < V; ++j) z[j] *= k;
-    z[target] -= scale;
-  }
-  return r;
-}
+// The row pass is the fused kernels' scalar one (lm_head_rows.h), exp in the compute dtype.
+using lm_head_detail::RowStats;
+using lm_head_detail::scalar_row_stats;
 
 }  // namespace
 
@@ -78,7 +46,7 @@ LossStats lm_head_loss_forward(T* logits, const T* x, const T* w, const int64_t*
     parallel_for_rows(m, 4, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const int64_t tgt = targets[rows[c0 + i]];
-        if (tgt >= 0) stats[i] = row_stats(z + i * V, V, tgt, false, T(0));
+        if (tgt >= 0) stats[i] = scalar_row_stats(z + i * V, V, tgt, false, T(0));
       }
     });
     for (int64_t i = 0; i < m; ++i) {  // fixed-order reduction
@@ -111,7 +79,8 @@ void lm_head_loss_backward(T* dx, T* dw, const T* x, const T* w, const int64_t* 
       std::memcpy(xs + i * C, x + rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(T));
     matmul(z, xs, w, m, V, C, false, true, false);
     parallel_for_rows(m, 4, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) row_stats(z + i * V, V, targets[rows[c0 + i]], true, scale);
+      for (int64_t i = b; i < e; ++i)
+        scalar_row_stats(z + i * V, V, targets[rows[c0 + i]], true, scale);
     });
     matmul(dxs, z, w, m, C, V, false, false, false);
     matmul(dw, z, xs, V, C, m, true, false, true);

@@ -50,22 +50,40 @@ RowStats finish_row(T* z, int64_t V, int64_t target, bool grad, T scale, T mx, T
   return r;
 }
 
+// The one scalar exp pass of a row (the whole row's and a shard slice's, every dtype, and the
+// fp32 reference ops/cpu/lm_head_reference.cpp): Σ exp(z − mx) and Σ exp(z − mx)·(z − mx) in
+// double, exp in the compute dtype; with store, z becomes exp(z − mx).
 template <typename T>
-RowStats row_stats(T* z, int64_t V, int64_t target, bool grad, T scale) {
+void scalar_exp_sums(T* z, int64_t V, T mx, bool store, double* sum, double* sum_pz) {
+  double s = 0, spz = 0;
+  for (int64_t j = 0; j < V; ++j) {
+    const T d = z[j] - mx;
+    const T e = std::exp(d);
+    s += static_cast<double>(e);
+    spz += static_cast<double>(e * d);
+    if (store) z[j] = e;
+  }
+  *sum = s;
+  *sum_pz = spz;
+}
+
+// A whole row with scalar loops: first max, target logit, the exp pass, finish_row.
+template <typename T>
+RowStats scalar_row_stats(T* z, int64_t V, int64_t target, bool grad, T scale) {
   T mx = z[0];
   int64_t arg = 0;
   for (int64_t j = 1; j < V; ++j)
     if (z[j] > mx) mx = z[j], arg = j;  // strict: the first max wins ties
   const T zt = z[target];
   double sum = 0, sum_pz = 0;
-  for (int64_t j = 0; j < V; ++j) {
-    const T d = z[j] - mx;
-    const T e = std::exp(d);
-    sum += static_cast<double>(e);
-    sum_pz += static_cast<double>(e * d);
-    if (grad) z[j] = e;
-  }
+  scalar_exp_sums(z, V, mx, grad, &sum, &sum_pz);
   return finish_row(z, V, target, grad, scale, mx, zt, arg, sum, sum_pz);
+}
+
+// The fused kernels' row: scalar for double, vectorised for float (below).
+template <typename T>
+RowStats row_stats(T* z, int64_t V, int64_t target, bool grad, T scale) {
+  return scalar_row_stats(z, V, target, grad, scale);
 }
 
 // The float row, vectorised: max over 16 lanes (the first maximal index found after), exp by
@@ -84,51 +102,79 @@ float row_max_f32(const float* z, int64_t V);
 void row_exp_sums_f32(float* z, int64_t V, float mx, bool store, double* sum, double* sum_pz);
 void row_scale_f32(float* z, int64_t V, float k);
 
-template <typename U>
-void grow(std::vector<U>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+// The call's scratch, carved from the caller's workspace (ops/workspace.h) at the start of each
+// call: the rows computed, and per chunk row its statistics (whole rows) or the numbers the
+// group combines (shards).
+struct RowScratch {
+  int64_t* rows = nullptr;     // (n) the rows computed, in order
+  double* loss = nullptr;      // (R) per chunk row, reduced in row order
+  double* entropy = nullptr;   // (R)
+  uint8_t* correct = nullptr;  // (R)
+  void* shard_max = nullptr;   // (R) of T: the group's row maxima (this slice's before the max)
+  double* shard_local_max = nullptr;  // (R) this slice's
+  double* shard_sums = nullptr;       // (R · kShardSums) combined over the group
+};
+
+inline constexpr const char* kOp = "lm_head_cross_entropy";
+
+inline void take_rows(Workspace& mem, RowScratch& s, int64_t n) {
+  s.rows = mem.take<int64_t>(n, kOp);
+}
+inline void take_row_stats(Workspace& mem, RowScratch& s, int64_t R) {
+  s.loss = mem.take<double>(R, kOp);
+  s.entropy = mem.take<double>(R, kOp);
+  s.correct = mem.take<uint8_t>(R, kOp);
+}
+enum ShardSum { kSum, kSumPz, kTargetGap, kTargetIsMax, kMaxBeforeTarget, kShardSums };
+template <typename T>
+void take_shard_stats(Workspace& mem, RowScratch& s, int64_t R) {
+  s.shard_max = mem.take<T>(R, kOp);
+  s.shard_local_max = mem.take<double>(R, kOp);
+  s.shard_sums = mem.take<double>(R * kShardSums, kOp);
 }
 
-// The rows to compute (scored rows, or all when logits are wanted) into ws.rows; checks targets.
-inline int64_t select_rows(LmHeadWorkspace& ws, const int64_t* targets, int64_t Tn, int64_t V,
-                           bool all) {
-  ws.rows.clear();
+// The rows to compute: scored rows, or all when logits are wanted. count_rows checks the
+// targets and counts them (the workspace is laid out for that count), fill_rows lists them.
+inline int64_t count_rows(const int64_t* targets, int64_t Tn, int64_t V, bool all) {
+  int64_t n = 0;
   for (int64_t t = 0; t < Tn; ++t) {
     const int64_t y = targets[t];
     if (y < -1 || y >= V)
       fail("lm_head", "target " + std::to_string(y) + " at row " + std::to_string(t) +
                           " is outside [0, " + std::to_string(V) +
                           ") (hint: use -1 for positions that are not scored)");
-    if (all || y >= 0) ws.rows.push_back(t);
+    if (all || y >= 0) ++n;
   }
-  return static_cast<int64_t>(ws.rows.size());
+  return n;
+}
+inline void fill_rows(RowScratch& s, const int64_t* targets, int64_t Tn, bool all) {
+  int64_t n = 0;
+  for (int64_t t = 0; t < Tn; ++t)
+    if (all || targets[t] >= 0) s.rows[n++] = t;
 }
 
-// Rows per chunk: ws.rows_per_chunk, else the measured default (see lm_head_ce.cpp), never more
+// Rows per chunk: tuning.rows_per_chunk, else the measured default (see lm_head_ce.cpp), never more
 // than the rows to compute; element_bytes is what one logit holds
 // (fp32 4, fp64 8, bf16 6: fp32 logits + bf16 dlogits).
 int64_t default_rows_per_chunk(int64_t V, int64_t element_bytes);
 int64_t default_vocab_block(int64_t V);
 
-inline int64_t chunk_rows(const LmHeadWorkspace& ws, int64_t n, int64_t V, int64_t element_bytes) {
+inline int64_t chunk_rows(const LmHeadTuning& tuning, int64_t n, int64_t V, int64_t element_bytes) {
   const int64_t m =
-      ws.rows_per_chunk > 0 ? ws.rows_per_chunk : default_rows_per_chunk(V, element_bytes);
+      tuning.rows_per_chunk > 0 ? tuning.rows_per_chunk : default_rows_per_chunk(V, element_bytes);
   return std::max<int64_t>(1, std::min(m, n));
 }
 
-inline int64_t vocab_block(const LmHeadWorkspace& ws, int64_t V) {
-  const int64_t b = ws.vocab_block > 0 ? ws.vocab_block : default_vocab_block(V);
+inline int64_t vocab_block(const LmHeadTuning& tuning, int64_t V) {
+  const int64_t b = tuning.vocab_block > 0 ? tuning.vocab_block : default_vocab_block(V);
   return b <= 0 || b >= V ? V : b;
 }
 
-// Statistics (and dlogits in place when grad) of the m rows of a chunk starting at ws.rows[c0];
+// Statistics (and dlogits in place when grad) of the m rows of a chunk starting at s.rows[c0];
 // rows that are not scored get zero dlogits. Rows run in parallel; the sums are added in order.
 template <typename T>
-void chunk_stats(LmHeadStats& total, LmHeadWorkspace& ws, T* z, const int64_t* targets, int64_t c0,
+void chunk_stats(LmHeadStats& total, const RowScratch& ws, T* z, const int64_t* targets, int64_t c0,
                  int64_t m, int64_t V, bool grad, T scale) {
-  grow(ws.row_loss, m);
-  grow(ws.row_entropy, m);
-  grow(ws.row_correct, m);
   parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const int64_t y = targets[ws.rows[c0 + i]];
@@ -138,16 +184,16 @@ void chunk_stats(LmHeadStats& total, LmHeadWorkspace& ws, T* z, const int64_t* t
         continue;
       }
       const RowStats r = row_stats(zi, V, y, grad, scale);
-      ws.row_loss[i] = r.loss;
-      ws.row_entropy[i] = r.entropy;
-      ws.row_correct[i] = r.correct ? 1 : 0;
+      ws.loss[i] = r.loss;
+      ws.entropy[i] = r.entropy;
+      ws.correct[i] = r.correct ? 1 : 0;
     }
   });
   for (int64_t i = 0; i < m; ++i) {
     if (targets[ws.rows[c0 + i]] < 0) continue;
-    total.loss_sum += ws.row_loss[i];
-    total.entropy_sum += ws.row_entropy[i];
-    total.correct += ws.row_correct[i];
+    total.loss_sum += ws.loss[i];
+    total.entropy_sum += ws.entropy[i];
+    total.correct += ws.correct[i];
     total.count += 1;
   }
 }
@@ -163,16 +209,7 @@ T shard_row_max(const T* z, int64_t V) {
 }
 template <typename T>
 void shard_exp_sums(T* z, int64_t V, T mx, bool store, double* sum, double* sum_pz) {
-  double s = 0, spz = 0;
-  for (int64_t j = 0; j < V; ++j) {
-    const T d = z[j] - mx;
-    const T e = std::exp(d);
-    s += static_cast<double>(e);
-    spz += static_cast<double>(e * d);
-    if (store) z[j] = e;
-  }
-  *sum = s;
-  *sum_pz = spz;
+  scalar_exp_sums(z, V, mx, store, sum, sum_pz);
 }
 template <typename T>
 void shard_scale(T* z, int64_t V, T k) {
@@ -192,39 +229,29 @@ inline void shard_scale<float>(float* z, int64_t V, float k) {
   row_scale_f32(z, V, k);
 }
 
-inline std::vector<float>& shard_max_buffer(LmHeadWorkspace& ws, float) {
-  return ws.shard_max_f32;
-}
-inline std::vector<double>& shard_max_buffer(LmHeadWorkspace& ws, double) {
-  return ws.shard_max_f64;
-}
-
 // What each rank adds up per row (doubles, one ShardGroup::sum per chunk): the slice's exp
 // sums; z[target] − max on the rank owning the target (0 elsewhere, so the sum is exact);
 // whether the target is a maximum (owner only); whether a maximum sits at a smaller id. The
 // row is correct (argmax == target, the first maximum winning ties over the whole vocabulary)
 // when the target is a maximum and no rank has one before it.
-enum ShardSum { kSum, kSumPz, kTargetGap, kTargetIsMax, kMaxBeforeTarget, kShardSums };
+// (ShardSum, above, indexes them.)
 
 // chunk_stats for a vocabulary shard: z (m × V) holds this rank's logits of the chunk's rows,
 // the vocabulary ids [begin, begin + V); targets are whole-vocabulary ids and every row is
-// scored (a shard computes no logits, so ws.rows holds scored rows only). Collectives: one
+// scored (a shard computes no logits, so s.rows holds scored rows only). Collectives: one
 // max of the m row maxima, then one sum of m × kShardSums doubles, on every rank alike. total gets
 // the whole head's statistics, the same on every rank; with grad, z becomes this slice of scale ·
 // (softmax − onehot).
 template <typename T>
-void chunk_stats_shard(LmHeadStats& total, LmHeadWorkspace& ws, T* z, const int64_t* targets,
+void chunk_stats_shard(LmHeadStats& total, const RowScratch& ws, T* z, const int64_t* targets,
                        int64_t c0, int64_t m, int64_t V, bool grad, T scale, int64_t begin,
                        ShardGroup& group) {
-  std::vector<T>& mx = shard_max_buffer(ws, T{});
-  grow(mx, m);
-  grow(ws.shard_sums, m * kShardSums);
-  grow(ws.shard_local_max, m);
+  T* mx = static_cast<T*>(ws.shard_max);
   parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) mx[i] = shard_row_max(z + i * V, V);
   });
   for (int64_t i = 0; i < m; ++i) ws.shard_local_max[i] = static_cast<double>(mx[i]);
-  group.max(std::span<T>(mx.data(), static_cast<size_t>(m)));
+  group.max(std::span<T>(mx, static_cast<size_t>(m)));
   parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       T* zi = z + i * V;
@@ -242,7 +269,7 @@ void chunk_stats_shard(LmHeadStats& total, LmHeadWorkspace& ws, T* z, const int6
       shard_exp_sums(zi, V, M, grad, &s[kSum], &s[kSumPz]);
     }
   });
-  group.sum(std::span<double>(ws.shard_sums.data(), static_cast<size_t>(m * kShardSums)));
+  group.sum(std::span<double>(ws.shard_sums, static_cast<size_t>(m * kShardSums)));
   if (grad)
     parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {

@@ -1,8 +1,9 @@
 // bf16 × bf16 → f32 matmul on oneDNN's matmul primitive (onednn_matmul.h): AMX or AVX512-BF16
 // kernels where the CPU has them; fp32 accumulation always. oneDNN 2.6 has no bf16 matmul at
 // all below AVX-512, so there the operands are widened (exactly) to f32 and the product runs
-// as ops::matmul<float>: the same values and accumulation type, only slower. The widening
-// buffers are thread_local and only grow, so steady-state calls do not allocate.
+// as ops::matmul<float>: the same values and accumulation type, only slower. The widened
+// copies are allocated per call (this path is an emulation for CPUs without AVX512-BF16; it
+// keeps no hidden buffers, so it allocates in the step loop there).
 // Resolves the default strides and the degenerate sizes here so that oneDNN only sees
 // problems with M, N, K ≥ 1. Runs on the calling thread with a pool-sized OpenMP team, so it
 // must not be called from inside default_thread_pool() workers.
@@ -29,7 +30,7 @@ void widen(std::vector<float>& out, const uint16_t* x, int64_t rows, int64_t col
 void widened_matmul(float* c, const uint16_t* a, const uint16_t* b, int64_t M, int64_t N, int64_t K,
                     bool trans_a, bool trans_b, bool accumulate, int64_t lda, int64_t ldb,
                     int64_t ldc) {
-  thread_local std::vector<float> af, bf;
+  std::vector<float> af, bf;
   const int64_t ra = trans_a ? K : M, ca = trans_a ? M : K;
   const int64_t rb = trans_b ? N : K, cb = trans_b ? K : N;
   widen(af, a, ra, ca, lda);

@@ -3,7 +3,6 @@
 // CUDA views go to ops::cuda:: (the one device check of ops/device_dispatch.h).
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "core/half.h"
 #include "ops/cpu/bf16_simd.h"
@@ -143,20 +142,23 @@ double sum_of_squares(View x) {
   require_cpu_f32("sum_of_squares", {x}, n);
   const float* a = x.as<float>();
   const int64_t blocks = (n + kNormBlock - 1) / kNormBlock;
-  // The caller's buffer (a thread_local named inside the lambda would be each worker's own).
-  thread_local std::vector<double> buffer;
-  std::vector<double>& partial = buffer;
-  partial.assign(static_cast<size_t>(blocks), 0.0);
+  // Blocks go through in batches whose partial sums fit a stack array (no scratch to own); the
+  // total adds them in block order, as one pass over every block would.
+  constexpr int64_t kBatch = 512;
+  double partial[kBatch];
   const bool avx512 = cpu::use_avx512();
-  parallel_for_rows(blocks, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t begin = b * kNormBlock, len = std::min(n, begin + kNormBlock) - begin;
-      partial[static_cast<size_t>(b)] =
-          avx512 ? block_avx512(a + begin, len) : block_generic(a + begin, len);
-    }
-  });
   double total = 0.0;
-  for (double s : partial) total += s;
+  for (int64_t first = 0; first < blocks; first += kBatch) {
+    const int64_t count = std::min(kBatch, blocks - first);
+    parallel_for_rows(count, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        const int64_t begin = (first + b) * kNormBlock,
+                      len = std::min(n, begin + kNormBlock) - begin;
+        partial[b] = avx512 ? block_avx512(a + begin, len) : block_generic(a + begin, len);
+      }
+    });
+    for (int64_t b = 0; b < count; ++b) total += partial[b];
+  }
   return total;
 }
 

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
-#include <vector>
 
 #include "core/half.h"
 #include "ops/cpu/bf16_simd.h"
@@ -231,6 +230,9 @@ void forward(Out* out, T* rstd, const T* x, const T* w, int64_t N, int64_t C, do
 // Rows summed this many at a time, then normed while they are in L1/L2: one AVX-512 group.
 constexpr int64_t kSumBlock = 16;
 
+// dw's features per stack tile (a multiple of 16; 8 KiB of doubles).
+constexpr int64_t kDwTile = 1024;
+
 }  // namespace
 
 template <typename T>
@@ -277,23 +279,26 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, co
   });
   // dw summed over rows in a fixed order (serial over rows, parallel over features). Rows are
   // the outer loop so memory is read contiguously; each feature still sums its rows in order.
+  // Each chunk of features sums in tiles of kDwTile on the stack (no scratch to own); a tile is
+  // a multiple of 16 wide, so every feature takes the same vector or scalar path as untiled.
   parallel_for_rows(C, 256, [&](int64_t b, int64_t e) {
-    thread_local std::vector<T> acc;  // this worker's own, grown once
-    acc.assign(static_cast<size_t>(e - b), T(0));
-    if constexpr (std::is_same_v<T, float>) {
-      if (avx512) {
-        backward_dw_avx512(acc.data(), dout, x, rstd, N, C, b, e);
-        for (int64_t j = b; j < e; ++j) dw[j] += acc[static_cast<size_t>(j - b)];
-        return;
+    T acc[kDwTile];
+    for (int64_t t0 = b; t0 < e; t0 += kDwTile) {
+      const int64_t t1 = std::min(e, t0 + kDwTile);
+      std::fill(acc, acc + (t1 - t0), T(0));
+      bool done = false;
+      if constexpr (std::is_same_v<T, float>) {
+        if (avx512) backward_dw_avx512(acc, dout, x, rstd, N, C, t0, t1), done = true;
       }
+      if (!done)
+        for (int64_t i = 0; i < N; ++i) {
+          const T* gi = dout + i * C;
+          const T* xi = x + i * C;
+          const T r = rstd[i];
+          for (int64_t j = t0; j < t1; ++j) acc[j - t0] += gi[j] * xi[j] * r;
+        }
+      for (int64_t j = t0; j < t1; ++j) dw[j] += acc[j - t0];
     }
-    for (int64_t i = 0; i < N; ++i) {
-      const T* gi = dout + i * C;
-      const T* xi = x + i * C;
-      const T r = rstd[i];
-      for (int64_t j = b; j < e; ++j) acc[static_cast<size_t>(j - b)] += gi[j] * xi[j] * r;
-    }
-    for (int64_t j = b; j < e; ++j) dw[j] += acc[static_cast<size_t>(j - b)];
   });
 }
 
