@@ -1,5 +1,6 @@
 #include "model/param_layout.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.h"
@@ -100,7 +101,8 @@ int tp_split_dim(ParamSlot slot) {
   }
 }
 
-// Rank `rank` of `size`'s block of a whole-tensor spec.
+// Rank `rank` of `size`'s block of a whole-tensor spec: ceil(n / size) along the split
+// dimension (check_tensor_parallel has made every dimension but the vocabulary divide).
 void split_spec(ParamSpec& p, int rank, int size) {
   p.full_shape = p.shape;
   if (size == 1) return;
@@ -108,11 +110,17 @@ void split_spec(ParamSpec& p, int rank, int size) {
   p.tp_partial_grad = p.slot == ParamSlot::kQNorm || p.slot == ParamSlot::kKNorm;
   if (p.tp_dim < 0) return;
   const size_t d = static_cast<size_t>(p.tp_dim);
-  p.shape[d] /= size;
+  p.shape[d] = tp_block(p.shape[d], size);
   p.tp_begin = rank * p.shape[d];
 }
 
 }  // namespace
+
+int64_t ParamSpec::tp_real() const {
+  if (tp_dim < 0) return shape.empty() ? 0 : shape[0];
+  const size_t d = static_cast<size_t>(tp_dim);
+  return std::clamp<int64_t>(whole_shape()[d] - tp_begin, 0, shape[d]);
+}
 
 std::vector<ParamSpec> parameter_layout(const ModelConfig& c, int tp_rank, int tp_size) {
   if (tp_size > 1) model::check_tensor_parallel(c, tp_size, "parameter_layout");
@@ -158,12 +166,13 @@ void check_tensor_parallel(const ModelConfig& c, int size, const std::string& wh
       fail("model", where + ": config.json's " + field + " (" + std::to_string(value) +
                         ") does not divide by the tensor-parallel size " + std::to_string(size) +
                         " (hint: a --tp_size that divides num_attention_heads, "
-                        "num_key_value_heads, intermediate_size and vocab_size)");
+                        "num_key_value_heads and intermediate_size)");
   };
   divides("num_attention_heads", c.num_attention_heads);
   divides("num_key_value_heads", c.num_key_value_heads);
   divides("intermediate_size", c.intermediate_size);
-  divides("vocab_size", c.vocab_size);
+  // The vocabulary need not divide: each rank holds ceil(V / size) rows and the rows past V
+  // are padding (Megatron's padded split; Qwen3's 151936 rows over 3 ranks, say).
 }
 
 }  // namespace sft::model

@@ -48,7 +48,9 @@ struct ParamSpec {
   ParamSlot slot;
   // Tensor parallelism (model/tensor_parallel.h): the dimension split over the ranks (-1 =
   // replicated), this rank's first index along it, and the whole tensor's shape (= shape
-  // when nothing is split).
+  // when nothing is split). A block is ceil(whole / T) long along tp_dim, so the last
+  // ranks' blocks may reach past the whole tensor (only the vocabulary's do: Megatron's
+  // padded split); those entries are padding, zero, and never read from or written to a file.
   int tp_dim = -1;
   int64_t tp_begin = 0;
   Shape full_shape = {};
@@ -59,7 +61,15 @@ struct ParamSpec {
   // The whole tensor's shape; specs made outside parameter_layout (a LoRA adapter's) leave
   // full_shape empty and are whole.
   const Shape& whole_shape() const { return full_shape.empty() ? shape : full_shape; }
+  // How many of this block's entries along tp_dim are in the whole tensor (the rest are
+  // padding); shape[0] for an unsplit spec.
+  int64_t tp_real() const;
 };
+
+// A dimension of n split over `size` ranks: each rank's block (the last may be part padding).
+inline int64_t tp_block(int64_t n, int size) {
+  return (n + size - 1) / size;
+}
 
 // HF Trainer's get_decay_parameter_names: weight decay skips norm weights and biases.
 inline bool weight_decay_applies(ParamRole role) {

@@ -1,7 +1,9 @@
 // Moving parameters between their whole form (files, checkpoints, export) and a rank's
 // tensor-parallel slice (ParamSpec::tp_dim / tp_begin / full_shape, tensor_parallel.h).
 // A tensor is 1-D or 2-D; a slice is the rank's block of equal blocks along tp_dim, so along
-// dim 0 it is one contiguous run and along dim 1 one run per row.
+// dim 0 it is one contiguous run and along dim 1 one run per row. A block that reaches past
+// the whole tensor (the padded vocabulary split, tensor_parallel.h) holds zeros there: they
+// are written zero on the way in and left out on the way out.
 #pragma once
 
 #include "core/shard_group.h"
@@ -18,13 +20,14 @@ void copy_block(const ParamSpec& spec, const float* full, float* local);
 // every rank of `group` calls it for the same spec, in the same order. Unsplit: a copy.
 void gather_blocks(const ParamSpec& spec, const float* local, float* full, ShardGroup& group);
 
-// The block of a stored whole tensor (full_shape) that is this rank's slice (spec.shape);
-// the whole tensor when unsplit. A spec without full_shape (e.g. a LoRA adapter's) is whole.
+// The block of a stored whole tensor (full_shape) that is this rank's slice (spec.shape)
+// without its padding; the whole tensor when unsplit. A spec without full_shape (e.g. a LoRA
+// adapter's) is whole.
 TensorBlock block_of(const ParamSpec& spec);
 
 // local (spec.shape, f32) = this rank's block of the stored tensor `entry` of `file`, read
-// straight from the mapping (io/safetensors.h's read_tensor_block). The caller has checked
-// entry.shape against the whole shape.
+// straight from the mapping (io/safetensors.h's read_tensor_block), padding zero. The caller
+// has checked entry.shape against the whole shape.
 void read_block(const SafetensorsFile& file, const TensorEntry& entry, const ParamSpec& spec,
                 float* local);
 

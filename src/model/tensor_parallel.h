@@ -6,13 +6,16 @@
 //     computes whole heads (H/T query heads, Hkv/T kv heads) and I/T of the MLP;
 //   row-parallel (input features split): o, down — partial outputs, summed over the group
 //     (one all-reduce each), their biases added once after the sum;
-//   vocabulary-parallel: the embedding table and the LM head — V/T rows each; the embedding
-//     output and the LM head's cross-entropy statistics are combined over the group;
+//   vocabulary-parallel: the embedding table and the LM head — ceil(V/T) rows each; the
+//     embedding output and the LM head's cross-entropy statistics are combined over the group;
 //   replicated: the norms. The layer norms' gradients are identical on every rank; q_norm and
 //     k_norm act on each rank's own heads, so their gradients are partial sums that the
 //     trainer adds up over the group once per step (ParamSpec::tp_partial_grad).
-// Every split is even: heads, kv heads, intermediate size and vocabulary must divide by T.
-// Rank r holds the r-th of T equal blocks along the split dimension.
+// Heads, kv heads and the intermediate size must divide by T. The vocabulary need not: as
+// Megatron pads it, every rank holds ceil(V/T) rows and those past V are padding — zero, never
+// a target, never the argmax, no gradient, never in a checkpoint or the export (Qwen3's 151936
+// rows over T = 3, or any odd vocabulary over 2). Rank r holds the r-th of T equal blocks along
+// the split dimension (ParamSpec::tp_real counts the block's real entries).
 #pragma once
 
 #include <string>

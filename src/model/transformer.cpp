@@ -21,7 +21,7 @@ Transformer::Transformer(ModelConfig config, const TensorParallel& tp)
   for (int l = 0; l < config_.num_hidden_layers; ++l)
     layers_.push_back(DecoderLayer::bind(params_, config_, l, tp_));
   embed_ = &params_.at(ParamSlot::kEmbed);
-  vocab_shard_ = {embed_->spec.tp_begin, tp_.group};
+  vocab_shard_ = {embed_->spec.tp_begin, tp_.group, config_.vocab_size};
   final_norm_ = &params_.at(ParamSlot::kFinalNorm);
   const Parameter* head = params_.find(ParamSlot::kLmHead);
   lm_head_ = Linear{head ? head : embed_, nullptr};  // tied: the embedding matrix
@@ -175,11 +175,14 @@ Transformer Transformer::random(const ModelConfig& config, uint64_t seed, float 
       const int64_t rows = param.spec.shape[0], cols = param.spec.shape[1];
       const int64_t full_cols = param.spec.full_shape[1];
       for (int64_t r = 0; r < rows; ++r)
-        fill_normal(p + r * cols, r * full_cols + param.spec.tp_begin, cols, seed, i, std);
+        fill_normal(p + r * cols, r * full_cols + param.spec.tp_begin, param.spec.tp_real(), seed,
+                    i, std);
     } else {
-      // Unsplit, or a block of rows: one run from the block's first element.
+      // Unsplit, or a block of rows: one run from the block's first element. A padded
+      // block's rows past the whole tensor stay zero (the arena starts zero-filled).
       const int64_t row = param.spec.shape.size() == 2 ? param.spec.shape[1] : 1;
-      fill_normal(p, param.spec.tp_begin * row, n, seed, i, std);
+      const int64_t real = param.spec.tp_dim < 0 ? n : param.spec.tp_real() * row;
+      fill_normal(p, param.spec.tp_begin * row, real, seed, i, std);
     }
   }
   return m;

@@ -26,11 +26,13 @@
 // output rows/columns only). The float path reproduces model::lm_head_loss_forward's statistics.
 //
 // Vocabulary shards (tensor parallelism): w is this rank's rows [vocab_begin, vocab_begin + V)
-// of a (V · group.size(), C) head. Each chunk's logits stay local; per row the ranks combine the
-// max (one collective), then the exp sums, the target logit and the argmax facts (one sum of
-// doubles), so every rank returns the whole head's statistics; dw += this slice's gradient,
-// and dx, each rank's dZ W_local, is summed over the group once at the end. Every rank makes
-// the same collective calls (the rows depend only on the targets, which are replicated).
+// of a (V · group.size(), C) head, whose rows from `vocab` on (the whole vocabulary; 0 = none)
+// are padding: outside the softmax, never the argmax, zero gradient (tensor_parallel.h). Each
+// chunk's logits stay local; per row the ranks combine the max (one collective), then the exp sums,
+// the target logit and the argmax facts (one sum of doubles), so every rank returns the whole
+// head's statistics; dw += this slice's gradient, and dx, each rank's dZ W_local, is summed over
+// the group once at the end. Every rank makes the same collective calls (the rows depend only on
+// the targets, which are replicated).
 //
 // Signature rule: outputs first, then inputs, weights, then sizes. dx overwrites (=), dw
 // accumulates (+=). Dimensions: Tn tokens, C hidden, V vocabulary (this rank's rows).
@@ -76,13 +78,13 @@ size_t lm_head_kernel_workspace_bytes(int64_t Tn, int64_t C, int64_t V, bool sha
 // null (both null = evaluation: statistics only). logits (Tn, V) = x wᵀ for every row when
 // non-null; otherwise only scored rows are computed.
 // Loss = Σ over scored rows of CE; correct = argmax == target; entropy of the softmax.
-// With a group (a vocabulary shard, see above): targets are ids in [0, V · group->size()) and
-// logits must be null.
+// With a group (a vocabulary shard, see above): targets are ids in [0, vocab) (vocab 0: V ·
+// group->size()) and logits must be null.
 template <typename T>  // float, double
 LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* w,
                                   const int64_t* targets, T scale, int64_t Tn, int64_t C, int64_t V,
                                   LmHeadWorkspace& ws, int64_t vocab_begin = 0,
-                                  ShardGroup* group = nullptr);
+                                  ShardGroup* group = nullptr, int64_t vocab = 0);
 
 // bf16 mixed precision (torch autocast semantics): x and w are bf16 bits; logits with fp32
 // accumulation (ops::matmul_bf16) rounded to bf16 (autocast's lm_head output), softmax statistics
@@ -93,6 +95,6 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
 LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
                                        const int64_t* targets, float scale, int64_t Tn, int64_t C,
                                        int64_t V, LmHeadWorkspace& ws, int64_t vocab_begin = 0,
-                                       ShardGroup* group = nullptr);
+                                       ShardGroup* group = nullptr, int64_t vocab = 0);
 
 }  // namespace sft::ops

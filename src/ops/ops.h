@@ -88,10 +88,13 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
 
 // A vocabulary-parallel table (tensor parallelism): this rank's rows are the vocabulary ids
 // [begin, begin + rows) of the whole table, the other ranks of `group` hold the rest. The
-// default is the whole vocabulary on one rank (no group).
+// default is the whole vocabulary on one rank (no group). `vocab` is the whole vocabulary
+// when the split is padded (every rank's rows · group size > vocab; model/tensor_parallel.h):
+// rows from id `vocab` on are padding, never looked up, scored or predicted. 0: no padding.
 struct VocabShard {
   int64_t begin = 0;
   ShardGroup* group = nullptr;
+  int64_t vocab = 0;
 };
 
 // out (T, C) = table[ids]; backward dtable (V, C) += scatter of dout in token order.

@@ -22,7 +22,7 @@ namespace sft::test {
 inline ModelConfig tp_tiny_config(bool biases, bool tied) {
   ModelConfig c;
   c.model_type = ModelType::kLlama;
-  c.vocab_size = 64;
+  c.vocab_size = 61;
   c.hidden_size = 32;
   c.intermediate_size = 32;
   c.num_hidden_layers = 2;
@@ -33,6 +33,15 @@ inline ModelConfig tp_tiny_config(bool biases, bool tied) {
   c.tie_word_embeddings = tied;
   c.qkv_bias = c.o_bias = c.mlp_bias = biases;
   c.layer_sliding_window.assign(size_t(c.num_hidden_layers), false);  // as parse_model_config
+  return c;
+}
+
+// The same with a vocabulary of 61 rows, which divides by neither 2 nor 4: the padded split
+// (tensor_parallel.h) gives 31 rows a rank over 2 (rank 1: 30 real, 1 padding) and 16 over 4
+// (rank 3: 13 real, 3 padding).
+inline ModelConfig tp_odd_vocab_config(bool biases, bool tied) {
+  ModelConfig c = tp_tiny_config(biases, tied);
+  c.vocab_size = 61;
   return c;
 }
 

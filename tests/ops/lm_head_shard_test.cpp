@@ -246,6 +246,66 @@ TEST(LmHeadShard, TiesCountTheFirstMaximumOverTheWholeVocabulary) {
   }
 }
 
+// A vocabulary that does not divide by the ranks (the padded split, model/tensor_parallel.h):
+// each rank holds ceil(V / T) rows, those past V padding. Filled with large values here, the
+// padding must stay outside the softmax and the argmax and get no gradient, so every rank
+// still returns the whole head's statistics and dx, and dw its real rows' block. V = 61 over
+// 2 (rank 1: 30 real, 1 padding) and 4 (rank 3: 13 real, 3 padding); V = 5 over 4 leaves
+// rank 3 nothing but padding.
+TEST(LmHeadShard, APaddedSplitMatchesTheWholeHead) {
+  for (const int64_t V : {int64_t{61}, int64_t{5}}) {
+    const Head h = make_head(40, 16, V, 9);
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF64}) {
+      const double scale = 1.0 / 29;
+      const Result whole = run_whole(h, dt, scale);
+      for (int ranks : {2, 4}) {
+        SCOPED_TRACE("V " + std::to_string(V) + ", " + std::string(dtype_name(dt)) + ", " +
+                     std::to_string(ranks) + " ranks");
+        const int64_t rows = (V + ranks - 1) / ranks;
+        std::vector<Result> shards(static_cast<size_t>(ranks));
+        ThreadShardGroups::run(ranks, [&](ShardGroup& g) {
+          const int64_t begin = g.rank() * rows, real = std::clamp<int64_t>(V - begin, 0, rows);
+          std::vector<double> w(static_cast<size_t>(rows * h.C), 40.0), dw0(w.size(), 0.25);
+          std::copy_n(h.w.begin() + begin * h.C, real * h.C, w.begin());
+          std::copy_n(h.dw0.begin() + begin * h.C, real * h.C, dw0.begin());
+          Buf x(dt, h.x.data(), h.T * h.C), wb(dt, w.data(), rows * h.C);
+          Buf dx(grad_dtype(dt), std::vector<double>(h.T * h.C, NAN).data(), h.T * h.C);
+          Buf dw(grad_dtype(dt), dw0.data(), rows * h.C);
+          WorkspaceArena arena;
+          const Workspace ws =
+              test::lm_head_workspace(arena, x.view(h.T, h.C), wb.view(rows, h.C), false, true);
+          Result& r = shards[static_cast<size_t>(g.rank())];
+          r.stats = lm_head_cross_entropy(dx.view(h.T, h.C), dw.view(rows, h.C), View{},
+                                          x.view(h.T, h.C), wb.view(rows, h.C), h.y.data(), scale,
+                                          ws, VocabShard{begin, &g, V});
+          r.dx = dx.values();
+          r.dw = dw.values();
+          // The padding rows' gradient is untouched.
+          const std::vector<double> start = Buf(grad_dtype(dt), dw0.data(), rows * h.C).values();
+          for (int64_t k = real * h.C; k < rows * h.C; ++k)
+            ASSERT_EQ(r.dw[size_t(k)], start[size_t(k)]) << "padding row " << begin + k / h.C;
+          r.dw.resize(static_cast<size_t>(real * h.C));
+        });
+        const double tol = dt == DType::kBF16 ? 1e-2 : dt == DType::kF64 ? 1e-12 : 1e-6;
+        for (int q = 0; q < ranks; ++q) {
+          const Result& s = shards[static_cast<size_t>(q)];
+          EXPECT_EQ(s.stats.count, whole.stats.count);
+          EXPECT_EQ(s.stats.correct, whole.stats.correct);
+          EXPECT_LE(relative_error({s.stats.loss_sum}, {whole.stats.loss_sum}), 1e-6);
+          EXPECT_LE(relative_error({s.stats.entropy_sum}, {whole.stats.entropy_sum}), 1e-6);
+          EXPECT_TRUE(same_stats(s.stats, shards[0].stats)) << "statistics differ across ranks";
+          EXPECT_LE(relative_error(s.dx, whole.dx), tol);
+          const int64_t begin = q * rows, real = static_cast<int64_t>(s.dw.size()) / h.C;
+          if (real == 0) continue;
+          EXPECT_LE(relative_error(gained(s.dw, h, begin),
+                                   gained(block(whole.dw, begin * h.C, real * h.C), h, begin)),
+                    tol);
+        }
+      }
+    }
+  }
+}
+
 // The raw kernels with small chunks (rows_per_chunk 7 over 40 rows: five chunks, one short), a
 // workspace per rank, against the whole head chunked the same way.
 TEST(LmHeadShard, ChunkEdgesAndPerRankWorkspaces) {

@@ -76,13 +76,15 @@ size_t lm_head_kernel_workspace_bytes(int64_t Tn, int64_t C, int64_t V, bool sha
 template <typename T>
 LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* w,
                                   const int64_t* targets, T scale, int64_t Tn, int64_t C, int64_t V,
-                                  LmHeadWorkspace& ws, int64_t vocab_begin, ShardGroup* group) {
+                                  LmHeadWorkspace& ws, int64_t vocab_begin, ShardGroup* group,
+                                  int64_t vocab) {
   LmHeadStats total;
   if (group && logits)
     fail("lm_head", "no logits from a vocabulary shard (hint: gather them from whole weights)");
   if (dx) std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(T));
   const bool grad = dx || dw;
-  const int64_t n = count_rows(targets, Tn, group ? V * group->size() : V, logits != nullptr);
+  const int64_t n = count_rows(targets, Tn, shard_vocab(vocab, V, group), logits != nullptr);
+  const int64_t real = shard_real_rows(vocab, V, vocab_begin, group);
   if (n == 0 || V <= 0) return total;
   const int64_t R = chunk_rows(ws.tuning, n, V, static_cast<int64_t>(sizeof(T)));
   const int64_t VB = vocab_block(ws.tuning, V);
@@ -103,7 +105,7 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
       for (int64_t i = 0; i < m; ++i)
         std::memcpy(logits + rs.rows[c0 + i] * V, z + i * V, static_cast<size_t>(V) * sizeof(T));
     if (group)
-      chunk_stats_shard(total, rs, z, targets, c0, m, V, grad, scale, vocab_begin, *group);
+      chunk_stats_shard(total, rs, z, targets, c0, m, V, real, grad, scale, vocab_begin, *group);
     else
       chunk_stats(total, rs, z, targets, c0, m, V, grad, scale);
     if (!grad) continue;
@@ -130,10 +132,10 @@ template size_t lm_head_kernel_workspace_bytes<double>(int64_t, int64_t, int64_t
 template LmHeadStats lm_head_cross_entropy<float>(float*, float*, float*, const float*,
                                                   const float*, const int64_t*, float, int64_t,
                                                   int64_t, int64_t, LmHeadWorkspace&, int64_t,
-                                                  ShardGroup*);
+                                                  ShardGroup*, int64_t);
 template LmHeadStats lm_head_cross_entropy<double>(double*, double*, double*, const double*,
                                                    const double*, const int64_t*, double, int64_t,
                                                    int64_t, int64_t, LmHeadWorkspace&, int64_t,
-                                                   ShardGroup*);
+                                                   ShardGroup*, int64_t);
 
 }  // namespace sft::ops

@@ -209,8 +209,8 @@ LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint
 
 LmHeadStats vocabulary_shard(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
                              const int64_t* targets, float scale, int64_t Tn, int64_t C, int64_t V,
-                             LmHeadWorkspace& ws, int64_t n, int64_t vocab_begin,
-                             ShardGroup& group) {
+                             LmHeadWorkspace& ws, int64_t n, int64_t vocab_begin, ShardGroup& group,
+                             int64_t real) {
   LmHeadStats total;
   const bool grad = dx || dw;
   const int64_t R = chunk_rows(ws.tuning, n, V, 6);  // fp32 logits + bf16 dlogits
@@ -231,7 +231,7 @@ LmHeadStats vocabulary_shard(float* dx, float* dw, const uint16_t* x, const uint
     parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {  // autocast's bf16 logits
       for (int64_t i = b; i < e; ++i) round_trip_row(z + i * V, V);
     });
-    chunk_stats_shard(total, rs, z, targets, c0, m, V, grad, scale, vocab_begin, group);
+    chunk_stats_shard(total, rs, z, targets, c0, m, V, real, grad, scale, vocab_begin, group);
     if (!grad) continue;
     parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) cpu::round_row_to_bf16(dz + i * V, z + i * V, V);
@@ -265,14 +265,14 @@ size_t lm_head_kernel_workspace_bytes<uint16_t>(int64_t Tn, int64_t C, int64_t V
 LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
                                        const int64_t* targets, float scale, int64_t Tn, int64_t C,
                                        int64_t V, LmHeadWorkspace& ws, int64_t vocab_begin,
-                                       ShardGroup* group) {
+                                       ShardGroup* group, int64_t vocab) {
   if (dx) std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(float));
-  const int64_t n = count_rows(targets, Tn, group ? V * group->size() : V, false);
+  const int64_t n = count_rows(targets, Tn, shard_vocab(vocab, V, group), false);
   LmHeadStats total;
   if (n > 0 && V > 0)
-    total =
-        group ? vocabulary_shard(dx, dw, x, w, targets, scale, Tn, C, V, ws, n, vocab_begin, *group)
-              : whole_vocabulary(dx, dw, x, w, targets, scale, Tn, C, V, ws, n);
+    total = group ? vocabulary_shard(dx, dw, x, w, targets, scale, Tn, C, V, ws, n, vocab_begin,
+                                     *group, shard_real_rows(vocab, V, vocab_begin, group))
+                  : whole_vocabulary(dx, dw, x, w, targets, scale, Tn, C, V, ws, n);
   // A shard's dx is its slice's dZ W_local: the whole head's is the sum over the group. Every
   // rank sums, also one without scored rows (the collective calls must match).
   if (group && dx) group->sum(std::span<float>(dx, static_cast<size_t>(Tn * C)));

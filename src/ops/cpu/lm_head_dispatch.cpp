@@ -67,23 +67,25 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
       fail("ops",
            "lm_head_cross_entropy: no logits from a vocabulary shard (hint: compute them from "
            "the gathered whole weights)");
-    if (shard.begin < 0 || shard.begin + V > V * shard.group->size())
+    const int64_t padded = V * shard.group->size();
+    if (shard.begin < 0 || shard.begin + V > padded || shard.vocab < 0 || shard.vocab > padded)
       fail("ops", "lm_head_cross_entropy: vocabulary rows [" + std::to_string(shard.begin) + ", " +
-                      std::to_string(shard.begin + V) + ") are not a slice of a " +
-                      std::to_string(shard.group->size()) + "-way split of " +
-                      std::to_string(V * shard.group->size()) + " rows");
+                      std::to_string(shard.begin + V) + ") of " + std::to_string(shard.vocab) +
+                      " are not a slice of a " + std::to_string(shard.group->size()) +
+                      "-way split of " + std::to_string(padded) + " rows");
     if (x.dtype == DType::kBF16)
       return lm_head_cross_entropy_bf16(
           data_or_null<float>(dx), data_or_null<float>(dw), x.as<uint16_t>(), w.as<uint16_t>(),
-          targets, static_cast<float>(scale), T, C, V, ws, shard.begin, shard.group);
+          targets, static_cast<float>(scale), T, C, V, ws, shard.begin, shard.group, shard.vocab);
     if (x.dtype == DType::kF64)
       return lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),
                                    static_cast<double*>(nullptr), x.as<double>(), w.as<double>(),
-                                   targets, scale, T, C, V, ws, shard.begin, shard.group);
+                                   targets, scale, T, C, V, ws, shard.begin, shard.group,
+                                   shard.vocab);
     return lm_head_cross_entropy(data_or_null<float>(dx), data_or_null<float>(dw),
                                  static_cast<float*>(nullptr), x.as<float>(), w.as<float>(),
                                  targets, static_cast<float>(scale), T, C, V, ws, shard.begin,
-                                 shard.group);
+                                 shard.group, shard.vocab);
   }
   if (x.dtype == DType::kBF16 && logits.empty())
     return lm_head_cross_entropy_bf16(data_or_null<float>(dx), data_or_null<float>(dw),

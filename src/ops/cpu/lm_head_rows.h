@@ -135,6 +135,7 @@ void take_shard_stats(Workspace& mem, RowScratch& s, int64_t R) {
 
 // The rows to compute: scored rows, or all when logits are wanted. count_rows checks the
 // targets and counts them (the workspace is laid out for that count), fill_rows lists them.
+// (V: the whole vocabulary, real rows only.)
 inline int64_t count_rows(const int64_t* targets, int64_t Tn, int64_t V, bool all) {
   int64_t n = 0;
   for (int64_t t = 0; t < Tn; ++t) {
@@ -146,6 +147,14 @@ inline int64_t count_rows(const int64_t* targets, int64_t Tn, int64_t V, bool al
     if (all || y >= 0) ++n;
   }
   return n;
+}
+// A shard's rows of the whole vocabulary `vocab` (0: V · group size, nothing padded), and how
+// many of its V rows from `begin` are real.
+inline int64_t shard_vocab(int64_t vocab, int64_t V, const ShardGroup* group) {
+  return !group ? V : vocab > 0 ? vocab : V * group->size();
+}
+inline int64_t shard_real_rows(int64_t vocab, int64_t V, int64_t begin, const ShardGroup* group) {
+  return std::clamp<int64_t>(shard_vocab(vocab, V, group) - begin, 0, V);
 }
 inline void fill_rows(RowScratch& s, const int64_t* targets, int64_t Tn, bool all) {
   int64_t n = 0;
@@ -237,18 +246,20 @@ inline void shard_scale<float>(float* z, int64_t V, float k) {
 // (ShardSum, above, indexes them.)
 
 // chunk_stats for a vocabulary shard: z (m × V) holds this rank's logits of the chunk's rows,
-// the vocabulary ids [begin, begin + V); targets are whole-vocabulary ids and every row is
-// scored (a shard computes no logits, so s.rows holds scored rows only). Collectives: one
-// max of the m row maxima, then one sum of m × kShardSums doubles, on every rank alike. total gets
-// the whole head's statistics, the same on every rank; with grad, z becomes this slice of scale ·
+// the vocabulary ids [begin, begin + V), of which the first `real` are in the vocabulary and
+// the rest padding (the padded split, model/tensor_parallel.h: outside the softmax, never the
+// argmax, zero dlogits); targets are whole-vocabulary ids and every row is scored (a shard
+// computes no logits, so s.rows holds scored rows only). Collectives: one max of the m row
+// maxima, then one sum of m × kShardSums doubles, on every rank alike. total gets the whole
+// head's statistics, the same on every rank; with grad, z becomes this slice of scale ·
 // (softmax − onehot).
 template <typename T>
 void chunk_stats_shard(LmHeadStats& total, const RowScratch& ws, T* z, const int64_t* targets,
-                       int64_t c0, int64_t m, int64_t V, bool grad, T scale, int64_t begin,
-                       ShardGroup& group) {
+                       int64_t c0, int64_t m, int64_t V, int64_t real, bool grad, T scale,
+                       int64_t begin, ShardGroup& group) {
   T* mx = static_cast<T*>(ws.shard_max);
   parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) mx[i] = shard_row_max(z + i * V, V);
+    for (int64_t i = b; i < e; ++i) mx[i] = shard_row_max(z + i * V, real);
   });
   for (int64_t i = 0; i < m; ++i) ws.shard_local_max[i] = static_cast<double>(mx[i]);
   group.max(std::span<T>(mx, static_cast<size_t>(m)));
@@ -257,16 +268,16 @@ void chunk_stats_shard(LmHeadStats& total, const RowScratch& ws, T* z, const int
       T* zi = z + i * V;
       const T M = mx[i];
       const int64_t y = targets[ws.rows[c0 + i]] - begin;  // the target in this slice
-      const bool owner = y >= 0 && y < V;
+      const bool owner = y >= 0 && y < real;
       double* s = &ws.shard_sums[i * kShardSums];
       s[kTargetGap] = owner ? static_cast<double>(zi[y] - M) : 0.0;
       s[kTargetIsMax] = owner && zi[y] == M ? 1.0 : 0.0;
       // A maximum among this slice's ids below the target; only a slice whose own max is the
       // group's holds one, so the others skip the scan.
       const int64_t before =
-          static_cast<T>(ws.shard_local_max[i]) == M ? std::clamp<int64_t>(y, 0, V) : 0;
+          static_cast<T>(ws.shard_local_max[i]) == M ? std::clamp<int64_t>(y, 0, real) : 0;
       s[kMaxBeforeTarget] = std::find(zi, zi + before, M) != zi + before ? 1.0 : 0.0;
-      shard_exp_sums(zi, V, M, grad, &s[kSum], &s[kSumPz]);
+      shard_exp_sums(zi, real, M, grad, &s[kSum], &s[kSumPz]);
     }
   });
   group.sum(std::span<double>(ws.shard_sums, static_cast<size_t>(m * kShardSums)));
@@ -274,9 +285,10 @@ void chunk_stats_shard(LmHeadStats& total, const RowScratch& ws, T* z, const int
     parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         T* zi = z + i * V;
-        shard_scale(zi, V, static_cast<T>(1.0 / ws.shard_sums[i * kShardSums + kSum]) * scale);
+        shard_scale(zi, real, static_cast<T>(1.0 / ws.shard_sums[i * kShardSums + kSum]) * scale);
+        std::fill(zi + real, zi + V, T(0));  // padding: no gradient
         const int64_t y = targets[ws.rows[c0 + i]] - begin;
-        if (y >= 0 && y < V) zi[y] -= scale;
+        if (y >= 0 && y < real) zi[y] -= scale;
       }
     });
   for (int64_t i = 0; i < m; ++i) {  // in row order, as chunk_stats
