@@ -8,13 +8,14 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/rng.h"
+#include "core/torch_generator.h"
+#include "model/torch_init.h"
 #include "ops/ops.h"
 
 namespace sft::model {
 
 namespace {
 
-constexpr uint64_t kInitStream = 0x4c6f5241'00000000ull;     // "LoRA": A's init draws
 constexpr uint64_t kDropoutStream = 0x4c6f5244'00000000ull;  // "LoRD": dropout masks
 
 bool is_projection(ParamSlot s) {
@@ -179,13 +180,15 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
 
   const std::span<Parameter> ps = params_.all();
   const float scale = static_cast<float>(lora_scale(config));
+  // torch's generator after transformers.set_seed(seed), as PEFT consumes it (lora.h).
+  TorchGenerator gen(seed);
   for (size_t i = 0; i < adapted_.size(); ++i) {
     const Parameter& a = ps[2 * i];
-    // kaiming_uniform_(a = sqrt(5)) on (r, I): gain sqrt(2 / 6), bound gain · sqrt(3 / I).
-    const float bound = 1.0f / std::sqrt(static_cast<float>(a.value.cols));
-    Rng rng(seed, kInitStream + i);
-    float* v = a.value.as<float>();
-    for (int64_t j = 0; j < a.value.numel(); ++j) v[j] = (2.0f * rng.uniform() - 1.0f) * bound;
+    const int64_t r = a.value.rows, I = a.value.cols, O = ps[2 * i + 1].value.rows;
+    torch_skip_uniform(gen, r * I);  // nn.Linear(I, r)'s own init of lora_A
+    torch_skip_uniform(gen, O * r);  // nn.Linear(r, O)'s of lora_B
+    torch_kaiming_uniform(gen, {a.value.as<float>(), static_cast<size_t>(r * I)}, I,
+                          std::sqrt(5.0));
     // B stays zero (a fresh arena is zero-filled), so the adapted model starts as the base.
     LoraAdapter ad;
     ad.a = &a;

@@ -77,8 +77,14 @@ struct LoraAdapter {
 
 class LoraModel {
  public:
-  // Adapters for the targeted projections of `base` (layout order), A and B initialised as
-  // PEFT does (A Kaiming-uniform a = sqrt(5), i.e. U(±1/sqrt(I)), B zero) from Rng(seed).
+  // Adapters for the targeted projections of `base` (layout order), A and B initialised bit
+  // for bit as TRL + PEFT do for the same seed: torch's CPU generator seeded with `seed`
+  // (transformers.set_seed; loading the model draws nothing), then per adapted projection in
+  // PEFT's order (named_modules: layer by layer, q, k, v, o, gate, up, down, which is the
+  // layout's) lora_A = nn.Linear(I, r) and lora_B = nn.Linear(r, O) draw their own default
+  // init (r·I, then O·r numbers, discarded), and reset_lora_parameters draws A again with
+  // kaiming_uniform_(a = sqrt(5)) (model/torch_init.h); B zero. Dropout masks are sft's own
+  // (Rng streams), not torch's.
   LoraModel(const ParameterSet& base, const ModelConfig& model_config, const LoraConfig& config,
             uint64_t seed, const std::string& what);
 
