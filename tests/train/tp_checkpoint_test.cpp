@@ -224,6 +224,47 @@ TEST_F(TensorParallelCheckpoint, ReadBackIntoTwoAndFourRanksEachGetsItsBlocks) {
   }
 }
 
+// A vocabulary that does not divide by T (61 rows: the padded split, tensor_parallel.h): the
+// gathered model and moments, and the checkpoint written from them, are the unsplit ones
+// (the padding never reaches a file); read back, every rank gets its blocks, padding zero.
+TEST_F(TensorParallelCheckpoint, APaddedVocabularyIsWrittenAndReadAsTheUnsplitModel) {
+  for (bool tied : {false, true}) {
+    const ModelConfig c = test::tp_odd_vocab_config(true, tied);
+    Transformer whole = Transformer::random(c, 5, 0.5f);
+    AdamW whole_opt = whole_optimizer(whole);
+    const std::string unsplit =
+        write(std::string("unsplit_") + (tied ? "tied" : "untied"), whole, whole_opt);
+    for (int T : {2, 4}) {
+      const std::string what = std::string(tied ? "tied" : "untied") + ", T=" + std::to_string(T);
+      std::string split;
+      testing::ThreadShardGroups::run(T, [&](ShardGroup& group) {
+        const Transformer local = Transformer::random(c, 5, 0.5f, TensorParallel::of(&group));
+        const AdamW local_opt = local_optimizer(local, whole_opt);
+        std::optional<Transformer> m = gather_full_model(local, group);
+        std::optional<AdamW> o = gather_full_moments(local, local_opt, group);
+        if (group.rank() != 0) return;
+        test::expect_blocks_of(*m, whole, "gathered, " + what);
+        expect_same_moments(*o, whole_opt);
+        split = write("tp" + std::to_string(T) + (tied ? "_tied" : "_untied"), *m, *o);
+      });
+      ASSERT_FALSE(split.empty());
+      for (const fs::directory_entry& e : fs::directory_iterator(unsplit)) {
+        const std::string name = e.path().filename().string();
+        EXPECT_EQ(file_bytes(fs::path(split) / name), file_bytes(e.path())) << what << " " << name;
+      }
+      testing::ThreadShardGroups::run(T, [&](ShardGroup& group) {
+        Transformer local = Transformer::zeros(c, TensorParallel::of(&group));
+        AdamW opt(static_cast<size_t>(local.params().numel()), AdamWOptions{});
+        TrainerState state;
+        TrainingSnapshot snapshot{&local, &opt, &state, Json::object()};
+        read_training_checkpoint(unsplit, snapshot);
+        test::expect_blocks_of(local, whole, "read back, " + what);
+        expect_or_fill_local_moments(local, whole_opt, nullptr, &opt);
+      });
+    }
+  }
+}
+
 TEST_F(TensorParallelCheckpoint, ASliceModelIsNotWrittenAndWholeShapesAreChecked) {
   Transformer whole = Transformer::random(config(), 5, 0.5f);
   AdamW whole_opt = whole_optimizer(whole);
