@@ -8,8 +8,9 @@
 #            --accelerate_config zero1 is the same run; stage 2 is refused
 #   tp       tensor parallel: tp 2 (np 2) and tp 2 × dp 2 (np 4) vs one process, tp 4 on an
 #            8-head model, ZeRO-1 with tp 2 × dp 2, bf16 + packing + gradient checkpointing
-#            with tp 2; the same tolerances (bf16: 2e-3); the export is one HF model; layouts
-#            that do not divide are refused naming the config field
+#            with tp 2; the same tolerances (bf16: 2e-3); the export is one HF model; an odd
+#            vocabulary (703) over tp 2 (the padded split); layouts that do not divide are
+#            refused naming the config field
 #   tp_resume a tp 2 run resumed from its checkpoint-3 equals the uninterrupted run bit for
 #            bit; the same checkpoint resumed with tp 1 and with tp 2 × dp 1 re-shards
 #   packing  np 1 vs 2 with --packing
@@ -168,6 +169,19 @@ elseif(CASE STREQUAL "tp")
   run(4 0 ${W} --output_dir "${WORK}/wide_tp4" --tp_size 4)
   same_metrics("${WORK}/wide_np1" "${WORK}/wide_tp4" 1e-5)
   same_weights("${WORK}/wide_np1" "${WORK}/wide_tp4" 1e-5)
+  # A vocabulary that does not divide (703 rows over tp 2: 352 a rank, the last one padding,
+  # as Qwen3's 151936 over 3): the same run as one process, and the export holds 703 rows.
+  file(MAKE_DIRECTORY "${WORK}/odd")
+  file(COPY "${MODEL}/tokenizer.json" "${MODEL}/tokenizer_config.json" DESTINATION "${WORK}/odd")
+  file(READ "${MODEL}/config.json" cfg)
+  string(JSON cfg SET "${cfg}" vocab_size 703)
+  file(WRITE "${WORK}/odd/config.json" "${cfg}")
+  set(O ${COMMON} ${STEPS} --per_device_train_batch_size 4 --init_from_config true
+      --model_name_or_path "${WORK}/odd" --learning_rate 2e-5)
+  run(0 0 ${O} --output_dir "${WORK}/odd_np1")
+  run(2 0 ${O} --output_dir "${WORK}/odd_tp2" --tp_size 2)
+  same_metrics("${WORK}/odd_np1" "${WORK}/odd_tp2" 1e-5)
+  same_weights("${WORK}/odd_np1" "${WORK}/odd_tp2" 1e-5)
   # Layouts that cannot be split.
   run(4 fail ${COMMON} ${STEPS} --output_dir "${WORK}/bad_kv" --tp_size 4)
   if(NOT run_out MATCHES "num_key_value_heads \\(2\\) does not divide by the tensor-parallel size 4")
