@@ -5,8 +5,9 @@
 # adapter_init folder as --model_name_or_path) and compare metrics.jsonl with TRL's values,
 # with the tolerances and the comparison of train_trl_parity.cmake (loss and grad_norm 1e-4
 # relative; observed ≤ 3e-7). The "@base" entries run the same goldens from the base model:
-# sft initialises the adapters itself, as TRL + PEFT do for --seed 42, so the curves are the
-# same to the same tolerance (they parted after step 1 while sft drew its own A).
+# sft initialises the adapters itself, as TRL + PEFT do for --seed 42, so the curves are
+# TRL's to the same tolerance and the adapter_init runs' bit for bit (loss and grad_norm
+# printed alike; they parted after step 1 while sft drew its own A).
 # Usage: cmake -DSFT=path/to/sft -DROOT=repo -DWORK=scratch_dir [-DCONFIGS="a;b"]
 #        -P train_lora_parity.cmake
 cmake_minimum_required(VERSION 3.25)

@@ -147,6 +147,16 @@ foreach(config IN LISTS CONFIGS)
     string(JSON step GET "${line}" step)
     set(got_${step} "${line}")
     list(APPEND logged_steps ${step})
+    # A run from the base model must be the adapter_init run bit for bit (the same A and B),
+    # when that ran first: its loss and grad_norm printed alike, digit for digit.
+    string(JSON grad_norm GET "${line}" grad_norm)
+    if(NOT from_base)
+      set(seen_${golden_name}_${step} "${loss} ${grad_norm}")
+    elseif(DEFINED seen_${golden_name}_${step} AND
+           NOT seen_${golden_name}_${step} STREQUAL "${loss} ${grad_norm}")
+      string(APPEND problems "${config} step ${step}: loss, grad_norm ${loss} ${grad_norm}, "
+                             "from adapter_init ${seen_${golden_name}_${step}}\n")
+    endif()
   endforeach()
 
   string(JSON nsteps LENGTH "${golden}" steps)
