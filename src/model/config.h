@@ -68,6 +68,16 @@ struct ModelConfig {
   std::optional<int64_t> sliding_window;   // window size when any layer uses it
   std::vector<bool> layer_sliding_window;  // per layer: true = sliding, false = full attention
 
+  // The layer's arrangement beyond Llama's (model/blocks/layer_plan.h reads these once; today's
+  // families keep the defaults, the families of docs/architecture.md's table set them).
+  bool pre_norms = true;          // a norm before attention and before the MLP (all but OLMo 2)
+  bool post_norms = false;        // a norm on attention's and the MLP's output (OLMo 2, Gemma)
+  double norm_weight_offset = 0;  // 1: the norms scale by (1 + w) (Gemma)
+  std::vector<bool> layer_rope;   // per layer: false = no RoPE (SmolLM3); empty = RoPE everywhere
+  std::optional<double> attention_scale;  // the score scale when not 1/sqrt(head_dim)
+  double attn_logit_softcapping = 0;      // 0 = none
+  bool attention_sinks = false;           // a learnable sink logit per head (gpt-oss)
+
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // config.json allows an int or a list
   std::optional<int64_t> pad_token_id;
