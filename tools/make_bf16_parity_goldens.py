@@ -7,9 +7,11 @@ expected_bf16.safetensors beside expected.safetensors:
   logits  F32 [T, V]   the LM head's output (bf16 under autocast), widened
   loss    F32 [1]      Σ shifted cross-entropy / number of targets, computed in fp32 as HF's
                        ForCausalLMLoss upcasts the logits
-Run: ~/.venv-sft/bin/python tools/make_bf16_parity_goldens.py
+Run: ~/.venv-sft/bin/python tools/make_bf16_parity_goldens.py [NAME ...]
+(names: only those fixtures; the others keep their committed goldens.)
 (torch 2.15.0, transformers 5.24.0; see tools/requirements.txt.)
 """
+import sys
 from pathlib import Path
 
 import torch
@@ -38,7 +40,10 @@ def shifted_ce_sum(logits, labels):
 
 def main():
     torch.set_num_threads(2)
+    only = set(sys.argv[1:])
     for d in sorted(p for p in FIXTURES.iterdir() if (p / "expected.safetensors").exists()):
+        if only and d.name not in only:
+            continue
         exp = load_file(d / "expected.safetensors")
         ids, labels, docs = exp["input_ids"], exp["labels"], exp["doc_lengths"].tolist()
         model = AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.float32,

@@ -23,11 +23,13 @@ what running the documents separately gives. The oracle is therefore separate ru
 Weights are random (seeded) with a larger scale than transformers' init so logits are far from
 uniform, and norm weights and biases are randomised too so their gradients are exercised.
 
-Run: ~/.venv-sft/bin/python tools/make_model_parity_fixtures.py
+Run: ~/.venv-sft/bin/python tools/make_model_parity_fixtures.py [NAME ...]
+(names: only those fixtures are written; the others keep their committed bytes.)
 """
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import torch
@@ -41,6 +43,8 @@ from transformers import (
     Qwen2ForCausalLM,
     Qwen3Config,
     Qwen3ForCausalLM,
+    SmolLM3Config,
+    SmolLM3ForCausalLM,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -106,6 +110,16 @@ def fixtures():
     yield "llama_biases", LlamaConfig, LlamaForCausalLM, dict(
         num_key_value_heads=2, tie_word_embeddings=False, attention_bias=True, mlp_bias=True
     ), [10, 12, 7]
+    # SmolLM3: layer 1 of 3 without RoPE (NoPE), and the sliding window on it (use_sliding_window
+    # puts it on the NoPE layers); tied embeddings as the config class has them by default.
+    yield "smollm3_nope_sliding", SmolLM3Config, SmolLM3ForCausalLM, dict(
+        num_key_value_heads=2,
+        num_hidden_layers=3,
+        no_rope_layers=[1, 0, 1],
+        use_sliding_window=True,
+        sliding_window=6,
+        rope_theta=10000.0,
+    ), [13, 9, 11]
 
 
 def randomise(model, gen):
@@ -225,8 +239,10 @@ def make(name, config_cls, model_cls, overrides, doc_lengths, seed):
 
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
+    only = set(sys.argv[1:])
     for i, (name, ccls, mcls, over, docs) in enumerate(fixtures()):
-        make(name, ccls, mcls, over, docs, seed=1000 + i)
+        if not only or name in only:
+            make(name, ccls, mcls, over, docs, seed=1000 + i)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <set>
 
+#include "cli/command_line.h"
 #include "cli/command_registry.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -63,6 +64,11 @@ class JsonlDump {
   std::string line_;
 };
 
+constexpr std::string_view kUsage =
+    "usage: sft prepare --model_name_or_path M --dataset_name D [flags]\n\n"
+    "The other flags of `sft train` are accepted and ignored, so one command line\n"
+    "or YAML config serves both.\n";
+
 std::string resolve_tokenizer(const std::string& name_or_path, const std::string& revision) {
   if (std::filesystem::is_regular_file(name_or_path)) return name_or_path;
   return resolve_hub_folder(name_or_path, HubRepoType::kModel, revision);
@@ -92,47 +98,36 @@ int run_prepare(const Args& tokens) {
   options.add_string("dump_packed", &dump_packed, group,
                      "with --packing: write packed rows as JSONL {input_ids, labels, "
                      "position_ids, doc_lengths}");
-  for (const auto& t : tokens) {
-    if (t == "--help" || t == "-h") {
-      // Only the flags preparation reads (train/data_options.cpp); the other `sft train` flags
-      // are accepted so that one command line or YAML serves both commands.
-      const std::set<std::string> used = {"model_name_or_path",
-                                          "model_revision",
-                                          "dataset_name",
-                                          "datasets",
-                                          "dataset_config",
-                                          "dataset_train_split",
-                                          "dataset_text_field",
-                                          "dataset_columns",
-                                          "dataset_num_proc",
-                                          "chat_template_path",
-                                          "eos_token",
-                                          "max_length",
-                                          "truncation_mode",
-                                          "packing",
-                                          "packing_strategy",
-                                          "completion_only_loss",
-                                          "assistant_only_loss",
-                                          "skip_invalid_rows",
-                                          "num_threads",
-                                          "disable_tqdm",
-                                          "tokenizer_name_or_path",
-                                          "cache_dir",
-                                          "no_cache",
-                                          "report",
-                                          "preview",
-                                          "dump",
-                                          "dump_packed"};
-      std::cout << "usage: sft prepare --model_name_or_path M --dataset_name D [flags]\n\n"
-                   "The other flags of `sft train` are accepted and ignored, so one command "
-                   "line\nor YAML config serves both.\n"
-                << options.help(&used);
-      return 0;
-    }
-  }
-  const std::vector<std::string> positional = options.parse(tokens);
-  if (!positional.empty())
-    fail_usage("args", "sft prepare takes only --flags, got '" + positional.front() + "'");
+  // --help lists only the flags preparation reads (train/data_options.cpp); the other `sft
+  // train` flags are accepted so that one command line or YAML serves both commands.
+  static const std::set<std::string> kPreparationFlags = {"model_name_or_path",
+                                                          "model_revision",
+                                                          "dataset_name",
+                                                          "datasets",
+                                                          "dataset_config",
+                                                          "dataset_train_split",
+                                                          "dataset_text_field",
+                                                          "dataset_columns",
+                                                          "dataset_num_proc",
+                                                          "chat_template_path",
+                                                          "eos_token",
+                                                          "max_length",
+                                                          "truncation_mode",
+                                                          "packing",
+                                                          "packing_strategy",
+                                                          "completion_only_loss",
+                                                          "assistant_only_loss",
+                                                          "skip_invalid_rows",
+                                                          "num_threads",
+                                                          "disable_tqdm",
+                                                          "tokenizer_name_or_path",
+                                                          "cache_dir",
+                                                          "no_cache",
+                                                          "report",
+                                                          "preview",
+                                                          "dump",
+                                                          "dump_packed"};
+  if (!parse_command_line("prepare", kUsage, options, tokens, {}, &kPreparationFlags)) return 0;
   if (tokenizer_name_or_path.empty()) tokenizer_name_or_path = args.model_name_or_path;
   if (tokenizer_name_or_path.empty())
     fail_usage("args", "--model_name_or_path (or --tokenizer_name_or_path) is required");

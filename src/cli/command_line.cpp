@@ -6,9 +6,11 @@
 namespace sft::cli {
 
 std::optional<Args> parse_command_line(std::string_view name, std::string_view usage,
-                                       OptionSet& options, const Args& args, const Positionals& p) {
+                                       OptionSet& options, const Args& args, const Positionals& p,
+                                       const std::set<std::string>* help_only) {
   if (options.asks_for_help(args)) {
-    std::printf("%.*s%s", static_cast<int>(usage.size()), usage.data(), options.help().c_str());
+    std::printf("%.*s%s", static_cast<int>(usage.size()), usage.data(),
+                options.help(help_only).c_str());
     return std::nullopt;
   }
   Args positional = options.parse(args);

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -27,11 +28,13 @@ struct Positionals {
 };
 
 // `name` as typed after `sft` ("generate", "debug forward"); `usage` the text --help prints
-// before the option table. The positional words, or nullopt when --help was asked for (and
-// printed).
+// before the option table (with help_only, only those flags: `sft prepare` accepts every
+// `sft train` flag but reads few). The positional words, or nullopt when --help was asked for
+// (and printed).
 std::optional<Args> parse_command_line(std::string_view name, std::string_view usage,
                                        OptionSet& options, const Args& args,
-                                       const Positionals& positionals = {});
+                                       const Positionals& positionals = {},
+                                       const std::set<std::string>* help_only = nullptr);
 
 // A command missing what it needs: its usage on stderr; returns 2, the usage-error exit code.
 int usage_error(std::string_view usage);

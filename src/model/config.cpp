@@ -16,6 +16,8 @@ struct TypeDefaults {
   int64_t head_dim;             // 0 = hidden_size / num_attention_heads
   int64_t max_position_embeddings;
   int64_t sliding_window;  // 0 = none by default
+  bool tie_word_embeddings = false;
+  double rope_theta = 10000.0;
 };
 
 // The architecture keys a config class has (false: the class fixes that part).
@@ -27,6 +29,9 @@ struct TypeKeys {
   // use_sliding_window + max_window_layers: the window only when enabled, for the layers from
   // max_window_layers on (false: sliding_window alone sets it for every layer).
   bool window_opt_in = false;
+  // no_rope_layers (1 = RoPE, 0 = none) or, absent, a NoPE layer every no_rope_layer_interval
+  // layers (SmolLM3); without a layer_types key the sliding window goes to the NoPE layers.
+  bool no_rope_layers = false;
 };
 
 // One row per model type. The reader and the writer (model_config_to_json) both follow this
@@ -38,7 +43,7 @@ struct TypeTraits {
   TypeKeys keys;
 };
 
-constexpr std::array<TypeTraits, 4> kTypes = {{
+constexpr std::array<TypeTraits, 5> kTypes = {{
     {ModelType::kLlama,
      "llama",
      {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
@@ -52,6 +57,10 @@ constexpr std::array<TypeTraits, 4> kTypes = {{
      "qwen3",
      {151936, 4096, 22016, 32, 32, 32, 128, 32768, 4096},
      {.attention_bias = true, .qk_norm = true, .window_opt_in = true}},
+    {ModelType::kSmolLM3,
+     "smollm3",
+     {128256, 2048, 11008, 36, 16, 4, 0, 32768, 0, true, 2000000.0},
+     {.attention_bias = true, .mlp_bias = true, .window_opt_in = true, .no_rope_layers = true}},
 }};
 
 const TypeTraits& traits_of(ModelType type) {
@@ -144,8 +153,9 @@ RopeType parse_rope_type(const Reader& r, const std::string& key, const std::str
 }
 
 // Reads rope settings from either `rope_parameters` (5.x) or `rope_theta` + `rope_scaling` (4.x).
-RopeConfig parse_rope(const Reader& r) {
+RopeConfig parse_rope(const Reader& r, double default_theta) {
   RopeConfig rope;
+  rope.theta = default_theta;
   const Json* params = r.get("rope_parameters");
   std::string key = "rope_parameters";
   if (params && params->is_object() && params->contains("full_attention")) {
@@ -210,6 +220,30 @@ std::optional<DType> parse_torch_dtype(const Reader& r) {
   r.bad(key, "unknown dtype '" + name + "'", "expected float32, bfloat16 or float16");
 }
 
+// SmolLM3Config: no_rope_layers[i] is 1 where layer i uses RoPE; absent, every
+// no_rope_layer_interval-th layer (default 4) has none.
+std::vector<bool> parse_no_rope_layers(const Reader& r, int64_t layers) {
+  std::vector<bool> rope(static_cast<size_t>(layers), true);
+  if (const Json* v = r.get("no_rope_layers")) {
+    if (!v->is_array() || v->size() != rope.size())
+      r.bad("no_rope_layers",
+            "expected a list with one 0 or 1 per layer (" + std::to_string(layers) + ")");
+    for (size_t i = 0; i < rope.size(); ++i) {
+      const int64_t use = r.integer((*v)[i], "no_rope_layers");
+      if (use != 0 && use != 1)
+        r.bad("no_rope_layers", "entry " + std::to_string(i) + " is " + std::to_string(use),
+              "1 = the layer uses RoPE, 0 = it has none");
+      rope[i] = use == 1;
+    }
+    return rope;
+  }
+  const Json* iv = r.get("no_rope_layer_interval");
+  const int64_t interval = iv ? r.integer(*iv, "no_rope_layer_interval") : 4;
+  if (interval <= 0) r.bad("no_rope_layer_interval", "expected a positive integer");
+  for (int64_t i = 0; i < layers; ++i) rope[static_cast<size_t>(i)] = (i + 1) % interval != 0;
+  return rope;
+}
+
 std::vector<int64_t> parse_token_ids(const Reader& r, const std::string& key) {
   const Json* v = r.get(key);
   if (!v) return {};
@@ -237,7 +271,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   if (traits == nullptr) {
     r.bad("model_type",
           type_name.empty() ? "missing" : "model_type '" + type_name + "' is not supported",
-          "supported model types: llama, mistral, qwen2, qwen3");
+          "supported model types: llama, mistral, qwen2, qwen3, smollm3");
   }
 
   const TypeDefaults& defaults = traits->defaults;
@@ -270,10 +304,11 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
       "head_dim", defaults.head_dim ? defaults.head_dim : c.hidden_size / c.num_attention_heads);
   c.hidden_act = r.string("hidden_act", "silu");
   c.rms_norm_eps = r.get("rms_norm_eps") ? r.number(*r.get("rms_norm_eps"), "rms_norm_eps") : 1e-6;
-  c.rope = parse_rope(r);
+  c.rope = parse_rope(r, defaults.rope_theta);
   c.max_position_embeddings =
       r.positive("max_position_embeddings", defaults.max_position_embeddings);
-  c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
+  c.tie_word_embeddings = r.boolean("tie_word_embeddings", defaults.tie_word_embeddings);
+  if (keys.no_rope_layers) c.layer_rope = parse_no_rope_layers(r, c.num_hidden_layers);
 
   const bool attention_bias = r.boolean("attention_bias", false);
   if (keys.attention_bias) c.qkv_bias = c.o_bias = attention_bias;
@@ -302,6 +337,8 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
       }
       c.layer_sliding_window[i] = window.has_value() && t == "sliding_attention";
     }
+  } else if (window && keys.no_rope_layers) {
+    for (size_t i = 0; i < c.layer_rope.size(); ++i) c.layer_sliding_window[i] = !c.layer_rope[i];
   } else if (window) {
     int64_t first = 0;
     if (keys.window_opt_in) {
@@ -394,6 +431,12 @@ Json model_config_to_json(const ModelConfig& c) {
   for (bool sliding : c.layer_sliding_window)
     types.push_back(sliding ? "sliding_attention" : "full_attention");
   j["layer_types"] = types;
+  if (traits.keys.no_rope_layers) {
+    Json rope = Json::array();
+    for (size_t i = 0; i < static_cast<size_t>(c.num_hidden_layers); ++i)
+      rope.push_back(i < c.layer_rope.size() && !c.layer_rope[i] ? 0 : 1);
+    j["no_rope_layers"] = rope;
+  }
   j["bos_token_id"] = optional_json(c.bos_token_id);
   if (c.eos_token_ids.size() == 1) {
     j["eos_token_id"] = c.eos_token_ids[0];

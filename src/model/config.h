@@ -1,5 +1,5 @@
 // ModelConfig: the typed content of an HF config.json for the decoder family sft trains
-// (model_type llama, mistral, qwen2, qwen3).
+// (model_type llama, mistral, qwen2, qwen3, smollm3).
 //
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
@@ -19,7 +19,7 @@
 
 namespace sft {
 
-enum class ModelType { kLlama, kMistral, kQwen2, kQwen3 };
+enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kSmolLM3 };
 std::string_view model_type_name(ModelType type);
 
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
@@ -67,6 +67,16 @@ struct ModelConfig {
 
   std::optional<int64_t> sliding_window;   // window size when any layer uses it
   std::vector<bool> layer_sliding_window;  // per layer: true = sliding, false = full attention
+
+  // The layer's arrangement beyond Llama's (model/blocks/layer_plan.h reads these once; today's
+  // families keep the defaults, the families of docs/architecture.md's table set them).
+  bool pre_norms = true;          // a norm before attention and before the MLP (all but OLMo 2)
+  bool post_norms = false;        // a norm on attention's and the MLP's output (OLMo 2, Gemma)
+  double norm_weight_offset = 0;  // 1: the norms scale by (1 + w) (Gemma)
+  std::vector<bool> layer_rope;   // per layer: false = no RoPE (SmolLM3); empty = RoPE everywhere
+  std::optional<double> attention_scale;  // the score scale when not 1/sqrt(head_dim)
+  double attn_logit_softcapping = 0;      // 0 = none
+  bool attention_sinks = false;           // a learnable sink logit per head (gpt-oss)
 
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // config.json allows an int or a list

@@ -4,6 +4,9 @@
 
 #include <string>
 
+#include "core/error.h"
+#include "ops/ops.h"
+
 namespace sft::model {
 
 namespace {
@@ -15,30 +18,43 @@ Linear linear(const ParameterSet& p, ParamSlot w, ParamSlot b, int layer) {
 }  // namespace
 
 DecoderLayer DecoderLayer::bind(const ParameterSet& p, const ModelConfig& c, int layer,
-                                const TensorParallel& tp) {
+                                const TensorParallel& tp, ops::View norm_weight_scratch) {
   DecoderLayer d;
   d.plan = LayerPlan::of(c, layer, "the model config");
-  d.attn_norm = {&p.at(ParamSlot::kInputNorm, layer), c.rms_norm_eps};
-  d.mlp_norm = {&p.at(ParamSlot::kPostNorm, layer), c.rms_norm_eps};
+  const LayerPlan& plan = d.plan;
+  if (plan.norm_weight_offset != 0 && norm_weight_scratch.empty())
+    fail("model", "(1 + w) norms need the model's norm-weight scratch");
+  auto norm = [&](ParamSlot slot, bool present) {
+    if (!present) return RmsNormBlock{};
+    return RmsNormBlock{&p.at(slot, layer), c.rms_norm_eps, plan.norm_weight_offset,
+                        norm_weight_scratch};
+  };
+  d.attn_norm = norm(ParamSlot::kInputNorm, plan.norms.pre);
+  d.attn_out_norm = norm(ParamSlot::kAttnOutNorm, plan.norms.post);
+  d.mlp_norm = norm(ParamSlot::kPostNorm, plan.norms.pre);
+  d.mlp_out_norm = norm(ParamSlot::kMlpOutNorm, plan.norms.post);
 
   AttentionBlock& a = d.attention;
   a.q = linear(p, ParamSlot::kQ, ParamSlot::kQBias, layer);
   a.k = linear(p, ParamSlot::kK, ParamSlot::kKBias, layer);
   a.v = linear(p, ParamSlot::kV, ParamSlot::kVBias, layer);
   a.o = linear(p, ParamSlot::kO, ParamSlot::kOBias, layer);
-  if (d.plan.qk_norm) {
-    a.q_norm = &p.at(ParamSlot::kQNorm, layer);
-    a.k_norm = &p.at(ParamSlot::kKNorm, layer);
-  }
-  a.dims = {c.num_attention_heads / tp.size, c.num_key_value_heads / tp.size, c.head_dim,
-            d.plan.window};
-  a.eps = c.rms_norm_eps;
+  a.q_norm = norm(ParamSlot::kQNorm, plan.qk_norm);
+  a.k_norm = norm(ParamSlot::kKNorm, plan.qk_norm);
+  a.dims = {.H = c.num_attention_heads / tp.size,
+            .Hkv = c.num_key_value_heads / tp.size,
+            .D = c.head_dim,
+            .window = plan.window,
+            .scale = plan.attention_scale,
+            .softcap = plan.softcap};
+  a.rotary_dims = plan.rotary_dims;
+  if (plan.sinks) a.sinks = &p.at(ParamSlot::kSinks, layer);
 
   GatedMlpBlock& m = d.mlp;
   m.gate = linear(p, ParamSlot::kGate, ParamSlot::kGateBias, layer);
   m.up = linear(p, ParamSlot::kUp, ParamSlot::kUpBias, layer);
   m.down = linear(p, ParamSlot::kDown, ParamSlot::kDownBias, layer);
-  m.activation = d.plan.activation;
+  m.activation = plan.activation;
 
   a.o.sum_output = m.down.sum_output = a.tp_group = m.tp_group = tp.group;
   return d;
@@ -49,16 +65,27 @@ LayerActivations carve_layer_activations(Carver& cv, const LayerShape& s, bool o
   a.ln1 = take_view(cv, s.compute, s.T, s.C);
   a.rstd1 = take_f32(cv, s.T, 1);
   a.attn = AttentionBlock::carve_saved(cv, s, own_kv);
+  if (s.post_norms) {
+    a.attn_out = take_f32(cv, s.T, s.C);
+    a.attn_out_rstd = take_f32(cv, s.T, 1);
+  }
   a.x_mid = take_f32(cv, s.T, s.C);
   a.ln2 = take_view(cv, s.compute, s.T, s.C);
   a.rstd2 = take_f32(cv, s.T, 1);
   a.mlp = GatedMlpBlock::carve_saved(cv, s);
+  if (s.post_norms) {
+    a.mlp_out = take_f32(cv, s.T, s.C);
+    a.mlp_out_rstd = take_f32(cv, s.T, 1);
+  }
   return a;
 }
 
 LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, LayerPass pass) {
   LayerScratch g;
-  g.y = take_f32(cv, s.T, s.C);
+  if (s.post_norms)
+    g.z = take_view(cv, s.compute, s.T, s.C);
+  else
+    g.y = take_f32(cv, s.T, s.C);
   g.attn = AttentionBlock::carve_scratch(cv, s, pass);
   g.mlp = GatedMlpBlock::carve_scratch(cv, s, pass == LayerPass::kTrainBackward);
   if (pass != LayerPass::kTrainBackward) return g;
@@ -69,8 +96,34 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, LayerPass pass
   return g;
 }
 
-void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, ops::View x,
-                           const AttentionInputs& attn, const DecoderLayer& w) {
+namespace {
+
+// ln = norm(x), or x itself in the compute dtype when the branch has no pre norm.
+void pre_norm(const RmsNormBlock& norm, ops::View ln, ops::View rstd, ops::View x) {
+  if (norm.bound())
+    norm.forward(ln, rstd, x);
+  else
+    ops::cast(ln, x);
+}
+
+// sum = residual + norm(branch_out) (z: the norm's output, compute dtype).
+void add_post_norm(const RmsNormBlock& norm, ops::View sum, ops::View z, ops::View rstd,
+                   ops::View branch_out, ops::View residual) {
+  norm.forward(z, rstd, branch_out);
+  ops::cast(sum, residual);
+  ops::add(sum, z);
+}
+
+// d(layer input) += d through a pre norm (dln: the branch's input gradient; dtmp scratch).
+void pre_norm_backward(const RmsNormBlock& norm, ops::View dres, ops::View dtmp,
+                       const BlockGradScratch& g, ops::View dln, ops::View x, ops::View rstd) {
+  if (!norm.bound()) return ops::add(dres, dln);
+  norm.backward(dtmp, g, dln, x, rstd);
+  ops::add(dres, dtmp);
+}
+
+void forward_pre_norms(ops::View out, LayerActivations& a, LayerScratch& s, ops::View x,
+                       const AttentionInputs& attn, const DecoderLayer& w) {
   w.attn_norm.forward(a.ln1, a.rstd1, x);
   // y is scratch that stays in cache (not x_mid, fresh memory every layer); the residual add
   // and the MLP's norm are one pass that writes x_mid.
@@ -81,8 +134,8 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
   ops::add(out, a.x_mid);
 }
 
-void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::View x,
-                            const AttentionInputs& attn, const DecoderLayer& w) {
+void backward_pre_norms(LayerScratch& g, const LayerActivations& a, ops::View x,
+                        const AttentionInputs& attn, const DecoderLayer& w) {
   // g.dres is d(out): the MLP's output gradient and, through the residual, x_mid's.
   w.mlp.backward(g.dln, g.mlp, g.grad, a.mlp, g.dres, a.ln2);
   w.mlp_norm.backward(g.dtmp, g.grad, g.dln, a.x_mid, a.rstd2);
@@ -93,6 +146,43 @@ void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::Vie
   w.attention.backward(g.dln, g.attn, g.grad, a.attn, round ? dres16 : g.dres, a.ln1, attn);
   w.attn_norm.backward(g.dtmp, g.grad, g.dln, x, a.rstd1);
   ops::add(g.dres, g.dtmp);  // d(layer input)
+}
+
+void forward_post_norms(ops::View out, LayerActivations& a, LayerScratch& s, ops::View x,
+                        const AttentionInputs& attn, const DecoderLayer& w) {
+  const ops::View z = s.z.first(x.rows, x.cols);
+  pre_norm(w.attn_norm, a.ln1, a.rstd1, x);
+  w.attention.forward(a.attn_out, a.attn, s.attn, a.ln1, attn);
+  add_post_norm(w.attn_out_norm, a.x_mid, z, a.attn_out_rstd, a.attn_out, x);
+  pre_norm(w.mlp_norm, a.ln2, a.rstd2, a.x_mid);
+  w.mlp.forward(a.mlp_out, a.mlp, s.mlp, a.ln2);
+  add_post_norm(w.mlp_out_norm, out, z, a.mlp_out_rstd, a.mlp_out, a.x_mid);
+}
+
+void backward_post_norms(LayerScratch& g, const LayerActivations& a, ops::View x,
+                         const AttentionInputs& attn, const DecoderLayer& w) {
+  // g.dres is d(out): d(x_mid) through the residual, and the MLP's post norm's output gradient.
+  w.mlp_out_norm.backward(g.dtmp, g.grad, g.dres, a.mlp_out, a.mlp_out_rstd);
+  w.mlp.backward(g.dln, g.mlp, g.grad, a.mlp, g.dtmp, a.ln2);
+  pre_norm_backward(w.mlp_norm, g.dres, g.dtmp, g.grad, g.dln, a.x_mid, a.rstd2);
+  // g.dres is d(x_mid): d(x) through the residual, and attention's post norm's output gradient.
+  w.attn_out_norm.backward(g.dtmp, g.grad, g.dres, a.attn_out, a.attn_out_rstd);
+  w.attention.backward(g.dln, g.attn, g.grad, a.attn, g.dtmp, a.ln1, attn);
+  pre_norm_backward(w.attn_norm, g.dres, g.dtmp, g.grad, g.dln, x, a.rstd1);
+}
+
+}  // namespace
+
+void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, ops::View x,
+                           const AttentionInputs& attn, const DecoderLayer& w) {
+  if (w.plan.norms.post) return forward_post_norms(out, a, s, x, attn, w);
+  forward_pre_norms(out, a, s, x, attn, w);
+}
+
+void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::View x,
+                            const AttentionInputs& attn, const DecoderLayer& w) {
+  if (w.plan.norms.post) return backward_post_norms(g, a, x, attn, w);
+  backward_pre_norms(g, a, x, attn, w);
 }
 
 }  // namespace sft::model

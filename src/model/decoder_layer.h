@@ -1,7 +1,12 @@
-// One decoder layer as a plan of blocks (model/blocks/), bound once from ModelConfig:
+// One decoder layer as a plan of blocks (model/blocks/), bound once from ModelConfig. With pre
+// norms only (Llama, Mistral, Qwen, SmolLM3):
 //   ln1 = attn_norm(x);  y = attention(ln1)            (blocks/attention_block.h)
 //   x_mid = x + y, ln2 = mlp_norm(x_mid)               (one fused pass: blocks/norm_block.h)
 //   out = x_mid + mlp(ln2)                             (blocks/mlp_block.h)
+// With post norms (OLMo 2: no pre norms; Gemma: both), each branch's output is normed before
+// its add and kept for that norm's backward:
+//   ln1 = attn_norm(x) or x;  attn_out = attention(ln1);  x_mid = x + attn_out_norm(attn_out)
+//   ln2 = mlp_norm(x_mid) or x_mid;  mlp_out = mlp(ln2);  out = x_mid + mlp_out_norm(mlp_out)
 // for training (forward, backward) and for decoding against a KV cache (the same forward,
 // keys and values written into the cache). Each block carves its own saved activations and
 // scratch and owns its forward and backward; this file only wires them through the residual
@@ -30,22 +35,26 @@ namespace sft::model {
 
 struct DecoderLayer {
   LayerPlan plan;
-  RmsNormBlock attn_norm;  // input_layernorm
+  RmsNormBlock attn_norm;  // input_layernorm (pre norms)
   AttentionBlock attention;
-  RmsNormBlock mlp_norm;  // post_attention_layernorm (fused with the add before it)
+  RmsNormBlock attn_out_norm;  // post_attention_layernorm of the post-norm families
+  RmsNormBlock mlp_norm;  // Llama's post_attention_layernorm, Gemma's pre_feedforward_layernorm
   GatedMlpBlock mlp;
+  RmsNormBlock mlp_out_norm;  // post_feedforward_layernorm (post norms)
 
   // params holds this rank's slices (tensor_parallel.h); o and down then sum over tp.group.
+  // norm_weight_scratch: the model's (1, ≥ max(C, D)) f32 scratch of (1 + w) norms, or empty.
   static DecoderLayer bind(const ParameterSet& params, const ModelConfig& config, int layer,
-                           const TensorParallel& tp = {});
+                           const TensorParallel& tp = {}, ops::View norm_weight_scratch = {});
 
   // Every projection and every norm weight of the layer (LoRA binds adapters and swaps
-  // modules_to_save copies through these).
+  // modules_to_save copies through these; an unbound norm's is null).
   std::array<Linear*, 7> linears() {
     return {&attention.q, &attention.k, &attention.v, &attention.o, &mlp.gate, &mlp.up, &mlp.down};
   }
-  std::array<const Parameter**, 4> norm_weights() {
-    return {&attn_norm.weight, &mlp_norm.weight, &attention.q_norm, &attention.k_norm};
+  std::array<const Parameter**, 6> norm_weights() {
+    return {&attn_norm.weight,    &attn_out_norm.weight,    &mlp_norm.weight,
+            &mlp_out_norm.weight, &attention.q_norm.weight, &attention.k_norm.weight};
   }
 };
 
@@ -53,16 +62,19 @@ struct DecoderLayer {
 // are where this call's keys and values go: the layer's own rows in training, the cache rows
 // in decoding.
 struct LayerActivations {
-  ops::View ln1, rstd1;  // (T, C) compute dtype, (T, 1)
+  ops::View ln1, rstd1;  // (T, C) compute dtype, (T, 1); without a pre norm ln1 is x cast
   AttentionBlock::Saved attn;
-  ops::View x_mid;       // (T, C) f32 residual after attention
-  ops::View ln2, rstd2;  // (T, C) compute dtype, (T, 1)
+  ops::View attn_out, attn_out_rstd;  // (T, C) f32, (T, 1): post norms only
+  ops::View x_mid;                    // (T, C) f32 residual after attention
+  ops::View ln2, rstd2;               // (T, C) compute dtype, (T, 1)
   GatedMlpBlock::Saved mlp;
+  ops::View mlp_out, mlp_out_rstd;  // (T, C) f32, (T, 1): post norms only
 };
 
 // Scratch of one forward or backward call, shared by all layers (never saved).
 struct LayerScratch {
-  ops::View y;  // (T, C) f32 the attention block's output before the residual add
+  ops::View y;  // (T, C) f32 the attention block's output before the residual add (pre norms)
+  ops::View z;  // (T, C) compute dtype: a post norm's output before its add (post norms)
   AttentionBlock::Scratch attn;
   GatedMlpBlock::Scratch mlp;
   // Backward: the residual stream's gradient and the blocks' shared scratch.

@@ -89,8 +89,13 @@ const std::vector<std::string>& lora_projection_names() {
   return names;
 }
 
-std::vector<std::string> lora_default_targets(const ModelConfig&) {
-  // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: llama, mistral, qwen2, qwen3 alike.
+std::vector<std::string> lora_default_targets(const ModelConfig& config) {
+  // PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: llama, mistral, qwen2, qwen3
+  // alike; it has no entry for smollm3, where PEFT asks for target_modules instead.
+  if (config.model_type == ModelType::kSmolLM3)
+    fail("lora",
+         "PEFT has no default LoRA target modules for model_type smollm3 (hint: name "
+         "them, e.g. --lora_target_modules q_proj v_proj, or all-linear)");
   return {"q_proj", "v_proj"};
 }
 

@@ -11,6 +11,8 @@ namespace sft {
 namespace {
 
 // A decoder layer's tensors in HF order: the one list of their names under model.layers.N.
+// (With post norms, post_attention_layernorm is the norm on attention's output and the norm
+// before the MLP is pre_feedforward_layernorm, as Gemma names them: leaf_name.)
 struct LayerTensor {
   ParamSlot slot;
   const char* leaf;
@@ -28,7 +30,10 @@ constexpr LayerTensor kLayerTensors[] = {
     {ParamSlot::kOBias, "self_attn.o_proj.bias", ParamRole::kBias},
     {ParamSlot::kQNorm, "self_attn.q_norm.weight", ParamRole::kNorm},
     {ParamSlot::kKNorm, "self_attn.k_norm.weight", ParamRole::kNorm},
+    {ParamSlot::kSinks, "self_attn.sinks", ParamRole::kAttention},
+    {ParamSlot::kAttnOutNorm, "post_attention_layernorm.weight", ParamRole::kNorm},
     {ParamSlot::kPostNorm, "post_attention_layernorm.weight", ParamRole::kNorm},
+    {ParamSlot::kMlpOutNorm, "post_feedforward_layernorm.weight", ParamRole::kNorm},
     {ParamSlot::kGate, "mlp.gate_proj.weight", ParamRole::kMlp},
     {ParamSlot::kGateBias, "mlp.gate_proj.bias", ParamRole::kBias},
     {ParamSlot::kUp, "mlp.up_proj.weight", ParamRole::kMlp},
@@ -44,7 +49,12 @@ Shape layer_tensor_shape(const ModelConfig& c, ParamSlot slot) {
   switch (slot) {
     case ParamSlot::kInputNorm:
     case ParamSlot::kPostNorm:
-      return {C};
+      return c.pre_norms ? Shape{C} : Shape{};
+    case ParamSlot::kAttnOutNorm:
+    case ParamSlot::kMlpOutNorm:
+      return c.post_norms ? Shape{C} : Shape{};
+    case ParamSlot::kSinks:
+      return c.attention_sinks ? Shape{c.num_attention_heads} : Shape{};
     case ParamSlot::kQ:
       return {Q, C};
     case ParamSlot::kK:
@@ -77,9 +87,15 @@ Shape layer_tensor_shape(const ModelConfig& c, ParamSlot slot) {
   }
 }
 
+const char* leaf_name(const ModelConfig& c, const LayerTensor& t) {
+  if (t.slot == ParamSlot::kPostNorm && c.post_norms) return "pre_feedforward_layernorm.weight";
+  return t.leaf;
+}
+
 // The dimension Megatron's split cuts (tensor_parallel.h), or -1 for a replicated tensor.
 int tp_split_dim(ParamSlot slot) {
   switch (slot) {
+    case ParamSlot::kSinks:  // one per head: each rank keeps its heads'
     case ParamSlot::kEmbed:
     case ParamSlot::kLmHead:
     case ParamSlot::kQ:
@@ -132,7 +148,8 @@ std::vector<ParamSpec> parameter_layout(const ModelConfig& c, int tp_rank, int t
     const std::string prefix = "model.layers." + std::to_string(layer) + ".";
     for (const LayerTensor& t : kLayerTensors) {
       Shape shape = layer_tensor_shape(c, t.slot);
-      if (!shape.empty()) out.push_back({prefix + t.leaf, std::move(shape), t.role, layer, t.slot});
+      if (!shape.empty())
+        out.push_back({prefix + leaf_name(c, t), std::move(shape), t.role, layer, t.slot});
     }
   }
   out.push_back({"model.norm.weight", {C}, ParamRole::kNorm, -1, ParamSlot::kFinalNorm});

@@ -31,7 +31,10 @@ enum class ParamSlot {
   kOBias,
   kQNorm,
   kKNorm,
-  kPostNorm,
+  kSinks,
+  kAttnOutNorm,  // on attention's output (post norms)
+  kPostNorm,     // before the MLP: Llama's post_attention_layernorm, Gemma's pre_feedforward
+  kMlpOutNorm,   // on the MLP's output (post norms)
   kGate,
   kGateBias,
   kUp,

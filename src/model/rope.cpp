@@ -30,9 +30,10 @@ double yarn_mscale(double scale, double m) {
 
 RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len) {
   const RopeConfig& r = config.rope;
+  // Partial rotary (partial_rotary_factor < 1): the tables cover a head's first `dim` dims
+  // (transformers: int(head_dim * partial_rotary_factor)); the layer plan checks the count.
   const int64_t dim =
       static_cast<int64_t>(static_cast<double>(config.head_dim) * r.partial_rotary_factor);
-  if (dim != config.head_dim) fail("model", "partial_rotary_factor < 1 is not supported yet");
   RopeFrequencies out;
   switch (r.type) {
     case RopeType::kDefault:

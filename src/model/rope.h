@@ -12,7 +12,7 @@
 namespace sft::model {
 
 struct RopeFrequencies {
-  std::vector<float> inv_freq;   // (D/2), as transformers stores it (fp32)
+  std::vector<float> inv_freq;   // (R/2), R the rotary dims (D, or fewer: partial rotary)
   double attention_scaling = 1;  // multiplies cos and sin (yarn)
 };
 
@@ -20,7 +20,7 @@ struct RopeFrequencies {
 // of the document) as transformers sees it in one forward call.
 RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len);
 
-// cos, sin (T, D/2) for the given positions, already scaled.
+// cos, sin (T, R/2) for the given positions, already scaled.
 void rope_tables(float* cos, float* sin, const RopeFrequencies& f, const int64_t* positions,
                  int64_t T);
 

@@ -2,6 +2,7 @@
 // The training step is in transformer_step.cpp, KV-cache decoding in transformer_decode.cpp.
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -18,14 +19,29 @@ Transformer::Transformer(ModelConfig config, const TensorParallel& tp)
       tp_(tp),
       layout_(parameter_layout(config_, tp.rank, tp.size)),
       params_(layout_) {
+  ops::View norm_scratch;
+  if (config_.norm_weight_offset != 0) {
+    const int64_t n = std::max(config_.hidden_size, config_.head_dim);
+    norm_weight_scratch_.resize(static_cast<size_t>(n));
+    norm_scratch = ops::view_of(norm_weight_scratch_.data(), 1, n);
+  }
   for (int l = 0; l < config_.num_hidden_layers; ++l)
-    layers_.push_back(DecoderLayer::bind(params_, config_, l, tp_));
+    layers_.push_back(DecoderLayer::bind(params_, config_, l, tp_, norm_scratch));
   embed_ = &params_.at(ParamSlot::kEmbed);
   vocab_shard_ = {embed_->spec.tp_begin, tp_.group, config_.vocab_size};
   final_norm_ = &params_.at(ParamSlot::kFinalNorm);
   const Parameter* head = params_.find(ParamSlot::kLmHead);
   lm_head_ = Linear{head ? head : embed_, nullptr};  // tied: the embedding matrix
   rope_ = rope_frequencies(config_, 0);
+}
+
+RmsNormBlock Transformer::final_norm() const {
+  ops::View scratch;
+  if (!norm_weight_scratch_.empty())
+    scratch = ops::view_of(norm_weight_scratch_.data(), 1,
+                           static_cast<int64_t>(norm_weight_scratch_.size()));
+  return {final_norm_, config_.rms_norm_eps, static_cast<float>(config_.norm_weight_offset),
+          scratch};
 }
 
 Transformer::Transformer(Transformer&&) noexcept = default;

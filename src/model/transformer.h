@@ -179,6 +179,10 @@ class Transformer {
   const Parameter* embed_ = nullptr;
   ops::VocabShard vocab_shard_;  // the embedding's (and LM head's) vocabulary rows
   const Parameter* final_norm_ = nullptr;
+  // (1 + w) norms' weight, written before each norm's use (blocks/norm_block.h): max(C, D)
+  // floats, allocated with the model; empty for plain norms.
+  std::vector<float> norm_weight_scratch_;
+  RmsNormBlock final_norm() const;
   DType compute_ = DType::kF32;
   struct EmbeddingNoise {
     double magnitude = 0;
@@ -197,7 +201,7 @@ class Transformer {
   size_t acts_bytes_ = 0;
   ops::View resid_;               // (L + 1, T, C): embedding output, then each layer's output
   ops::View lnf_, rstdf_, dlnf_;  // (T, C) compute dtype, (T, 1), (T, C) LM head's dx
-  ops::View cos_, sin_;           // (T, D/2)
+  ops::View cos_, sin_;           // (T, R/2): R the rotary dims of a head
   std::vector<LayerActivations> la_;
   LayerScratch scratch_;
   std::optional<double> head_grad_scale_;  // the LM head's gradient is in dlnf_ for this scale

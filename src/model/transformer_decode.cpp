@@ -29,8 +29,8 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
          "generation with a tensor-parallel model (hint: generate from the exported "
          "model in one process)");
   const ModelConfig& c = config_;
-  const int64_t C = c.hidden_size, KV = c.num_key_value_heads * c.head_dim, D = c.head_dim,
-                V = c.vocab_size;
+  const int64_t C = c.hidden_size, KV = c.num_key_value_heads * c.head_dim, V = c.vocab_size;
+  const int64_t R = 2 * static_cast<int64_t>(rope_.inv_freq.size());  // rotary dims
   const int64_t p0 = cache.length;
   if (n <= 0) fail("model", "decode needs at least one token");
   if (p0 + n > cache.capacity)
@@ -50,8 +50,8 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
     scratch = carve_layer_scratch(cv, shape, LayerPass::kDecode);
     x = ops::view_of(cv.take<float>(n * C), n, C);
     y = ops::view_of(cv.take<float>(n * C), n, C);
-    cos = ops::view_of(cv.take<float>(n * D / 2), n, D / 2);
-    sin = ops::view_of(cv.take<float>(n * D / 2), n, D / 2);
+    cos = ops::view_of(cv.take<float>(n * R / 2), n, R / 2);
+    sin = ops::view_of(cv.take<float>(n * R / 2), n, R / 2);
     last_norm32 = ops::view_of(cv.take<float>(C), 1, C);
     last_norm = compute_ == DType::kBF16 ? ops::view_of(cv.take<uint16_t>(C), 1, C) : last_norm32;
     last_rstd = ops::view_of(cv.take<float>(1), 1, 1);
@@ -77,8 +77,7 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
     std::swap(x, y);
   }
   cache.length = p0 + n;
-  ops::rmsnorm_forward(last_norm32, last_rstd, x.row_range(n - 1, 1), final_norm_->value,
-                       c.rms_norm_eps);
+  final_norm().forward(last_norm32, last_rstd, x.row_range(n - 1, 1));
   if (last_norm.data != last_norm32.data) ops::cast(last_norm, last_norm32);
   const int64_t no_target = -1;
   lm_head_.cross_entropy(ops::View{}, ops::view_of(last_logits, 1, V), last_norm, &no_target, 0,

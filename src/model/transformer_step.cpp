@@ -57,7 +57,8 @@ void Transformer::prepare(const Batch& b, bool logits) {
   const int64_t T = compute_ == DType::kBF16
                         ? (T_real + kTokenQuantum - 1) / kTokenQuantum * kTokenQuantum
                         : T_real;
-  const int64_t C = c.hidden_size, D = c.head_dim, L = c.num_hidden_layers;
+  const int64_t C = c.hidden_size, L = c.num_hidden_layers;
+  const int64_t R = 2 * static_cast<int64_t>(rope_.inv_freq.size());  // rotary dims
   tokens_.assign(b.tokens.begin(), b.tokens.end());
   tokens_.resize(static_cast<size_t>(T), 0);
   positions_.assign(static_cast<size_t>(T), 0);
@@ -91,8 +92,8 @@ void Transformer::prepare(const Batch& b, bool logits) {
     lnf_ = compute_ == DType::kBF16 ? take<uint16_t>(cv, T, C) : take<float>(cv, T, C);
     rstdf_ = take<float>(cv, T, 1);
     dlnf_ = take<float>(cv, T, C);
-    cos_ = take<float>(cv, T, D / 2);
-    sin_ = take<float>(cv, T, D / 2);
+    cos_ = take<float>(cv, T, R / 2);
+    sin_ = take<float>(cv, T, R / 2);
     acts_bytes_ = cv.used();  // what backward reads; the forward's scratch follows
     scratch_ = carve_layer_scratch(cv, shape, LayerPass::kTrainForward);
     // The LM head's workspace (forward, and backward's unfused head): T rows of lnf_.
@@ -108,7 +109,7 @@ void Transformer::prepare(const Batch& b, bool logits) {
   // Per document: dynamic scaling depends on the sequence length, and a packed document must
   // see the frequencies it would see alone (transformers rescales per forward call).
   for (const ops::AttentionSegment& seg : segments_) {
-    const int64_t offset = seg.q_begin * (D / 2);
+    const int64_t offset = seg.q_begin * (R / 2);
     rope_tables(cos_.as<float>() + offset, sin_.as<float>() + offset, rope_for(seg.q_len),
                 positions_.data() + seg.q_begin, seg.q_len);
   }
@@ -160,8 +161,7 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   if (noise_.magnitude > 0) add_embedding_noise(T);
   for (int64_t l = 0; l < L; ++l) layer_forward(l);
   const ops::View norm_out = lnf_.dtype == DType::kBF16 ? dlnf_ : lnf_;
-  ops::rmsnorm_forward(norm_out, rstdf_, resid_.row_range(L * T, T), final_norm_->value,
-                       config_.rms_norm_eps);
+  final_norm().forward(norm_out, rstdf_, resid_.row_range(L * T, T));
   if (lnf_.data != norm_out.data) ops::cast(lnf_, norm_out);
   has_forward_ = true;
   head_grad_scale_ = loss_scale;
@@ -195,8 +195,7 @@ void Transformer::backward(double scale) {
                                    LayerPass::kTrainBackward);
   });
   LayerScratch& g = scratch_;
-  ops::rmsnorm_backward(g.dres, g.grad.grad_or_sink(*final_norm_), dlnf_,
-                        resid_.row_range(L * T, T), rstdf_, final_norm_->value);
+  final_norm().backward(g.dres, g.grad, dlnf_, resid_.row_range(L * T, T), rstdf_);
   for (int64_t l = L - 1; l >= 0; --l) {
     if (gradient_checkpointing_) layer_forward(l);
     decoder_layer_backward(g, la_[static_cast<size_t>(l)], resid_.row_range(l * T, T),

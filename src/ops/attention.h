@@ -1,6 +1,6 @@
 // Tiled (flash-style) scaled dot-product attention on runs of packed documents.
 //
-// softmax(q kᵀ / sqrt(D) + mask) v, as transformers' eager attention (ops/cpu/attention_reference.h
+// softmax(score(q kᵀ) + mask) v, as transformers' eager attention (ops/cpu/attention_reference.h
 // is the eager reference), but computed tile by tile with an online softmax: forward saves only the
 // log-sum-exp per query and head (Tq·H values) instead of the (H, n, n) probabilities, and
 // backward recomputes the probabilities from it. Tiles the causal / window mask hides entirely
@@ -33,8 +33,14 @@ struct AttentionSegment {
   int64_t q_begin = 0, q_len = 0, k_begin = 0, k_len = 0, q_offset = 0;
 };
 
+// The score of a query against a key: s = q·k · scale (scale 0 means 1/sqrt(D), the default of
+// every family but Gemma's query_pre_attn_scalar and Granite's attention_multiplier), then, with
+// softcap > 0, s = softcap · tanh(s / softcap) (Gemma 2's attn_logit_softcapping), as transformers
+// computes it before the mask and the softmax. Backward multiplies dS by 1 − tanh², recomputed.
 struct AttentionDims {
   int64_t H = 0, Hkv = 0, D = 0, window = 0;  // window 0 = no sliding window
+  double scale = 0;
+  double softcap = 0;
 };
 
 // The tiled kernels' tuning and their scratch memory, which the caller owns (ops/workspace.h):
@@ -69,7 +75,7 @@ struct AttentionShape {
 size_t attention_workspace_bytes(const AttentionShape& shape, const AttentionDims& dims,
                                  const AttentionWorkspace& tuning = {});
 
-// out (Tq, H, D) =; lse (Tq, H) = log-sum-exp of the scaled scores per query and head, saved
+// out (Tq, H, D) =; lse (Tq, H) = log-sum-exp of the scores per query and head, saved
 // for backward; q (Tq, H, D); k, v (Tk, Hkv, D); rows contiguous, strides H·D resp. Hkv·D.
 // Rows outside every segment are untouched.
 template <typename T>

@@ -76,10 +76,11 @@ void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w);
 // call). sum, a, b share rmsnorm's x dtype; out may be bf16 as there.
 void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, double eps);
 
-// In place on x (T, NH·D) with cos, sin (T, D/2): rotation by +θ (forward) or −θ (backward).
-// x may be a column block (View::columns) on the CPU.
-void rope_forward(View x, View cos, View sin);
-void rope_backward(View dx, View cos, View sin);
+// In place on x (T, NH·D) with cos, sin (T, R/2): rotation by +θ (forward) or −θ (backward) of
+// each head's first R dims (head_dim D; 0 = R, every dim rotates; R < D is partial rotary,
+// Phi-3/4's partial_rotary_factor). x may be a column block (View::columns) on the CPU.
+void rope_forward(View x, View cos, View sin, int64_t head_dim = 0);
+void rope_backward(View dx, View cos, View sin, int64_t head_dim = 0);
 
 // h = silu(gate) · up elementwise: h =; backward dgate, dup =. With bf16 gate and up (bf16
 // compute) h, and dgate with dup, are f32, or bf16: the f32 values rounded in the same pass.
@@ -116,6 +117,15 @@ void attention_forward(View out, View lse, View q, View k, View v,
 void attention_backward(View dq, View dk, View dv, View dout, View out, View lse, View q, View k,
                         View v, std::span<const AttentionSegment> segments,
                         const AttentionDims& dims, Workspace workspace);
+
+// Attention sinks (gpt-oss): a logit per head, sinks (H), that joins every query's softmax
+// denominator and carries no value. Forward, in place after attention_forward: lse (T, H) ←
+// log(e^lse + e^sink), out (T, H·D) ← out · e^(lse_before − lse_after) (out f32 or f64: a bf16
+// output is rounded after this). attention_backward then takes the updated out and lse as they
+// are. Backward: dsinks (H) += −Σ_t e^(sink − lse) · rowsum(dout ⊙ out) per head; out f32, f64
+// or bf16, the rest f32 (f64 with f64 out). CPU only.
+void attention_sinks_forward(View out, View lse, View sinks);
+void attention_sinks_backward(View dsinks, View dout, View out, View lse, View sinks);
 
 // LM head + cross-entropy in one pass, never (T × V): x (T, C), w (V, C); targets[t] the id
 // scored at row t or -1. With dx/dw given, the gradient of scale · Σ loss is produced here:
@@ -163,6 +173,8 @@ void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const Ad
 double sum_of_squares(View x);
 // x *= factor.
 void scale(View x, float factor);
+// x += c (f32): the (1 + w) weights of Gemma's norms (model/blocks/norm_block.h).
+void add_scalar(View x, float c);
 
 // x = 0.
 void zero(View x);

@@ -69,6 +69,10 @@ std::vector<AttentionCase> cases() {
       packed("document 200, window 8", {200}, {2, 1, 8, 8}),
       decode("decode 2 against 40, window 3: keys 0..35 unseen", 2, 40, 38, {2, 2, 4, 3}),
       {"two sequences decoding", 3, 9, {2, 2, 8, 0}, {{0, 2, 0, 6, 4}, {2, 1, 6, 3, 2}}},
+      // The score map: a set scale (Granite, Gemma), the soft-cap (Gemma 2).
+      packed("documents 9 14, GQA 4/2, scale 0.3", {9, 14}, {4, 2, 16, 0, 0.3, 0}),
+      packed("documents 9 14, window 5, soft-cap 2", {9, 14}, {2, 1, 16, 5, 0, 2}),
+      decode("decode 3 against 20, scale 0.2, soft-cap 1.5", 3, 20, 17, {2, 2, 8, 0, 0.2, 1.5}),
   };
 }
 
@@ -139,7 +143,7 @@ NaiveAttention naive_attention(const AttentionCase& c, DType grid) {
   const Values k = random_values(c.Tk * d.Hkv * d.D, 2, 1.0, grid);
   const Values v = random_values(c.Tk * d.Hkv * d.D, 3, 1.0, grid);
   NaiveAttention r{Values(c.Tq * d.H * d.D, 0.0), Values(c.Tq * d.H, kNaN)};
-  const double scale = 1 / std::sqrt(double(d.D));
+  const double scale = d.scale > 0 ? d.scale : 1 / std::sqrt(double(d.D));
   for (const AttentionSegment& s : c.segments)
     for (int64_t i = 0; i < s.q_len; ++i)
       for (int64_t h = 0; h < d.H; ++h) {
@@ -150,7 +154,9 @@ NaiveAttention naive_attention(const AttentionCase& c, DType grid) {
           double dotp = 0;
           for (int64_t e = 0; e < d.D; ++e)
             dotp += q[(row * d.H + h) * d.D + e] * k[((s.k_begin + j) * d.Hkv + g) * d.D + e];
-          scores.push_back({s.k_begin + j, dotp * scale});
+          const double z = dotp * scale;
+          scores.push_back(
+              {s.k_begin + j, d.softcap > 0 ? std::tanh(z / d.softcap) * d.softcap : z});
         }
         if (scores.empty()) continue;
         double mx = -std::numeric_limits<double>::infinity(), sum = 0;

@@ -144,6 +144,9 @@ TEST_P(ConformanceBadViews, Rope) {
     expect_error_naming("rope", [&] {  // bf16 x
       ops::rope_forward(v.make(bf16, 3, 16), v.make(f32, 3, 4), v.make(f32, 3, 4));
     });
+    expect_error_naming("rope", [&] {  // tables for 8 rotary dims of 6-dim heads
+      ops::rope_forward(v.make(f32, 3, 12), v.make(f32, 3, 4), v.make(f32, 3, 4), 6);
+    });
   });
 }
 
@@ -187,6 +190,7 @@ TEST_P(ConformanceBadViews, Elementwise) {
     expect_error_naming("add_bias", [&] { ops::add_bias(v.make(bf16, 2, 3), v.make(bf16, 1, 3)); });
     expect_error_naming("bias_backward",
                         [&] { ops::bias_backward(v.make(f32, 1, 4), v.make(f32, 2, 3)); });
+    expect_error_naming("add_scalar", [&] { ops::add_scalar(v.make(bf16, 2, 3), 1.0f); });
     expect_error_naming("cast", [&] { ops::cast(v.make(f64, 2, 3), v.make(bf16, 2, 3)); });
     expect_error_naming("cast", [&] { ops::cast(v.make(bf16, 2, 3), v.make(f32, 3, 3)); });
   });
@@ -230,6 +234,8 @@ TEST(ConformanceRouting, OpsWithoutACudaKernelSaySo) {
   expect_error_naming("attention_backward" + none, [&] {
     ops::attention_backward(q, k, v, out, out, lse, q, k, v, seg, d, {});
   });
+  expect_error_naming("attention_sinks_forward" + none,
+                      [&] { ops::attention_sinks_forward(out, lse, lse); });
   const int64_t targets[2] = {0, 1};
   expect_error_naming("lm_head_cross_entropy" + none,
                       [&] { ops::lm_head_cross_entropy(out, k, View{}, q, k, targets, 1.0, {}); });

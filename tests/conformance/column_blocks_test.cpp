@@ -75,8 +75,8 @@ TEST_P(ConformanceColumnBlocks, RopeRotatesOnlyTheBlock) {
   for (const bool backward : {false, true}) {
     Buffer dense(backend(), f32, T, heads * D, block_of(x, w)), wide(backend(), f32, T, w.cols, x);
     auto rope = backward ? ops::rope_backward : ops::rope_forward;
-    rope(dense.view(), cos.view(), sin.view());
-    rope(wide.view().columns(w.begin, w.n), cos.view(), sin.view());
+    rope(dense.view(), cos.view(), sin.view(), 0);
+    rope(wide.view().columns(w.begin, w.n), cos.view(), sin.view(), 0);
     EXPECT_TRUE(bit_identical(wide.read(), with_block(x, dense.read(), w))) << backward;
   }
 }

@@ -1,5 +1,5 @@
 // Conformance of the elementwise view ops: add (f32 += f32, f32 += bf16, f32 += f32 with a bf16
-// rounded copy), add_bias, bias_backward
+// rounded copy), add_bias, bias_backward, add_scalar
 // against the f64 CPU run; cast bit-exact against core/half.h's conversions (its spec), specials
 // (±0, ties, subnormals, overflow, ±inf, NaN) included. (Their gradients are checked by finite
 // differences in matmul_test.cpp's linear layer.)
@@ -59,6 +59,27 @@ Outputs run_add_rounded(const Shape& s, const Backend& be, Mode m) {
   Buffer R(be, DType::kBF16, s.rows, s.cols, Values(n, kNaN));
   ops::add(D.view(), S.view(), R.view());
   return {{"dst", D.read()}, {"rounded", R.read()}};
+}
+
+// x += c: one rounding per element (f32 only; the f64 reference run is f64).
+Outputs run_add_scalar(const Shape& s, const Backend& be, Mode m) {
+  const size_t n = static_cast<size_t>(s.rows * s.cols);
+  Buffer X(be, m.dtype, s.rows, s.cols, random_values(n, 3, 1.0, DType::kF32));
+  if (m.dtype == DType::kF32) {
+    ops::add_scalar(X.view(), 1.0f);
+    return {{"x", X.read()}};
+  }
+  Values x = X.read();
+  for (double& v : x) v += 1.0;
+  return {{"x", x}};
+}
+
+TEST_P(ConformanceElementwise, AddScalar) {
+  for (const Shape& s : kShapes)
+    check_conformance(
+        backend(), "add_scalar " + s.name(),
+        [&](const Backend& be, Mode m) { return run_add_scalar(s, be, m); }, {DType::kF32},
+        uniform_tolerance(1e-6));
 }
 
 TEST_P(ConformanceElementwise, AddWithRoundedCopy) {

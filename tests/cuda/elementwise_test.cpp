@@ -1,4 +1,5 @@
-// Elementwise CUDA kernels vs the CPU: add (f32 += f32 | bf16), add_bias, scale, cast and zero are
+// Elementwise CUDA kernels vs the CPU: add (f32 += f32 | bf16), add_bias, scale, add_scalar, cast
+// and zero are
 // one rounding (or none) per element, so they equal the CPU's f32 results bit for bit;
 // bias_backward sums columns in a different fixed order: 1e-5 vs the f64 reference (as
 // tests/conformance). Every output twice for identical bits.
@@ -20,7 +21,7 @@ using namespace cuda_test;  // DeviceTensor, HostTensor, filled, random_values, 
 constexpr int64_t N = 257, C = 67;
 constexpr size_t n = size_t(N * C);
 
-TEST(CudaElementwise, AddAddBiasAndScaleEqualTheCpu) {
+TEST(CudaElementwise, AddAddBiasScaleAndAddScalarEqualTheCpu) {
   SFT_SKIP_WITHOUT_CUDA();
   for (DType src_dtype : {DType::kF32, DType::kBF16}) {
     const Values dst = random_values(n, 1, 1.0), src = random_values(n, 2, 1.0, src_dtype);
@@ -32,7 +33,9 @@ TEST(CudaElementwise, AddAddBiasAndScaleEqualTheCpu) {
       ops::cuda::add_bias(D.view(), B.view());
       const Values biased = D.read();
       ops::cuda::scale(D.view(), 0.37f);
-      return std::vector<Values>{added, biased, D.read()};
+      const Values scaled = D.read();
+      ops::cuda::add_scalar(D.view(), 1.0f);
+      return std::vector<Values>{added, biased, scaled, D.read()};
     });
     HostTensor D(DType::kF32, N, C, dst), S(src_dtype, N, C, src), B(DType::kF32, 1, C, bias);
     ops::add(D.view(), S.view());
@@ -41,6 +44,8 @@ TEST(CudaElementwise, AddAddBiasAndScaleEqualTheCpu) {
     EXPECT_TRUE(cuda_test::same_bits(outs[1], D.read())) << "add_bias";
     ops::scale(D.view(), 0.37f);
     EXPECT_TRUE(cuda_test::same_bits(outs[2], D.read())) << "scale";
+    ops::add_scalar(D.view(), 1.0f);
+    EXPECT_TRUE(cuda_test::same_bits(outs[3], D.read())) << "add_scalar";
   }
 }
 

@@ -82,8 +82,8 @@ TEST(CudaRouting, ViewLevelOpsReachTheCudaKernels) {
       ops::rope_forward(X.view(), Cos.view(), Sin.view());
       ops::rope_backward(D.view(), Cos.view(), Sin.view());
     } else {
-      ops::cuda::rope_forward(X.view(), Cos.view(), Sin.view());
-      ops::cuda::rope_backward(D.view(), Cos.view(), Sin.view());
+      ops::cuda::rope_forward(X.view(), Cos.view(), Sin.view(), 0);
+      ops::cuda::rope_backward(D.view(), Cos.view(), Sin.view(), 0);
     }
     return std::vector<Values>{X.read(), D.read()};
   });

@@ -100,7 +100,7 @@ TEST(ModelConfig, ParsesEveryRopeType) {
 TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
   EXPECT_EQ(error_of(R"({"model_type": "gpt2"})"),
             "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
-            "(hint: supported model types: llama, mistral, qwen2, qwen3)");
+            "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3)");
   EXPECT_NE(error_of(R"({"model_type": "llama", "hidden_size": "big"})")
                 .find("key 'hidden_size': expected an integer"),
             std::string::npos);

@@ -39,4 +39,11 @@ inline Case decode(int64_t cached, int64_t fresh, int64_t H, int64_t Hkv, int64_
   return c;
 }
 
+// The case with a set score scale (0 = 1/sqrt(D)) and soft-cap (0 = none).
+inline Case with_score_map(Case c, double scale, double softcap) {
+  c.dims.scale = scale;
+  c.dims.softcap = softcap;
+  return c;
+}
+
 }  // namespace sft::ops::testing

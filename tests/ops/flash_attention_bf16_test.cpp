@@ -38,6 +38,7 @@ namespace {
 using testing::Case;
 using testing::decode;
 using testing::packed;
+using testing::with_score_map;
 
 // Normal values rounded to bf16, as bits and as the exact doubles they hold.
 struct Tensor {
@@ -203,6 +204,14 @@ TEST(FlashAttentionBf16, DecodeAgainstLongerKeysMatchesReference) {
     for (int64_t window : {0, 9})
       for (auto [bq, bk] : {std::pair<int64_t, int64_t>{64, 64}, {2, 16}})
         expect_close(decode(100 - fresh, fresh, 4, 2, 128, window), bq, bk);
+}
+
+TEST(FlashAttentionBf16, ScaleAndSoftCapMatchReference) {
+  for (auto [scale, cap] : {std::pair<double, double>{0.05, 0}, {0, 2}, {0.06, 2}}) {
+    expect_close(with_score_map(packed(kDocs, 4, 2, 64, 0), scale, cap), 64, 64);
+    expect_close(with_score_map(packed(kDocs, 4, 4, 128, 20), scale, cap), 32, 64);
+    expect_close(with_score_map(decode(70, 3, 4, 2, 128, 9), scale, cap), 64, 64);
+  }
 }
 
 TEST(FlashAttentionBf16, BfloatOutIsTheRoundedFloatOut) {

@@ -3,7 +3,9 @@
 // lengths 1, 7, 64, 130, GQA and plain heads, sliding windows, decode against a longer KV run,
 // D = 16/64/128 and several tile shapes (partial and masked tiles); float against double
 // (1e-5 of the largest value); backward against float64 central differences; bit-identical
-// results with 1 and 2 threads; rows outside every segment untouched; bad segments refused.
+// results with 1 and 2 threads; rows outside every segment untouched; bad segments refused. The
+// score map (a set scale, the soft-cap) and attention sinks (ops::attention_sinks_* around the
+// tiled kernels) against the same reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +17,7 @@
 #include "ops/attention.h"
 #include "ops/attention_cases.h"
 #include "ops/cpu/attention_reference.h"
+#include "ops/ops.h"
 #include "test_workspace.h"
 
 namespace sft::ops {
@@ -23,6 +26,7 @@ namespace {
 using testing::Case;
 using testing::decode;
 using testing::packed;
+using testing::with_score_map;
 
 template <typename T>
 std::vector<T> random(size_t n, uint64_t stream) {
@@ -34,13 +38,14 @@ std::vector<T> random(size_t n, uint64_t stream) {
 
 struct Inputs {
   std::vector<double> q, k, v, dout;
+  std::vector<double> sinks;  // (H) or empty
 };
 
 Inputs make_inputs(const Case& c) {
   const auto qn = static_cast<size_t>(c.Tq * c.dims.H * c.dims.D);
   const auto kn = static_cast<size_t>(c.Tk * c.dims.Hkv * c.dims.D);
   return {random<double>(qn, 1), random<double>(kn, 2), random<double>(kn, 3),
-          random<double>(qn, 4)};
+          random<double>(qn, 4), {}};
 }
 
 template <typename T>
@@ -49,7 +54,7 @@ std::vector<T> cast(const std::vector<double>& x) {
 }
 
 struct Grads {
-  std::vector<double> out, lse, dq, dk, dv;
+  std::vector<double> out, lse, dq, dk, dv, dsinks;
 };
 
 // The eager reference, one segment at a time; lse straight from the definition.
@@ -57,19 +62,23 @@ Grads reference(const Case& c, const Inputs& in) {
   const int64_t H = c.dims.H, Hkv = c.dims.Hkv, D = c.dims.D;
   Grads g{std::vector<double>(in.q.size()), std::vector<double>(static_cast<size_t>(c.Tq * H)),
           std::vector<double>(in.q.size()), std::vector<double>(in.k.size()),
-          std::vector<double>(in.k.size())};
+          std::vector<double>(in.k.size()), std::vector<double>(in.sinks.size())};
+  const double* sinks = in.sinks.empty() ? nullptr : in.sinks.data();
   for (const AttentionSegment& s : c.segs) {
-    cpu::AttentionShape sh{s.q_len, s.k_len, s.q_offset, H, Hkv, D, c.dims.window};
+    cpu::AttentionShape sh{s.q_len,       s.k_len,      s.q_offset,    H, Hkv, D,
+                           c.dims.window, c.dims.scale, c.dims.softcap};
     std::vector<double> probs(static_cast<size_t>(H * s.q_len * s.k_len));
     std::vector<double> scratch(static_cast<size_t>(s.q_len * s.k_len));
     const double* q = in.q.data() + s.q_begin * H * D;
     const double* k = in.k.data() + s.k_begin * Hkv * D;
     const double* v = in.v.data() + s.k_begin * Hkv * D;
-    cpu::attention_forward(g.out.data() + s.q_begin * H * D, probs.data(), q, k, v, sh);
+    cpu::attention_forward(g.out.data() + s.q_begin * H * D, probs.data(), q, k, v, sh, sinks);
     cpu::attention_backward(g.dq.data() + s.q_begin * H * D, g.dk.data() + s.k_begin * Hkv * D,
                             g.dv.data() + s.k_begin * Hkv * D, scratch.data(),
-                            in.dout.data() + s.q_begin * H * D, probs.data(), q, k, v, sh);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+                            in.dout.data() + s.q_begin * H * D, probs.data(), q, k, v, sh,
+                            sinks ? g.dsinks.data() : nullptr);
+    const double scale = c.dims.scale > 0 ? c.dims.scale : 1.0 / std::sqrt(static_cast<double>(D));
+    const double cap = c.dims.softcap;
     for (int64_t i = 0; i < s.q_len; ++i)
       for (int64_t h = 0; h < H; ++h) {
         const int64_t pos = s.q_offset + i, g_kv = h / (H / Hkv);
@@ -80,9 +89,11 @@ Grads reference(const Case& c, const Inputs& in) {
           double dot = 0;
           for (int64_t x = 0; x < D; ++x)
             dot += q[(i * H + h) * D + x] * k[(j * Hkv + g_kv) * D + x];
-          sc.push_back(dot * scale);
-          mx = std::max(mx, dot * scale);
+          const double z = cap > 0 ? std::tanh(dot * scale / cap) * cap : dot * scale;
+          sc.push_back(z);
+          mx = std::max(mx, z);
         }
+        if (sinks) sc.push_back(sinks[h]), mx = std::max(mx, sinks[h]);
         for (double z : sc) sum += std::exp(z - mx);
         g.lse[static_cast<size_t>((s.q_begin + i) * H + h)] = mx + std::log(sum);
       }
@@ -92,7 +103,7 @@ Grads reference(const Case& c, const Inputs& in) {
 
 template <typename T>
 struct Flash {
-  std::vector<T> out, lse, dq, dk, dv;
+  std::vector<T> out, lse, dq, dk, dv, dsinks;
 };
 
 template <typename T>
@@ -102,12 +113,23 @@ Flash<T> run_flash(const Case& c, const Inputs& in, AttentionWorkspace& ws, T fi
   Flash<T> f{std::vector<T>(q.size(), fill),
              std::vector<T>(static_cast<size_t>(c.Tq * c.dims.H), fill),
              std::vector<T>(q.size(), fill), std::vector<T>(k.size(), fill),
-             std::vector<T>(k.size(), fill)};
+             std::vector<T>(k.size(), fill), {}};
   WorkspaceArena arena;
   test::give_attention_memory(ws, arena, DTypeOf<T>::value, c.segs, c.dims);
   attention_forward(f.out.data(), f.lse.data(), q.data(), k.data(), v.data(), c.segs, c.dims, ws);
+  const std::vector<T> sinks = cast<T>(in.sinks);
+  const int64_t H = c.dims.H;
+  const View out_view = view_of(f.out.data(), c.Tq, H * c.dims.D);
+  const View lse_view = view_of(f.lse.data(), c.Tq, H);
+  if (!sinks.empty()) attention_sinks_forward(out_view, lse_view, view_of(sinks.data(), 1, H));
   attention_backward(f.dq.data(), f.dk.data(), f.dv.data(), dout.data(), f.out.data(), f.lse.data(),
                      q.data(), k.data(), v.data(), c.segs, c.dims, ws);
+  if (!sinks.empty()) {
+    f.dsinks.assign(sinks.size(), T(0));
+    attention_sinks_backward(view_of(f.dsinks.data(), 1, H),
+                             view_of(dout.data(), c.Tq, H * c.dims.D), out_view, lse_view,
+                             view_of(sinks.data(), 1, H));
+  }
   return f;
 }
 
@@ -124,11 +146,14 @@ double max_diff(const std::vector<T>& a, const std::vector<double>& b) {
   return m;
 }
 
-void expect_matches_reference(const Case& c, int64_t q_tile, int64_t k_tile) {
+void expect_matches_reference(const Case& c, int64_t q_tile, int64_t k_tile, bool sinks = false) {
   SCOPED_TRACE("H " + std::to_string(c.dims.H) + " Hkv " + std::to_string(c.dims.Hkv) + " D " +
                std::to_string(c.dims.D) + " window " + std::to_string(c.dims.window) + " tiles " +
-               std::to_string(q_tile) + "x" + std::to_string(k_tile));
-  const Inputs in = make_inputs(c);
+               std::to_string(q_tile) + "x" + std::to_string(k_tile) + " scale " +
+               std::to_string(c.dims.scale) + " softcap " + std::to_string(c.dims.softcap) +
+               (sinks ? " sinks" : ""));
+  Inputs in = make_inputs(c);
+  if (sinks) in.sinks = random<double>(static_cast<size_t>(c.dims.H), 6);
   const Grads want = reference(c, in);
   AttentionWorkspace ws;
   ws.q_tile = q_tile;
@@ -139,6 +164,7 @@ void expect_matches_reference(const Case& c, int64_t q_tile, int64_t k_tile) {
   EXPECT_LE(max_diff(got.dq, want.dq), 1e-12);
   EXPECT_LE(max_diff(got.dk, want.dk), 1e-12);
   EXPECT_LE(max_diff(got.dv, want.dv), 1e-12);
+  if (sinks) EXPECT_LE(max_diff(got.dsinks, want.dsinks), 1e-12);
 }
 
 const std::vector<int64_t> kDocs = {1, 7, 64, 130};
@@ -171,6 +197,25 @@ TEST(FlashAttention, DecodeAgainstLongerKeysMatchesEagerReference) {
       }
 }
 
+// Granite's attention_multiplier and Gemma's query_pre_attn_scalar set the scale; Gemma 2 caps
+// the scores at 50 (here 2, with scores of a few units, so the cap bends them).
+TEST(FlashAttention, ScaleAndSoftCapMatchEagerReference) {
+  for (auto [scale, cap] : {std::pair<double, double>{0.5, 0}, {0, 2}, {0.3, 2}})
+    for (auto [bq, bk] : {std::pair<int64_t, int64_t>{64, 64}, {5, 7}}) {
+      expect_matches_reference(with_score_map(packed(kDocs, 4, 2, 16, 0), scale, cap), bq, bk);
+      expect_matches_reference(with_score_map(packed(kDocs, 4, 4, 64, 20), scale, cap), bq, bk);
+      expect_matches_reference(with_score_map(decode(70, 3, 4, 2, 16, 9), scale, cap), bq, bk);
+    }
+}
+
+TEST(FlashAttention, SinksAroundTheTiledKernelsMatchEagerReference) {
+  for (auto [bq, bk] : {std::pair<int64_t, int64_t>{64, 64}, {5, 7}}) {
+    expect_matches_reference(packed(kDocs, 4, 2, 16, 0), bq, bk, true);
+    expect_matches_reference(packed(kDocs, 4, 4, 64, 20), bq, bk, true);
+    expect_matches_reference(with_score_map(packed(kDocs, 4, 2, 16, 0), 0.3, 2), bq, bk, true);
+  }
+}
+
 TEST(FlashAttention, FloatAgreesWithDouble) {
   for (int64_t window : {0, 50}) {
     const Case c = packed(kDocs, 4, 2, 64, window);
@@ -199,33 +244,36 @@ double loss(const Case& c, const Inputs& in, AttentionWorkspace& ws) {
 }
 
 TEST(FlashAttention, BackwardMatchesFiniteDifferences) {
-  const Case c = packed({3, 6}, 2, 1, 4, 4);
-  Inputs in = make_inputs(c);
-  AttentionWorkspace ws;
-  ws.q_tile = 2;
-  ws.k_tile = 3;
-  const Flash<double> f = run_flash<double>(c, in, ws);
-  const double eps = 1e-5;
-  auto check = [&](std::vector<double>& x, const std::vector<double>& grad, const char* name) {
-    for (size_t i = 0; i < x.size(); ++i) {
-      const double x0 = x[i];
-      x[i] = x0 + eps;
-      const double up = loss(c, in, ws);
-      x[i] = x0 - eps;
-      const double down = loss(c, in, ws);
-      x[i] = x0;
-      EXPECT_NEAR(grad[i], (up - down) / (2 * eps), 1e-8) << name << "[" << i << "]";
-    }
-  };
-  check(in.q, f.dq, "dq");
-  check(in.k, f.dk, "dk");
-  check(in.v, f.dv, "dv");
+  for (const Case& c :
+       {packed({3, 6}, 2, 1, 4, 4), with_score_map(packed({3, 6}, 2, 1, 4, 4), 0.8, 1.5)}) {
+    Inputs in = make_inputs(c);
+    AttentionWorkspace ws;
+    ws.q_tile = 2;
+    ws.k_tile = 3;
+    const Flash<double> f = run_flash<double>(c, in, ws);
+    const double eps = 1e-5;
+    auto check = [&](std::vector<double>& x, const std::vector<double>& grad, const char* name) {
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double x0 = x[i];
+        x[i] = x0 + eps;
+        const double up = loss(c, in, ws);
+        x[i] = x0 - eps;
+        const double down = loss(c, in, ws);
+        x[i] = x0;
+        EXPECT_NEAR(grad[i], (up - down) / (2 * eps), 1e-8) << name << "[" << i << "]";
+      }
+    };
+    check(in.q, f.dq, "dq");
+    check(in.k, f.dk, "dk");
+    check(in.v, f.dv, "dv");
+  }
 }
 
 TEST(FlashAttention, BitIdenticalWithOneAndTwoThreads) {
   if (default_thread_pool().size() < 2) GTEST_SKIP() << "the default pool has one thread";
   for (int64_t window : {0, 30}) {
-    const Case c = packed({200, 1, 7, 64, 130, 300}, 4, 2, 64, window);
+    const Case c =
+        with_score_map(packed({200, 1, 7, 64, 130, 300}, 4, 2, 64, window), 0, window ? 3.0 : 0.0);
     const Inputs in = make_inputs(c);
     AttentionWorkspace serial, threaded;
     serial.max_threads = 1;

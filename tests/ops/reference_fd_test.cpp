@@ -68,21 +68,59 @@ TEST(LayerFiniteDifferences, Rope) {
   EXPECT_LE(fd_error(x, f, dx), kTol);
 }
 
-void check_attention(const AttentionShape& s) {
+// Partial rotary (R = 4 of D = 8): the first R dims of each head turn as a full rotation of an
+// R-wide head would turn them; the rest pass through; backward is the rotation's transpose.
+TEST(LayerFiniteDifferences, PartialRope) {
+  const int64_t T = 3, NH = 2, D = 8, R = 4;
+  Vec x = randn(T * NH * D, 14), G = randn(T * NH * D, 15), cs(T * R / 2), sn(T * R / 2);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < R / 2; ++i) {
+      cs[t * R / 2 + i] = std::cos(double(t + 1) * (i + 1));
+      sn[t * R / 2 + i] = std::sin(double(t + 1) * (i + 1));
+    }
+  Vec y = x, narrow(T * NH * R);
+  rope_forward(y.data(), cs.data(), sn.data(), T, NH, D, NH * D, R);
+  for (int64_t r = 0; r < T * NH; ++r)
+    for (int64_t i = 0; i < R; ++i) narrow[r * R + i] = x[r * D + i];
+  rope_forward(narrow.data(), cs.data(), sn.data(), T, NH, R, NH * R);
+  for (int64_t r = 0; r < T * NH; ++r) {
+    for (int64_t i = 0; i < R; ++i) EXPECT_EQ(y[r * D + i], narrow[r * R + i]);
+    for (int64_t i = R; i < D; ++i) EXPECT_EQ(y[r * D + i], x[r * D + i]);
+  }
+  auto f = [&] {
+    Vec z = x;
+    rope_forward(z.data(), cs.data(), sn.data(), T, NH, D, NH * D, R);
+    return dot(z, G);
+  };
+  Vec dx = G;
+  rope_backward(dx.data(), cs.data(), sn.data(), T, NH, D, NH * D, R);
+  EXPECT_LE(fd_error(x, f, dx), kTol);
+}
+
+void check_attention(const AttentionShape& s, bool with_sinks = false) {
   Vec q = randn(s.Tq * s.H * s.D, 6), k = randn(s.Tk * s.Hkv * s.D, 7),
       v = randn(s.Tk * s.Hkv * s.D, 8), R = randn(s.Tq * s.H * s.D, 9);
+  Vec sinks = with_sinks ? randn(s.H, 13) : Vec{};
+  const double* sink = with_sinks ? sinks.data() : nullptr;
   Vec out(q.size()), probs(s.H * s.Tq * s.Tk);
   auto f = [&] {
-    attention_forward(out.data(), probs.data(), q.data(), k.data(), v.data(), s);
+    attention_forward(out.data(), probs.data(), q.data(), k.data(), v.data(), s, sink);
     return dot(out, R);
   };
   f();
-  Vec dq(q.size()), dk(k.size()), dv(v.size()), scratch(s.Tq * s.Tk);
+  Vec dq(q.size()), dk(k.size()), dv(v.size()), scratch(s.Tq * s.Tk), dsinks(s.H, 0.0);
   attention_backward(dq.data(), dk.data(), dv.data(), scratch.data(), R.data(), probs.data(),
-                     q.data(), k.data(), v.data(), s);
+                     q.data(), k.data(), v.data(), s, with_sinks ? dsinks.data() : nullptr);
   EXPECT_LE(fd_error(q, f, dq), kTol);
   EXPECT_LE(fd_error(k, f, dk), kTol);
   EXPECT_LE(fd_error(v, f, dv), kTol);
+  if (with_sinks) EXPECT_LE(fd_error(sinks, f, dsinks), kTol);
+}
+
+AttentionShape with_score_map(AttentionShape s, double scale, double softcap) {
+  s.scale = scale;
+  s.softcap = softcap;
+  return s;
 }
 
 TEST(LayerFiniteDifferences, AttentionCausalGqa) {
@@ -93,6 +131,16 @@ TEST(LayerFiniteDifferences, AttentionSlidingWindow) {
 }
 TEST(LayerFiniteDifferences, AttentionAgainstCache) {
   check_attention({3, 8, 5, 2, 2, 4, 0});
+}
+// Scores of a few units through a cap of 1.5: tanh well away from linear.
+TEST(LayerFiniteDifferences, AttentionScaleAndSoftCap) {
+  check_attention(with_score_map({6, 6, 0, 4, 2, 4, 0}, 0.9, 0));
+  check_attention(with_score_map({6, 6, 0, 4, 2, 4, 0}, 0.9, 1.5));
+  check_attention(with_score_map({7, 7, 0, 2, 1, 4, 3}, 0, 1.5));
+}
+TEST(LayerFiniteDifferences, AttentionSinks) {
+  check_attention({6, 6, 0, 4, 2, 4, 0}, true);
+  check_attention({3, 8, 5, 2, 2, 4, 2}, true);
 }
 
 TEST(LayerFiniteDifferences, SwiGlu) {

@@ -69,7 +69,8 @@ AttentionBlock::Saved AttentionBlock::carve_saved(Carver& cv, const LayerShape& 
 }
 
 size_t AttentionBlock::kernel_workspace_bytes(const LayerShape& s, LayerPass pass) {
-  const ops::AttentionDims dims{s.H, s.Hkv, s.D, 0};
+  // The window and scale do not change the bytes; the soft-cap does (attention.h).
+  const ops::AttentionDims dims{.H = s.H, .Hkv = s.Hkv, .D = s.D, .softcap = s.softcap};
   const bool decode = pass == LayerPass::kDecode;
   return ops::attention_workspace_bytes({.dtype = decode ? DType::kF32 : s.compute,
                                          .q_rows = s.T,
@@ -84,9 +85,8 @@ AttentionBlock::Scratch AttentionBlock::carve_scratch(Carver& cv, const LayerSha
   Scratch g;
   g.kernel = ops::take_workspace(cv, kernel_workspace_bytes(s, pass));
   if (s.bf16()) {
-    if (pass == LayerPass::kDecode) {
-      g.att32 = take_f32(cv, T, Q);
-    } else {
+    if (pass == LayerPass::kDecode || s.sinks) g.att32 = take_f32(cv, T, Q);
+    if (pass != LayerPass::kDecode) {
       g.qkv32 = take_f32(cv, T, Q + 2 * KV);
       g.q32 = take_f32(cv, T, Q);
       g.k32 = take_f32(cv, T, KV);
@@ -119,22 +119,36 @@ void AttentionBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View 
   o.forward(y, a.att_in);
 }
 
+void AttentionBlock::rope_forward(ops::View x, const AttentionInputs& in) const {
+  if (rotary_dims > 0) ops::rope_forward(x, in.cos, in.sin, dims.D);
+}
+
+void AttentionBlock::rope_backward(ops::View dx, const AttentionInputs& in) const {
+  if (rotary_dims > 0) ops::rope_backward(dx, in.cos, in.sin, dims.D);
+}
+
+void AttentionBlock::attend(ops::View att, Saved& a, const Scratch& s,
+                            const AttentionInputs& in) const {
+  ops::attention_forward(att, a.lse, a.q, in.k_all, in.v_all, in.segments, dims, s.kernel);
+  if (sinks) ops::attention_sinks_forward(att, a.lse, sinks->value);
+}
+
 void AttentionBlock::forward_fp32_qkv(Saved& a, const Scratch& s, ops::View ln,
                                       const AttentionInputs& in) const {
   const int64_t D = dims.D;
-  q.forward(q_norm ? a.q_raw : a.q, ln);
-  k.forward(k_norm ? a.k_raw : a.k, ln);
+  q.forward(q_norm.bound() ? a.q_raw : a.q, ln);
+  k.forward(k_norm.bound() ? a.k_raw : a.k, ln);
   v.forward(a.v, ln);
-  if (q_norm) {
-    ops::rmsnorm_forward(per_head(a.q, D), a.q_rstd, per_head(a.q_raw, D), q_norm->value, eps);
-    ops::rmsnorm_forward(per_head(a.k, D), a.k_rstd, per_head(a.k_raw, D), k_norm->value, eps);
+  if (q_norm.bound()) {
+    q_norm.forward(per_head(a.q, D), a.q_rstd, per_head(a.q_raw, D));
+    k_norm.forward(per_head(a.k, D), a.k_rstd, per_head(a.k_raw, D));
   }
-  ops::rope_forward(a.q, in.cos, in.sin);
-  ops::rope_forward(a.k, in.cos, in.sin);
+  rope_forward(a.q, in);
+  rope_forward(a.k, in);
   // Against in's keys and values (the layer's own rows, or the decode cache); under bf16
   // decoding attention writes scratch and att_in is its bf16 copy.
   const ops::View att = a.att.empty() ? s.att32.first(a.q.rows, a.q.cols) : a.att;
-  ops::attention_forward(att, a.lse, a.q, in.k_all, in.v_all, in.segments, dims, s.kernel);
+  attend(att, a, s, in);
   if (a.att_in.data != att.data) ops::cast(a.att_in, att);
 }
 
@@ -144,33 +158,39 @@ void AttentionBlock::forward_bf16_qkv(Saved& a, const Scratch& s, ops::View ln,
   // The fp32 projection outputs: column blocks of one stacked product, or each its own buffer;
   // with qk-norm the projections are q_raw, k_raw and the norms write q32, k32.
   ops::View qf = s.q32.first(T, Q), kf = s.k32.first(T, KV), vf = s.v32.first(T, KV);
-  ops::View q_proj = q_norm ? s.q_raw32.first(T, Q) : qf;
-  ops::View k_proj = k_norm ? s.k_raw32.first(T, KV) : kf;
+  ops::View q_proj = q_norm.bound() ? s.q_raw32.first(T, Q) : qf;
+  ops::View k_proj = k_norm.bound() ? s.k_raw32.first(T, KV) : kf;
   if (const std::optional<StackedLinear> qkv = stacked_qkv(*this, a)) {
     const ops::View y = s.qkv32.first(T, Q + 2 * KV);
     qkv->forward(y, ln);
     q_proj = y.columns(0, Q);
     k_proj = y.columns(Q, KV);
     vf = y.columns(Q + KV, KV);
-    if (!q_norm) qf = q_proj, kf = k_proj;
+    if (!q_norm.bound()) qf = q_proj, kf = k_proj;
   } else {
     q.forward(q_proj, ln);
     k.forward(k_proj, ln);
     v.forward(vf, ln);
   }
-  if (q_norm) {
+  if (q_norm.bound()) {
     const ops::View q_raw = keep_rounded(a.q_raw, q_proj, s.q_raw32);
     const ops::View k_raw = keep_rounded(a.k_raw, k_proj, s.k_raw32);
-    ops::rmsnorm_forward(per_head(qf, D), a.q_rstd, per_head(q_raw, D), q_norm->value, eps);
-    ops::rmsnorm_forward(per_head(kf, D), a.k_rstd, per_head(k_raw, D), k_norm->value, eps);
+    q_norm.forward(per_head(qf, D), a.q_rstd, per_head(q_raw, D));
+    k_norm.forward(per_head(kf, D), a.k_rstd, per_head(k_raw, D));
   }
-  ops::rope_forward(qf, in.cos, in.sin);
-  ops::rope_forward(kf, in.cos, in.sin);
+  rope_forward(qf, in);
+  rope_forward(kf, in);
   ops::cast(a.q, qf);
   ops::cast(a.k, kf);
   ops::cast(a.v, vf);
-  // in.k_all, in.v_all are a.k, a.v (training owns its keys and values).
-  ops::attention_forward(a.att_in, a.lse, a.q, in.k_all, in.v_all, in.segments, dims, s.kernel);
+  // in.k_all, in.v_all are a.k, a.v (training owns its keys and values). The sinks rescale an
+  // fp32 output, which is then rounded once.
+  if (!sinks)
+    return ops::attention_forward(a.att_in, a.lse, a.q, in.k_all, in.v_all, in.segments, dims,
+                                  s.kernel);
+  const ops::View att = s.att32.first(T, Q);
+  attend(att, a, s, in);
+  ops::cast(a.att_in, att);
 }
 
 void AttentionBlock::backward(ops::View dln, const Scratch& s, const BlockGradScratch& g,
@@ -181,16 +201,19 @@ void AttentionBlock::backward(ops::View dln, const Scratch& s, const BlockGradSc
   o.backward(s.datt, dy, a.att_in, dy.dtype == DType::kBF16 ? ops::View{} : g.rounded(dy));
   // Under bf16 the saved bf16 q, k, v and output (att_in) go to attention as they are.
   const ops::View att = a.q.dtype == DType::kBF16 ? a.att_in : a.att;
+  // The sinks' gradient reads d(att) and att as attention's backward does; their lse is a.lse.
+  if (sinks)
+    ops::attention_sinks_backward(g.grad_or_sink(*sinks), s.datt, att, a.lse, sinks->value);
   ops::attention_backward(s.dq, s.dk, s.dv, s.datt, att, a.lse, a.q, in.k_all, in.v_all,
                           in.segments, dims, s.kernel);
-  ops::rope_backward(s.dq, in.cos, in.sin);
-  ops::rope_backward(s.dk, in.cos, in.sin);
+  rope_backward(s.dq, in);
+  rope_backward(s.dk, in);
   ops::View dq = s.dq, dk = s.dk;
-  if (q_norm) {
-    ops::rmsnorm_backward(per_head(s.dq2, D), g.grad_or_sink(*q_norm), per_head(s.dq, D),
-                          per_head(widened(a.q_raw, s.q_raw32), D), a.q_rstd, q_norm->value);
-    ops::rmsnorm_backward(per_head(s.dk2, D), g.grad_or_sink(*k_norm), per_head(s.dk, D),
-                          per_head(widened(a.k_raw, s.k_raw32), D), a.k_rstd, k_norm->value);
+  if (q_norm.bound()) {
+    q_norm.backward(per_head(s.dq2, D), g, per_head(s.dq, D),
+                    per_head(widened(a.q_raw, s.q_raw32), D), a.q_rstd);
+    k_norm.backward(per_head(s.dk2, D), g, per_head(s.dk, D),
+                    per_head(widened(a.k_raw, s.k_raw32), D), a.k_rstd);
     dq = s.dq2;
     dk = s.dk2;
   }

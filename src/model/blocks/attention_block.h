@@ -1,6 +1,8 @@
 // AttentionBlock: a decoder layer's self-attention from its normed input to the o projection's
 // output (the residual add is the layer's): q, k, v = linear(ln) [→ per-head q_norm, k_norm];
-// rope(q, k); att = attention(q, k, v) over packed documents; y = o(att).
+// rope(q, k) on each head's first rotary_dims dims (all, part, or none); att = attention(q, k,
+// v) over packed documents with the plan's score map (dims.scale, dims.softcap) [→ the sinks
+// joining each softmax: ops::attention_sinks_*]; y = o(att).
 //
 // Two variants side by side, chosen by the saved q's dtype:
 // - fp32 q, k, v (fp32 training, and decoding under either compute: k and v are the fp32
@@ -11,7 +13,8 @@
 //   torch autocast rounds them, the norms and RoPE run on the rounded values, and attention
 //   reads the bf16 q, k, v and writes att_in itself.
 // Saved (Saved): q_raw, k_raw and their rstd (qk-norm only), q, k, v after norm and RoPE, att
-// (fp32 variant), lse, att_in. Backward reads them and the layer's ln.
+// (fp32 variant), lse, att_in. Backward reads them and the layer's ln. With sinks, attention's
+// output passes through fp32 (att, or att32 under bf16) before att_in is rounded.
 // Signature rule: outputs first, then saved activations, inputs, weights; parameter grads
 // accumulate (+=), activation grads overwrite (=).
 // Dimensions: T tokens, C hidden, H heads, Hkv kv heads, D head dim, Q = H·D, KV = Hkv·D.
@@ -22,6 +25,7 @@
 #include "core/shard_group.h"
 #include "model/blocks/block_grad_scratch.h"
 #include "model/blocks/layer_shape.h"
+#include "model/blocks/norm_block.h"
 #include "model/linear.h"
 #include "model/parameters.h"
 #include "ops/ops.h"
@@ -42,10 +46,11 @@ enum class LayerPass { kTrainForward, kTrainBackward, kDecode };
 
 struct AttentionBlock {
   Linear q, k, v, o;
-  const Parameter* q_norm = nullptr;  // (D) Qwen3's per-head RMSNorm before RoPE, or null
-  const Parameter* k_norm = nullptr;  // (D)
-  ops::AttentionDims dims;            // this rank's heads, head dim and the layer's sliding window
-  double eps = 1e-6;                  // of q_norm, k_norm
+  RmsNormBlock q_norm, k_norm;  // (D) Qwen3's per-head RMSNorm before RoPE, or unbound
+  // This rank's heads, head dim, the layer's sliding window and score map.
+  ops::AttentionDims dims;
+  int64_t rotary_dims = 0;           // the dims of a head RoPE turns (0: no RoPE)
+  const Parameter* sinks = nullptr;  // (H) this rank's heads' sink logits, or null
   // Tensor parallelism: q, k, v are column-parallel, so ln's gradient is summed over this group
   // (o sums its output itself); null without.
   ShardGroup* tp_group = nullptr;
@@ -87,6 +92,10 @@ struct AttentionBlock {
                 ops::View dy, ops::View ln, const AttentionInputs& in) const;
 
  private:
+  void rope_forward(ops::View x, const AttentionInputs& in) const;
+  void rope_backward(ops::View dx, const AttentionInputs& in) const;
+  // att = attention(a.q, in's keys and values) [with the sinks]; a.lse saved.
+  void attend(ops::View att, Saved& a, const Scratch& s, const AttentionInputs& in) const;
   void forward_fp32_qkv(Saved& a, const Scratch& s, ops::View ln, const AttentionInputs& in) const;
   void forward_bf16_qkv(Saved& a, const Scratch& s, ops::View ln, const AttentionInputs& in) const;
 };

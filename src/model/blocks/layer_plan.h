@@ -1,12 +1,14 @@
 // LayerPlan: what one decoder layer is made of, read once from ModelConfig when the model is
 // bound. Families differ here as data; the blocks (norm_block.h, attention_block.h,
-// mlp_block.h) carry them out. Today's families (Llama, Mistral, Qwen2, Qwen3) share one
-// arrangement — pre-norm attention and pre-norm MLP, each a residual branch, the add after
-// attention fused with the MLP's norm — and differ in the fields below. A family that
-// arranges its norms differently (post-norms, four norms, (1 + w) weights) or replaces the
-// MLP with experts adds a field here and a block beside the others (docs/architecture.md,
-// "How to add a model family"). The projections' biases are the parameter layout's
-// (model/param_layout.h): a Linear has one when its bias parameter exists.
+// mlp_block.h) carry them out. A layer is two residual branches, attention then the MLP, each
+//   x ← x + post_norm(branch(pre_norm(x)))
+// with either norm present or not (BranchNorms): Llama, Mistral, Qwen and SmolLM3 have the pre
+// norms only (the add after attention fused with the MLP's norm), OLMo 2 the post norms only,
+// Gemma both. Inside attention the plan names the q/k norm, how much of a head RoPE turns
+// (all, part, or none), the score map (scale, soft-cap), the window and the sinks. A family
+// that replaces the MLP with experts adds a field here and a block beside the others
+// (docs/architecture.md, "How to add a model family"). The projections' biases are the
+// parameter layout's (model/param_layout.h): a Linear has one when its bias parameter exists.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +19,21 @@
 
 namespace sft::model {
 
+// The norms around one residual branch: before it, on its output before the add, or both.
+struct BranchNorms {
+  bool pre = true;
+  bool post = false;
+};
+
 struct LayerPlan {
-  bool qk_norm = false;  // per-head RMSNorm on q and k before RoPE (Qwen3)
-  int64_t window = 0;    // this layer's sliding window, 0 = full causal attention
+  BranchNorms norms;             // the same around attention and around the MLP
+  float norm_weight_offset = 0;  // 1: every norm of the layer scales by (1 + w) (Gemma)
+  bool qk_norm = false;          // per-head RMSNorm on q and k before RoPE (Qwen3)
+  int64_t rotary_dims = 0;       // a head's dims RoPE turns: D, fewer (partial), 0 (none)
+  int64_t window = 0;            // this layer's sliding window, 0 = full causal attention
+  double attention_scale = 0;    // 0 = 1/sqrt(D)
+  double softcap = 0;            // attention scores' soft-cap, 0 = none
+  bool sinks = false;            // a learnable sink logit per head
   MlpActivation activation = MlpActivation::kSilu;
 
   // Throws "[model] ..." naming `source` (the config file, or what built the config) and the
@@ -27,8 +41,8 @@ struct LayerPlan {
   static LayerPlan of(const ModelConfig& config, int layer, const std::string& source);
 };
 
-// One line ("norm · attention(q/k norm, causal) · add + norm · SwiGLU MLP · add"), for logs
-// and tests.
-std::string describe(const LayerPlan& plan);
+// One line ("norm · attention(q/k norm, causal) · add + norm · SwiGLU MLP · add" for Qwen3),
+// for logs and tests.
+std::string describe(const LayerPlan& plan, int64_t head_dim);
 
 }  // namespace sft::model

@@ -11,7 +11,10 @@ LayerShape LayerShape::of(const ModelConfig& c, int64_t tokens, DType compute, i
           c.num_key_value_heads / tp_size,
           c.head_dim,
           c.qk_norm,
-          compute};
+          compute,
+          c.post_norms,
+          c.attention_sinks,
+          c.attn_logit_softcapping};
 }
 
 ops::View take_view(Carver& cv, DType dtype, int64_t rows, int64_t cols) {

@@ -17,6 +17,9 @@ struct LayerShape {
   int64_t T = 0, C = 0, I = 0, H = 0, Hkv = 0, D = 0;
   bool qk_norm = false;
   DType compute = DType::kF32;  // kF32 or kBF16
+  bool post_norms = false;      // the layers keep their branches' outputs for the post norms
+  bool sinks = false;           // attention sinks (under bf16: an fp32 attention output)
+  double softcap = 0;           // the attention scores' soft-cap (its backward keeps 1 − tanh²)
   // This rank's share under tensor parallelism: I, H and Hkv divided by tp_size.
   static LayerShape of(const ModelConfig& config, int64_t tokens, DType compute, int tp_size = 1);
 

@@ -5,18 +5,27 @@
 
 namespace sft::model {
 
+ops::View RmsNormBlock::applied_weight() const {
+  if (weight_offset == 0) return weight->value;
+  // Gemma: output * (1.0 + weight.float()), the sum formed in fp32 as here.
+  const ops::View w = offset_weight_scratch.first(1, weight->value.numel());
+  ops::cast(w, weight->value);
+  ops::add_scalar(w, weight_offset);
+  return w;
+}
+
 void RmsNormBlock::forward(ops::View out, ops::View rstd, ops::View x) const {
-  ops::rmsnorm_forward(out, rstd, x, weight->value, eps);
+  ops::rmsnorm_forward(out, rstd, x, applied_weight(), eps);
 }
 
 void RmsNormBlock::add_forward(ops::View sum, ops::View out, ops::View rstd, ops::View a,
                                ops::View b) const {
-  ops::add_rmsnorm_forward(sum, out, rstd, a, b, weight->value, eps);
+  ops::add_rmsnorm_forward(sum, out, rstd, a, b, applied_weight(), eps);
 }
 
 void RmsNormBlock::backward(ops::View dx, const BlockGradScratch& g, ops::View dout, ops::View x,
                             ops::View rstd) const {
-  ops::rmsnorm_backward(dx, g.grad_or_sink(*weight), dout, x, rstd, weight->value);
+  ops::rmsnorm_backward(dx, g.grad_or_sink(*weight), dout, x, rstd, applied_weight());
 }
 
 }  // namespace sft::model

@@ -19,17 +19,21 @@ struct AttentionShape {
   int64_t Tq = 0, Tk = 0, q_offset = 0;
   int64_t H = 0, Hkv = 0, D = 0;
   int64_t window = 0;  // 0 = no sliding window
+  double scale = 0;    // 0 = 1/sqrt(D)
+  double softcap = 0;  // 0 = none
 };
 
-// out (Tq, H, D) =; probs (H, Tq, Tk) saved; q (Tq, H, D); k, v (Tk, Hkv, D).
+// out (Tq, H, D) =; probs (H, Tq, Tk) saved (over the keys: with sinks a row sums to less than
+// 1); q (Tq, H, D); k, v (Tk, Hkv, D); sinks (H) or null.
 template <typename T>
 void attention_forward(T* out, T* probs, const T* q, const T* k, const T* v,
-                       const AttentionShape& s);
+                       const AttentionShape& s, const T* sinks = nullptr);
 
-// dq (Tq, H, D) =; dk, dv (Tk, Hkv, D) =; scratch (Tq, Tk) is workspace;
-// dout (Tq, H, D); probs as saved by forward; q, k, v the forward inputs.
+// dq (Tq, H, D) =; dk, dv (Tk, Hkv, D) =; dsinks (H) += when sinks are given; scratch (Tq, Tk)
+// is workspace (the soft-cap's recomputed scores allocate their own); dout (Tq, H, D); probs as
+// saved by forward; q, k, v the forward inputs.
 template <typename T>
 void attention_backward(T* dq, T* dk, T* dv, T* scratch, const T* dout, const T* probs, const T* q,
-                        const T* k, const T* v, const AttentionShape& s);
+                        const T* k, const T* v, const AttentionShape& s, T* dsinks = nullptr);
 
 }  // namespace sft::ops::cpu

@@ -169,29 +169,32 @@ void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
 }
 
 namespace {
-void rope(View x, View cos, View sin, bool backward) {
+void rope(View x, View cos, View sin, int64_t head_dim, bool backward) {
   const ScopedOp op(backward ? "rope_backward" : "rope_forward");
   if (on_cuda("rope", {x, cos, sin}, Strides::kCpu))
-    return backward ? cuda::rope_backward(x, cos, sin) : cuda::rope_forward(x, cos, sin);
-  const int64_t D = 2 * cos.cols;
-  require(cos.rows == x.rows && sin.numel() == cos.numel() && D > 0 && x.cols % D == 0, "rope",
-          [&] { return "x " + shape(x) + ", cos " + shape(cos); });
+    return backward ? cuda::rope_backward(x, cos, sin, head_dim)
+                    : cuda::rope_forward(x, cos, sin, head_dim);
+  const int64_t R = 2 * cos.cols, D = head_dim > 0 ? head_dim : R;
+  require(cos.rows == x.rows && sin.numel() == cos.numel() && R > 0 && R <= D && x.cols % D == 0,
+          "rope", [&] {
+            return "x " + shape(x) + ", cos " + shape(cos) + ", head dim " + std::to_string(D);
+          });
   on_float_type("rope", x, {cos, sin}, [&](auto t) {
     using T = decltype(t);
     if (backward)
-      cpu::rope_backward(x.as<T>(), cos.as<T>(), sin.as<T>(), x.rows, x.cols / D, D, x.ld());
+      cpu::rope_backward(x.as<T>(), cos.as<T>(), sin.as<T>(), x.rows, x.cols / D, D, x.ld(), R);
     else
-      cpu::rope_forward(x.as<T>(), cos.as<T>(), sin.as<T>(), x.rows, x.cols / D, D, x.ld());
+      cpu::rope_forward(x.as<T>(), cos.as<T>(), sin.as<T>(), x.rows, x.cols / D, D, x.ld(), R);
   });
 }
 }  // namespace
 
-void rope_forward(View x, View cos, View sin) {
-  rope(x, cos, sin, false);
+void rope_forward(View x, View cos, View sin, int64_t head_dim) {
+  rope(x, cos, sin, head_dim, false);
 }
 
-void rope_backward(View dx, View cos, View sin) {
-  rope(dx, cos, sin, true);
+void rope_backward(View dx, View cos, View sin, int64_t head_dim) {
+  rope(dx, cos, sin, head_dim, true);
 }
 
 void swiglu_forward(View h, View gate, View up) {

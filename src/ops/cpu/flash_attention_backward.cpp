@@ -1,6 +1,7 @@
 // Tiled attention backward (contract in ops/attention.h). With P = exp(S − lse) recomputed from
 // the saved log-sum-exp and Δ = rowsum(dO ⊙ O) (equal to rowsum(P ⊙ dP)):
-//   dV = Pᵀ dO,  dP = dO Vᵀ,  dS = P ⊙ (dP − Δ) · scale,  dK = dSᵀ Q,  dQ = dS K.
+//   dV = Pᵀ dO,  dP = dO Vᵀ,  dS = P ⊙ (dP − Δ) · scale,  dK = dSᵀ Q,  dQ = dS K
+// (with a soft-cap, dS also ⊙ (1 − tanh²) of the capped scores, kept beside P).
 //
 // Work item = (segment, query head). It walks key tiles in ascending order (outer) and, for
 // each, the query tiles that can see it (inner), so dK and dV of the key tile accumulate in
@@ -28,6 +29,7 @@ struct BackwardScratch {  // one per slot
   T* ds;                  // (q_tile, k_tile) dP, then dS
   T* dk;                  // (k_tile, D)
   T* dv;                  // (k_tile, D)
+  T* dcap;                // (q_tile, k_tile) the soft-cap's 1 − tanh² (only with one)
 };
 
 template <typename T>
@@ -37,7 +39,7 @@ void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, co
                    const AttentionWorkspace& ws, const BackwardScratch<T>& sc) {
   const int64_t HD = d.H * d.D, KD = d.Hkv * d.D, g = h / (d.H / d.Hkv);
   const int64_t Bq = ws.q_tile, Bk = ws.k_tile;
-  const T scale = T(1) / std::sqrt(static_cast<T>(d.D));
+  const T scale = flash::score_scale<T>(d), cap = static_cast<T>(d.softcap);
 
   for (int64_t i = 0; i < s.q_len; ++i) {
     const int64_t row = (s.q_begin + i) * HD + h * d.D;
@@ -66,7 +68,12 @@ void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, co
         const T m = lse[(s.q_begin + i0 + r) * d.H + h];
         T* row = sc.p + r * Bk;
         for (int64_t j = 0; j < a; ++j) row[j] = T(0);
-        for (int64_t j = a; j < b; ++j) row[j] = flash::exp_score(row[j] * scale - m);
+        if (cap > T(0) && a < b) {
+          flash::soft_cap(row + a, b - a, scale, cap, sc.dcap + r * Bk + a);
+          for (int64_t j = a; j < b; ++j) row[j] = flash::exp_score(row[j] - m);
+        } else {
+          for (int64_t j = a; j < b; ++j) row[j] = flash::exp_score(row[j] * scale - m);
+        }
         for (int64_t j = std::max(a, b); j < nk; ++j) row[j] = T(0);
       }
       matmul(sc.dv, sc.p, dout + qrow, nk, d.D, nq, true, false, true, Bk, HD, d.D, false);
@@ -75,7 +82,13 @@ void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, co
         const T dl = delta[(s.q_begin + i0 + r) * d.H + h];
         const T* p = sc.p + r * Bk;
         T* ds = sc.ds + r * Bk;
-        for (int64_t j = 0; j < nk; ++j) ds[j] = p[j] * (ds[j] - dl) * scale;
+        if (cap > T(0)) {  // P is 0 outside the visible keys, where dcap was not written
+          const T* dc = sc.dcap + r * Bk;
+          for (int64_t j = 0; j < nk; ++j)
+            ds[j] = p[j] == T(0) ? T(0) : p[j] * (ds[j] - dl) * dc[j] * scale;
+        } else {
+          for (int64_t j = 0; j < nk; ++j) ds[j] = p[j] * (ds[j] - dl) * scale;
+        }
       }
       matmul(sc.dk, sc.ds, q + qrow, nk, d.D, nq, true, false, true, Bk, HD, d.D, false);
       matmul(dq + qrow, sc.ds, kt, nq, d.D, nk, false, false, true, Bk, KD, HD, false);
@@ -117,7 +130,7 @@ Layout layout(const flash::Plan& p, const AttentionDims& d, const AttentionWorks
   l.prefix_bytes = padded<int64_t>(p.segments + 1) * 8;
   l.n_delta = padded<T>(p.q_rows * d.H);
   l.n_part = group > 1 ? padded<T>(p.k_rows * d.H * d.D) : 0;
-  l.per_slot = 2 * padded<T>(Bq * Bk) + 2 * padded<T>(Bk * d.D);
+  l.per_slot = (d.softcap > 0 ? 3 : 2) * padded<T>(Bq * Bk) + 2 * padded<T>(Bk * d.D);
   return l;
 }
 
@@ -169,6 +182,7 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const 
     sc.ds = sc.p + padded<T>(Bq * Bk);
     sc.dk = sc.ds + padded<T>(Bq * Bk);
     sc.dv = sc.dk + padded<T>(Bk * dims.D);
+    sc.dcap = sc.dv + padded<T>(Bk * dims.D);
     // Partials are indexed by the query head: row stride H·D, offset h·D; direct writes by the
     // kv head (= h when group is 1).
     const int64_t off = h * dims.D;

@@ -12,6 +12,7 @@
 // (key tile, head, query tile) five tile products:
 //   S = Q Kᵀ, P = exp(S·scale − lse);  dP = dO Vᵀ;  dS = P ⊙ (dP − Δ);
 //   dVᵀ += dOᵀ bf16(P);  dKᵀ += Qᵀ bf16(dS);  dQ += bf16(dS) K   (dQ, dK · scale on write).
+// With a soft-cap, S·scale is capped before the exponential and dS gains the factor 1 − tanh².
 // dK and dV accumulate transposed so that P and dS only need row-pair interleaving (B of the
 // products), never a transpose; the key tile's dKᵀ, dVᵀ are transposed once when written.
 // Query tiles start at even rows (B holds row pairs); a row that sees no key of the tile gets
@@ -146,7 +147,7 @@ template <typename Out>
                                                  const Scratch& sc, flash_bf16::GemmFn gemm) {
   const int64_t HD = d.H * d.D, KD = d.Hkv * d.D, group = d.H / d.Hkv;
   const flash_bf16::KvLayout& kl = *keys.layout;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
+  const float scale = flash::score_scale<float>(d), cap = static_cast<float>(d.softcap);
 
   // Each head's rows of the segment, packed once (rows past q_len are zeros).
   for (int64_t hl = 0; hl < group; ++hl) {
@@ -192,10 +193,19 @@ template <typename Out>
           for (int64_t j = 0; j < a; ++j) pr[j] = dsr[j] = 0.0f;
           if (a < b) {
             const float m = lse[(s.q_begin + i0 + r) * d.H + h], dl = hs.delta[i0 + r];
-            for (int64_t j = a; j < b; ++j) {
-              const float p = flash::exp_score(pr[j] * scale - m);
-              pr[j] = p;
-              dsr[j] = p * (dsr[j] - dl);
+            if (cap > 0.0f) {  // the soft-cap's derivative 1 − tanh² joins dS
+              for (int64_t j = a; j < b; ++j) {
+                const float t = std::tanh(pr[j] * scale / cap);
+                const float p = flash::exp_score(t * cap - m);
+                pr[j] = p;
+                dsr[j] = p * (dsr[j] - dl) * (1.0f - t * t);
+              }
+            } else {
+              for (int64_t j = a; j < b; ++j) {
+                const float p = flash::exp_score(pr[j] * scale - m);
+                pr[j] = p;
+                dsr[j] = p * (dsr[j] - dl);
+              }
             }
           }
           for (int64_t j = b; j < nk32; ++j) pr[j] = dsr[j] = 0.0f;

@@ -7,6 +7,7 @@
 //   S = Q Kᵀ (fp32);  m' = max(m, rowmax S·scale);  P = exp(S·scale − m') (fp32);
 //   l = l·e^(m−m') + rowsum P (fp32 P, as PyTorch sums before rounding);
 //   acc = acc·e^(m−m') + bf16(P) V.    out = acc / l, lse = m + log l.
+// (With a soft-cap, S·scale is capped first and the softmax runs on the capped scores.)
 // Key tiles sit on a grid of Bk keys from the segment's first key (the packed blocks); a window
 // that starts inside a tile masks its first keys. The item body is compiled twice (baseline and
 // AVX-512, chosen with the tile product).
@@ -69,11 +70,17 @@ Scratch carve(std::byte* p, const Shape& z) {
 
 // Row r of the scores against its visible keys [a, b) of a tile of nk32 columns: bf16(P) into
 // p (zero outside [a, b)), m and l updated; returns the accumulator's rescale e^(m − m').
+// Soft-capped first when cap > 0.
 [[gnu::always_inline]] inline float softmax_row(float* row, bf16* p, int64_t nk32, int64_t a,
-                                                int64_t b, float scale, float* m, float* l) {
+                                                int64_t b, float scale, float cap, float* m,
+                                                float* l) {
   if (a >= b) {
     for (int64_t j = 0; j < nk32; ++j) p[j] = 0;
     return 1.0f;
+  }
+  if (cap > 0.0f) {
+    flash::soft_cap(row + a, b - a, scale, cap);
+    scale = 1.0f;
   }
   const float mx = flash::scaled_max(row + a, b - a, scale, *m);
   const float alpha =
@@ -107,7 +114,7 @@ template <typename Out>
   const int64_t nq = std::min(z.Bq, s.q_len - i0), nq16 = round_up(nq, 16);
   const int64_t pos0 = s.q_offset + i0, pos1 = pos0 + nq - 1;
   const int64_t klo = flash::key_lo(pos0, d.window), khi = flash::key_hi(pos1, s.k_len);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d.D));
+  const float scale = flash::score_scale<float>(d), cap = static_cast<float>(d.softcap);
 
   flash_bf16::pack_rows(sc.qa, q + (s.q_begin + i0) * HD + h * d.D, HD, nq, d.D, nq16, z.Dk);
   for (int64_t r = 0; r < nq16; ++r) {
@@ -129,7 +136,8 @@ template <typename Out>
       const int64_t pos = pos0 + r;
       const int64_t a = std::clamp(flash::key_lo(pos, d.window) - j0, int64_t{0}, nk);
       const int64_t b = std::clamp(flash::key_hi(pos, s.k_len) - j0, int64_t{0}, nk);
-      const float alpha = softmax_row(sc.s + r * nk32, p, nk32, a, b, scale, sc.m + r, sc.l + r);
+      const float alpha =
+          softmax_row(sc.s + r * nk32, p, nk32, a, b, scale, cap, sc.m + r, sc.l + r);
       if (alpha != 1.0f) {
         float* acc = sc.acc + r * z.Dn;
         for (int64_t x = 0; x < z.Dn; ++x) acc[x] *= alpha;

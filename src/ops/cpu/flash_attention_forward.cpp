@@ -3,8 +3,8 @@
 // Work item = (segment, query head, query tile), heaviest (last) tiles of a segment first. For
 // its tile of nq queries the item walks the key tiles that any of them can see, in ascending
 // order, keeping per query a running max m, a running sum l and an unnormalised accumulator:
-//   S = Q Kᵀ · scale;  m' = max(m, rowmax S);  P = exp(S − m');  l = l·e^(m−m') + rowsum P;
-//   acc = acc·e^(m−m') + P V.   Finally out = acc / l and lse = m + log l.
+//   S = Q Kᵀ · scale (then soft-capped, when set);  m' = max(m, rowmax S);  P = exp(S − m');  l =
+//   l·e^(m−m') + rowsum P; acc = acc·e^(m−m') + P V.   Finally out = acc / l and lse = m + log l.
 // Keys outside the window or after the query get P = 0, row by row, so partial tiles need no
 // −inf scores; key tiles left of the window or right of the diagonal are never visited.
 #include <limits>
@@ -25,13 +25,18 @@ struct ForwardScratch {  // one per slot
   T* l;                  // (q_tile) running sum of exp(score − m)
 };
 
-// Scales row r of the score tile, turns its visible keys [a, b) into exp(s − m') and zeroes the
-// rest; returns the rescale factor e^(m − m') for the accumulator and updates m and l.
+// Scales row r of the score tile (soft-capping it when cap > 0), turns its visible keys [a, b)
+// into exp(s − m') and zeroes the rest; returns the rescale factor e^(m − m') for the
+// accumulator and updates m and l.
 template <typename T>
-T softmax_row(T* row, int64_t nk, int64_t a, int64_t b, T scale, T* m, T* l) {
+T softmax_row(T* row, int64_t nk, int64_t a, int64_t b, T scale, T cap, T* m, T* l) {
   if (a >= b) {  // no visible key in this tile for this query
     for (int64_t j = 0; j < nk; ++j) row[j] = T(0);
     return T(1);
+  }
+  if (cap > T(0)) {
+    flash::soft_cap(row + a, b - a, scale, cap);
+    scale = T(1);
   }
   const T mx = flash::scaled_max(row + a, b - a, scale, *m);
   const T alpha = *m == -std::numeric_limits<T>::infinity() ? T(0) : flash::exp_score(*m - mx);
@@ -52,7 +57,7 @@ void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
   const int64_t nq = std::min(ws.q_tile, s.q_len - i0), Bk = ws.k_tile;
   const int64_t pos0 = s.q_offset + i0, pos1 = pos0 + nq - 1;
   const int64_t klo = flash::key_lo(pos0, d.window), khi = flash::key_hi(pos1, s.k_len);
-  const T scale = T(1) / std::sqrt(static_cast<T>(d.D));
+  const T scale = flash::score_scale<T>(d), cap = static_cast<T>(d.softcap);
   const T* qt = q + (s.q_begin + i0) * HD + h * d.D;
 
   for (int64_t r = 0; r < nq; ++r) {
@@ -70,7 +75,7 @@ void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
       const int64_t pos = pos0 + r;
       const int64_t a = std::clamp(flash::key_lo(pos, d.window) - j0, int64_t{0}, nk);
       const int64_t b = std::clamp(flash::key_hi(pos, s.k_len) - j0, int64_t{0}, nk);
-      const T alpha = softmax_row(sc.s + r * Bk, nk, a, b, scale, sc.m + r, sc.l + r);
+      const T alpha = softmax_row(sc.s + r * Bk, nk, a, b, scale, cap, sc.m + r, sc.l + r);
       if (alpha != T(1)) {
         T* acc = sc.acc + r * d.D;
         for (int64_t x = 0; x < d.D; ++x) acc[x] *= alpha;

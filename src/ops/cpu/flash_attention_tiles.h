@@ -89,6 +89,25 @@ constexpr int64_t padded(int64_t n) {
   return (n + line - 1) / line * line;
 }
 
+// The score map of ops/attention.h: scale (exactly 1/sqrt(D) in T when dims.scale is 0, as
+// before it could be set) and the soft-cap, 0 when off.
+template <typename T>
+T score_scale(const AttentionDims& d) {
+  return d.scale > 0 ? static_cast<T>(d.scale) : T(1) / std::sqrt(static_cast<T>(d.D));
+}
+
+// x[0..n) ← cap · tanh(x · scale / cap): the soft-capped scores, in transformers' order of
+// operations; the softmax then runs on them with scale 1 (a multiplication by 1 is exact). With
+// dcap, also the derivative of the map divided by scale, 1 − tanh², for backward.
+template <typename T>
+void soft_cap(T* x, int64_t n, T scale, T cap, T* dcap = nullptr) {
+  for (int64_t j = 0; j < n; ++j) {
+    const T t = std::tanh(x[j] * scale / cap);
+    x[j] = t * cap;
+    if (dcap) dcap[j] = T(1) - t * t;
+  }
+}
+
 // max(x[0..n) · scale), Σ x·y and Σ x over 8 interleaved lanes combined in a fixed order, so clang
 // vectorises them without -ffast-math (max is exact in any order; the sum order is fixed).
 template <typename T>

@@ -172,4 +172,14 @@ void scale(View x, float factor) {
   });
 }
 
+void add_scalar(View x, float c) {
+  const ScopedOp op("add_scalar");
+  if (on_cuda("add_scalar", {x})) return cuda::add_scalar(x, c);
+  require_cpu_f32("add_scalar", {x}, x.numel());
+  float* a = x.as<float>();
+  parallel_for_rows(x.numel(), 1 << 15, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) a[i] += c;
+  });
+}
+
 }  // namespace sft::ops

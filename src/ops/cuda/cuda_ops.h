@@ -24,8 +24,8 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps);
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w);
 
-void rope_forward(View x, View cos, View sin);
-void rope_backward(View dx, View cos, View sin);
+void rope_forward(View x, View cos, View sin, int64_t head_dim);
+void rope_backward(View dx, View cos, View sin, int64_t head_dim);
 
 // f32, or bf16 gate and up with f32 h / gradients (as the CPU).
 void swiglu_forward(View h, View gate, View up);
@@ -47,6 +47,7 @@ void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const Ad
 // Σ x² in double: fixed 16384-element blocks, then the block sums in a fixed order.
 double sum_of_squares(View x);
 void scale(View x, float factor);
+void add_scalar(View x, float c);
 
 void zero(View x);
 // f32 → bf16 (round to nearest even, NaN quieted as core/half.h), bf16 → f32, f32 → f32.

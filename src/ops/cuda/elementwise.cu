@@ -1,5 +1,5 @@
 // Elementwise CUDA kernels of ops.h: add (f32 += f32 | bf16), add_bias, bias_backward (column
-// sums in a fixed order), scale, zero, cast (f32 ↔ bf16 as core/half.h, f32 → f32).
+// sums in a fixed order), scale, add_scalar, zero, cast (f32 ↔ bf16 as core/half.h, f32 → f32).
 #include <cuda_runtime.h>
 
 #include <string>
@@ -34,6 +34,11 @@ __global__ void add_bias_kernel(float* y, const float* b, int64_t n, int64_t O) 
 __global__ void scale_kernel(float* x, float factor, int64_t n) {
   const int64_t i = element_index();
   if (i < n) x[i] *= factor;
+}
+
+__global__ void add_scalar_kernel(float* x, float c, int64_t n) {
+  const int64_t i = element_index();
+  if (i < n) x[i] += c;
 }
 
 __global__ void cast_to_bf16_kernel(uint16_t* dst, const float* src, int64_t n) {
@@ -98,6 +103,15 @@ void scale(View x, float factor) {
   const int64_t n = x.numel();
   if (n == 0) return;
   scale_kernel<<<blocks_for(n, kThreads), kThreads>>>(x.as<float>(), factor, n);
+  check_launch();
+}
+
+void add_scalar(View x, float c) {
+  require_cuda("add_scalar", {x});
+  require_dtype("add_scalar", DType::kF32, {x});
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  add_scalar_kernel<<<blocks_for(n, kThreads), kThreads>>>(x.as<float>(), c, n);
   check_launch();
 }
 

@@ -42,10 +42,10 @@ void rmsnorm_forward(View, View, View, View, double) {
 void rmsnorm_backward(View, View, View, View, View, View) {
   without_cuda("rmsnorm_backward");
 }
-void rope_forward(View, View, View) {
+void rope_forward(View, View, View, int64_t) {
   without_cuda("rope_forward");
 }
-void rope_backward(View, View, View) {
+void rope_backward(View, View, View, int64_t) {
   without_cuda("rope_backward");
 }
 void swiglu_forward(View, View, View) {
@@ -77,6 +77,9 @@ double sum_of_squares(View) {
 }
 void scale(View, float) {
   without_cuda("scale");
+}
+void add_scalar(View, float) {
+  without_cuda("add_scalar");
 }
 void zero(View) {
   without_cuda("zero");
