@@ -66,10 +66,11 @@ TEST(Preflight, ChecksPathsAndOutputDirBeforeWork) {
   std::ofstream(dir + "/used/notes.txt") << "x";
   const std::string message = error_of(args_for(dir + "/used"));
   EXPECT_NE(message.find("already exists and is not empty"), std::string::npos) << message;
-  EXPECT_EQ(message.find("resume"), std::string::npos) << "no checkpoint, no resume hint";
+  EXPECT_EQ(message.find("--resume_from_checkpoint"), std::string::npos)
+      << "no checkpoint, no resume hint";
   a = args_for(dir + "/used");
   a.resume_from_checkpoint = "true";
-  EXPECT_NE(error_of(a).find("no complete checkpoint in"), std::string::npos);
+  EXPECT_NE(error_of(a).find("no complete sft checkpoint in"), std::string::npos);
   a.resume_from_checkpoint = std::nullopt;
   a.overwrite_output_dir = true;
   EXPECT_EQ(error_of(a), "");
@@ -99,6 +100,73 @@ TEST(Preflight, AFailedRunWithoutCheckpointLeavesTheFolderAsFound) {
   std::ofstream(dir + "/ckpt/metrics.jsonl") << "{}\n";
   EXPECT_EQ(restore_output_dir(resumable), 0);
   EXPECT_TRUE(fs::exists(dir + "/ckpt/metrics.jsonl"));
+}
+
+// A folder as TRL's SFTTrainer saves checkpoint-<step>: the tiny model's weights and tokenizer
+// beside transformers' Trainer files (their pickles are stand-ins: sft never reads them).
+void write_trl_checkpoint(const std::string& folder, int64_t step) {
+  fs::create_directories(folder);
+  const std::string model = test::source_path("tests/fixtures/generate_text");
+  for (const char* f :
+       {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(model + "/" + f, folder + "/" + f);
+  std::ofstream(folder + "/trainer_state.json")
+      << "{\"global_step\": " << step
+      << ", \"max_steps\": 20, \"epoch\": 0.5, \"log_history\": []}";
+  for (const char* f : {"optimizer.pt", "scheduler.pt", "rng_state.pth", "training_args.bin"})
+    std::ofstream(folder + "/" + f) << "PK";
+}
+
+TEST(Preflight, TrlCheckpointToResumeSaysWhatItIsAndTheCommandThatWorks) {
+  const std::string dir = test::fresh_output_dir("preflight_trl_checkpoint");
+  const std::string trl = dir + "/trl1/checkpoint-10";
+  write_trl_checkpoint(trl, 10);
+  TrainingArgs a = args_for(dir + "/trl1");
+  a.resume_from_checkpoint = trl;
+  const std::string msg = error_of(a);
+  EXPECT_NE(msg.find("a transformers / TRL Trainer checkpoint at step 10 of 20"), std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("not a complete"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--model_name_or_path " + trl + " instead of --resume_from_checkpoint"),
+            std::string::npos)
+      << msg;
+  // output_dir holds the TRL run: the hint asks for a new one, or the next run is refused.
+  EXPECT_NE(msg.find("a new --output_dir (" + dir + "/trl1 is not empty)"), std::string::npos)
+      << msg;
+  // Following the hint works.
+  TrainingArgs next = args_for(dir + "/from_trl");
+  next.model_name_or_path = trl;
+  EXPECT_EQ(error_of(next), "");
+}
+
+TEST(Preflight, AHalfWrittenFirstSaveLeadsToOneCommandThatWorks) {
+  // A run SIGKILLed during its first save: its files, and the save's temporary folder.
+  const std::string dir = test::fresh_output_dir("preflight_half_saved") + "/out";
+  fs::create_directories(dir + "/.checkpoint-2.tmp-4242");
+  std::ofstream(dir + "/.checkpoint-2.tmp-4242/model.safetensors") << "half";
+  std::ofstream(dir + "/metrics.jsonl") << "{}\n";
+  TrainingArgs a = args_for(dir);
+  a.resume_from_checkpoint = "true";
+  const std::string resume = error_of(a);
+  EXPECT_NE(resume.find("no complete sft checkpoint in " + dir), std::string::npos) << resume;
+  EXPECT_NE(resume.find("half-written checkpoint (.checkpoint-2.tmp-4242)"), std::string::npos)
+      << resume;
+  EXPECT_EQ(resume.find("drop the flag"), std::string::npos) << "a run without it is refused";
+  EXPECT_NE(resume.find("--overwrite_output_dir true"), std::string::npos) << resume;
+  a.resume_from_checkpoint = std::nullopt;
+  const std::string fresh = error_of(a);
+  EXPECT_NE(fresh.find("already exists and is not empty"), std::string::npos) << fresh;
+  EXPECT_NE(fresh.find(".checkpoint-2.tmp-4242, half-written"), std::string::npos) << fresh;
+  EXPECT_EQ(fresh.find("--resume_from_checkpoint true"), std::string::npos) << fresh;
+  // The command both name works.
+  a.overwrite_output_dir = true;
+  EXPECT_EQ(error_of(a), "");
+  // An empty output_dir: dropping the flag is the way.
+  const std::string empty = test::fresh_output_dir("preflight_half_saved") + "/empty";
+  fs::create_directories(empty);
+  a = args_for(empty);
+  a.resume_from_checkpoint = "true";
+  EXPECT_NE(error_of(a).find("drop the flag to start afresh"), std::string::npos) << error_of(a);
 }
 
 }  // namespace sft

@@ -110,7 +110,7 @@ TEST_F(CheckpointDir, TrlCheckpointIsNamedWithWhatSftCanDoWithIt) {
   const std::string trl = dir_ + "/checkpoint-4";
   write_trl_checkpoint(trl, true);
   const std::string msg = explain_not_a_checkpoint(trl);
-  EXPECT_NE(msg.find("a transformers / TRL checkpoint at step 4 of 10, not an sft one"),
+  EXPECT_NE(msg.find("a transformers / TRL Trainer checkpoint at step 4 of 10 (trainer_state.json"),
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("optimizer.pt"), std::string::npos) << msg;
