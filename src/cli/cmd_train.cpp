@@ -18,10 +18,14 @@
 // notices for TRL flags without effect are printed first. A failed run that completed no
 // checkpoint leaves output_dir as it found it. SIGINT/SIGTERM end the current step, save and
 // print the resume command.
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <numeric>
 #include <optional>
 
@@ -111,8 +115,12 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
+// The command as it was launched (launch_words: under mpirun with its words, under
+// --nproc_per_node with that flag), the user's flags, and the checkpoint to resume.
 std::string resume_command(const Args& argv, const std::string& checkpoint) {
-  std::string cmd = "sft train";
+  std::string cmd;
+  for (const std::string& w : launch_words("train", argv))
+    cmd += (cmd.empty() ? "" : " ") + shell_quote(w);
   for (size_t i = 0; i < argv.size(); ++i) {
     if (argv[i].rfind("--resume_from_checkpoint", 0) == 0) {
       if (argv[i].find('=') == std::string::npos) ++i;  // skip its value too
@@ -131,7 +139,32 @@ void apply_log_level(const std::string& level) {
   if (level == "error" || level == "critical") set_log_level(LogLevel::kError);
 }
 
-int train_checked(const Args& argv, TrainingArgs& args);
+int train_checked(const Args& argv, TrainingArgs& args, std::unique_ptr<Comm> world);
+
+// Under mpirun every rank runs `checks` (the flags, then preflight) on the same input, so a
+// failure is almost always every rank's: rank 0 reports it once for all. A rank that failed
+// where rank 0 did not (another host's file system) reports its own, naming itself. Returns
+// the exit code every rank then exits with, or nullopt when all passed.
+std::optional<int> checked_on_every_rank(Comm& world, const std::function<void()>& checks) {
+  std::string error;
+  int code = 0;
+  try {
+    checks();
+  } catch (const UsageError& e) {
+    error = e.what();
+    code = 2;
+  } catch (const Error& e) {
+    error = e.what();
+    code = 1;
+  }
+  std::vector<int64_t> votes = {code != 0 && world.rank() == 0 ? 1 : 0, code != 0 ? 1 : 0};
+  world.all_reduce_sum(std::span<int64_t>(votes));
+  if (votes[1] == 0) return std::nullopt;
+  if (code != 0 && (world.rank() == 0 || votes[0] == 0))
+    std::fprintf(stderr, "error: %s%s\n", log_rank_prefix().c_str(), error.c_str());
+  world.barrier();  // every message is out before a rank exits (mpirun then ends the others)
+  return code != 0 ? code : 1;
+}
 
 }  // namespace
 
@@ -167,20 +200,47 @@ int run_train(const Args& argv) {
       return 0;
     }
   }
-  TrainingArgs args = parse_training_args(argv);
-  // First thing: the thread pool reads its size once, when it starts.
-  if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
-  // Distributed: --nproc_per_node N re-launches under mpirun first; every rank then runs the
-  // checks itself.
-  if (args.nproc_per_node && *args.nproc_per_node > 1 && !under_mpi_launcher())
-    relaunch_under_mpirun(static_cast<int>(*args.nproc_per_node), without_nproc_flag(argv));
-  apply_log_level(args.log_level);
+  TrainingArgs args;
+  OutputDirBefore before;
+  std::unique_ptr<Comm> world;
+  // What every process checks first: the flags, then the file system (preflight).
+  auto checks = [&] {
+    args = parse_training_args(argv);
+    // First thing: the thread pool reads its size once, when it starts.
+    if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
+    apply_log_level(args.log_level);
+    if (launcher_world_rank() == 0)
+      for (const std::string& notice : args.notices) log_info("[args] ", notice);
+    before = preflight_train(args);
+  };
+  if (!under_mpi_launcher()) {
+    // --nproc_per_node N re-launches under mpirun first; every rank then runs the checks itself.
+    args = parse_training_args(argv);
+    if (args.nproc_per_node && *args.nproc_per_node > 1)
+      return relaunch_under_mpirun(static_cast<int>(*args.nproc_per_node),
+                                   without_nproc_flag(argv));
+    checks();
+  } else {
+    // One world from the start, so that a failed check is reported once, not by every rank.
+    world = make_comm_from_environment();
+    set_log_rank(world->rank(), world->size());
+    // The launcher's stop (SIGUSR1, forwarded by mpirun) may come before training starts.
+    install_stop_signal_handlers();
+    // The user's own mpirun: its SIGTERM (after a Ctrl-C) is followed by SIGKILL within 1 s.
+    if (world->rank() == 0 && std::getenv("SFT_LAUNCHER_PID") == nullptr)
+      set_stop_signal_notice(
+          SIGTERM,
+          "[sft warn] SIGTERM: when mpirun sends it (after a Ctrl-C or SIGINT to it), "
+          "it SIGKILLs every rank 1 s later (odls_base_sigkill_timeout), mostly before "
+          "the checkpoint is saved (hint: stop with `kill -USR1 " +
+              std::to_string(::getppid()) +
+              "` (mpirun forwards SIGUSR1 and waits), or launch with sft train "
+              "--nproc_per_node N, whose Ctrl-C does that)\n");
+    if (const std::optional<int> code = checked_on_every_rank(*world, checks)) return *code;
+  }
   const bool first_rank = launcher_world_rank() == 0;  // the one that writes output_dir
-  if (first_rank)
-    for (const std::string& notice : args.notices) log_info("[args] ", notice);
-  const OutputDirBefore before = preflight_train(args);
   try {
-    return train_checked(argv, args);
+    return train_checked(argv, args, std::move(world));
   } catch (const std::filesystem::filesystem_error& e) {
     const int removed = first_rank ? restore_output_dir(before) : 0;
     fail("train",
@@ -228,9 +288,9 @@ struct Ranks {
 
 // Under mpirun every rank joins the world and trains in its data-parallel group
 // (parallel/groups.h).
-Ranks join_ranks(const TrainingArgs& args) {
+Ranks join_ranks(const TrainingArgs& args, std::unique_ptr<Comm> world) {
   Ranks r;
-  r.world = make_comm_from_environment();
+  r.world = world ? std::move(world) : make_comm_from_environment();
   r.groups = make_parallel_groups(*r.world, static_cast<int>(args.tp_size));
   r.tp = model::TensorParallel::of(r.groups.tp_group.get());
   r.after_preflight();
@@ -423,8 +483,8 @@ void export_outputs(const TrainingArgs& args, model::Transformer& model, const E
 
 // After preflight (run_train), in phases: the ranks, the model, the data, training, and the
 // outputs (or, when a stop request ended the run, the resume command).
-int train_checked(const Args& argv, TrainingArgs& args) {
-  Ranks ranks = join_ranks(args);
+int train_checked(const Args& argv, TrainingArgs& args, std::unique_ptr<Comm> world) {
+  Ranks ranks = join_ranks(args, std::move(world));
   if (args.fp16)
     log_info(
         "[train] --fp16: the CPU backend has no fp16 kernels; it computes in fp32 "

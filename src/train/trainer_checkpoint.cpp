@@ -72,15 +72,26 @@ void Trainer::restore_training_state(const Json& s, const std::string& source) {
     if (s.at("format") != "sft.trainer" || s.at("version").get<int>() != kTrainingStateVersion)
       fail_in_file("train", {source, ""}, "not a training state this version of sft writes",
                    "resume from a checkpoint written by `sft train`");
-    auto same = [&](const char* key, int64_t now) {
+    auto same = [&](const char* key, int64_t now, const std::string& hint) {
       if (s.at(key).get<int64_t>() != now)
         fail_in_file("train", {source, key},
                      "the checkpoint was written with " + s.at(key).dump() + ", this run has " +
                          std::to_string(now),
-                     "resume with the same --" + std::string(key) +
-                         " (and number of processes) as the interrupted run");
+                     hint);
     };
-    same("world_size", comm_->size());
+    auto same_flag = [&](const char* key, int64_t now) {
+      same(key, now,
+           "resume with the same --" + std::string(key) +
+               " (and number of processes) as the interrupted run");
+    };
+    // The number of processes is no flag of sft's: it is mpirun's -np (or --nproc_per_node).
+    const int64_t ranks =
+        s.at("world_size").is_number_integer() ? s.at("world_size").get<int64_t>() : 0;
+    same("world_size", comm_->size(),
+         ranks > 1 ? "resume with as many processes as the interrupted run: mpirun -np " +
+                         std::to_string(ranks) + " sft train ... (or sft train --nproc_per_node " +
+                         std::to_string(ranks) + " ...)"
+                   : "resume in one process, without mpirun, as the interrupted run was");
     // Written before tensor parallelism: 1. Another tp size only re-shards the whole tensors.
     const int64_t tp_size = s.contains("tp_size") ? s.at("tp_size").get<int64_t>() : 1;
     const int tp_now = model_.tensor_parallel().size;
@@ -88,8 +99,8 @@ void Trainer::restore_training_state(const Json& s, const std::string& source) {
       log_->message("resuming " + source + " (written with tp_size " + std::to_string(tp_size) +
                     ") with tp_size " + std::to_string(tp_now) +
                     ": the weights and optimizer moments are re-sharded");
-    same("per_device_train_batch_size", args_.per_device_train_batch_size);
-    same("gradient_accumulation_steps", args_.gradient_accumulation_steps);
+    same_flag("per_device_train_batch_size", args_.per_device_train_batch_size);
+    same_flag("gradient_accumulation_steps", args_.gradient_accumulation_steps);
     state_.global_step = s.at("global_step").get<int64_t>();
     epoch_ = s.at("epoch").get<int64_t>();
     update_in_epoch_ = s.at("update_in_epoch").get<int64_t>();
@@ -117,18 +128,11 @@ std::string Trainer::resolve_resume_path() const {
   if (v.empty() || v == "false" || v == "False") return "";
   if (v == "true" || v == "True") {
     const std::optional<CheckpointInfo> latest = latest_checkpoint(args_.output_dir);
-    if (!latest) {
-      const std::string foreign = explain_foreign_checkpoints(args_.output_dir);
-      fail("train", "--resume_from_checkpoint true: no complete sft checkpoint in " +
-                        args_.output_dir + foreign +
-                        (foreign.empty() ? " (hint: give a checkpoint folder, or drop the flag to "
-                                           "start afresh)"
-                                         : ""));
-    }
+    if (!latest) fail("train", explain_no_checkpoint(args_.output_dir));
     return latest->path;
   }
   if (!std::filesystem::exists(v + "/" + kCheckpointMarker))
-    fail("train", explain_not_a_checkpoint(v));
+    fail("train", explain_not_a_checkpoint(v, args_.output_dir));
   return v;
 }
 
