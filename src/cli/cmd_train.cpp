@@ -489,7 +489,12 @@ int train_checked(const Args& argv, TrainingArgs& args, std::unique_ptr<Comm> wo
     log_info(
         "[train] --fp16: the CPU backend has no fp16 kernels; it computes in fp32 "
         "(use --bf16 for mixed precision)");
+  // A TRL checkpoint to continue: the weights are its own (the trainer takes its position).
+  const std::string base_model = args.model_name_or_path;
+  if (args.resume_from_checkpoint && is_continuable_trl_checkpoint(*args.resume_from_checkpoint))
+    args.model_name_or_path = *args.resume_from_checkpoint;
   LoadedModel model = load_model(args, ranks);
+  args.model_name_or_path = base_model;  // the model card names the base the user gave
   const TrainData data = prepare_data(args, model.tokenizer_path, ranks);
   const TrainerSetup setup = trainer_setup(args, model, data, ranks);
   ranks.set_timeout(args.ddp_timeout);

@@ -100,7 +100,13 @@ std::string explain_not_a_checkpoint(const std::string& path, const std::string&
                        " (trainer_state.json, optimizer.pt, ...), not an sft one: its optimizer, "
                        "scheduler and RNG states are torch pickles (optimizer.pt, rng_state.pth) "
                        "that sft cannot restore, so the run cannot continue bit for bit";
-    if (is_model_folder(dir))
+    if (is_model_folder(dir) && !fs::exists(dir / "tokenizer.json"))
+      what +=
+          " (hint: copy the base model's tokenizer files (tokenizer.json, "
+          "tokenizer_config.json) into it and the same command continues it, with its "
+          "weights and position and fresh Adam moments; or " +
+          use_as_model_hint(dir, output_dir) + "; or resume it with TRL)";
+    else if (is_model_folder(dir))
       what += " (hint: " + use_as_model_hint(dir, output_dir) + "; or resume it with TRL)";
     else
       what += " (hint: resume it with TRL; it holds no safetensors weights sft could start from)";
@@ -111,6 +117,25 @@ std::string explain_not_a_checkpoint(const std::string& path, const std::string&
            std::string(kCheckpointMarker) + ") (hint: " + use_as_model_hint(dir, output_dir) + ")";
   return head + "not a complete sft checkpoint (no " + std::string(kCheckpointMarker) +
          "; hint: use a checkpoint-<step> folder, or true for the latest in output_dir)";
+}
+
+bool is_continuable_trl_checkpoint(const std::string& path) {
+  const fs::path dir(path);
+  std::error_code ec;
+  return fs::is_directory(dir, ec) && !fs::exists(dir / kCheckpointMarker, ec) &&
+         is_transformers_checkpoint(dir) && is_model_folder(dir) &&
+         fs::is_regular_file(dir / "tokenizer.json", ec);
+}
+
+std::string trl_continue_notice(const std::string& path) {
+  return "--resume_from_checkpoint " + path + " is a transformers / TRL Trainer checkpoint" +
+         step_of_trainer_state(path) +
+         ": continuing it with its weights (model.safetensors) and, from trainer_state.json, its "
+         "step, epoch, data position and learning-rate schedule; its optimizer.pt (a torch "
+         "pickle) is not read, so the Adam moments start from zero and the run does not continue "
+         "bit for bit as TRL's would. Use the TRL run's dataset, --seed, "
+         "--per_device_train_batch_size, --gradient_accumulation_steps and number of processes "
+         "(checked against its epoch)";
 }
 
 std::string explain_foreign_checkpoints(const std::string& output_dir) {
@@ -125,7 +150,11 @@ std::string explain_foreign_checkpoints(const std::string& output_dir) {
   std::string out = "; its " + newest->second.filename().string() +
                     " is a transformers / TRL checkpoint, whose torch optimizer and RNG states "
                     "sft cannot restore";
-  if (is_model_folder(newest->second))
+  if (is_continuable_trl_checkpoint(newest->second.string()))
+    out += " (hint: --resume_from_checkpoint " + newest->second.string() +
+           " continues it, from its weights and position with fresh Adam moments; or " +
+           use_as_model_hint(newest->second, output_dir) + ")";
+  else if (is_model_folder(newest->second))
     out += " (hint: " + use_as_model_hint(newest->second, output_dir) + ")";
   return out;
 }

@@ -43,6 +43,14 @@ std::vector<std::string> rotate_checkpoints(const std::string& output_dir, int64
 // --model_name_or_path), a model folder (the same), a missing folder, or something else. The hint
 // names one command that works: with a non-empty `output_dir` (the run's) also a new one.
 std::string explain_not_a_checkpoint(const std::string& path, const std::string& output_dir = "");
+// A transformers / TRL Trainer checkpoint that sft continues (train/trainer.h: weights and
+// position from it, fresh Adam moments): trainer_state.json beside the torch files, its model as
+// safetensors with config.json, and tokenizer.json; no sft marker. A PEFT adapter checkpoint
+// or one without a tokenizer is not (explain_not_a_checkpoint says what to do).
+bool is_continuable_trl_checkpoint(const std::string& path);
+// The notice a run continuing one prints first: what is taken from it and what is not.
+std::string trl_continue_notice(const std::string& path);
+
 // For --resume_from_checkpoint true without an sft checkpoint in output_dir: the sentence
 // above about its newest transformers / TRL checkpoint-<step>, or "" when it has none.
 std::string explain_foreign_checkpoints(const std::string& output_dir);

@@ -94,7 +94,9 @@ void check_resume(const TrainingArgs& a) {
     return;
   }
   // A TRL checkpoint, a model folder, a missing one: each is named with what sft can do with it.
-  if (!fs::exists(fs::path(v) / kCheckpointMarker))
+  // A TRL checkpoint with weights and tokenizer continues (with a notice); anything else that
+  // is not an sft checkpoint is named with what sft can do with it.
+  if (!fs::exists(fs::path(v) / kCheckpointMarker) && !is_continuable_trl_checkpoint(v))
     fail(kComponent, explain_not_a_checkpoint(v, a.output_dir));
 }
 

@@ -8,6 +8,7 @@
 // and world rank 0 writes; resume() has every rank read only its blocks of the files.
 // training_state.json records tp_size: a resume with another tp size re-shards (one line in
 // the log), while another data-parallel world_size is still refused.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -131,12 +132,73 @@ std::string Trainer::resolve_resume_path() const {
     if (!latest) fail("train", explain_no_checkpoint(args_.output_dir));
     return latest->path;
   }
-  if (!std::filesystem::exists(v + "/" + kCheckpointMarker))
+  if (!std::filesystem::exists(v + "/" + kCheckpointMarker) && !is_continuable_trl_checkpoint(v))
     fail("train", explain_not_a_checkpoint(v, args_.output_dir));
   return v;
 }
 
+// A transformers / TRL Trainer checkpoint (checkpoint_dir.h, is_continuable_trl_checkpoint): the
+// model already holds its weights (`sft train` loads them from the folder); the step, epoch,
+// data position, LR schedule position and log history come from its trainer_state.json. The
+// AdamW moments and step stay fresh (optimizer.pt is a torch pickle). The TRL run's batch
+// layout is not all recorded there, so its epoch at that step is checked against this run's.
+void Trainer::continue_trl_run(const std::string& path) {
+  if (log_) log_->message("[train] notice: " + trl_continue_notice(path));
+  const std::string source = path + "/trainer_state.json";
+  const TrainerState trl = load_trainer_state(path);
+  const int64_t g = trl.global_step;
+  if (trl.train_batch_size && *trl.train_batch_size != args_.per_device_train_batch_size)
+    fail_in_file(
+        "train", {source, "train_batch_size"},
+        "the TRL run had " + std::to_string(*trl.train_batch_size) +
+            " rows per device, this run has " + std::to_string(args_.per_device_train_batch_size),
+        "continue it with --per_device_train_batch_size " + std::to_string(*trl.train_batch_size));
+  const int64_t per_epoch = plan_.updates_per_epoch;
+  if (g > 0) {  // where step g ends in this run's plan must be where it ended in TRL's
+    const MicroBatchRange last = micro_batches_of_update(plan_input_, (g - 1) % per_epoch);
+    const double expected =
+        epoch_progress((g - 1) / per_epoch, last.end - 1, plan_input_.micro_batches_per_epoch);
+    if (std::fabs(expected - trl.epoch) > 1e-6 * std::max(1.0, expected))
+      fail_in_file("train", {source, "epoch"},
+                   "step " + std::to_string(g) + " ended at epoch " + Json(trl.epoch).dump() +
+                       " in the TRL run, at epoch " + Json(expected).dump() +
+                       " with this run's data and batch settings",
+                   "continue it with the TRL run's dataset, --per_device_train_batch_size, "
+                   "--gradient_accumulation_steps and number of processes");
+  }
+  state_ = trl;
+  epoch_ = g / per_epoch;
+  update_in_epoch_ = g % per_epoch;
+  const MicroBatchRange next = micro_batches_of_update(plan_input_, update_in_epoch_);
+  const uint64_t rows_per_micro_batch = static_cast<uint64_t>(args_.per_device_train_batch_size) *
+                                        static_cast<uint64_t>(comm_->size());
+  loader_->restore(
+      {static_cast<uint64_t>(epoch_), static_cast<uint64_t>(next.begin) * rows_per_micro_batch});
+  // The logging accumulators: nothing since the last log; the run's totals from its log.
+  loss_since_log_ = 0;
+  last_logged_step_ = g;
+  acc_since_log_.clear();
+  entropy_since_log_.clear();
+  total_loss_ = 0;
+  int64_t previous = 0;
+  for (const Json& e : trl.log_history) {
+    if (!e.contains("loss") || !e.contains("step") || !e["loss"].is_number()) continue;
+    const int64_t step = e["step"].get<int64_t>();
+    total_loss_ += e["loss"].get<double>() * static_cast<double>(step - previous);
+    previous = step;
+    if (e.contains("num_tokens") && e["num_tokens"].is_number())
+      total_tokens_ = static_cast<int64_t>(e["num_tokens"].get<double>());
+  }
+  skipped_steps_ = 0;
+  consecutive_nonfinite_ = 0;
+}
+
 void Trainer::resume(const std::string& path) {
+  if (!std::filesystem::exists(path + "/" + kCheckpointMarker)) {
+    continue_trl_run(path);
+    finish_resume();
+    return;
+  }
   TrainingSnapshot snapshot;
   snapshot.model = &model_;
   snapshot.optimizer = optimizer_.get();
@@ -151,6 +213,10 @@ void Trainer::resume(const std::string& path) {
   read_training_checkpoint(path, snapshot);
   if (zero1_) zero1_->load_from(*whole);
   restore_training_state(snapshot.training_state, path + "/training_state.json");
+  finish_resume();
+}
+
+void Trainer::finish_resume() {
   // This run's plan wins over the checkpoint's (a resume may extend max_steps).
   state_.max_steps = plan_.max_steps;
   state_.logging_steps = plan_.logging_steps;

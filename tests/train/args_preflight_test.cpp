@@ -102,14 +102,16 @@ TEST(Preflight, AFailedRunWithoutCheckpointLeavesTheFolderAsFound) {
   EXPECT_TRUE(fs::exists(dir + "/ckpt/metrics.jsonl"));
 }
 
-// A folder as TRL's SFTTrainer saves checkpoint-<step>: the tiny model's weights and tokenizer
-// beside transformers' Trainer files (their pickles are stand-ins: sft never reads them).
-void write_trl_checkpoint(const std::string& folder, int64_t step) {
+// A folder as TRL's SFTTrainer saves checkpoint-<step>: the tiny model's weights (and, when
+// asked, its tokenizer) beside transformers' Trainer files (their pickles are stand-ins: sft
+// never reads them).
+void write_trl_checkpoint(const std::string& folder, int64_t step, bool tokenizer) {
   fs::create_directories(folder);
   const std::string model = test::source_path("tests/fixtures/generate_text");
   for (const char* f :
        {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
-    fs::copy_file(model + "/" + f, folder + "/" + f);
+    if (tokenizer || std::string_view(f).find("tokenizer") == std::string_view::npos)
+      fs::copy_file(model + "/" + f, folder + "/" + f);
   std::ofstream(folder + "/trainer_state.json")
       << "{\"global_step\": " << step
       << ", \"max_steps\": 20, \"epoch\": 0.5, \"log_history\": []}";
@@ -117,26 +119,37 @@ void write_trl_checkpoint(const std::string& folder, int64_t step) {
     std::ofstream(folder + "/" + f) << "PK";
 }
 
-TEST(Preflight, TrlCheckpointToResumeSaysWhatItIsAndTheCommandThatWorks) {
+TEST(Preflight, TrlCheckpointToResumeContinuesOrSaysWhatItIsAndTheCommandThatWorks) {
   const std::string dir = test::fresh_output_dir("preflight_trl_checkpoint");
-  const std::string trl = dir + "/trl1/checkpoint-10";
-  write_trl_checkpoint(trl, 10);
+  // With its weights and tokenizer sft continues it (trainer.h), in TRL's non-empty output_dir.
+  const std::string whole = dir + "/trl1/checkpoint-10";
+  write_trl_checkpoint(whole, 10, true);
   TrainingArgs a = args_for(dir + "/trl1");
-  a.resume_from_checkpoint = trl;
+  a.resume_from_checkpoint = whole;
+  EXPECT_EQ(error_of(a), "");
+  // Without a tokenizer: what it is, and what to do.
+  const std::string bare = dir + "/trl2/checkpoint-10";
+  write_trl_checkpoint(bare, 10, false);
+  a = args_for(dir + "/trl2");
+  a.resume_from_checkpoint = bare;
   const std::string msg = error_of(a);
   EXPECT_NE(msg.find("a transformers / TRL Trainer checkpoint at step 10 of 20"), std::string::npos)
       << msg;
   EXPECT_EQ(msg.find("not a complete"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("--model_name_or_path " + trl + " instead of --resume_from_checkpoint"),
+  EXPECT_NE(msg.find("copy the base model's tokenizer files"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--model_name_or_path " + bare + " instead of --resume_from_checkpoint"),
             std::string::npos)
       << msg;
-  // output_dir holds the TRL run: the hint asks for a new one, or the next run is refused.
-  EXPECT_NE(msg.find("a new --output_dir (" + dir + "/trl1 is not empty)"), std::string::npos)
+  // output_dir holds the TRL run: a new run from the weights needs a new one.
+  EXPECT_NE(msg.find("a new --output_dir (" + dir + "/trl2 is not empty)"), std::string::npos)
       << msg;
-  // Following the hint works.
+  // Both ways out work.
   TrainingArgs next = args_for(dir + "/from_trl");
-  next.model_name_or_path = trl;
+  next.model_name_or_path = bare;
   EXPECT_EQ(error_of(next), "");
+  fs::copy_file(test::source_path("tests/fixtures/generate_text/tokenizer.json"),
+                bare + "/tokenizer.json");
+  EXPECT_EQ(error_of(a), "");
 }
 
 TEST(Preflight, AHalfWrittenFirstSaveLeadsToOneCommandThatWorks) {
@@ -162,7 +175,7 @@ TEST(Preflight, AHalfWrittenFirstSaveLeadsToOneCommandThatWorks) {
   a.overwrite_output_dir = true;
   EXPECT_EQ(error_of(a), "");
   // An empty output_dir: dropping the flag is the way.
-  const std::string empty = test::fresh_output_dir("preflight_half_saved") + "/empty";
+  const std::string empty = test::fresh_output_dir("preflight_half_saved_empty");
   fs::create_directories(empty);
   a = args_for(empty);
   a.resume_from_checkpoint = "true";
