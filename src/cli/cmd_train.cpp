@@ -25,7 +25,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <numeric>
 #include <optional>
 
@@ -45,6 +44,7 @@
 #include "text/tokenizer.h"
 #include "text/tokenizer_config.h"
 #include "train/adapter_io.h"
+#include "train/agreed_failure.h"
 #include "train/args.h"
 #include "train/checkpoint_dir.h"
 #include "train/data_options.h"
@@ -141,31 +141,6 @@ void apply_log_level(const std::string& level) {
 
 int train_checked(const Args& argv, TrainingArgs& args, std::unique_ptr<Comm> world);
 
-// Under mpirun every rank runs `checks` (the flags, then preflight) on the same input, so a
-// failure is almost always every rank's: rank 0 reports it once for all. A rank that failed
-// where rank 0 did not (another host's file system) reports its own, naming itself. Returns
-// the exit code every rank then exits with, or nullopt when all passed.
-std::optional<int> checked_on_every_rank(Comm& world, const std::function<void()>& checks) {
-  std::string error;
-  int code = 0;
-  try {
-    checks();
-  } catch (const UsageError& e) {
-    error = e.what();
-    code = 2;
-  } catch (const Error& e) {
-    error = e.what();
-    code = 1;
-  }
-  std::vector<int64_t> votes = {code != 0 && world.rank() == 0 ? 1 : 0, code != 0 ? 1 : 0};
-  world.all_reduce_sum(std::span<int64_t>(votes));
-  if (votes[1] == 0) return std::nullopt;
-  if (code != 0 && (world.rank() == 0 || votes[0] == 0))
-    std::fprintf(stderr, "error: %s%s\n", log_rank_prefix().c_str(), error.c_str());
-  world.barrier();  // every message is out before a rank exits (mpirun then ends the others)
-  return code != 0 ? code : 1;
-}
-
 }  // namespace
 
 namespace {
@@ -236,11 +211,21 @@ int run_train(const Args& argv) {
               std::to_string(::getppid()) +
               "` (mpirun forwards SIGUSR1 and waits), or launch with sft train "
               "--nproc_per_node N, whose Ctrl-C does that)\n");
-    if (const std::optional<int> code = checked_on_every_rank(*world, checks)) return *code;
+    // The checks are every rank's alike: a failure is printed once (train/agreed_failure.h).
+    try {
+      agree_on_failure({world.get()}, world->rank() == 0, checks);
+    } catch (const AlreadyReported& e) {
+      return e.exit_code();
+    }
   }
   const bool first_rank = launcher_world_rank() == 0;  // the one that writes output_dir
   try {
     return train_checked(argv, args, std::move(world));
+  } catch (const AlreadyReported& e) {  // a failure every rank had, printed once
+    if (const int removed = first_rank ? restore_output_dir(before) : 0)
+      log_info("[train] no checkpoint was completed: removed the ", removed,
+               " entries this run created in ", args.output_dir);
+    return e.exit_code();
   } catch (const std::filesystem::filesystem_error& e) {
     const int removed = first_rank ? restore_output_dir(before) : 0;
     fail("train",

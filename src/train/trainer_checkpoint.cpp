@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "train/agreed_failure.h"
 #include "train/checkpoint_dir.h"
 #include "train/tp_gather.h"
 #include "train/train_checkpoint.h"
@@ -194,6 +195,11 @@ void Trainer::continue_trl_run(const std::string& path) {
 }
 
 void Trainer::resume(const std::string& path) {
+  // Every rank reads the same checkpoint against the same flags: a refusal is printed once.
+  agree_on_failure({comm_, tp_comm_}, is_main(), [&] { resume_unagreed(path); });
+}
+
+void Trainer::resume_unagreed(const std::string& path) {
   if (!std::filesystem::exists(path + "/" + kCheckpointMarker)) {
     continue_trl_run(path);
     finish_resume();
