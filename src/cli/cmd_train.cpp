@@ -202,7 +202,8 @@ int run_train(const Args& argv) {
     // The launcher's stop (SIGUSR1, forwarded by mpirun) may come before training starts.
     install_stop_signal_handlers();
     // The user's own mpirun: its SIGTERM (after a Ctrl-C) is followed by SIGKILL within 1 s.
-    if (world->rank() == 0 && std::getenv("SFT_LAUNCHER_PID") == nullptr)
+    if (world->rank() == 0 && std::getenv("SFT_LAUNCHER_PID") == nullptr &&
+        std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr)
       set_stop_signal_notice(
           SIGTERM,
           "[sft warn] SIGTERM: when mpirun sends it (after a Ctrl-C or SIGINT to it), "

@@ -100,9 +100,10 @@ int relaunch_under_mpirun(int nproc, const std::vector<std::string>& args) {
   setenv("SFT_LAUNCHER_PID", std::to_string(::getpid()).c_str(), 1);
   setenv("SFT_NPROC_PER_NODE", std::to_string(nproc).c_str(), 1);
   // The handlers are in place before mpirun exists, so no signal falls between.
-  struct sigaction sa {
-  }, old_int, old_term;
-  sa.sa_handler = on_launcher_signal;  // no SA_RESTART: waitpid returns to forward it
+  struct sigaction sa = {};
+  struct sigaction old_int = {};
+  struct sigaction old_term = {};
+  sa.sa_handler = on_launcher_signal;  // no SA_RESTART: the wait below wakes to forward it
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
@@ -130,10 +131,12 @@ int relaunch_under_mpirun(int nproc, const std::vector<std::string>& args) {
   int err = 0;
   const bool exec_failed = ::read(exec_error[0], &err, sizeof err) == sizeof err;
   ::close(exec_error[0]);
+  // Polled rather than blocking in waitpid: a signal landing just before a blocking wait
+  // would not interrupt it and would wait for mpirun's end to be forwarded.
   int status = 0, forwarded = 0;
-  while (true) {
-    if (::waitpid(child, &status, 0) == child) break;
-    if (errno != EINTR) break;
+  bool reaped = false;
+  int wait_errno = 0;
+  while (!reaped) {
     for (; forwarded < g_signals; ++forwarded) {
       if (forwarded == 0) {
         log_info(
@@ -144,6 +147,13 @@ int relaunch_under_mpirun(int nproc, const std::vector<std::string>& args) {
         ::kill(child, SIGINT);  // mpirun's own abort: SIGTERM, then SIGKILL
       }
     }
+    const pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child) reaped = true;
+    if (done < 0 && errno != EINTR) {
+      wait_errno = errno;
+      break;
+    }
+    if (done == 0) ::usleep(20000);  // a signal cuts it short
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
@@ -151,6 +161,9 @@ int relaunch_under_mpirun(int nproc, const std::vector<std::string>& args) {
     fail("parallel", "--nproc_per_node " + std::to_string(nproc) + ": cannot run " + cmd[0] + ": " +
                          std::strerror(err) +
                          " (hint: install OpenMPI with scripts/setup.sh, or set SFT_MPIRUN)");
+  if (!reaped)
+    fail("parallel",
+         "--nproc_per_node: lost track of mpirun: " + std::string(std::strerror(wait_errno)));
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
