@@ -479,8 +479,17 @@ int train_checked(const Args& argv, TrainingArgs& args, std::unique_ptr<Comm> wo
   const std::string base_model = args.model_name_or_path;
   if (args.resume_from_checkpoint && is_continuable_trl_checkpoint(*args.resume_from_checkpoint))
     args.model_name_or_path = *args.resume_from_checkpoint;
-  LoadedModel model = load_model(args, ranks);
+  // Every rank reads the same model files: a failure to load them is printed once.
+  std::optional<LoadedModel> loaded;
+  try {
+    agree_on_failure({ranks.world.get()}, ranks.main(),
+                     [&] { loaded.emplace(load_model(args, ranks)); });
+  } catch (const Error&) {
+    args.model_name_or_path = base_model;
+    throw;
+  }
   args.model_name_or_path = base_model;  // the model card names the base the user gave
+  LoadedModel& model = *loaded;
   const TrainData data = prepare_data(args, model.tokenizer_path, ranks);
   const TrainerSetup setup = trainer_setup(args, model, data, ranks);
   ranks.set_timeout(args.ddp_timeout);
