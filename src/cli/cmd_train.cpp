@@ -16,8 +16,10 @@
 // Before any work, train/preflight.h checks the flags against the file system (output_dir
 // writable and empty unless --overwrite_output_dir or a resume, dataset and model found);
 // notices for TRL flags without effect are printed first. A failed run that completed no
-// checkpoint leaves output_dir as it found it. SIGINT/SIGTERM end the current step, save and
-// print the resume command.
+// checkpoint leaves output_dir as it found it. SIGINT/SIGTERM (SIGUSR1 from the
+// --nproc_per_node launcher) end the current step, save and print the resume command as the
+// run was launched. Under mpirun, checks every rank fails alike are printed once
+// (train/agreed_failure.h), and log lines only by rank 0 (core/log.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -191,6 +193,7 @@ int run_train(const Args& argv) {
   if (!under_mpi_launcher()) {
     // --nproc_per_node N re-launches under mpirun first; every rank then runs the checks itself.
     args = parse_training_args(argv);
+    if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
     if (args.nproc_per_node && *args.nproc_per_node > 1)
       return relaunch_under_mpirun(static_cast<int>(*args.nproc_per_node),
                                    without_nproc_flag(argv));
