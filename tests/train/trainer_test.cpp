@@ -1,6 +1,7 @@
 // The trainer on a tiny random Llama and in-memory rows: HF's loss normalisation (1×GAS8 ==
 // 8×GAS1), bit-exact resume (from a checkpoint, after a stop request, after SIGKILL during a
-// save), non-finite steps, evaluation and the files a run leaves.
+// save), a transformers / TRL checkpoint continued (its weights and position, fresh Adam
+// moments), non-finite steps, evaluation and the files a run leaves.
 #include "train/trainer.h"
 
 #include <gtest/gtest.h>
