@@ -16,9 +16,14 @@
 // Before any work, train/preflight.h checks the flags against the file system (output_dir
 // writable and empty unless --overwrite_output_dir or a resume, dataset and model found);
 // notices for TRL flags without effect are printed first. A failed run that completed no
-// checkpoint leaves output_dir as it found it. SIGINT/SIGTERM end the current step, save and
-// print the resume command.
+// checkpoint leaves output_dir as it found it. SIGINT/SIGTERM (SIGUSR1 from the
+// --nproc_per_node launcher) end the current step, save and print the resume command as the
+// run was launched. Under mpirun, checks every rank fails alike are printed once
+// (train/agreed_failure.h), and log lines only by rank 0 (core/log.h).
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -41,6 +46,7 @@
 #include "text/tokenizer.h"
 #include "text/tokenizer_config.h"
 #include "train/adapter_io.h"
+#include "train/agreed_failure.h"
 #include "train/args.h"
 #include "train/checkpoint_dir.h"
 #include "train/data_options.h"
@@ -111,8 +117,12 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
+// The command as it was launched (launch_words: under mpirun with its words, under
+// --nproc_per_node with that flag), the user's flags, and the checkpoint to resume.
 std::string resume_command(const Args& argv, const std::string& checkpoint) {
-  std::string cmd = "sft train";
+  std::string cmd;
+  for (const std::string& w : launch_words("train", argv))
+    cmd += (cmd.empty() ? "" : " ") + shell_quote(w);
   for (size_t i = 0; i < argv.size(); ++i) {
     if (argv[i].rfind("--resume_from_checkpoint", 0) == 0) {
       if (argv[i].find('=') == std::string::npos) ++i;  // skip its value too
@@ -131,7 +141,7 @@ void apply_log_level(const std::string& level) {
   if (level == "error" || level == "critical") set_log_level(LogLevel::kError);
 }
 
-int train_checked(const Args& argv, TrainingArgs& args);
+int train_checked(const Args& argv, TrainingArgs& args, std::unique_ptr<Comm> world);
 
 }  // namespace
 
@@ -167,20 +177,59 @@ int run_train(const Args& argv) {
       return 0;
     }
   }
-  TrainingArgs args = parse_training_args(argv);
-  // First thing: the thread pool reads its size once, when it starts.
-  if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
-  // Distributed: --nproc_per_node N re-launches under mpirun first; every rank then runs the
-  // checks itself.
-  if (args.nproc_per_node && *args.nproc_per_node > 1 && !under_mpi_launcher())
-    relaunch_under_mpirun(static_cast<int>(*args.nproc_per_node), without_nproc_flag(argv));
-  apply_log_level(args.log_level);
+  TrainingArgs args;
+  OutputDirBefore before;
+  std::unique_ptr<Comm> world;
+  // What every process checks first: the flags, then the file system (preflight).
+  auto checks = [&] {
+    args = parse_training_args(argv);
+    // First thing: the thread pool reads its size once, when it starts.
+    if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
+    apply_log_level(args.log_level);
+    if (launcher_world_rank() == 0)
+      for (const std::string& notice : args.notices) log_info("[args] ", notice);
+    before = preflight_train(args);
+  };
+  if (!under_mpi_launcher()) {
+    // --nproc_per_node N re-launches under mpirun first; every rank then runs the checks itself.
+    args = parse_training_args(argv);
+    if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
+    if (args.nproc_per_node && *args.nproc_per_node > 1)
+      return relaunch_under_mpirun(static_cast<int>(*args.nproc_per_node),
+                                   without_nproc_flag(argv));
+    checks();
+  } else {
+    // One world from the start, so that a failed check is reported once, not by every rank.
+    world = make_comm_from_environment();
+    set_log_rank(world->rank(), world->size());
+    // The launcher's stop (SIGUSR1, forwarded by mpirun) may come before training starts.
+    install_stop_signal_handlers();
+    // The user's own mpirun: its SIGTERM (after a Ctrl-C) is followed by SIGKILL within 1 s.
+    if (world->rank() == 0 && std::getenv("SFT_LAUNCHER_PID") == nullptr &&
+        std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr)
+      set_stop_signal_notice(
+          SIGTERM,
+          "[sft warn] SIGTERM: when mpirun sends it (after a Ctrl-C or SIGINT to it), "
+          "it SIGKILLs every rank 1 s later (odls_base_sigkill_timeout), mostly before "
+          "the checkpoint is saved (hint: stop with `kill -USR1 " +
+              std::to_string(::getppid()) +
+              "` (mpirun forwards SIGUSR1 and waits), or launch with sft train "
+              "--nproc_per_node N, whose Ctrl-C does that)\n");
+    // The checks are every rank's alike: a failure is printed once (train/agreed_failure.h).
+    try {
+      agree_on_failure({world.get()}, world->rank() == 0, checks);
+    } catch (const AlreadyReported& e) {
+      return e.exit_code();
+    }
+  }
   const bool first_rank = launcher_world_rank() == 0;  // the one that writes output_dir
-  if (first_rank)
-    for (const std::string& notice : args.notices) log_info("[args] ", notice);
-  const OutputDirBefore before = preflight_train(args);
   try {
-    return train_checked(argv, args);
+    return train_checked(argv, args, std::move(world));
+  } catch (const AlreadyReported& e) {  // a failure every rank had, printed once
+    if (const int removed = first_rank ? restore_output_dir(before) : 0)
+      log_info("[train] no checkpoint was completed: removed the ", removed,
+               " entries this run created in ", args.output_dir);
+    return e.exit_code();
   } catch (const std::filesystem::filesystem_error& e) {
     const int removed = first_rank ? restore_output_dir(before) : 0;
     fail("train",
@@ -228,9 +277,9 @@ struct Ranks {
 
 // Under mpirun every rank joins the world and trains in its data-parallel group
 // (parallel/groups.h).
-Ranks join_ranks(const TrainingArgs& args) {
+Ranks join_ranks(const TrainingArgs& args, std::unique_ptr<Comm> world) {
   Ranks r;
-  r.world = make_comm_from_environment();
+  r.world = world ? std::move(world) : make_comm_from_environment();
   r.groups = make_parallel_groups(*r.world, static_cast<int>(args.tp_size));
   r.tp = model::TensorParallel::of(r.groups.tp_group.get());
   r.after_preflight();
@@ -423,13 +472,27 @@ void export_outputs(const TrainingArgs& args, model::Transformer& model, const E
 
 // After preflight (run_train), in phases: the ranks, the model, the data, training, and the
 // outputs (or, when a stop request ended the run, the resume command).
-int train_checked(const Args& argv, TrainingArgs& args) {
-  Ranks ranks = join_ranks(args);
+int train_checked(const Args& argv, TrainingArgs& args, std::unique_ptr<Comm> world) {
+  Ranks ranks = join_ranks(args, std::move(world));
   if (args.fp16)
     log_info(
         "[train] --fp16: the CPU backend has no fp16 kernels; it computes in fp32 "
         "(use --bf16 for mixed precision)");
-  LoadedModel model = load_model(args, ranks);
+  // A TRL checkpoint to continue: the weights are its own (the trainer takes its position).
+  const std::string base_model = args.model_name_or_path;
+  if (args.resume_from_checkpoint && is_continuable_trl_checkpoint(*args.resume_from_checkpoint))
+    args.model_name_or_path = *args.resume_from_checkpoint;
+  // Every rank reads the same model files: a failure to load them is printed once.
+  std::optional<LoadedModel> loaded;
+  try {
+    agree_on_failure({ranks.world.get()}, ranks.main(),
+                     [&] { loaded.emplace(load_model(args, ranks)); });
+  } catch (const Error&) {
+    args.model_name_or_path = base_model;
+    throw;
+  }
+  args.model_name_or_path = base_model;  // the model card names the base the user gave
+  LoadedModel& model = *loaded;
   const TrainData data = prepare_data(args, model.tokenizer_path, ranks);
   const TrainerSetup setup = trainer_setup(args, model, data, ranks);
   ranks.set_timeout(args.ddp_timeout);

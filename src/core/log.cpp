@@ -27,6 +27,15 @@ std::atomic<LogLevel>& level_slot() {
   return level;
 }
 
+struct RankSlot {
+  std::atomic<int> rank{0};
+  std::atomic<int> world_size{1};
+};
+RankSlot& rank_slot() {
+  static RankSlot slot;
+  return slot;
+}
+
 const char* level_tag(LogLevel level) {
   switch (level) {
     case LogLevel::kError:
@@ -60,9 +69,23 @@ LogLevel parse_log_level(std::string_view name) {
        "unknown log level '" + std::string(name) + "' (expected error, warn, info or debug)");
 }
 
+void set_log_rank(int rank, int world_size) {
+  rank_slot().rank.store(rank, std::memory_order_relaxed);
+  rank_slot().world_size.store(world_size, std::memory_order_relaxed);
+}
+
+std::string log_rank_prefix() {
+  const int rank = rank_slot().rank.load(std::memory_order_relaxed);
+  if (rank == 0) return "";
+  return "rank " + std::to_string(rank) + " of " +
+         std::to_string(rank_slot().world_size.load(std::memory_order_relaxed)) + ": ";
+}
+
 void log_line(LogLevel level, std::string_view message) {
+  const bool other_rank = rank_slot().rank.load(std::memory_order_relaxed) != 0;
+  if (other_rank && level != LogLevel::kError) return;  // rank 0 says it for every rank
   std::string line = "[sft ";
-  line.append(level_tag(level)).append("] ").append(message).append("\n");
+  line.append(level_tag(level)).append("] ").append(log_rank_prefix()).append(message).append("\n");
   clear_status_line();  // a phase spinner on the terminal gives the line back first
   // One write() per line: lines from different threads may reorder but never interleave.
   size_t done = 0;

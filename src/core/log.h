@@ -4,6 +4,11 @@
 // set_log_level(). Messages are built from any streamable values:
 //   log_info("loaded ", n, " tensors from ", path);
 // One line per call, written with a single write so concurrent lines never interleave.
+//
+// Under mpirun every rank runs the same code, so every line would come N times: set_log_rank
+// makes rank 0 the one voice. Other ranks then drop info, warn and debug lines (rank 0 says the
+// same), and their error lines, which are their own (a rank's collective timing out, its file
+// missing), carry "rank K of N: " so the reader knows whose they are.
 #pragma once
 
 #include <sstream>
@@ -18,6 +23,11 @@ LogLevel log_level();
 void set_log_level(LogLevel level);
 // Parses "error" | "warn" | "info" | "debug"; throws sft::Error otherwise.
 LogLevel parse_log_level(std::string_view name);
+
+// This process's rank among `world_size` (0 of 1 by default).
+void set_log_rank(int rank, int world_size);
+// "rank K of N: " on ranks other than 0, "" on rank 0 (for errors printed beside the log).
+std::string log_rank_prefix();
 
 void log_line(LogLevel level, std::string_view message);
 

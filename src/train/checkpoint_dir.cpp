@@ -69,14 +69,25 @@ std::string step_of_trainer_state(const fs::path& dir) {
   }
 }
 
-std::string use_as_model_hint(const fs::path& dir) {
-  return "to fine-tune on from its weights, pass it as --model_name_or_path " + dir.string() +
-         " (a new optimizer and schedule, steps from 0)";
+// The one command that starts a new run from the folder's weights. A run that names the folder
+// as the model and keeps a non-empty output_dir would be refused next ("not empty"), so the hint
+// names a new output_dir then.
+std::string use_as_model_hint(const fs::path& dir, const std::string& output_dir) {
+  std::string hint =
+      "to start a new run from its weights (a new optimizer and schedule, steps "
+      "from 0), run the same command with --model_name_or_path " +
+      dir.string() + " instead of --resume_from_checkpoint";
+  std::error_code ec;
+  if (!output_dir.empty() && fs::is_directory(output_dir, ec) && !fs::is_empty(output_dir, ec))
+    hint += " and a new --output_dir (" + output_dir + " is not empty)";
+  if (!fs::exists(dir / "tokenizer.json"))
+    hint += "; it has no tokenizer.json: copy the base model's tokenizer files into it first";
+  return hint;
 }
 
 }  // namespace
 
-std::string explain_not_a_checkpoint(const std::string& path) {
+std::string explain_not_a_checkpoint(const std::string& path, const std::string& output_dir) {
   const fs::path dir(path);
   const std::string head = "--resume_from_checkpoint " + path + ": ";
   if (!fs::exists(dir))
@@ -84,21 +95,47 @@ std::string explain_not_a_checkpoint(const std::string& path) {
            "no such folder (hint: give a checkpoint-<step> folder of an sft run, or true "
            "for the latest in output_dir)";
   if (is_transformers_checkpoint(dir)) {
-    std::string what = head + "a transformers / TRL checkpoint" + step_of_trainer_state(dir) +
-                       ", not an sft one: its optimizer, scheduler and RNG states are torch "
-                       "pickles (optimizer.pt, rng_state.pth) that sft cannot restore, so the run "
-                       "cannot continue bit for bit";
-    if (is_model_folder(dir))
-      what += " (hint: " + use_as_model_hint(dir) + "; or resume it with TRL)";
+    std::string what = head + "a transformers / TRL Trainer checkpoint" +
+                       step_of_trainer_state(dir) +
+                       " (trainer_state.json, optimizer.pt, ...), not an sft one: its optimizer, "
+                       "scheduler and RNG states are torch pickles (optimizer.pt, rng_state.pth) "
+                       "that sft cannot restore, so the run cannot continue bit for bit";
+    if (is_model_folder(dir) && !fs::exists(dir / "tokenizer.json"))
+      what +=
+          " (hint: copy the base model's tokenizer files (tokenizer.json, "
+          "tokenizer_config.json) into it and the same command continues it, with its "
+          "weights and position and fresh Adam moments; or " +
+          use_as_model_hint(dir, output_dir) + "; or resume it with TRL)";
+    else if (is_model_folder(dir))
+      what += " (hint: " + use_as_model_hint(dir, output_dir) + "; or resume it with TRL)";
     else
       what += " (hint: resume it with TRL; it holds no safetensors weights sft could start from)";
     return what;
   }
   if (is_model_folder(dir))
     return head + "a model folder, not a training checkpoint (no " +
-           std::string(kCheckpointMarker) + ") (hint: " + use_as_model_hint(dir) + ")";
+           std::string(kCheckpointMarker) + ") (hint: " + use_as_model_hint(dir, output_dir) + ")";
   return head + "not a complete sft checkpoint (no " + std::string(kCheckpointMarker) +
          "; hint: use a checkpoint-<step> folder, or true for the latest in output_dir)";
+}
+
+bool is_continuable_trl_checkpoint(const std::string& path) {
+  const fs::path dir(path);
+  std::error_code ec;
+  return fs::is_directory(dir, ec) && !fs::exists(dir / kCheckpointMarker, ec) &&
+         is_transformers_checkpoint(dir) && is_model_folder(dir) &&
+         fs::is_regular_file(dir / "tokenizer.json", ec);
+}
+
+std::string trl_continue_notice(const std::string& path) {
+  return "--resume_from_checkpoint " + path + " is a transformers / TRL Trainer checkpoint" +
+         step_of_trainer_state(path) +
+         ": continuing it with its weights (model.safetensors) and, from trainer_state.json, its "
+         "step, epoch, data position and learning-rate schedule; its optimizer.pt (a torch "
+         "pickle) is not read, so the Adam moments start from zero and the run does not continue "
+         "bit for bit as TRL's would. Use the TRL run's dataset, --seed, "
+         "--per_device_train_batch_size, --gradient_accumulation_steps and number of processes "
+         "(checked against its epoch)";
 }
 
 std::string explain_foreign_checkpoints(const std::string& output_dir) {
@@ -113,7 +150,44 @@ std::string explain_foreign_checkpoints(const std::string& output_dir) {
   std::string out = "; its " + newest->second.filename().string() +
                     " is a transformers / TRL checkpoint, whose torch optimizer and RNG states "
                     "sft cannot restore";
-  if (is_model_folder(newest->second)) out += " (hint: " + use_as_model_hint(newest->second) + ")";
+  if (is_continuable_trl_checkpoint(newest->second.string()))
+    out += " (hint: --resume_from_checkpoint " + newest->second.string() +
+           " continues it, from its weights and position with fresh Adam moments; or " +
+           use_as_model_hint(newest->second, output_dir) + ")";
+  else if (is_model_folder(newest->second))
+    out += " (hint: " + use_as_model_hint(newest->second, output_dir) + ")";
+  return out;
+}
+
+std::string explain_no_checkpoint(const std::string& output_dir) {
+  std::string out = "--resume_from_checkpoint true: no complete sft checkpoint in " + output_dir;
+  const std::string foreign = explain_foreign_checkpoints(output_dir);
+  if (!foreign.empty()) return out + foreign;
+  const std::vector<std::string> partial = interrupted_saves(output_dir);
+  if (!partial.empty()) {
+    out += "; it holds only " +
+           std::string(partial.size() == 1 ? "a" : std::to_string(partial.size())) +
+           " half-written checkpoint" + (partial.size() == 1 ? " (" : "s (") + partial.front() +
+           (partial.size() == 1 ? "" : ", ...") +
+           ") from a run killed while saving, which cannot be resumed";
+  }
+  std::error_code ec;
+  if (!fs::is_directory(output_dir, ec) || fs::is_empty(output_dir, ec))
+    return out + " (hint: drop the flag to start afresh, or give a checkpoint-<step> folder)";
+  return out + " (hint: start afresh in it: replace --resume_from_checkpoint true with " +
+         "--overwrite_output_dir true" +
+         (partial.empty() ? "" : ", whose first save removes the half-written folder") +
+         "; or give a checkpoint-<step> folder)";
+}
+
+std::vector<std::string> interrupted_saves(const std::string& output_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(output_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kTempPrefix, 0) == 0 && entry.is_directory(ec)) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 

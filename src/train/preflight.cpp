@@ -64,8 +64,14 @@ void check_output_dir(const TrainingArgs& a) {
     std::string hint =
         "pick a new --output_dir or empty this one; --overwrite_output_dir true (an sft.cpp "
         "flag; TRL 1.16 has none) writes into it anyway";
-    if (latest_checkpoint(a.output_dir))
+    if (latest_checkpoint(a.output_dir)) {
       hint += "; --resume_from_checkpoint true continues from its latest checkpoint";
+    } else if (const std::vector<std::string> partial = interrupted_saves(a.output_dir);
+               !partial.empty()) {
+      // Never point at a resume that would be refused: a half-written save is not resumable.
+      hint += "; it holds no complete checkpoint, only " + partial.front() +
+              ", half-written by a run killed while saving, which cannot be resumed";
+    }
     fail(kComponent,
          "output_dir " + a.output_dir + " already exists and is not empty (hint: " + hint + ")");
   }
@@ -84,16 +90,14 @@ void check_resume(const TrainingArgs& a) {
   if (!resuming(a)) return;
   const std::string& v = *a.resume_from_checkpoint;
   if (v == "true" || v == "True") {
-    if (!latest_checkpoint(a.output_dir))
-      fail(kComponent, "--resume_from_checkpoint true: no complete checkpoint in " + a.output_dir +
-                           " (hint: give a checkpoint folder, or drop the flag to start afresh)");
+    if (!latest_checkpoint(a.output_dir)) fail(kComponent, explain_no_checkpoint(a.output_dir));
     return;
   }
-  if (!fs::exists(fs::path(v) / kCheckpointMarker))
-    fail(kComponent, "--resume_from_checkpoint " + v + ": not a complete checkpoint (no " +
-                         kCheckpointMarker +
-                         "; hint: use a checkpoint-<step> folder, or true for the latest in "
-                         "output_dir)");
+  // A TRL checkpoint, a model folder, a missing one: each is named with what sft can do with it.
+  // A TRL checkpoint with weights and tokenizer continues (with a notice); anything else that
+  // is not an sft checkpoint is named with what sft can do with it.
+  if (!fs::exists(fs::path(v) / kCheckpointMarker) && !is_continuable_trl_checkpoint(v))
+    fail(kComponent, explain_not_a_checkpoint(v, a.output_dir));
 }
 
 bool has_glob(const std::string& s) {

@@ -6,7 +6,8 @@
 //                or in its nearest existing parent); empty unless --overwrite_output_dir or a
 //                resume; an I/O error names the folder and the OS's cause
 //   resume       --resume_from_checkpoint true needs a complete checkpoint in output_dir; a
-//                path must be a complete checkpoint-<step> folder
+//                path must be a complete checkpoint-<step> folder, or a transformers / TRL
+//                checkpoint sft continues (checkpoint_dir.h, is_continuable_trl_checkpoint)
 //   dataset      a name that looks like a path ("./", "../", "/", "~", or a data extension) and
 //                does not exist is "file not found", never a Hub id; the train split's files
 //                must be found (local folder, glob or HF cache)

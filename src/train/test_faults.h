@@ -7,8 +7,14 @@
 //     kill  SIGKILL, once the step's statistics are summed, before the gradient reduction
 //     hang  waits forever at the same point: it never joins the gradient reduction
 //     term  SIGTERM at the same point: a stop request reaching this rank only
+//     int   SIGINT at the same point to what launched the job, as a Ctrl-C would: the `sft
+//           train --nproc_per_node` launcher ($SFT_LAUNCHER_PID), else mpirun (the parent);
+//           the rank then waits (up to 20 s) until the stop reaches it, so the run stops
+//           after this very step when the stop is forwarded at all
 //   SFT_TEST_KILL_DURING_SAVE=<step>   SIGKILL while checkpoint-<step> is being written
 //     (after its files, before the rename), to test resuming after a crash
+//   SFT_TEST_SLOW_SAVE=<seconds>   every save takes that much longer (after its files): a save
+//     slower than mpirun's 1 s between SIGTERM and SIGKILL, as real models' saves are
 //
 // tests/parallel/train_mpi.cmake (faults, tp) and the resume tests use them.
 #pragma once
@@ -31,9 +37,10 @@ class TestFaults {
   void during_save(int64_t step) const;
 
  private:
-  char fault_ = 0;  // 'k'ill, 'h'ang, 'n'an or 't'erm at fault_step_
+  char fault_ = 0;  // 'k'ill, 'h'ang, 'n'an, 't'erm or 'i'nt at fault_step_
   int64_t fault_step_ = -1;
   int64_t kill_during_save_step_ = -1;
+  double slow_save_s_ = 0;
 };
 
 }  // namespace sft

@@ -142,6 +142,9 @@ class Trainer {
   void arm_neftune(const MicroBatch& mb, size_t index);  // --neftune_noise_alpha
   std::string save();
   void resume(const std::string& checkpoint);
+  void resume_unagreed(const std::string& checkpoint);  // trainer_checkpoint.cpp
+  void continue_trl_run(const std::string& checkpoint);
+  void finish_resume();
   int64_t optimizer_state_bytes() const;  // trainer_parallel.cpp
   std::string resolve_resume_path() const;
   Json training_state_json() const;

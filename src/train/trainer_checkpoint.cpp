@@ -8,11 +8,13 @@
 // and world rank 0 writes; resume() has every rank read only its blocks of the files.
 // training_state.json records tp_size: a resume with another tp size re-shards (one line in
 // the log), while another data-parallel world_size is still refused.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 
 #include "core/error.h"
+#include "train/agreed_failure.h"
 #include "train/checkpoint_dir.h"
 #include "train/tp_gather.h"
 #include "train/train_checkpoint.h"
@@ -72,15 +74,26 @@ void Trainer::restore_training_state(const Json& s, const std::string& source) {
     if (s.at("format") != "sft.trainer" || s.at("version").get<int>() != kTrainingStateVersion)
       fail_in_file("train", {source, ""}, "not a training state this version of sft writes",
                    "resume from a checkpoint written by `sft train`");
-    auto same = [&](const char* key, int64_t now) {
+    auto same = [&](const char* key, int64_t now, const std::string& hint) {
       if (s.at(key).get<int64_t>() != now)
         fail_in_file("train", {source, key},
                      "the checkpoint was written with " + s.at(key).dump() + ", this run has " +
                          std::to_string(now),
-                     "resume with the same --" + std::string(key) +
-                         " (and number of processes) as the interrupted run");
+                     hint);
     };
-    same("world_size", comm_->size());
+    auto same_flag = [&](const char* key, int64_t now) {
+      same(key, now,
+           "resume with the same --" + std::string(key) +
+               " (and number of processes) as the interrupted run");
+    };
+    // The number of processes is no flag of sft's: it is mpirun's -np (or --nproc_per_node).
+    const int64_t ranks =
+        s.at("world_size").is_number_integer() ? s.at("world_size").get<int64_t>() : 0;
+    same("world_size", comm_->size(),
+         ranks > 1 ? "resume with as many processes as the interrupted run: mpirun -np " +
+                         std::to_string(ranks) + " sft train ... (or sft train --nproc_per_node " +
+                         std::to_string(ranks) + " ...)"
+                   : "resume in one process, without mpirun, as the interrupted run was");
     // Written before tensor parallelism: 1. Another tp size only re-shards the whole tensors.
     const int64_t tp_size = s.contains("tp_size") ? s.at("tp_size").get<int64_t>() : 1;
     const int tp_now = model_.tensor_parallel().size;
@@ -88,8 +101,8 @@ void Trainer::restore_training_state(const Json& s, const std::string& source) {
       log_->message("resuming " + source + " (written with tp_size " + std::to_string(tp_size) +
                     ") with tp_size " + std::to_string(tp_now) +
                     ": the weights and optimizer moments are re-sharded");
-    same("per_device_train_batch_size", args_.per_device_train_batch_size);
-    same("gradient_accumulation_steps", args_.gradient_accumulation_steps);
+    same_flag("per_device_train_batch_size", args_.per_device_train_batch_size);
+    same_flag("gradient_accumulation_steps", args_.gradient_accumulation_steps);
     state_.global_step = s.at("global_step").get<int64_t>();
     epoch_ = s.at("epoch").get<int64_t>();
     update_in_epoch_ = s.at("update_in_epoch").get<int64_t>();
@@ -117,22 +130,81 @@ std::string Trainer::resolve_resume_path() const {
   if (v.empty() || v == "false" || v == "False") return "";
   if (v == "true" || v == "True") {
     const std::optional<CheckpointInfo> latest = latest_checkpoint(args_.output_dir);
-    if (!latest) {
-      const std::string foreign = explain_foreign_checkpoints(args_.output_dir);
-      fail("train", "--resume_from_checkpoint true: no complete sft checkpoint in " +
-                        args_.output_dir + foreign +
-                        (foreign.empty() ? " (hint: give a checkpoint folder, or drop the flag to "
-                                           "start afresh)"
-                                         : ""));
-    }
+    if (!latest) fail("train", explain_no_checkpoint(args_.output_dir));
     return latest->path;
   }
-  if (!std::filesystem::exists(v + "/" + kCheckpointMarker))
-    fail("train", explain_not_a_checkpoint(v));
+  if (!std::filesystem::exists(v + "/" + kCheckpointMarker) && !is_continuable_trl_checkpoint(v))
+    fail("train", explain_not_a_checkpoint(v, args_.output_dir));
   return v;
 }
 
+// A transformers / TRL Trainer checkpoint (checkpoint_dir.h, is_continuable_trl_checkpoint): the
+// model already holds its weights (`sft train` loads them from the folder); the step, epoch,
+// data position, LR schedule position and log history come from its trainer_state.json. The
+// AdamW moments and step stay fresh (optimizer.pt is a torch pickle). The TRL run's batch
+// layout is not all recorded there, so its epoch at that step is checked against this run's.
+void Trainer::continue_trl_run(const std::string& path) {
+  if (log_) log_->message("[train] notice: " + trl_continue_notice(path));
+  const std::string source = path + "/trainer_state.json";
+  const TrainerState trl = load_trainer_state(path);
+  const int64_t g = trl.global_step;
+  if (trl.train_batch_size && *trl.train_batch_size != args_.per_device_train_batch_size)
+    fail_in_file(
+        "train", {source, "train_batch_size"},
+        "the TRL run had " + std::to_string(*trl.train_batch_size) +
+            " rows per device, this run has " + std::to_string(args_.per_device_train_batch_size),
+        "continue it with --per_device_train_batch_size " + std::to_string(*trl.train_batch_size));
+  const int64_t per_epoch = plan_.updates_per_epoch;
+  if (g > 0) {  // where step g ends in this run's plan must be where it ended in TRL's
+    const MicroBatchRange last = micro_batches_of_update(plan_input_, (g - 1) % per_epoch);
+    const double expected =
+        epoch_progress((g - 1) / per_epoch, last.end - 1, plan_input_.micro_batches_per_epoch);
+    if (std::fabs(expected - trl.epoch) > 1e-6 * std::max(1.0, expected))
+      fail_in_file("train", {source, "epoch"},
+                   "step " + std::to_string(g) + " ended at epoch " + Json(trl.epoch).dump() +
+                       " in the TRL run, at epoch " + Json(expected).dump() +
+                       " with this run's data and batch settings",
+                   "continue it with the TRL run's dataset, --per_device_train_batch_size, "
+                   "--gradient_accumulation_steps and number of processes");
+  }
+  state_ = trl;
+  epoch_ = g / per_epoch;
+  update_in_epoch_ = g % per_epoch;
+  const MicroBatchRange next = micro_batches_of_update(plan_input_, update_in_epoch_);
+  const uint64_t rows_per_micro_batch = static_cast<uint64_t>(args_.per_device_train_batch_size) *
+                                        static_cast<uint64_t>(comm_->size());
+  loader_->restore(
+      {static_cast<uint64_t>(epoch_), static_cast<uint64_t>(next.begin) * rows_per_micro_batch});
+  // The logging accumulators: nothing since the last log; the run's totals from its log.
+  loss_since_log_ = 0;
+  last_logged_step_ = g;
+  acc_since_log_.clear();
+  entropy_since_log_.clear();
+  total_loss_ = 0;
+  int64_t previous = 0;
+  for (const Json& e : trl.log_history) {
+    if (!e.contains("loss") || !e.contains("step") || !e["loss"].is_number()) continue;
+    const int64_t step = e["step"].get<int64_t>();
+    total_loss_ += e["loss"].get<double>() * static_cast<double>(step - previous);
+    previous = step;
+    if (e.contains("num_tokens") && e["num_tokens"].is_number())
+      total_tokens_ = static_cast<int64_t>(e["num_tokens"].get<double>());
+  }
+  skipped_steps_ = 0;
+  consecutive_nonfinite_ = 0;
+}
+
 void Trainer::resume(const std::string& path) {
+  // Every rank reads the same checkpoint against the same flags: a refusal is printed once.
+  agree_on_failure({comm_, tp_comm_}, is_main(), [&] { resume_unagreed(path); });
+}
+
+void Trainer::resume_unagreed(const std::string& path) {
+  if (!std::filesystem::exists(path + "/" + kCheckpointMarker)) {
+    continue_trl_run(path);
+    finish_resume();
+    return;
+  }
   TrainingSnapshot snapshot;
   snapshot.model = &model_;
   snapshot.optimizer = optimizer_.get();
@@ -147,6 +219,10 @@ void Trainer::resume(const std::string& path) {
   read_training_checkpoint(path, snapshot);
   if (zero1_) zero1_->load_from(*whole);
   restore_training_state(snapshot.training_state, path + "/training_state.json");
+  finish_resume();
+}
+
+void Trainer::finish_resume() {
   // This run's plan wins over the checkpoint's (a resume may extend max_steps).
   state_.max_steps = plan_.max_steps;
   state_.logging_steps = plan_.logging_steps;

@@ -36,4 +36,25 @@ TEST(Log, LevelsParseAndFilter) {
   EXPECT_EQ(out, "[sft error] shown 2\n");
 }
 
+TEST(Log, UnderMpirunRankZeroSpeaksAndOtherRanksOnlyTheirOwnErrors) {
+  LogLevel saved = log_level();
+  set_log_level(LogLevel::kInfo);
+  set_log_rank(1, 2);
+  testing::internal::CaptureStderr();
+  log_info("loaded");
+  log_warn("ignoring x");
+  log_error("my collective timed out");
+  const std::string other = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log_rank_prefix(), "rank 1 of 2: ");
+  set_log_rank(0, 2);
+  testing::internal::CaptureStderr();
+  log_info("loaded");
+  const std::string first = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log_rank_prefix(), "");
+  set_log_rank(0, 1);
+  set_log_level(saved);
+  EXPECT_EQ(other, "[sft error] rank 1 of 2: my collective timed out\n");
+  EXPECT_EQ(first, "[sft info] loaded\n");
+}
+
 }  // namespace sft

@@ -1,6 +1,7 @@
 // The distributed flags and the --nproc_per_node re-launch command (no process started).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -54,6 +55,39 @@ TEST(Launch, DropsTheFlagAndRunsMpirun) {
   EXPECT_EQ(cmd[2], "4");
   EXPECT_EQ(cmd[cmd.size() - 4], "/x/sft");
   EXPECT_EQ(cmd[cmd.size() - 3], "train");
+}
+
+TEST(Launch, MpirunKeepsOffTheTerminal) {
+  // In its own process group (the launcher forwards Ctrl-C), mpirun must not read the terminal.
+  unsetenv("SFT_MPIRUN");
+  const std::vector<std::string> cmd = mpirun_command(2, "/x/sft", {});
+  const auto stdin_flag = std::find(cmd.begin(), cmd.end(), "--stdin");
+  ASSERT_NE(stdin_flag, cmd.end());
+  EXPECT_EQ(*(stdin_flag + 1), "none");
+}
+
+TEST(Launch, TheResumeCommandRepeatsTheLaunch) {
+  using W = std::vector<std::string>;
+  const W args = {"--output_dir", "out", "--max_steps", "5"};
+  EXPECT_EQ(launch_words_from("train", args, {}, 0, 1), (W{"sft", "train"}));
+  // --nproc_per_node: the flag the user gave, not the mpirun the launcher ran.
+  EXPECT_EQ(launch_words_from("train", args, {"mpirun", "-np", "2", "/x/sft", "train"}, 2, 2),
+            (W{"sft", "train", "--nproc_per_node", "2"}));
+  // The user's mpirun: its words as typed, up to the program.
+  W parent = {"mpirun", "-np", "2", "--hostfile", "h", "build/sft", "train"};
+  parent.insert(parent.end(), args.begin(), args.end());
+  EXPECT_EQ(launch_words_from("train", args, parent, 0, 2),
+            (W{"mpirun", "-np", "2", "--hostfile", "h", "build/sft", "train"}));
+  // A parent that is not this launch (another host's orted, srun): mpirun -np N.
+  EXPECT_EQ(launch_words_from("train", args, {"orted", "-mca", "x"}, 0, 3),
+            (W{"mpirun", "-np", "3", "sft", "train"}));
+  W other = parent;
+  other.back() = "6";  // other flags
+  EXPECT_EQ(launch_words_from("train", args, other, 0, 2),
+            (W{"mpirun", "-np", "2", "sft", "train"}));
+  for (const W& words :
+       {launch_words_from("train", args, parent, 0, 2), launch_words_from("train", args, {}, 2, 2)})
+    for (const std::string& w : words) EXPECT_EQ(w.find("world_size"), std::string::npos) << w;
 }
 
 TEST(ParallelGroups, TpOfOneMakesTheDataParallelGroupTheWorld) {

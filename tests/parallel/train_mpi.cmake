@@ -18,7 +18,10 @@
 #            bit; resuming it on 1 rank fails naming both world sizes
 #   faults   a rank SIGKILLed, a rank hung (with --ddp_timeout 3), a NaN loss on one rank:
 #            every run exits non-zero in bounded time with the cause named, no process left;
-#            SIGTERM to one rank: all stop after the same step, checkpoint saved, exit 0
+#            SIGTERM to one rank: all stop after the same step, checkpoint saved, exit 0, and
+#            the printed resume command (the mpirun launch) works; Ctrl-C to --nproc_per_node
+#            with a save slower than mpirun's SIGKILL delay still saves; a failed check is
+#            printed once
 # Usage: cmake -DSFT=sft -DMPIRUN=mpirun -DCOMPARE=sft_compare_weights -DROOT=repo
 #              -DWORK=scratch -DCASE=parity -P train_mpi.cmake
 # The learning rate is small on purpose: Adam turns the last-bit differences of a
@@ -238,8 +241,17 @@ elseif(CASE STREQUAL "resume")
   endforeach()
   file(COPY "${WORK}/full0/checkpoint-3" DESTINATION "${WORK}/other")
   run(0 fail ${COMMON} ${R} --output_dir "${WORK}/other" --resume_from_checkpoint true)
-  if(NOT run_out MATCHES "world_size.*written with 2, this run has 1")
+  if(NOT run_out MATCHES "world_size.*written with 2, this run has 1.*hint: resume with as many processes as the interrupted run: mpirun -np 2 "
+     OR run_out MATCHES "--world_size")
     message(FATAL_ERROR "resuming a 2-rank checkpoint on 1 rank does not say why:\n${run_out}")
+  endif()
+  # On 3 ranks every rank refuses it alike: said once, by rank 0.
+  file(COPY "${WORK}/full0/checkpoint-3" DESTINATION "${WORK}/other3")
+  run(3 fail ${COMMON} ${R} --output_dir "${WORK}/other3" --resume_from_checkpoint true)
+  string(REGEX MATCHALL "written with 2, this run has 3" said "${run_out}")
+  list(LENGTH said times)
+  if(NOT times EQUAL 1 OR NOT run_out MATCHES "mpirun -np 2 ")
+    message(FATAL_ERROR "a refused resume printed ${times} times:\n${run_out}")
   endif()
 elseif(CASE STREQUAL "faults")
   set(F ${COMMON} --max_steps 6 --save_steps 2 --per_device_train_batch_size 2)
@@ -276,6 +288,70 @@ elseif(CASE STREQUAL "faults")
   endif()
   no_leftovers()
   unset(ENV{SFT_TEST_FAULT})
+  # The printed resume command is the launch as typed (mpirun and its flags), and it works.
+  if(NOT run_out MATCHES "resume with:\n  ([^\n]*)")
+    message(FATAL_ERROR "no resume command:\n${run_out}")
+  endif()
+  set(resume "${CMAKE_MATCH_1}")
+  string(FIND "${resume}" "${MPIRUN} --oversubscribe -np 2 ${SFT} train " at)
+  if(NOT at EQUAL 0 OR resume MATCHES "world_size"
+     OR NOT resume MATCHES "--resume_from_checkpoint ${WORK}/term/checkpoint-3$")
+    message(FATAL_ERROR "the resume command is not the mpirun launch:\n${resume}")
+  endif()
+  execute_process(COMMAND sh -c "${resume}" OUTPUT_VARIABLE out ERROR_VARIABLE err
+                  RESULT_VARIABLE rc TIMEOUT 90)
+  if(NOT rc EQUAL 0 OR NOT EXISTS "${WORK}/term/model.safetensors")
+    message(FATAL_ERROR "the printed resume command failed (exit ${rc}):\n${resume}\n${out}${err}")
+  endif()
+  no_leftovers()
+
+  # Ctrl-C to `sft train --nproc_per_node 2` (SIGINT to the launcher at step 3) with saves
+  # slower than mpirun's 1 s from SIGTERM to SIGKILL: every rank still stops after step 3 and
+  # checkpoint-3 is complete (mpirun's own SIGINT handling would kill the save).
+  set(ENV{SFT_TEST_FAULT} "int:0:3")
+  set(ENV{SFT_TEST_SLOW_SAVE} "2.5")
+  run(0 0 ${F} --output_dir "${WORK}/int" --nproc_per_node 2)
+  unset(ENV{SFT_TEST_FAULT})
+  unset(ENV{SFT_TEST_SLOW_SAVE})
+  if(NOT run_out MATCHES "stopped at step 3" OR NOT EXISTS "${WORK}/int/checkpoint-3/sft_checkpoint.json"
+     OR NOT run_out MATCHES "resume with:\n  sft train --nproc_per_node 2 ")
+    message(FATAL_ERROR "Ctrl-C under --nproc_per_node did not save checkpoint-3:\n${run_out}")
+  endif()
+  no_leftovers()
+
+  # Ctrl-C to the user's own mpirun with the same slow save: mpirun's SIGKILL ends the save
+  # (no sft can outlive it), and rank 0 says so and how to stop instead.
+  set(ENV{SFT_TEST_FAULT} "int:0:3")
+  set(ENV{SFT_TEST_SLOW_SAVE} "2.5")
+  run(2 fail ${F} --output_dir "${WORK}/mpirun_int")
+  unset(ENV{SFT_TEST_FAULT})
+  unset(ENV{SFT_TEST_SLOW_SAVE})
+  if(NOT run_out MATCHES "SIGKILLs every rank 1 s later.*kill -USR1 [0-9]+")
+    message(FATAL_ERROR "Ctrl-C to mpirun does not say how to stop with a checkpoint:\n${run_out}")
+  endif()
+  no_leftovers()
+
+  # A failed check is every rank's: said once, by rank 0 (and info lines once too).
+  file(MAKE_DIRECTORY "${WORK}/used")
+  file(WRITE "${WORK}/used/notes.txt" "x")
+  run(2 fail ${F} --output_dir "${WORK}/used")
+  string(REGEX MATCHALL "already exists and is not empty" said "${run_out}")
+  list(LENGTH said times)
+  if(NOT times EQUAL 1 OR run_out MATCHES "rank 1 of 2")
+    message(FATAL_ERROR "a failed check printed ${times} times:\n${run_out}")
+  endif()
+  no_leftovers()
+  # Model files every rank fails to load alike: once too.
+  file(MAKE_DIRECTORY "${WORK}/bad_model")
+  file(COPY "${MODEL}/config.json" "${MODEL}/tokenizer.json" DESTINATION "${WORK}/bad_model")
+  file(WRITE "${WORK}/bad_model/model.safetensors" "not safetensors")
+  run(2 fail ${F} --output_dir "${WORK}/bad_load" --model_name_or_path "${WORK}/bad_model")
+  string(REGEX MATCHALL "error: [^\n]*model.safetensors" said "${run_out}")
+  list(LENGTH said times)
+  if(NOT times EQUAL 1)
+    message(FATAL_ERROR "a model no rank can load printed ${times} errors:\n${run_out}")
+  endif()
+  no_leftovers()
 else()
   message(FATAL_ERROR "unknown CASE ${CASE}")
 endif()

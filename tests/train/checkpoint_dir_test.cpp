@@ -110,7 +110,7 @@ TEST_F(CheckpointDir, TrlCheckpointIsNamedWithWhatSftCanDoWithIt) {
   const std::string trl = dir_ + "/checkpoint-4";
   write_trl_checkpoint(trl, true);
   const std::string msg = explain_not_a_checkpoint(trl);
-  EXPECT_NE(msg.find("a transformers / TRL checkpoint at step 4 of 10, not an sft one"),
+  EXPECT_NE(msg.find("a transformers / TRL Trainer checkpoint at step 4 of 10 (trainer_state.json"),
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("optimizer.pt"), std::string::npos) << msg;
@@ -147,6 +147,12 @@ TEST_F(CheckpointDir, ResumeTrueNamesTheNewestTrlCheckpoint) {
   EXPECT_EQ(msg.rfind("; its checkpoint-10 is a transformers / TRL checkpoint", 0), 0u) << msg;
   EXPECT_NE(msg.find("--model_name_or_path " + dir_ + "/checkpoint-10"), std::string::npos) << msg;
   EXPECT_FALSE(latest_checkpoint(dir_));
+  // With a tokenizer sft continues it: the hint names that resume.
+  std::ofstream(dir_ + "/checkpoint-10/tokenizer.json") << "{}";
+  EXPECT_NE(explain_foreign_checkpoints(dir_).find("(hint: --resume_from_checkpoint " + dir_ +
+                                                   "/checkpoint-10 continues it"),
+            std::string::npos)
+      << explain_foreign_checkpoints(dir_);
 }
 
 }  // namespace sft
