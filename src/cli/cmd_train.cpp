@@ -169,13 +169,13 @@ void push_output_dir(const TrainingArgs& args) {
 }  // namespace
 
 int run_train(const Args& argv) {
-  for (const std::string& a : argv) {
-    if (a == "--help" || a == "-h") {
-      TrainingArgs defaults;
-      std::fputs(kUsage, stdout);
-      std::fputs(training_options(defaults).help().c_str(), stdout);
-      return 0;
-    }
+  // The shared preamble's --help (cli/command_line.h); the flags themselves go through
+  // parse_training_args, which also reads --config YAML files.
+  TrainingArgs defaults;
+  if (OptionSet options = training_options(defaults); options.asks_for_help(argv)) {
+    std::fputs(kUsage, stdout);
+    std::fputs(options.help().c_str(), stdout);
+    return 0;
   }
   TrainingArgs args;
   OutputDirBefore before;
