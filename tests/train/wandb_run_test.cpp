@@ -366,7 +366,9 @@ TEST(WandbRun, RecordsFollowTrlAndTheSdk) {
                         "hidden_size",
                         "num_hidden_layers",
                         "vocab_size",
-                        "tie_word_embeddings"}) {
+                        "tie_word_embeddings",
+                        "include_for_metrics",
+                        "debug"}) {
     ASSERT_TRUE(cfg->values.count(k)) << k;
     EXPECT_EQ(Json::parse(cfg->values.at(k)), Json::parse(golden_cfg->values.at(k))) << k;
   }
