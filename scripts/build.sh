@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Configures and builds sft. Usage: scripts/build.sh BUILD_DIR [extra cmake args...]
 # SFT_BUILD_TARGET="name [name ...]" builds those targets instead of everything.
-# Uses clang (so the libFuzzer target is real) unless CC/CXX are set.
+# Uses clang (so the libFuzzer target is real) unless CC/CXX are set. Warnings are errors here
+# (-DSFT_WERROR=ON; a later -DSFT_WERROR=OFF among the arguments wins): a plain `cmake` build
+# leaves them warnings, so another compiler's new (or false) warning does not stop a user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,7 +12,7 @@ shift
 export CC=${CC:-clang}
 export CXX=${CXX:-clang++}
 mkdir -p "$build_dir"
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" > "$build_dir/configure.log" 2>&1 || {
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSFT_WERROR=ON "$@" > "$build_dir/configure.log" 2>&1 || {
   cat "$build_dir/configure.log"
   exit 1
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is needed, checks the formatting of the C++ files the latest
 # change touches (scripts/check_format.sh), builds in Release with tests, runs the whole
-# suite through ctest; then the same suite built with AddressSanitizer + UBSan.
+# suite through ctest; builds the library and the CLI with g++ too (warnings are errors in
+# both); then the same suite built with AddressSanitizer + UBSan.
 # Exits non-zero on any failure. Set SFT_SKIP_SANITIZE=1 to run the Release pass only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,13 @@ scripts/check_format.sh || status=1
 echo "== Release build and tests"
 scripts/build.sh build -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=ON
 ctest --test-dir build --output-on-failure -j "$(nproc)" || status=1
+
+echo "== g++ build of the library and the CLI"
+# Users build with Debian's g++ as often as with clang: its warnings (-Werror here, as in every
+# scripts/build.sh build) must not appear either. Only libsft and the CLI, not the tests, to
+# keep CI short; the suite is the clang build's.
+CC=gcc CXX=g++ SFT_BUILD_TARGET="sft_cli" scripts/build.sh build-gcc -DSFT_BUILD_TESTS=OFF \
+  -DSFT_BUILD_BENCH=OFF || status=1
 
 echo "== CUDA: the nvcc build, and the kernels emulated on the CPU"
 # Only the library and the CUDA test binary: the rest of the suite is the Release build's. Its

@@ -65,7 +65,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
-    "usage: sft train --model_name_or_path MODEL --dataset_name DATA --output_dir DIR "
+    "usage: sft train --model_name_or_path MODEL --dataset_name DATA [--output_dir DIR] "
     "[options]\n"
     "       sft train --config run.yaml [options]\n\n"
     "Supervised fine-tuning with the flags of `trl sft` (TRL's SFTConfig, ModelConfig and\n"

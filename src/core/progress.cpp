@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "core/progress_phase.h"
+#include "core/progress_width.h"
 
 namespace sft {
 
@@ -16,6 +17,8 @@ namespace {
 // Redraw intervals: a terminal bar looks live at ~10 Hz; a log gets a line every 5 s.
 constexpr double kTtyInterval = 0.1;
 constexpr double kLineInterval = 5.0;
+constexpr int kTtyBarWidth = 30;
+constexpr int kMinBarWidth = 5;  // narrower than this, a bar says nothing: dropped
 
 std::string fixed3(double v) {
   char buf[32];
@@ -52,30 +55,43 @@ std::string format_duration(double seconds) {
 }
 
 std::string format_progress(const std::string& label, const ProgressSnapshot& s, int bar_width) {
+  // Appends, not `" " + std::string`: GCC 12 warns falsely (-Wrestrict) on the latter.
   std::string out = label;
   const bool known = s.total > 0;
   const double fraction = known ? std::min(1.0, double(s.done) / double(s.total)) : 0.0;
   if (bar_width > 0 && known) {
-    int filled = static_cast<int>(fraction * bar_width);
-    out += " [" + std::string(filled, '#') + std::string(bar_width - filled, '.') + "]";
+    const int filled = static_cast<int>(fraction * bar_width);
+    out.append(" [").append(filled, '#').append(bar_width - filled, '.').append("]");
   }
   if (known) {
     char pct[8];
     std::snprintf(pct, sizeof pct, " %3d%%", static_cast<int>(fraction * 100));
-    out += pct;
-    out += " " + format_si(double(s.done)) + "/" + format_si(double(s.total)) + " rows";
+    out.append(pct).append(" ").append(format_si(double(s.done)));
+    out.append("/").append(format_si(double(s.total))).append(" rows");
   } else {
-    out += " " + format_si(double(s.done)) + " rows";
+    out.append(" ").append(format_si(double(s.done))).append(" rows");
   }
   if (s.seconds > 0) {
-    out += ", " + format_si(s.done / s.seconds) + " rows/s";
-    out += ", " + format_si(s.tokens / s.seconds) + " tok/s";
+    out.append(", ").append(format_si(s.done / s.seconds)).append(" rows/s");
+    out.append(", ").append(format_si(s.tokens / s.seconds)).append(" tok/s");
     if (known && s.done > 0 && s.done < s.total)
-      out += ", ETA " + format_duration(s.seconds * double(s.total - s.done) / double(s.done));
+      out.append(", ETA ").append(
+          format_duration(s.seconds * double(s.total - s.done) / double(s.done)));
     else
-      out += ", " + format_duration(s.seconds);
+      out.append(", ").append(format_duration(s.seconds));
   }
   return out;
+}
+
+std::string format_progress_fitted(const std::string& label, const ProgressSnapshot& s, int limit) {
+  std::string line = format_progress(label, s, kTtyBarWidth);
+  const int over = display_width(line) - limit;
+  if (over > 0) {
+    // The bar gives way first (it repeats the percentage), then the line's tail is cut.
+    const int narrower = kTtyBarWidth - over;
+    line = format_progress(label, s, narrower >= kMinBarWidth ? narrower : 0);
+  }
+  return fit_to_width(line, limit);
 }
 
 Progress::Progress(std::string label, uint64_t total, bool enabled)
@@ -125,9 +141,18 @@ void Progress::draw(bool final) {
   if (final && !tty_ && s.done == last_done_ && s.done > 0) return;
   last_draw_ = now;
   last_done_ = s.done;
-  std::string line = format_progress(label_, s, tty_ ? 30 : 0);
-  // On a terminal: carriage return + clear to end of line, so a shorter line leaves no tail.
-  line = tty_ ? "\r" + line + "\x1b[K" + (final ? "\n" : "") : line + "\n";
+  std::string line;
+  if (tty_) {
+    // Carriage return + clear to end of line, so a shorter line leaves no tail; the line fits
+    // the terminal, since a wrapped one could not be redrawn in place.
+    line.append("\r")
+        .append(
+            format_progress_fitted(label_, s, progress_line_limit(terminal_columns(STDERR_FILENO))))
+        .append("\x1b[K")
+        .append(final ? "\n" : "");
+  } else {
+    line = format_progress(label_, s, 0).append("\n");
+  }
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
 }

@@ -1,6 +1,7 @@
 // Progress of a long loop on stderr: rows done, rows/s, tokens/s and the ETA.
 //
-// On a terminal (isatty(stderr)) a bar redrawn in place at most ~10 times a second; when
+// On a terminal (isatty(stderr)) a bar redrawn in place at most ~10 times a second, fitted to
+// the terminal's width (a wrapped line cannot be redrawn in place); when
 // stderr is a file or pipe (CI logs, `2> log`), one plain line every few seconds and a final
 // line, so logs stay readable. The formatting is split from the clock (format_progress) so
 // it can be tested without timing. Progress::add is thread-safe (workers may report).
@@ -29,6 +30,9 @@ std::string format_duration(double seconds);
 // One progress line. bar_width > 0: "label [#####.....]  50% 5.00k/10.0k rows, 1.20k rows/s,
 // 1.50M tok/s, ETA 0:04"; bar_width == 0: the same without the bar (plain log lines).
 std::string format_progress(const std::string& label, const ProgressSnapshot& s, int bar_width);
+// The terminal's line: at most `limit` characters (core/progress_width.h), the bar narrowed or
+// dropped first, then the tail cut.
+std::string format_progress_fitted(const std::string& label, const ProgressSnapshot& s, int limit);
 
 class Progress {
  public:

@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/progress.h"
+#include "core/progress_width.h"
 
 namespace sft {
 
@@ -37,7 +38,8 @@ StatusLine& status_line() {
 
 std::string format_phase_spinner(const std::string& name, double seconds, int frame) {
   static const char kFrames[] = {'|', '/', '-', '\\'};
-  return std::string(1, kFrames[frame & 3]) + " " + name + " " + format_duration(seconds);
+  std::string out(1, kFrames[frame & 3]);
+  return out.append(" ").append(name).append(" ").append(format_duration(seconds));
 }
 
 std::string format_phase_done(const std::string& name, double seconds) {
@@ -96,7 +98,11 @@ void Phase::draw_spinner(int frame) {
   StatusLine& line = status_line();
   std::lock_guard lock(line.mutex);
   if (line.bars > 0 || now_s() < line.hold_until) return;
-  const std::string text = "\r" + format_phase_spinner(name_, now_s() - start_, frame) + "\x1b[K";
+  // Appends, not `"\r" + std::string`: GCC 12 warns falsely (-Wrestrict) on the latter.
+  const int limit = progress_line_limit(terminal_columns(fileno(out_)));
+  std::string text = "\r";
+  text.append(fit_to_width(format_phase_spinner(name_, now_s() - start_, frame), limit))
+      .append("\x1b[K");
   std::fputs(text.c_str(), out_);
   std::fflush(out_);
   line.drawn_on = out_;

@@ -108,6 +108,23 @@ PrepareReport run_rows(const std::vector<std::string>& files, const std::vector<
       0, options, pipeline, out);
 }
 
+// A dataset without a single row fails here, naming its file and split, rather than being
+// summarised as "language modeling, 0 rows" (the format a row-less file defaults to) and
+// refused later by the trainer with no file named.
+void require_rows(uint64_t rows_read, const PrepareOptions& options,
+                  const std::vector<std::string>& files) {
+  if (rows_read > 0) return;
+  if (!options.mixture.empty())
+    fail("data", "the --datasets mixture has no rows (" + std::to_string(files.size()) +
+                     " file(s) read) (hint: check each entry's path, split and data_files)");
+  const std::string what =
+      files.size() == 1 ? files.front()
+                        : options.source.name + " (" + std::to_string(files.size()) + " files)";
+  fail_in_file("data", {what, ""}, "the dataset's '" + options.split + "' split has no rows",
+               "the file is empty or holds no records: a .jsonl file needs one JSON object per "
+               "line, a .json file a list of objects, a .parquet file at least one row group");
+}
+
 }  // namespace
 
 std::string prepare_fingerprint(const PrepareOptions& o, const std::vector<std::string>& files) {
@@ -173,6 +190,7 @@ std::unique_ptr<PreparedDataset> prepare_dataset(const PrepareOptions& options) 
   if (!cache_dir.empty() && !options.on_row) {
     if (auto cache = TokenCache::open_if_complete(cache_dir)) {
       PrepareReport report = PrepareReport::from_json(cache->metadata().at("report"));
+      require_rows(report.rows_read, options, files);  // a cache an older sft left
       const double prepared_in = report.seconds;
       report.from_cache = true;
       report.seconds = seconds_since(start);
@@ -206,6 +224,7 @@ std::unique_ptr<PreparedDataset> prepare_dataset(const PrepareOptions& options) 
     PrepareReport report = run_rows(
         files, parts, options, pipeline,
         [&](const TokenRow& row, std::span<const int32_t> docs) { rows.append(row, docs); });
+    require_rows(report.rows_read, options, files);
     report.seconds = seconds_since(start);
     return std::make_unique<MemoryDataset>(std::move(rows), std::move(report), fingerprint);
   }
@@ -214,6 +233,7 @@ std::unique_ptr<PreparedDataset> prepare_dataset(const PrepareOptions& options) 
   PrepareReport report = run_rows(
       files, parts, options, pipeline,
       [&](const TokenRow& row, std::span<const int32_t> docs) { writer.append(row, docs); });
+  require_rows(report.rows_read, options, files);  // before the cache is finished: none is left
   report.seconds = seconds_since(start);
   writer.finish(Json{{"report", report.to_json()}, {"fingerprint", fingerprint}});
   // Just written and checksummed on the way out: skip re-verifying the payload.

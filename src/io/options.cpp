@@ -127,15 +127,28 @@ Json yaml_to_json(const YAML::Node& node) {
       return nullptr;
     default: {
       const std::string text = node.as<std::string>();
-      // Keep numbers typed inside JSON-valued options ({"min_lr": 1e-6}).
-      char* end = nullptr;
-      double d = std::strtod(text.c_str(), &end);
-      if (!text.empty() && *end == '\0' && node.Tag() != "!") return d;
+      // Keep numbers typed inside JSON-valued options ({"min_lr": 1e-6}), integers as integers
+      // (a list [2, 3] is "2,3", not "2.0,3.0").
+      if (!text.empty() && node.Tag() != "!") {
+        char* end = nullptr;
+        errno = 0;
+        const long long i = std::strtoll(text.c_str(), &end, 10);
+        if (*end == '\0' && errno == 0) return static_cast<int64_t>(i);
+        const double d = std::strtod(text.c_str(), &end);
+        if (*end == '\0') return d;
+      }
       if (lower(text) == "true") return true;
       if (lower(text) == "false") return false;
       return text;
     }
   }
+}
+
+// A mistake in a --config file's content: a usage error (exit 2) as the same mistake in a flag,
+// worded as every error in a user's file (core/error.h).
+[[noreturn]] void fail_usage_in_file(const FileLocation& where, std::string_view problem,
+                                     std::string_view hint) {
+  fail_usage(kComponent, describe_file_problem(where, problem, hint));
 }
 
 template <typename T>
@@ -157,6 +170,7 @@ Json json_of_text(const std::string& text, OptionType type) {
       return text == "\"\"" ? std::string() : text;
     case OptionType::kStringList: {
       Json list = Json::array();
+      if (text == "\"\"") return list;  // an empty default: [], not [""]
       for (size_t start = 0; start <= text.size();) {
         const size_t comma = std::min(text.find(',', start), text.size());
         list.push_back(text.substr(start, comma - start));
@@ -415,17 +429,14 @@ std::string OptionSet::unknown_hint(const std::string& name) const {
 void OptionSet::apply(const Option& option, const std::optional<std::string>& text,
                       const std::string& source) {
   if (!text && !option.optional) {
-    const std::string message = source + ": --" + option.name + " cannot be None";
-    if (source == kCommandLine) fail_usage(kComponent, message);
-    fail(kComponent, message);
+    // The same usage error (exit 2) from the command line or a --config file.
+    fail_usage(kComponent, source + ": --" + option.name + " cannot be None");
   }
   try {
     option.set_text(text);
   } catch (const BadValue& bad) {
-    const std::string message = source + ": --" + option.name + " expects " + bad.expected +
-                                ", got '" + text.value_or("") + "'";
-    if (source == kCommandLine) fail_usage(kComponent, message);
-    fail(kComponent, message);
+    fail_usage(kComponent, source + ": --" + option.name + " expects " + bad.expected + ", got '" +
+                               text.value_or("") + "'");
   }
   set_.insert(option.name);
 }
@@ -514,12 +525,13 @@ void OptionSet::apply_yaml_file(const std::string& path) {
     fail_in_file(kComponent, {path, ""}, "cannot read the config file",
                  "check the path given to --config");
   } catch (const YAML::Exception& e) {
-    fail_in_file(kComponent, {path, "line " + std::to_string(e.mark.line + 1)},
-                 "invalid YAML: " + e.msg, "check indentation and quoting");
+    fail_usage_in_file({path, "line " + std::to_string(e.mark.line + 1)}, "invalid YAML: " + e.msg,
+                       "check indentation and quoting");
   }
   if (!root.IsMap()) {
-    fail_in_file(kComponent, {path, ""}, "expected a mapping of option names to values",
-                 "write one `name: value` per line, with the names of the command-line flags");
+    fail_usage_in_file(
+        {path, ""}, "expected a mapping of option names to values",
+        "write one `name: value` per line, with the names of the command-line flags");
   }
   for (const auto& kv : root) {
     const std::string name = flag_name(kv.first.as<std::string>());
@@ -527,9 +539,9 @@ void OptionSet::apply_yaml_file(const std::string& path) {
     const Option* option = find(name);
     if (option == nullptr) {
       const std::string guess = closest(name);
-      fail_in_file(kComponent, {path, place}, "unknown option '" + name + "'",
-                   guess.empty() ? "see `sft " + command_ + " --help` for the option names"
-                                 : "did you mean '" + guess + "'?");
+      fail_usage_in_file({path, place}, "unknown option '" + name + "'",
+                         guess.empty() ? "see `sft " + command_ + " --help` for the option names"
+                                       : "did you mean '" + guess + "'?");
     }
     const Json value = yaml_to_json(kv.second);
     std::optional<std::string> text;
@@ -564,8 +576,11 @@ std::string OptionSet::help(const std::set<std::string>* only) const {
     for (const Option& o : options_) {
       if (o.group != group || !shown(o)) continue;
       std::string flag = "  --" + o.name;
-      out << flag << std::string(flag.size() < 34 ? 34 - flag.size() : 1, ' ') << o.help
-          << " (default: " << o.show() << ")\n";
+      out << flag << std::string(flag.size() < 34 ? 34 - flag.size() : 1, ' ') << o.help;
+      // A help text that explains its default ("(default: all cores)") says it better than
+      // the stored value ("None"): one default per option.
+      if (o.help.find("(default: ") == std::string::npos) out << " (default: " << o.show() << ")";
+      out << "\n";
     }
   }
   return out.str();

@@ -8,9 +8,9 @@
 // the command line override it (as TRL's TrlParser). `None`/`null` resets an optional value.
 // Unknown names fail naming the closest valid option (prefix, then substring, then shared
 // words, then a small edit distance; no suggestion rather than a far one); bad values name the
-// option and the source (command line, or YAML file and line). Mistakes on the command line throw
-// UsageError, which cli/main.cpp turns into exit code 2 (docs/cli.md); YAML mistakes are
-// errors in a file (exit 1).
+// option and the source (command line, or YAML file and line). Mistakes on the command line and
+// in the YAML file alike throw UsageError, which cli/main.cpp turns into exit code 2
+// (docs/cli.md); only a config file that cannot be read is an error of its own (exit 1).
 #pragma once
 
 #include <functional>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -26,8 +27,21 @@ void require_one_of(const std::string& flag, const std::string& value,
   fail_usage(kComponent, "--" + flag + " '" + value + "' is not one of: " + list);
 }
 
+// A number as the user wrote it: 0.001 and 1e-06, not std::to_string's "0.001000", "0.000001".
+std::string number_text(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", value);
+  return buf;
+}
+
 void require_positive(const std::string& flag, double value) {
   if (!(value > 0))
+    fail_usage(kComponent, "--" + flag + " must be positive, got " + number_text(value));
+}
+
+// Integer flags say "got 0", not "got 0.000000".
+void require_positive(const std::string& flag, int64_t value) {
+  if (value <= 0)
     fail_usage(kComponent, "--" + flag + " must be positive, got " + std::to_string(value));
 }
 
@@ -294,7 +308,10 @@ void validate_training_args(TrainingArgs& a, const OptionSet* given) {
   } else if (a.dataset_name.empty()) {
     fail_usage(kComponent, "--dataset_name (or a --datasets mixture) is required");
   }
-  if (a.output_dir.empty()) fail_usage(kComponent, "--output_dir is required");
+  if (a.output_dir.empty())
+    fail_usage(kComponent,
+               "--output_dir cannot be empty (hint: leave it out for TRL's default, "
+               "trainer_output)");
   if (!a.bf16) a.bf16 = !a.fp16;  // SFTConfig: bf16 unless fp16 was asked for
   if (*a.bf16 && a.fp16) fail_usage(kComponent, "--bf16 and --fp16 are mutually exclusive");
   require_one_of("packing_strategy", a.packing_strategy, {"bfd", "bfd_split", "wrapped"});
@@ -305,11 +322,9 @@ void validate_training_args(TrainingArgs& a, const OptionSet* given) {
   require_one_of("logging_strategy", a.logging_strategy, {"no", "steps", "epoch"});
   require_one_of("optim", a.optim, {"adamw_torch", "adamw_torch_fused", "adamw"});
   require_one_of("train_sampling_strategy", a.train_sampling_strategy, {"random", "sequential"});
-  require_positive("per_device_train_batch_size",
-                   static_cast<double>(a.per_device_train_batch_size));
-  require_positive("per_device_eval_batch_size", static_cast<double>(a.per_device_eval_batch_size));
-  require_positive("gradient_accumulation_steps",
-                   static_cast<double>(a.gradient_accumulation_steps));
+  require_positive("per_device_train_batch_size", a.per_device_train_batch_size);
+  require_positive("per_device_eval_batch_size", a.per_device_eval_batch_size);
+  require_positive("gradient_accumulation_steps", a.gradient_accumulation_steps);
   require_positive("learning_rate", a.learning_rate);
   require_positive("logging_steps", a.logging_steps);
   require_positive("save_steps", a.save_steps);
@@ -406,8 +421,7 @@ void validate_lora_args(const TrainingArgs& a) {
     fail_usage(kComponent, "--lora_r must be a positive rank, got " + std::to_string(a.lora_r) +
                                " (hint: TRL's default is 16)");
   if (a.lora_dropout < 0 || a.lora_dropout >= 1)
-    fail_usage(kComponent,
-               "--lora_dropout must be in [0, 1), got " + std::to_string(a.lora_dropout));
+    fail_usage(kComponent, "--lora_dropout must be in [0, 1), got " + number_text(a.lora_dropout));
   require_one_of("lora_task_type", a.lora_task_type, {"CAUSAL_LM"});
   static const std::vector<std::string> kProjections = {
       "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};

@@ -68,7 +68,7 @@ struct TrainingArgs {
   std::optional<double> neftune_noise_alpha;
 
   // Training (TrainingArguments, with SFTConfig's defaults)
-  std::string output_dir;
+  std::string output_dir = "trainer_output";  // TrainingArguments' default, as `trl sft`
   bool overwrite_output_dir = false;
   double num_train_epochs = 3.0;
   int64_t max_steps = -1;

@@ -1,6 +1,9 @@
 // training_args_json: see args_json.h.
 #include "train/args_json.h"
 
+#include <algorithm>
+#include <string>
+
 #include "io/options.h"
 
 namespace sft {
@@ -14,6 +17,21 @@ Json training_args_json(const TrainingArgs& a) {
   // when empty, and lr_scheduler_kwargs defaults to {}.
   if (a.report_to.empty()) j["report_to"] = Json::array();
   if (a.lr_scheduler_kwargs.is_null()) j["lr_scheduler_kwargs"] = Json::object();
+  // debug is a string on the command line that __post_init__ splits into a list of DebugOption
+  // values: "" is [].
+  Json& debug = j["debug"];
+  if (debug.is_string()) {
+    Json words = Json::array();
+    const std::string text = debug.get<std::string>();
+    for (size_t at = 0; at < text.size();) {
+      const size_t start = text.find_first_not_of(' ', at);
+      if (start == std::string::npos) break;
+      const size_t end = std::min(text.find(' ', start), text.size());
+      words.push_back(text.substr(start, end - start));
+      at = end;
+    }
+    debug = words;
+  }
   return j;
 }
 

@@ -10,12 +10,14 @@
 #include "core/clock.h"
 #include "core/progress.h"
 #include "core/progress_phase.h"
+#include "core/progress_width.h"
 
 namespace sft {
 
 namespace {
 
 constexpr int kBarWidth = 20;           // leaves room for the text in 80 columns
+constexpr int kMinBarWidth = 5;         // a narrower bar says nothing: dropped
 constexpr double kTtyInterval = 0.05;   // redraws within a step, at most 20 a second
 constexpr double kLineInterval = 30.0;  // a plain progress line in logs this often
 
@@ -41,6 +43,7 @@ std::string format_log_line(const Json& entry) {
 }
 
 std::string format_train_bar(const TrainBarState& s, int bar_width) {
+  // Appends, not `"..." + std::string`: GCC 12 warns falsely (-Wrestrict) on the latter.
   const int64_t total_steps = std::max<int64_t>(s.max_steps, 1);
   const int64_t gas = std::max<int64_t>(s.gas, 1);
   const double total = double(total_steps) * double(gas);
@@ -54,20 +57,34 @@ std::string format_train_bar(const TrainBarState& s, int bar_width) {
   std::string out;
   if (bar_width > 0) {
     const int filled = static_cast<int>(bar_width * done / total);
-    out = "[" + std::string(filled, '#') + std::string(bar_width - filled, '.') + "] ";
+    out.append("[").append(filled, '#').append(bar_width - filled, '.').append("] ");
   }
-  out += "step " + std::to_string(shown) + "/" + std::to_string(total_steps);
-  if (gas > 1 && running) out += ", micro " + std::to_string(s.micro) + "/" + std::to_string(gas);
+  out.append("step ").append(std::to_string(shown)).append("/").append(std::to_string(total_steps));
+  if (gas > 1 && running)
+    out.append(", micro ").append(std::to_string(s.micro)).append("/").append(std::to_string(gas));
+  out.append(", ").append(format_duration(s.elapsed_s));
   if (bar_width > 0)
-    out += ", " + format_duration(s.elapsed_s) + "<" + eta;
+    out.append("<").append(eta);
   else
-    out += ", " + format_duration(s.elapsed_s) + " elapsed, ETA " + eta;
-  if (s.loss) out += ", loss " + format_metric(*s.loss);
+    out.append(" elapsed, ETA ").append(eta);
+  if (s.loss) out.append(", loss ").append(format_metric(*s.loss));
   return out;
 }
 
-Console::Console(bool bar, std::FILE* out, std::optional<bool> tty)
-    : bar_(bar), tty_(tty.value_or(isatty(fileno(out)) == 1)), out_(out) {
+std::string format_train_bar_fitted(const TrainBarState& s, int limit) {
+  std::string line = format_train_bar(s, kBarWidth);
+  const int over = display_width(line) - limit;
+  if (over > 0) {
+    // The bar narrows first; narrower than kMinBarWidth it goes, and "[] " with it.
+    const int narrower = kBarWidth - over;
+    line =
+        narrower >= kMinBarWidth ? format_train_bar(s, narrower) : format_train_bar(s, 1).substr(4);
+  }
+  return fit_to_width(line, limit);
+}
+
+Console::Console(bool bar, std::FILE* out, std::optional<bool> tty, std::FILE* metrics)
+    : bar_(bar), tty_(tty.value_or(isatty(fileno(out)) == 1)), out_(out), metrics_(metrics) {
   if (!tty_) last_draw_ = now_s();  // a log's first progress line comes after an interval
 }
 
@@ -89,6 +106,15 @@ void Console::line(const std::string& text) {
   std::fflush(out_);
 }
 
+void Console::metrics_line(const std::string& text) {
+  if (metrics_ == out_) return line(text);
+  clear();
+  clear_status_line();
+  std::fflush(out_);  // what went to the terminal through out_ comes first
+  std::fprintf(metrics_, "%s\n", text.c_str());
+  std::fflush(metrics_);
+}
+
 void Console::update(const TrainBarState& state, bool force) {
   if (!bar_) return;
   const double now = now_s();
@@ -101,7 +127,10 @@ void Console::update(const TrainBarState& state, bool force) {
   }
   if (!force && now - last_draw_ < kTtyInterval) return;
   last_draw_ = now;
-  const std::string text = "\r" + format_train_bar(state, kBarWidth) + "\x1b[K";
+  // Fitted to the terminal: a wrapped bar could not be redrawn in place.
+  std::string text = "\r";
+  text.append(format_train_bar_fitted(state, progress_line_limit(terminal_columns(fileno(out_)))))
+      .append("\x1b[K");
   std::fputs(text.c_str(), out_);
   std::fflush(out_);
   shown_ = true;

@@ -71,7 +71,10 @@ void MetricsLog::log(const Json& entry) {
     }
   }
   if (wandb_) wandb_->log(entry, wall_time());
-  message(format_log_line(entry));
+  // On stdout (console.h), and in W&B's console log like any line.
+  const std::string text = format_log_line(entry);
+  console_.metrics_line(text);
+  if (wandb_) wandb_->output(text, wall_time());
 }
 
 void MetricsLog::progress_begin(int64_t step) {

@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -13,6 +14,8 @@
 #include <thread>
 
 #include "core/error.h"
+#include "io/atomic_file.h"
+#include "train/wandb_files.h"
 #include "train/wandb_records.h"
 
 namespace sft {
@@ -175,25 +178,50 @@ WandbRun::WandbRun(const WandbSettings& settings, const Json& config, int64_t nu
   append(encode_metric_record(next(), "train/global_step", "", "", false));
   append(encode_metric_record(next(), "", "*", "train/global_step", true));
   append(encode_config_record(next(), {{"model/num_parameters", std::to_string(num_parameters)}}));
+
+  // files/ (train/wandb_files.h): what the SDK leaves there besides the log.
+  Json full_config = config;
+  full_config["model/num_parameters"] = num_parameters;
+  write_file_atomically(files_path("config.yaml"), wandb_config_yaml(full_config));
+  write_file_atomically(files_path("wandb-metadata.json"), wandb_metadata(env).dump(2) + "\n");
+  output_log_ = std::fopen(files_path("output.log").c_str(), "a");
+  if (!output_log_)
+    fail("wandb", "cannot write " + files_path("output.log") + ": " + errno_text(errno) +
+                      " (hint: set WANDB_DIR to a writable folder)");
+}
+
+std::string WandbRun::files_path(const std::string& name) const {
+  return run_dir_ + "/files/" + name;
 }
 
 WandbRun::~WandbRun() {
-  if (finished_) return;
-  try {
-    const double now =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    finish(std::uncaught_exceptions() > uncaught_at_start_ ? 1 : 0, now);
-  } catch (const std::exception&) {
-    // A destructor must not throw; the log keeps what it had.
+  if (!finished_) {
+    try {
+      const double now =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
+      finish(std::uncaught_exceptions() > uncaught_at_start_ ? 1 : 0, now);
+    } catch (const std::exception&) {
+      // A destructor must not throw; the log keeps what it had.
+    }
   }
+  if (output_log_) std::fclose(output_log_);
 }
 
 void WandbRun::log(const Json& entry, double time) {
   const int64_t global_step = entry.value("step", int64_t{0});
   // The end-of-training values, one summary record each, in the order the Trainer logs them.
   for (const char* k : kSingleValueScalars)
-    if (entry.contains(k))
+    if (entry.contains(k)) {
       append(encode_summary_record(next(), {{k, wandb_value_json(entry[k])}}, false));
+      summary_[k] = entry[k];
+    }
+  for (const auto& [k, v] : entry.items())
+    if (k != "step" && !single_value_scalar(k)) summary_[wandb_key(k)] = v;
+  summary_["train/global_step"] = global_step;
+  summary_["_step"] = step_;
+  summary_["_runtime"] = time - start_time_;
+  summary_["_timestamp"] = time;
   std::vector<WandbItem> row;
   for (const auto& [k, v] : entry.items())
     if (k != "step" && !single_value_scalar(k)) row.push_back({wandb_key(k), wandb_value_json(v)});
@@ -209,6 +237,10 @@ void WandbRun::log(const Json& entry, double time) {
 
 void WandbRun::output(const std::string& line, double time) {
   append(encode_output_raw_record(next(), true, time, line + "\n"));
+  if (output_log_) {
+    std::fprintf(output_log_, "%s\n", line.c_str());
+    std::fflush(output_log_);
+  }
 }
 
 void WandbRun::finish(int exit_code, double time) {
@@ -217,6 +249,11 @@ void WandbRun::finish(int exit_code, double time) {
   const double runtime = std::max(0.0, time - start_time_);
   append(encode_exit_record(next(), exit_code, static_cast<int32_t>(std::lround(runtime)),
                             settings_.run_id));
+  if (output_log_) std::fclose(output_log_);
+  output_log_ = nullptr;
+  Json summary = summary_.is_null() ? Json::object() : summary_;
+  summary["_wandb"] = {{"runtime", std::lround(runtime)}};
+  write_file_atomically(files_path("wandb-summary.json"), summary.dump() + "\n");
 }
 
 std::string WandbRun::start_message() const {

@@ -2,8 +2,8 @@
 // writes with WANDB_MODE=offline and `wandb sync <dir>` uploads:
 //
 //   $WANDB_DIR/wandb/offline-run-<YYYYMMDD_HHMMSS>-<id>/run-<id>.wandb   the transaction log
-//   $WANDB_DIR/wandb/offline-run-.../files/                              (empty: the SDK puts
-//                                        requirements.txt there, which a C++ run has none of)
+//   $WANDB_DIR/wandb/offline-run-.../files/   config.yaml, wandb-metadata.json, output.log,
+//                                             wandb-summary.json (train/wandb_files.h)
 //   $WANDB_DIR/wandb/latest-run -> offline-run-...
 //
 // The log holds what transformers' WandbCallback sends through the SDK, in wandb-core's
@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -84,6 +85,7 @@ class WandbRun {
 
  private:
   void append(const std::string& record) { log_->append(record); }
+  std::string files_path(const std::string& name) const;  // run_dir/files/name
   int64_t next() { return ++num_; }
 
   WandbSettings settings_;
@@ -94,6 +96,8 @@ class WandbRun {
   int64_t step_ = 0;  // W&B's _step: one per history row
   bool finished_ = false;
   int uncaught_at_start_ = 0;
+  Json summary_;                     // each key's last value, for files/wandb-summary.json
+  std::FILE* output_log_ = nullptr;  // files/output.log
 };
 
 }  // namespace sft

@@ -14,13 +14,19 @@ set(COMMON --model_name_or_path "${MODEL}" --max_length 32 --per_device_train_ba
     --gradient_accumulation_steps 2 --learning_rate 1e-3 --logging_steps 1 --save_steps 2
     --gradient_checkpointing false --num_threads 2)
 
+# In WORKING_DIRECTORY ${run_in} when set.
 function(sft_train expect_rc)
+  if(NOT run_in)
+    set(run_in "${WORK}")
+  endif()
   execute_process(COMMAND "${SFT}" train ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE err
-                  RESULT_VARIABLE rc)
+                  RESULT_VARIABLE rc WORKING_DIRECTORY "${run_in}")
   if(NOT rc EQUAL ${expect_rc})
     message(FATAL_ERROR "sft train ${ARGN}\nexit ${rc} (wanted ${expect_rc})\n${out}\n${err}")
   endif()
   set(train_out "${out}${err}" PARENT_SCOPE)
+  set(train_stdout "${out}" PARENT_SCOPE)
+  set(train_stderr "${err}" PARENT_SCOPE)
 endfunction()
 
 # Losses of the log_history in trainer_state.json, as one string.
@@ -80,6 +86,12 @@ endif()
 if(NOT train_out MATCHES "\\| loss [0-9]\\.[0-9][0-9][0-9][0-9][0-9] ")
   message(FATAL_ERROR "losses are not printed with 6 significant digits:\n${train_out}")
 endif()
+# The metric lines (and the final train_runtime one) on stdout, as TRL prints its metric
+# dicts; phases and other lines on stderr, so `sft train > log` keeps the metrics.
+if(NOT train_stdout MATCHES "\\| loss [0-9]" OR NOT train_stdout MATCHES "\\| train_runtime "
+   OR train_stderr MATCHES "\\| loss [0-9]" OR train_stdout MATCHES "loading weights")
+  message(FATAL_ERROR "metrics not on stdout alone:\nstdout:\n${train_stdout}\nstderr:\n${train_stderr}")
+endif()
 file(STRINGS "${A}/metrics.jsonl" lines REGEX "\"eval_loss\"")
 list(LENGTH lines n_eval)
 if(NOT n_eval EQUAL 2)
@@ -119,4 +131,14 @@ sft_train(0 ${COMMON} --dataset_name "${DATA}/chat.jsonl" --output_dir "${D}" --
           --assistant_only_loss false --save_strategy no)
 if(NOT EXISTS "${D}/model.safetensors" OR EXISTS "${D}/checkpoint-2")
   message(FATAL_ERROR "--init_from_config run: unexpected files in ${D}\n${train_out}")
+endif()
+
+# Without --output_dir: TRL's default folder, trainer_output, in the working directory.
+set(E "${WORK}/e")
+file(MAKE_DIRECTORY "${E}")
+set(run_in "${E}")
+sft_train(0 ${COMMON} --dataset_name "${DATA}/train.jsonl" --max_steps 1 --save_strategy no)
+unset(run_in)
+if(NOT EXISTS "${E}/trainer_output/model.safetensors")
+  message(FATAL_ERROR "no --output_dir: no ${E}/trainer_output/model.safetensors\n${train_out}")
 endif()

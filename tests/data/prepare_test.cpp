@@ -100,4 +100,25 @@ TEST(Prepare, SecondCallOpensTheCache) {
 }
 
 }  // namespace
+// An empty dataset fails naming its file and split, before any summary, and leaves no cache.
+TEST(Prepare, AnEmptyDatasetNamesItsFileAndSplit) {
+  const std::string dir = sft::test::fresh_output_dir("prepare_empty");
+  const std::string data = dir + "/empty.jsonl";
+  std::ofstream(data).flush();
+  for (const std::string& cache : {dir + "/cache", std::string()}) {
+    try {
+      prepare_dataset(base_options(data, cache));
+      ADD_FAILURE() << "an empty dataset must fail";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(data + ": the dataset's 'train' split has no rows"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("hint: "), std::string::npos) << e.what();
+    }
+  }
+  if (fs::exists(dir + "/cache"))
+    for (const auto& entry : fs::directory_iterator(dir + "/cache"))
+      EXPECT_FALSE(fs::exists(entry.path() / "manifest.json")) << entry.path();
+}
+
 }  // namespace sft::data

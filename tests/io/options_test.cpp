@@ -87,25 +87,52 @@ TEST(Options, ErrorsNameTheFlagAndSuggest) {
   EXPECT_EQ(error_of({"--rate"}), "[args] sft demo: --rate needs a value");
 }
 
-// Command-line mistakes are usage errors (exit 2); the same mistakes in a YAML file are not.
-TEST(Options, CommandLineMistakesAreUsageErrors) {
+// Mistakes are usage errors (exit 2) on the command line and in a --config file alike; only a
+// config file that cannot be read is not.
+TEST(Options, CommandLineAndYamlMistakesAreUsageErrors) {
   Fields f;
   for (const std::vector<std::string>& tokens : std::vector<std::vector<std::string>>{
            {"--cuont", "3"}, {"--count", "many"}, {"--rate"}, {"--count", "None"}}) {
     EXPECT_THROW(options_for(f).parse(tokens), UsageError) << tokens[0];
   }
   const std::string dir = test::fresh_output_dir("options_usage");
-  std::ofstream(dir + "/c.yaml") << "count: many\n";
-  try {
-    options_for(f).parse({"--config", dir + "/c.yaml"});
-    ADD_FAILURE() << "a bad YAML value must fail";
-  } catch (const UsageError&) {
-    ADD_FAILURE() << "a bad value in a file is not a usage error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("c.yaml: line 1: --count expects an integer"),
-              std::string::npos)
-        << e.what();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"count: many\n", "c.yaml: line 1: --count expects an integer, got 'many'"},
+      {"count: null\n", "c.yaml: line 1: --count cannot be None"},
+      {"cuont: 3\n", "c.yaml: line 1: unknown option 'cuont' (hint: did you mean 'count'?)"},
+      {"- 3\n", "c.yaml: expected a mapping of option names to values"},
+      {"count: [1, 2\n", "invalid YAML"}};
+  for (const auto& [yaml, message] : cases) {
+    std::ofstream(dir + "/c.yaml") << yaml;
+    try {
+      options_for(f).parse({"--config", dir + "/c.yaml"});
+      ADD_FAILURE() << "a bad YAML file must fail: " << yaml;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    } catch (const Error& e) {
+      ADD_FAILURE() << "not a usage error: " << e.what();
+    }
   }
+  try {
+    options_for(f).parse({"--config", dir + "/missing.yaml"});
+    ADD_FAILURE() << "a missing config file must fail";
+  } catch (const UsageError& e) {
+    ADD_FAILURE() << "an unreadable file is not a usage error: " << e.what();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot read the config file"), std::string::npos);
+  }
+}
+
+// YAML integers stay integers: in a list ([2, 3] is "2,3", not "2.0,3.0") and in JSON values.
+TEST(Options, YamlIntegersStayIntegers) {
+  Fields f;
+  const std::string dir = test::fresh_output_dir("options_yaml_ints");
+  std::ofstream(dir + "/c.yaml")
+      << "list: [2, 3, 0.5, x]\nkwargs: {num_cycles: 2, min_lr: 1.0e-6}\n";
+  options_for(f).parse({"--config", dir + "/c.yaml"});
+  EXPECT_EQ(f.list, (std::vector<std::string>{"2", "3", "0.5", "x"}));
+  EXPECT_TRUE(f.kwargs["num_cycles"].is_number_integer()) << f.kwargs.dump();
+  EXPECT_EQ(f.kwargs.dump(), R"({"min_lr":1e-06,"num_cycles":2})");
 }
 
 // HfArgumentParser's forms: dash spellings, lists as separate words up to the next flag,
@@ -196,6 +223,16 @@ TEST(Options, HelpIsGrouped) {
   EXPECT_NE(help.find("\nA:\n  --flag"), std::string::npos) << help;
   EXPECT_NE(help.find("(default: 7)"), std::string::npos) << help;
   EXPECT_LT(help.find("A:"), help.find("B:"));
+}
+
+// A help text that states its default gets no second "(default: None)".
+TEST(Options, HelpShowsOneDefaultPerOption) {
+  std::optional<int64_t> threads;
+  OptionSet o("demo");
+  o.add_optional_int("num_threads", &threads, "A", "CPU threads (default: all cores)");
+  const std::string help = o.help();
+  EXPECT_NE(help.find("CPU threads (default: all cores)\n"), std::string::npos) << help;
+  EXPECT_EQ(help.find("None"), std::string::npos) << help;
 }
 
 }  // namespace sft

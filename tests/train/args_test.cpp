@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "core/error.h"
+#include "test_paths.h"
 #include "train/args_json.h"
 
 namespace sft {
@@ -122,6 +125,61 @@ TEST(TrainingArgs, TrlUsersForms) {
             "float32");
 }
 
+// Without --output_dir, TRL's default folder (TrainingArguments.output_dir = "trainer_output").
+TEST(TrainingArgs, OutputDirDefaultsToTrainerOutput) {
+  const TrainingArgs a = parse_training_args(split("--model_name_or_path m --dataset_name d"));
+  EXPECT_EQ(a.output_dir, "trainer_output");
+  EXPECT_THROW(parse_training_args(split("--model_name_or_path m --dataset_name d --output_dir=")),
+               UsageError);
+}
+
+std::string usage_message(const std::string& flags) {
+  try {
+    parse_training_args(split("--model_name_or_path m --dataset_name d " + flags));
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Integer flags print as integers, floats as the user wrote them (not "0.000000").
+TEST(TrainingArgs, RefusedNumbersPrintAsGiven) {
+  EXPECT_EQ(usage_message("--per_device_train_batch_size 0"),
+            "[args] --per_device_train_batch_size must be positive, got 0");
+  EXPECT_EQ(usage_message("--gradient_accumulation_steps -3"),
+            "[args] --gradient_accumulation_steps must be positive, got -3");
+  EXPECT_EQ(usage_message("--learning_rate 0"), "[args] --learning_rate must be positive, got 0");
+  EXPECT_EQ(usage_message("--logging_steps -0.5"),
+            "[args] --logging_steps must be positive, got -0.5");
+  EXPECT_EQ(usage_message("--use_peft --lora_dropout 1.5"),
+            "[args] --lora_dropout must be in [0, 1), got 1.5");
+}
+
+// A --config file's mistakes exit 2 as the same flags would; its integer lists stay integers.
+TEST(TrainingArgs, YamlConfigMistakesAreUsageErrors) {
+  const std::string dir = test::fresh_output_dir("args_yaml");
+  std::ofstream(dir + "/bad.yaml") << "model_name_or_path: m\ndataset_name: d\nmax_steps: many\n";
+  EXPECT_NE(usage_message("--config " + dir + "/bad.yaml").find("--max_steps expects an integer"),
+            std::string::npos);
+  std::ofstream(dir + "/ints.yaml") << "model_name_or_path: m\ndataset_name: d\n"
+                                       "include_for_metrics: [2, 3]\n";
+  const TrainingArgs a = parse_training_args(split("--config " + dir + "/ints.yaml"));
+  EXPECT_EQ(training_args_json(a).at("include_for_metrics"), Json::array({"2", "3"}));
+}
+
+// --help gives each option one default: the help text's own where it states one.
+TEST(TrainingArgs, HelpShowsOneDefaultPerOption) {
+  TrainingArgs a;
+  const std::string help = training_options(a).help();
+  for (const char* flag : {"--eval_steps", "--data_seed", "--num_threads", "--dataset_num_proc"}) {
+    const size_t at = help.find(std::string("\n  ") + flag + " ");
+    ASSERT_NE(at, std::string::npos) << flag;
+    const std::string line = help.substr(at + 1, help.find('\n', at + 1) - at - 1);
+    EXPECT_EQ(line.find("(default: "), line.rfind("(default: ")) << line;
+  }
+  EXPECT_NE(help.find("(default: trainer_output)"), std::string::npos);
+}
+
 // Mistakes in flags are usage errors (exit 2, docs/cli.md), found before any work.
 TEST(TrainingArgs, MistakesAreUsageErrors) {
   const std::string base = "--model_name_or_path m --dataset_name d --output_dir o ";
@@ -170,6 +228,10 @@ TEST(TrainingArgsJson, EveryOptionFromTheFlagTableAtItsExactValue) {
   EXPECT_EQ(j.at("tp_size"), 2);
   EXPECT_EQ(j.at("hub_model_id"), "me/x");
   EXPECT_TRUE(j.at("test_split_size").is_null());
+  // TrainingArguments' lists: [] by default, not [""] or "" (TRL 1.16: include_for_metrics=[],
+  // debug=[]).
+  EXPECT_EQ(j.at("include_for_metrics"), Json::array());
+  EXPECT_EQ(j.at("debug"), Json::array());
   for (const Option& option : o.options()) EXPECT_TRUE(j.contains(option.name)) << option.name;
   EXPECT_EQ(j.size(), o.options().size());
 }

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/progress_width.h"
+#include "scoped_env.h"
+
 namespace sft {
 namespace {
 
@@ -108,6 +111,61 @@ TEST(Console, NoBarWhenDisabled) {
   }
   EXPECT_EQ(contents(f), "x\n");
   std::fclose(f);
+}
+
+TEST(Console, MetricLinesGoToStdoutTheBarStaysOnStderr) {
+  std::FILE* err = std::tmpfile();
+  std::FILE* out = std::tmpfile();
+  ASSERT_TRUE(err && out);
+  {
+    Console console(true, err, true, out);
+    TrainBarState s;
+    s.max_steps = 2;
+    console.update(s, true);
+    console.metrics_line("step 1 | loss 7.04802");
+    console.line("saving checkpoint-1");
+  }
+  EXPECT_EQ(contents(out), "step 1 | loss 7.04802\n");
+  EXPECT_EQ(contents(err),
+            "\r[....................] step 1/2, 0:00<?\x1b[K\r\x1b[Ksaving checkpoint-1\n");
+  std::fclose(err);
+  std::fclose(out);
+}
+
+TEST(Console, BarFitsTheTerminalWidth) {
+  TrainBarState s;
+  s.max_steps = 1000;
+  s.gas = 16;
+  s.step = 12;
+  s.micro = 3;
+  s.micro_batches_this_session = 195;
+  s.elapsed_s = 390;
+  s.loss = 11.93124;
+  const std::string full = format_train_bar(s, 20);
+  EXPECT_EQ(format_train_bar_fitted(s, 200), full);
+  // Five columns short: the bar narrows by five.
+  EXPECT_EQ(format_train_bar_fitted(s, display_width(full) - 5), format_train_bar(s, 15));
+  // Too narrow for a bar: none, and the text cut at the limit.
+  const std::string narrow = format_train_bar_fitted(s, 30);
+  EXPECT_EQ(narrow, "step 13/1000, micro 3/16, 6:30");
+  EXPECT_EQ(format_train_bar_fitted(s, 12), "step 13/1000");
+
+  // What a 40-column terminal gets: no segment between carriage returns wider than 39.
+  test::ScopedEnv columns("COLUMNS", "40");  // a tmpfile is no terminal: $COLUMNS is read
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  {
+    Console console(true, f, true);
+    console.update(s, true);
+  }
+  const std::string text = contents(f);
+  std::fclose(f);
+  ASSERT_EQ(text.rfind("\r", 0), 0u) << text;
+  const size_t end = text.find("\x1b[K");
+  ASSERT_NE(end, std::string::npos);
+  const std::string drawn = text.substr(1, end - 1);
+  EXPECT_LE(display_width(drawn), 39) << drawn;
+  EXPECT_EQ(drawn, format_train_bar_fitted(s, 39));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "test_paths.h"
 
@@ -26,6 +28,29 @@ TEST(CurvePlot, RendersPanelsWithTicksAndLegends) {
   EXPECT_EQ(svg.find("nan"), std::string::npos);
   EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n') > 20, true);
   std::ofstream(test::fresh_output_dir("curve_plot") + "/curves.svg") << svg;  // to look at
+}
+
+// The step axis ends at or just past the last step: 6400 steps tick to 7000 by 1000, not to
+// 8000 (a fifth of the panel empty); 60 steps to 60.
+TEST(CurvePlot, StepAxisEndsJustPastTheLastStep) {
+  auto x_ticks = [](int steps) {
+    CurveSeries loss{"train loss", "black", {}};
+    for (int step = 1; step <= steps; step += std::max(1, steps / 100))
+      loss.points.push_back({step, 1.0 / step});
+    loss.points.push_back({steps, 1.0 / steps});
+    const std::string svg = render_curves_svg("t", {{"loss", {loss}}});
+    // The step axis's labels sit 16 px below the plot, centred on their tick.
+    std::vector<std::string> ticks;
+    const std::string mark = "text-anchor=\"middle\" font-size=\"11\">";
+    for (size_t at = svg.find(mark); at != std::string::npos; at = svg.find(mark, at + 1))
+      ticks.push_back(svg.substr(at + mark.size(), svg.find('<', at) - at - mark.size()));
+    return ticks;
+  };
+  EXPECT_EQ(x_ticks(6400), (std::vector<std::string>{"0", "1000", "2000", "3000", "4000", "5000",
+                                                     "6000", "7000"}));
+  EXPECT_EQ(x_ticks(60), (std::vector<std::string>{"0", "10", "20", "30", "40", "50", "60"}));
+  const auto ticks = x_ticks(4);
+  EXPECT_EQ(ticks.back(), "4");
 }
 
 TEST(CurvePlot, HandlesFlatAndEmptySeries) {

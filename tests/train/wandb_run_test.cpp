@@ -272,6 +272,38 @@ TEST(WandbRun, WritesTheOfflineRunFolder) {
   EXPECT_EQ(test::find_field(exit, 2)->varint, 3u);     // runtime, seconds
 }
 
+// files/ holds what the SDK leaves there: the config as W&B's config.yaml, the run's metadata,
+// the console lines and, once finished, the summary.
+TEST(WandbRun, FilesFolderHoldsConfigMetadataOutputAndSummary) {
+  const Written w = write_run("wandb_run_files", sft_events(), false);
+  const std::string files = w.run_dir + "/files/";
+  const std::string yaml = read_bytes(files + "config.yaml");
+  EXPECT_EQ(yaml.rfind("_wandb:\n  value: {}\n", 0), 0u) << yaml;
+  for (const char* entry :
+       {"\nlearning_rate:\n  value: 0.001\n", "\nmax_steps:\n  value: 4\n",
+        "\nreport_to:\n  value: [\"wandb\"]\n", "\nrun_name:\n  value: \"tiny-sft\"\n",
+        "\nmodel/num_parameters:\n  value: 119040\n", "\ninclude_for_metrics:\n  value: []\n",
+        "\ndata_seed:\n  value: null\n"})
+    EXPECT_NE(yaml.find(entry), std::string::npos) << entry << "\n" << yaml;
+  // YAML 1.1 floats need a decimal point: 1e-08 would read back as a string.
+  EXPECT_NE(yaml.find("\nadam_epsilon:\n  value: 1.0e-08\n"), std::string::npos) << yaml;
+
+  const Json meta = Json::parse(read_bytes(files + "wandb-metadata.json"));
+  EXPECT_EQ(meta.at("program"), "sft train");
+  EXPECT_EQ(meta.at("startedAt"), "2026-12-01T10:20:39.250000Z");
+  EXPECT_TRUE(meta.at("memory").at("total").is_string());
+
+  EXPECT_EQ(read_bytes(files + "output.log"), "training: 4 steps\n");
+
+  const Json summary = Json::parse(read_bytes(files + "wandb-summary.json"));
+  EXPECT_DOUBLE_EQ(summary.at("train/loss").get<double>(), 6.1);  // the last step's
+  EXPECT_DOUBLE_EQ(summary.at("eval/loss").get<double>(), 6.2);
+  EXPECT_DOUBLE_EQ(summary.at("train_runtime").get<double>(), 0.6);
+  EXPECT_EQ(summary.at("train/global_step"), 4);
+  EXPECT_EQ(summary.at("_step"), 5);
+  EXPECT_TRUE(summary.at("_wandb").contains("runtime"));
+}
+
 TEST(WandbRun, AnErrorLeavesExitCodeOne) {
   const Written w = write_run("wandb_run_error", sft_events(), true);
   const auto records = records_of(w.file);
@@ -366,7 +398,9 @@ TEST(WandbRun, RecordsFollowTrlAndTheSdk) {
                         "hidden_size",
                         "num_hidden_layers",
                         "vocab_size",
-                        "tie_word_embeddings"}) {
+                        "tie_word_embeddings",
+                        "include_for_metrics",
+                        "debug"}) {
     ASSERT_TRUE(cfg->values.count(k)) << k;
     EXPECT_EQ(Json::parse(cfg->values.at(k)), Json::parse(golden_cfg->values.at(k))) << k;
   }
