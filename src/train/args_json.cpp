@@ -2,6 +2,7 @@
 #include "train/args_json.h"
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "io/options.h"
@@ -32,6 +33,15 @@ Json training_args_json(const TrainingArgs& a) {
     }
     debug = words;
   }
+  // to_dict() masks every field named *_token as "<NAME>" (hub_token, and SFTConfig's
+  // eos_token and pad_token), so a Hub token never reaches W&B or TensorBoard.
+  for (auto& [name, value] : j.items())
+    if (name.size() > 6 && name.ends_with("_token")) {
+      std::string masked = "<" + name + ">";
+      std::transform(masked.begin(), masked.end(), masked.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      value = masked;
+    }
   return j;
 }
 

@@ -1,5 +1,6 @@
 // Every `sft train` argument as JSON, under its flag name and typed as TRL's
-// TrainingArguments.to_dict() holds it (optional values as null, lists as lists): what the
+// TrainingArguments.to_dict() holds it (optional values as null, lists as lists, *_token fields
+// masked as "<HUB_TOKEN>"): what the
 // W&B run config (wandb_config.h) and TensorBoard's "args" text (tensorboard_args.h) record.
 // It reads the one flag table, training_options() (train/args.cpp): a flag added there is
 // recorded with its exact value (Option::value, io/options.h), with nothing to list here.

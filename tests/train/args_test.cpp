@@ -233,6 +233,14 @@ TEST(TrainingArgsJson, EveryOptionFromTheFlagTableAtItsExactValue) {
   EXPECT_EQ(j.at("include_for_metrics"), Json::array());
   EXPECT_EQ(j.at("debug"), Json::array());
   for (const Option& option : o.options()) EXPECT_TRUE(j.contains(option.name)) << option.name;
+  // As to_dict(): the Hub token (and any *_token field) never reaches W&B or TensorBoard.
+  OptionSet with_token = training_options(a);
+  with_token.parse({"--hub_token", "hf_secret", "--eos_token", "<|im_end|>"});
+  const Json masked = training_args_json(a);
+  EXPECT_EQ(masked.at("hub_token"), "<HUB_TOKEN>");
+  EXPECT_EQ(masked.at("eos_token"), "<EOS_TOKEN>");
+  EXPECT_EQ(masked.at("pad_token"), "<PAD_TOKEN>");
+  EXPECT_EQ(masked.dump().find("hf_secret"), std::string::npos);
   EXPECT_EQ(j.size(), o.options().size());
 }
 
