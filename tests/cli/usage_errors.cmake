@@ -102,7 +102,7 @@ train_expect(1 "exists and is not a folder" --output_dir "${WORK}/a_file")
 file(MAKE_DIRECTORY "${WORK}/full")
 file(WRITE "${WORK}/full/notes.txt" "x")
 train_expect(1 "pick a new --output_dir or empty this one" --output_dir "${WORK}/full")
-train_expect(1 "no complete checkpoint in ${WORK}/full" --output_dir "${WORK}/full"
+train_expect(1 "no complete sft checkpoint in ${WORK}/full" --output_dir "${WORK}/full"
              --resume_from_checkpoint true)
 if(EXISTS "${WORK}/out")
   message(FATAL_ERROR "a refused run created ${WORK}/out")
