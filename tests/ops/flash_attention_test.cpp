@@ -44,8 +44,11 @@ struct Inputs {
 Inputs make_inputs(const Case& c) {
   const auto qn = static_cast<size_t>(c.Tq * c.dims.H * c.dims.D);
   const auto kn = static_cast<size_t>(c.Tk * c.dims.Hkv * c.dims.D);
-  return {random<double>(qn, 1), random<double>(kn, 2), random<double>(kn, 3),
-          random<double>(qn, 4), {}};
+  return {random<double>(qn, 1),
+          random<double>(kn, 2),
+          random<double>(kn, 3),
+          random<double>(qn, 4),
+          {}};
 }
 
 template <typename T>
@@ -110,10 +113,10 @@ template <typename T>
 Flash<T> run_flash(const Case& c, const Inputs& in, AttentionWorkspace& ws, T fill = T(0)) {
   const std::vector<T> q = cast<T>(in.q), k = cast<T>(in.k), v = cast<T>(in.v),
                        dout = cast<T>(in.dout);
-  Flash<T> f{std::vector<T>(q.size(), fill),
-             std::vector<T>(static_cast<size_t>(c.Tq * c.dims.H), fill),
-             std::vector<T>(q.size(), fill), std::vector<T>(k.size(), fill),
-             std::vector<T>(k.size(), fill), {}};
+  Flash<T> f{
+      std::vector<T>(q.size(), fill), std::vector<T>(static_cast<size_t>(c.Tq * c.dims.H), fill),
+      std::vector<T>(q.size(), fill), std::vector<T>(k.size(), fill),
+      std::vector<T>(k.size(), fill), {}};
   WorkspaceArena arena;
   test::give_attention_memory(ws, arena, DTypeOf<T>::value, c.segs, c.dims);
   attention_forward(f.out.data(), f.lse.data(), q.data(), k.data(), v.data(), c.segs, c.dims, ws);
