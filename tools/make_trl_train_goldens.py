@@ -9,6 +9,8 @@ Writes tests/fixtures/trl_parity/:
   data.jsonl   41 conversational rows ({"messages": [...]}, some with a system turn, some multi-turn),
                seeded, 22..195 tokens once rendered, so max_length 128 truncates four of them
                and packing puts 1 to 5 documents in a row;
+  smollm3_model/  a tiny SmolLM3 (3 layers, the middle one without RoPE and sliding) on the same tokenizer,
+               for the FAMILY_CONFIGS goldens;
   <config>.json for each configuration in CONFIGS: {"config", "flags" (the `sft train` / `trl sft`
                flags, paths relative to the repository root, output_dir left out), "steps": [{"step",
                "loss", "grad_norm", "learning_rate", "epoch", "num_tokens", "mean_token_accuracy",
@@ -83,12 +85,16 @@ from pathlib import Path
 
 import torch
 from datasets import load_dataset
-from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM, TrainerCallback
+from transformers import (AutoModelForCausalLM, AutoTokenizer, Qwen3Config, Qwen3ForCausalLM, SmolLM3Config,
+                          SmolLM3ForCausalLM, TrainerCallback)
 from trl import SFTConfig, SFTTrainer
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "tests" / "fixtures" / "trl_parity"
 MODEL = OUT / "model"
+# Other families on the same tokenizer and data (made when a configuration names them and they are
+# missing, so the Qwen3 goldens keep their model).
+SMOLLM3_MODEL = OUT / "smollm3_model"
 DATA = OUT / "data.jsonl"
 NUM_ROWS = 41
 
@@ -116,6 +122,13 @@ CONFIGS = {
                            "--lr_scheduler_type", "cosine", "--warmup_steps", "3", "--weight_decay", "0.1",
                            "--max_grad_norm", "0.5"],
 }
+# Configurations on another family's model: (flags, model folder).
+FAMILY_CONFIGS = {
+    # SmolLM3: layer 1 without RoPE and with the sliding window (use_sliding_window puts it on the
+    # NoPE layers), packed rows of up to 128 tokens against a window of 16.
+    "smollm3_bfd_gas4": (["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd"],
+                         SMOLLM3_MODEL),
+}
 # TRL's default sampler (--train_sampling_strategy random): the order is torch.randperm seeded with
 # data_seed (or seed) + epoch (tools/make_sampler_goldens.py), so these runs also cross epochs on a
 # reshuffled order: 21 micro-batches per epoch unpacked (GAS 4: 6 optimizer steps per epoch, the
@@ -128,9 +141,10 @@ RANDOM_CONFIGS = {
 }
 
 
-def common_flags(strategy: str) -> list[str]:
+def common_flags(strategy: str, model: Path = MODEL) -> list[str]:
     flags = list(COMMON)
     flags[flags.index("--train_sampling_strategy") + 1] = strategy
+    flags[flags.index("--model_name_or_path") + 1] = str(model.relative_to(REPO))
     return flags
 
 WORDS = ("the a of to and in is it you that he was for on are with as his they be at one have this from or "
@@ -189,6 +203,20 @@ def make_fixture() -> None:
             f.write(json.dumps(row) + "\n")
 
 
+def make_smollm3_model() -> None:
+    """A tiny SmolLM3 beside the Qwen3 model: its tokenizer files, HF's default init, seed 1."""
+    SMOLLM3_MODEL.mkdir(parents=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(MODEL / name, SMOLLM3_MODEL / name)
+    torch.manual_seed(1)
+    model = SmolLM3ForCausalLM(SmolLM3Config(
+        vocab_size=702, hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=256, no_rope_layers=[1, 0, 1],
+        use_sliding_window=True, sliding_window=16, rope_theta=10000.0, attention_dropout=0.0,
+        bos_token_id=None, eos_token_id=2, pad_token_id=0))
+    model.save_pretrained(SMOLLM3_MODEL)
+
+
 class Recorder(TrainerCallback):
     """Keeps the log dicts exactly as the Trainer passes them on (log_history holds the same floats)."""
 
@@ -229,10 +257,10 @@ def flags_to_config(flags: list[str], output_dir: str) -> SFTConfig:
     return SFTConfig(output_dir=output_dir, use_cpu=True, save_strategy="no", disable_tqdm=True, **typed), script_only
 
 
-def first_step_by_hand(dataset, args: SFTConfig) -> dict:
+def first_step_by_hand(dataset, args: SFTConfig, model_dir: Path) -> dict:
     """Step 1 computed independently: each document of the first window's rows run alone, the token-weighted
     mean NLL over the window, and the global gradient norm of that loss."""
-    model = Qwen3ForCausalLM.from_pretrained(MODEL)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
     window = args.per_device_train_batch_size * args.gradient_accumulation_steps
     order = list(range(len(dataset)))
     if args.train_sampling_strategy == "random":  # epoch 0 of accelerate's SeedableRandomSampler
@@ -252,15 +280,15 @@ def first_step_by_hand(dataset, args: SFTConfig) -> dict:
     return {"loss": loss.item(), "grad_norm": grad_norm.item()}
 
 
-def run(name: str, extra: list[str], strategy: str = "sequential") -> dict:
-    flags = common_flags(strategy) + extra
+def run(name: str, extra: list[str], strategy: str = "sequential", model: Path = MODEL) -> dict:
+    flags = common_flags(strategy, model) + extra
     with tempfile.TemporaryDirectory() as tmp:
         args, script = flags_to_config(flags, tmp)
         dataset = load_dataset("json", data_files=str(REPO / script["dataset_name"]), split="train")
         recorder = Recorder()
         trainer = SFTTrainer(model=str(REPO / script["model_name_or_path"]), args=args, train_dataset=dataset,
                              callbacks=[recorder])
-        expected_first = first_step_by_hand(trainer.train_dataset, args)
+        expected_first = first_step_by_hand(trainer.train_dataset, args, REPO / script["model_name_or_path"])
         trainer.train()
     assert len(recorder.steps) == 20, recorder.steps
     for key, value in expected_first.items():  # the docstring's reading of the Trainer, checked
@@ -279,11 +307,15 @@ def main() -> None:
     print(f"{len(lengths)} rows, rendered lengths {min(lengths)}..{max(lengths)}, "
           f"{sum(n > 128 for n in lengths)} longer than 128", file=sys.stderr)
     # Optional names on the command line: only those configurations.
-    todo = [(n, e, "sequential") for n, e in CONFIGS.items()] + [(n, e, "random") for n, e in RANDOM_CONFIGS.items()]
+    todo = ([(n, e, "sequential", MODEL) for n, e in CONFIGS.items()] +
+            [(n, e, "random", MODEL) for n, e in RANDOM_CONFIGS.items()] +
+            [(n, e, "sequential", m) for n, (e, m) in FAMILY_CONFIGS.items()])
     if len(sys.argv) > 1:
         todo = [t for t in todo if t[0] in sys.argv[1:]]
-    for name, extra, strategy in todo:
-        golden = run(name, extra, strategy)
+    if any(t[3] == SMOLLM3_MODEL for t in todo) and not SMOLLM3_MODEL.exists():
+        make_smollm3_model()
+    for name, extra, strategy, model in todo:
+        golden = run(name, extra, strategy, model)
         (OUT / f"{name}.json").write_text(json.dumps(golden, indent=1) + "\n")
         first, last = golden["steps"][0], golden["steps"][-1]
         print(f"{name}: loss {first['loss']:.6f} -> {last['loss']:.6f}, grad_norm {first['grad_norm']:.4f}",
