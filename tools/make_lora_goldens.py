@@ -45,6 +45,7 @@ from make_trl_train_goldens import COMMON, flags_to_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 BASE = "tests/fixtures/trl_parity/model"
+SMOLLM3_BASE = "tests/fixtures/trl_parity/smollm3_model"  # PEFT has no default targets for it
 OUT = REPO / "tests" / "fixtures" / "lora"
 ALL7 = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -53,7 +54,7 @@ NOPACK4 = ["--gradient_accumulation_steps", "4"]
 BFD1 = ["--gradient_accumulation_steps", "1", "--packing", "--packing_strategy", "bfd"]
 BFD4 = ["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd"]
 
-# name: (LoraConfig kwargs, trainer flags)
+# name: (LoraConfig kwargs, trainer flags[, base model: BASE when absent])
 CONFIGS = {
     "all7_nopack_gas1": (dict(r=8, lora_alpha=16, target_modules=ALL7), NOPACK1),
     "all7_nopack_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7), NOPACK4),
@@ -62,6 +63,7 @@ CONFIGS = {
     "default_nopack_gas1": (dict(r=8, lora_alpha=16, target_modules=None), NOPACK1),
     "rslora_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7, use_rslora=True), BFD4),
     "save_norm_bfd_gas1": (dict(r=8, lora_alpha=16, target_modules=ALL7, modules_to_save=["norm"]), BFD1),
+    "smollm3_all7_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7), BFD4, SMOLLM3_BASE),
 }
 
 
@@ -89,8 +91,8 @@ def sft_lora_flags(lora: dict) -> list[str]:
     return flags
 
 
-def run(name: str, lora: dict, extra: list[str]) -> dict:
-    flags = COMMON + extra
+def run(name: str, lora: dict, extra: list[str], base: str = BASE) -> dict:
+    flags = [f if f != BASE else base for f in COMMON] + extra
     folder = OUT / name
     init = folder / "adapter_init"
     shutil.rmtree(folder, ignore_errors=True)
@@ -99,18 +101,19 @@ def run(name: str, lora: dict, extra: list[str]) -> dict:
         dataset = load_dataset("json", data_files=str(REPO / script["dataset_name"]), split="train")
         recorder = Recorder()
         peft_config = LoraConfig(lora_dropout=0.0, task_type="CAUSAL_LM", **lora)
-        trainer = SFTTrainer(model=str(REPO / BASE), args=args, train_dataset=dataset, callbacks=[recorder],
+        trainer = SFTTrainer(model=str(REPO / base), args=args, train_dataset=dataset, callbacks=[recorder],
                              peft_config=peft_config)
         trainer.model.save_pretrained(init)
         trainer.train()
     cfg_path = init / "adapter_config.json"
     cfg = json.loads(cfg_path.read_text())
-    cfg["base_model_name_or_path"] = BASE  # (PEFT wrote the absolute path SFTTrainer was given)
-    (OUT / "peft_adapter_config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    cfg["base_model_name_or_path"] = base  # (PEFT wrote the absolute path SFTTrainer was given)
+    if base == BASE:
+        (OUT / "peft_adapter_config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
     cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
     (init / "README.md").unlink(missing_ok=True)
     assert len(recorder.steps) == 20, recorder.steps
-    sft_flags = [f if f != BASE else str(init.relative_to(REPO)) for f in flags] + sft_lora_flags(lora)
+    sft_flags = [f if f != base else str(init.relative_to(REPO)) for f in flags] + sft_lora_flags(lora)
     return {"config": name, "lora": lora, "flags": sft_flags, "steps": recorder.steps}
 
 
@@ -159,10 +162,10 @@ def main() -> None:
     only = sys.argv[1:]
     if not only or "merge" in only:
         make_merge_golden()
-    for name, (lora, extra) in CONFIGS.items():
+    for name, (lora, extra, *base) in CONFIGS.items():
         if only and name not in only:
             continue
-        golden = run(name, lora, extra)
+        golden = run(name, lora, extra, *base)
         (OUT / f"{name}.json").write_text(json.dumps(golden, indent=1) + "\n")
         first, last = golden["steps"][0], golden["steps"][-1]
         print(f"{name}: loss {first['loss']:.6f} -> {last['loss']:.6f}, grad_norm {first['grad_norm']:.4f}",
