@@ -45,7 +45,8 @@ from make_trl_train_goldens import COMMON, flags_to_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 BASE = "tests/fixtures/trl_parity/model"
-SMOLLM3_BASE = "tests/fixtures/trl_parity/smollm3_model"  # PEFT has no default targets for it
+SMOLLM3_BASE = "tests/fixtures/trl_parity/smollm3_model"  # PEFT has no default targets for these two
+OLMO2_BASE = "tests/fixtures/trl_parity/olmo2_model"
 OUT = REPO / "tests" / "fixtures" / "lora"
 ALL7 = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -64,6 +65,7 @@ CONFIGS = {
     "rslora_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7, use_rslora=True), BFD4),
     "save_norm_bfd_gas1": (dict(r=8, lora_alpha=16, target_modules=ALL7, modules_to_save=["norm"]), BFD1),
     "smollm3_all7_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7), BFD4, SMOLLM3_BASE),
+    "olmo2_all7_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7), BFD4, OLMO2_BASE),
 }
 
 

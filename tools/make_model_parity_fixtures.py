@@ -39,6 +39,8 @@ from transformers import (
     LlamaForCausalLM,
     MistralConfig,
     MistralForCausalLM,
+    Olmo2Config,
+    Olmo2ForCausalLM,
     Qwen2Config,
     Qwen2ForCausalLM,
     Qwen3Config,
@@ -120,6 +122,11 @@ def fixtures():
         sliding_window=6,
         rope_theta=10000.0,
     ), [13, 9, 11]
+    # OLMo 2: norms after attention and the MLP (no pre norms), q/k norms over the whole q and k
+    # projections, untied, its own rms_norm_eps default.
+    yield "olmo2_post_norms", Olmo2Config, Olmo2ForCausalLM, dict(
+        num_key_value_heads=2, tie_word_embeddings=False, rms_norm_eps=1e-5, rope_theta=10000.0
+    ), [12, 14, 8]
 
 
 def randomise(model, gen):

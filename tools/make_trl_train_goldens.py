@@ -9,8 +9,8 @@ Writes tests/fixtures/trl_parity/:
   data.jsonl   41 conversational rows ({"messages": [...]}, some with a system turn, some multi-turn),
                seeded, 22..195 tokens once rendered, so max_length 128 truncates four of them
                and packing puts 1 to 5 documents in a row;
-  smollm3_model/  a tiny SmolLM3 (3 layers, the middle one without RoPE and sliding) on the same tokenizer,
-               for the FAMILY_CONFIGS goldens;
+  smollm3_model/, olmo2_model/  tiny models of other families on the same tokenizer (SmolLM3: 3 layers,
+               the middle one without RoPE and sliding; OLMo 2: 2 layers), for the FAMILY_CONFIGS goldens;
   <config>.json for each configuration in CONFIGS: {"config", "flags" (the `sft train` / `trl sft`
                flags, paths relative to the repository root, output_dir left out), "steps": [{"step",
                "loss", "grad_norm", "learning_rate", "epoch", "num_tokens", "mean_token_accuracy",
@@ -85,8 +85,8 @@ from pathlib import Path
 
 import torch
 from datasets import load_dataset
-from transformers import (AutoModelForCausalLM, AutoTokenizer, Qwen3Config, Qwen3ForCausalLM, SmolLM3Config,
-                          SmolLM3ForCausalLM, TrainerCallback)
+from transformers import (AutoModelForCausalLM, AutoTokenizer, Olmo2Config, Olmo2ForCausalLM, Qwen3Config,
+                          Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, TrainerCallback)
 from trl import SFTConfig, SFTTrainer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -95,6 +95,7 @@ MODEL = OUT / "model"
 # Other families on the same tokenizer and data (made when a configuration names them and they are
 # missing, so the Qwen3 goldens keep their model).
 SMOLLM3_MODEL = OUT / "smollm3_model"
+OLMO2_MODEL = OUT / "olmo2_model"
 DATA = OUT / "data.jsonl"
 NUM_ROWS = 41
 
@@ -128,6 +129,9 @@ FAMILY_CONFIGS = {
     # NoPE layers), packed rows of up to 128 tokens against a window of 16.
     "smollm3_bfd_gas4": (["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd"],
                          SMOLLM3_MODEL),
+    # OLMo 2: norms after attention and the MLP, q/k norms over the whole projections.
+    "olmo2_bfd_gas4": (["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd"],
+                       OLMO2_MODEL),
 }
 # TRL's default sampler (--train_sampling_strategy random): the order is torch.randperm seeded with
 # data_seed (or seed) + epoch (tools/make_sampler_goldens.py), so these runs also cross epochs on a
@@ -203,18 +207,24 @@ def make_fixture() -> None:
             f.write(json.dumps(row) + "\n")
 
 
-def make_smollm3_model() -> None:
-    """A tiny SmolLM3 beside the Qwen3 model: its tokenizer files, HF's default init, seed 1."""
-    SMOLLM3_MODEL.mkdir(parents=True)
+def make_family_model(folder: Path, model_cls, config, seed: int) -> None:
+    """A tiny model of another family beside the Qwen3 one: its tokenizer files, HF's default init."""
+    folder.mkdir(parents=True)
     for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(MODEL / name, SMOLLM3_MODEL / name)
-    torch.manual_seed(1)
-    model = SmolLM3ForCausalLM(SmolLM3Config(
-        vocab_size=702, hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=256, no_rope_layers=[1, 0, 1],
-        use_sliding_window=True, sliding_window=16, rope_theta=10000.0, attention_dropout=0.0,
-        bos_token_id=None, eos_token_id=2, pad_token_id=0))
-    model.save_pretrained(SMOLLM3_MODEL)
+        shutil.copy(MODEL / name, folder / name)
+    torch.manual_seed(seed)
+    model_cls(config).save_pretrained(folder)
+
+
+SHAPE = dict(vocab_size=702, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+             max_position_embeddings=256, rope_theta=10000.0, attention_dropout=0.0, bos_token_id=None,
+             eos_token_id=2, pad_token_id=0)
+FAMILY_MODELS = {
+    SMOLLM3_MODEL: lambda: make_family_model(SMOLLM3_MODEL, SmolLM3ForCausalLM, SmolLM3Config(
+        **SHAPE, num_hidden_layers=3, no_rope_layers=[1, 0, 1], use_sliding_window=True, sliding_window=16), 1),
+    OLMO2_MODEL: lambda: make_family_model(OLMO2_MODEL, Olmo2ForCausalLM, Olmo2Config(
+        **SHAPE, num_hidden_layers=2, tie_word_embeddings=False), 2),
+}
 
 
 class Recorder(TrainerCallback):
@@ -312,8 +322,9 @@ def main() -> None:
             [(n, e, "sequential", m) for n, (e, m) in FAMILY_CONFIGS.items()])
     if len(sys.argv) > 1:
         todo = [t for t in todo if t[0] in sys.argv[1:]]
-    if any(t[3] == SMOLLM3_MODEL for t in todo) and not SMOLLM3_MODEL.exists():
-        make_smollm3_model()
+    for folder, make in FAMILY_MODELS.items():
+        if any(t[3] == folder for t in todo) and not folder.exists():
+            make()
     for name, extra, strategy, model in todo:
         golden = run(name, extra, strategy, model)
         (OUT / f"{name}.json").write_text(json.dumps(golden, indent=1) + "\n")

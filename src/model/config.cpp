@@ -18,6 +18,7 @@ struct TypeDefaults {
   int64_t sliding_window;  // 0 = none by default
   bool tie_word_embeddings = false;
   double rope_theta = 10000.0;
+  double rms_norm_eps = 1e-6;
 };
 
 // The architecture keys a config class has (false: the class fixes that part).
@@ -32,6 +33,9 @@ struct TypeKeys {
   // no_rope_layers (1 = RoPE, 0 = none) or, absent, a NoPE layer every no_rope_layer_interval
   // layers (SmolLM3); without a layer_types key the sliding window goes to the NoPE layers.
   bool no_rope_layers = false;
+  // OLMo 2: RMSNorm on the whole q and k projections (no key), norms after attention and the
+  // MLP instead of before them.
+  bool projection_qk_norm_post_norms = false;
 };
 
 // One row per model type. The reader and the writer (model_config_to_json) both follow this
@@ -43,7 +47,7 @@ struct TypeTraits {
   TypeKeys keys;
 };
 
-constexpr std::array<TypeTraits, 5> kTypes = {{
+constexpr std::array<TypeTraits, 6> kTypes = {{
     {ModelType::kLlama,
      "llama",
      {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
@@ -61,6 +65,10 @@ constexpr std::array<TypeTraits, 5> kTypes = {{
      "smollm3",
      {128256, 2048, 11008, 36, 16, 4, 0, 32768, 0, true, 2000000.0},
      {.attention_bias = true, .mlp_bias = true, .window_opt_in = true, .no_rope_layers = true}},
+    {ModelType::kOlmo2,
+     "olmo2",
+     {50304, 4096, 11008, 32, 32, 0, 0, 2048, 0, false, 10000.0, 1e-5},
+     {.attention_bias = true, .projection_qk_norm_post_norms = true}},
 }};
 
 const TypeTraits& traits_of(ModelType type) {
@@ -271,7 +279,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   if (traits == nullptr) {
     r.bad("model_type",
           type_name.empty() ? "missing" : "model_type '" + type_name + "' is not supported",
-          "supported model types: llama, mistral, qwen2, qwen3, smollm3");
+          "supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2");
   }
 
   const TypeDefaults& defaults = traits->defaults;
@@ -303,7 +311,8 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   c.head_dim = r.positive(
       "head_dim", defaults.head_dim ? defaults.head_dim : c.hidden_size / c.num_attention_heads);
   c.hidden_act = r.string("hidden_act", "silu");
-  c.rms_norm_eps = r.get("rms_norm_eps") ? r.number(*r.get("rms_norm_eps"), "rms_norm_eps") : 1e-6;
+  c.rms_norm_eps = r.get("rms_norm_eps") ? r.number(*r.get("rms_norm_eps"), "rms_norm_eps")
+                                         : defaults.rms_norm_eps;
   c.rope = parse_rope(r, defaults.rope_theta);
   c.max_position_embeddings =
       r.positive("max_position_embeddings", defaults.max_position_embeddings);
@@ -314,7 +323,12 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   if (keys.attention_bias) c.qkv_bias = c.o_bias = attention_bias;
   if (keys.mlp_bias) c.mlp_bias = r.boolean("mlp_bias", false);
   if (keys.fixed_qkv_bias) c.qkv_bias = true;
-  c.qk_norm = keys.qk_norm;
+  c.qk_norm = keys.qk_norm || keys.projection_qk_norm_post_norms;
+  if (keys.projection_qk_norm_post_norms) {
+    c.qk_norm_over_projection = true;
+    c.pre_norms = false;
+    c.post_norms = true;
+  }
 
   // Sliding window: Mistral applies `sliding_window` to every layer; the window_opt_in types
   // only when use_sliding_window, to layers from max_window_layers on — unless layer_types says

@@ -1,5 +1,5 @@
 // ModelConfig: the typed content of an HF config.json for the decoder family sft trains
-// (model_type llama, mistral, qwen2, qwen3, smollm3).
+// (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2).
 //
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
@@ -19,7 +19,7 @@
 
 namespace sft {
 
-enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kSmolLM3 };
+enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kSmolLM3, kOlmo2 };
 std::string_view model_type_name(ModelType type);
 
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
@@ -61,9 +61,10 @@ struct ModelConfig {
 
   bool qkv_bias =
       false;  // q/k/v projections have a bias (Qwen2 always; Llama/Qwen3 via attention_bias)
-  bool o_bias = false;    // o_proj has a bias (Llama/Qwen3 attention_bias)
-  bool mlp_bias = false;  // gate/up/down biases (Llama mlp_bias)
-  bool qk_norm = false;   // per-head RMSNorm on q and k before RoPE (Qwen3)
+  bool o_bias = false;                   // o_proj has a bias (Llama/Qwen3 attention_bias)
+  bool mlp_bias = false;                 // gate/up/down biases (Llama mlp_bias)
+  bool qk_norm = false;                  // RMSNorm on q and k before RoPE: per head (Qwen3), or
+  bool qk_norm_over_projection = false;  // over the whole q / k projection (OLMo 2)
 
   std::optional<int64_t> sliding_window;   // window size when any layer uses it
   std::vector<bool> layer_sliding_window;  // per layer: true = sliding, false = full attention

@@ -70,8 +70,9 @@ Shape layer_tensor_shape(const ModelConfig& c, ParamSlot slot) {
     case ParamSlot::kOBias:
       return c.o_bias ? Shape{C} : Shape{};
     case ParamSlot::kQNorm:
+      return !c.qk_norm ? Shape{} : c.qk_norm_over_projection ? Shape{Q} : Shape{c.head_dim};
     case ParamSlot::kKNorm:
-      return c.qk_norm ? Shape{c.head_dim} : Shape{};
+      return !c.qk_norm ? Shape{} : c.qk_norm_over_projection ? Shape{KV} : Shape{c.head_dim};
     case ParamSlot::kGate:
     case ParamSlot::kUp:
       return {I, C};
@@ -188,6 +189,11 @@ void check_tensor_parallel(const ModelConfig& c, int size, const std::string& wh
   divides("num_attention_heads", c.num_attention_heads);
   divides("num_key_value_heads", c.num_key_value_heads);
   divides("intermediate_size", c.intermediate_size);
+  if (size > 1 && c.qk_norm_over_projection)
+    fail("model",
+         where + ": the q/k norm of model_type " + std::string(model_type_name(c.model_type)) +
+             " (self_attn.q_norm, k_norm) spans every head, which tensor parallelism "
+             "splits over the ranks (hint: --tp_size 1; data parallelism splits the batch)");
   // The vocabulary need not divide: each rank holds ceil(V / size) rows and the rows past V
   // are padding (Megatron's padded split; Qwen3's 151936 rows over 3 ranks, say).
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model/model_dir.h"
+#include "model/tensor_parallel.h"
 
 namespace sft {
 
@@ -81,6 +82,52 @@ TEST(ModelConfig, BiasAndSlidingWindowAreData) {
   EXPECT_EQ(llama.num_key_value_heads, llama.num_attention_heads);  // default: no GQA
 }
 
+// SmolLM3Config: a NoPE layer every no_rope_layer_interval layers when no_rope_layers is
+// absent, the window on them with use_sliding_window; tied, rope theta 2e6 by default.
+TEST(ModelConfig, SmolLM3LayersWithoutRopeAreData) {
+  const ModelConfig c = parse(R"({"model_type": "smollm3", "hidden_size": 64,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 8,
+    "use_sliding_window": true, "sliding_window": 32})");
+  EXPECT_EQ(c.layer_rope, (std::vector<bool>{true, true, true, false, true, true, true, false}));
+  EXPECT_EQ(c.layer_sliding_window,
+            (std::vector<bool>{false, false, false, true, false, false, false, true}));
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.rope.theta, 2000000.0);
+  const ModelConfig given = parse(R"({"model_type": "smollm3", "num_hidden_layers": 3,
+    "no_rope_layers": [1, 0, 1], "no_rope_layer_interval": 2})");
+  EXPECT_EQ(given.layer_rope, (std::vector<bool>{true, false, true}));
+  EXPECT_FALSE(given.sliding_window.has_value());
+  EXPECT_NE(
+      error_of(R"({"model_type": "smollm3", "num_hidden_layers": 2, "no_rope_layers": [1, 2]})")
+          .find("key 'no_rope_layers': entry 1 is 2"),
+      std::string::npos);
+  // Written back for an export, and read the same.
+  const ModelConfig again = parse_model_config(model_config_to_json(given), "again");
+  EXPECT_EQ(again.layer_rope, given.layer_rope);
+}
+
+// Olmo2Config: post norms only, q/k norms over the whole projections, rms_norm_eps 1e-5; its q/k
+// norm spans every head, so tensor parallelism is refused naming it.
+TEST(ModelConfig, Olmo2NormsAreData) {
+  const ModelConfig c = parse(R"({"model_type": "olmo2", "hidden_size": 64,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2})");
+  EXPECT_FALSE(c.pre_norms);
+  EXPECT_TRUE(c.post_norms);
+  EXPECT_TRUE(c.qk_norm && c.qk_norm_over_projection);
+  EXPECT_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  const ModelConfig again = parse_model_config(model_config_to_json(c), "again");
+  EXPECT_TRUE(again.post_norms && again.qk_norm_over_projection);
+  try {
+    model::check_tensor_parallel(c, 2, "--tp_size 2");
+    ADD_FAILURE() << "tensor parallelism accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("self_attn.q_norm, k_norm) spans every head"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ModelConfig, ParsesEveryRopeType) {
   EXPECT_EQ(parse(R"({"model_type": "llama", "rope_scaling": {"type": "linear", "factor": 2.0}})")
                 .rope.type,
@@ -100,7 +147,7 @@ TEST(ModelConfig, ParsesEveryRopeType) {
 TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
   EXPECT_EQ(error_of(R"({"model_type": "gpt2"})"),
             "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
-            "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3)");
+            "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2)");
   EXPECT_NE(error_of(R"({"model_type": "llama", "hidden_size": "big"})")
                 .find("key 'hidden_size': expected an integer"),
             std::string::npos);

@@ -119,6 +119,14 @@ void AttentionBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View 
   o.forward(y, a.att_in);
 }
 
+ops::View AttentionBlock::norm_rows(const ops::View& v) const {
+  return qk_norm_over_projection ? v : per_head(v, dims.D);
+}
+
+ops::View AttentionBlock::norm_rstd(const ops::View& rstd, const ops::View& v) const {
+  return qk_norm_over_projection ? rstd.first(v.rows, 1) : rstd;
+}
+
 void AttentionBlock::rope_forward(ops::View x, const AttentionInputs& in) const {
   if (rotary_dims > 0) ops::rope_forward(x, in.cos, in.sin, dims.D);
 }
@@ -135,13 +143,12 @@ void AttentionBlock::attend(ops::View att, Saved& a, const Scratch& s,
 
 void AttentionBlock::forward_fp32_qkv(Saved& a, const Scratch& s, ops::View ln,
                                       const AttentionInputs& in) const {
-  const int64_t D = dims.D;
   q.forward(q_norm.bound() ? a.q_raw : a.q, ln);
   k.forward(k_norm.bound() ? a.k_raw : a.k, ln);
   v.forward(a.v, ln);
   if (q_norm.bound()) {
-    q_norm.forward(per_head(a.q, D), a.q_rstd, per_head(a.q_raw, D));
-    k_norm.forward(per_head(a.k, D), a.k_rstd, per_head(a.k_raw, D));
+    q_norm.forward(norm_rows(a.q), norm_rstd(a.q_rstd, a.q), norm_rows(a.q_raw));
+    k_norm.forward(norm_rows(a.k), norm_rstd(a.k_rstd, a.k), norm_rows(a.k_raw));
   }
   rope_forward(a.q, in);
   rope_forward(a.k, in);
@@ -154,7 +161,7 @@ void AttentionBlock::forward_fp32_qkv(Saved& a, const Scratch& s, ops::View ln,
 
 void AttentionBlock::forward_bf16_qkv(Saved& a, const Scratch& s, ops::View ln,
                                       const AttentionInputs& in) const {
-  const int64_t D = dims.D, T = a.q.rows, Q = a.q.cols, KV = a.k.cols;
+  const int64_t T = a.q.rows, Q = a.q.cols, KV = a.k.cols;
   // The fp32 projection outputs: column blocks of one stacked product, or each its own buffer;
   // with qk-norm the projections are q_raw, k_raw and the norms write q32, k32.
   ops::View qf = s.q32.first(T, Q), kf = s.k32.first(T, KV), vf = s.v32.first(T, KV);
@@ -175,8 +182,8 @@ void AttentionBlock::forward_bf16_qkv(Saved& a, const Scratch& s, ops::View ln,
   if (q_norm.bound()) {
     const ops::View q_raw = keep_rounded(a.q_raw, q_proj, s.q_raw32);
     const ops::View k_raw = keep_rounded(a.k_raw, k_proj, s.k_raw32);
-    q_norm.forward(per_head(qf, D), a.q_rstd, per_head(q_raw, D));
-    k_norm.forward(per_head(kf, D), a.k_rstd, per_head(k_raw, D));
+    q_norm.forward(norm_rows(qf), norm_rstd(a.q_rstd, qf), norm_rows(q_raw));
+    k_norm.forward(norm_rows(kf), norm_rstd(a.k_rstd, kf), norm_rows(k_raw));
   }
   rope_forward(qf, in);
   rope_forward(kf, in);
@@ -197,7 +204,6 @@ void AttentionBlock::backward(ops::View dln, const Scratch& s, const BlockGradSc
                               const Saved& a, ops::View dy, ops::View ln,
                               const AttentionInputs& in) const {
   poison_if_checking({s.datt, s.dq, s.dk, s.dv, s.dq2, s.dk2, s.q_raw32, s.k_raw32});
-  const int64_t D = dims.D;
   o.backward(s.datt, dy, a.att_in, dy.dtype == DType::kBF16 ? ops::View{} : g.rounded(dy));
   // Under bf16 the saved bf16 q, k, v and output (att_in) go to attention as they are.
   const ops::View att = a.q.dtype == DType::kBF16 ? a.att_in : a.att;
@@ -210,10 +216,10 @@ void AttentionBlock::backward(ops::View dln, const Scratch& s, const BlockGradSc
   rope_backward(s.dk, in);
   ops::View dq = s.dq, dk = s.dk;
   if (q_norm.bound()) {
-    q_norm.backward(per_head(s.dq2, D), g, per_head(s.dq, D),
-                    per_head(widened(a.q_raw, s.q_raw32), D), a.q_rstd);
-    k_norm.backward(per_head(s.dk2, D), g, per_head(s.dk, D),
-                    per_head(widened(a.k_raw, s.k_raw32), D), a.k_rstd);
+    q_norm.backward(norm_rows(s.dq2), g, norm_rows(s.dq), norm_rows(widened(a.q_raw, s.q_raw32)),
+                    norm_rstd(a.q_rstd, s.dq));
+    k_norm.backward(norm_rows(s.dk2), g, norm_rows(s.dk), norm_rows(widened(a.k_raw, s.k_raw32)),
+                    norm_rstd(a.k_rstd, s.dk));
     dq = s.dq2;
     dk = s.dk2;
   }

@@ -46,7 +46,8 @@ enum class LayerPass { kTrainForward, kTrainBackward, kDecode };
 
 struct AttentionBlock {
   Linear q, k, v, o;
-  RmsNormBlock q_norm, k_norm;  // (D) Qwen3's per-head RMSNorm before RoPE, or unbound
+  RmsNormBlock q_norm, k_norm;           // (D) Qwen3's per-head RMSNorm before RoPE, or unbound
+  bool qk_norm_over_projection = false;  // OLMo 2: q_norm (H·D), k_norm (Hkv·D) over all heads
   // This rank's heads, head dim, the layer's sliding window and score map.
   ops::AttentionDims dims;
   int64_t rotary_dims = 0;           // the dims of a head RoPE turns (0: no RoPE)
@@ -92,6 +93,10 @@ struct AttentionBlock {
                 ops::View dy, ops::View ln, const AttentionInputs& in) const;
 
  private:
+  // The rows a q/k norm normalises: each head's (T·NH, D), or each token's (T, NH·D), and their
+  // rstd (carved for per-head rows: T·NH ≥ T).
+  ops::View norm_rows(const ops::View& v) const;
+  ops::View norm_rstd(const ops::View& rstd, const ops::View& v) const;
   void rope_forward(ops::View x, const AttentionInputs& in) const;
   void rope_backward(ops::View dx, const AttentionInputs& in) const;
   // att = attention(a.q, in's keys and values) [with the sinks]; a.lse saved.

@@ -29,6 +29,7 @@ LayerPlan LayerPlan::of(const ModelConfig& c, int layer, const std::string& sour
     fail("model", source + ": a layer needs its pre norms, its post norms or both");
   p.norm_weight_offset = static_cast<float>(c.norm_weight_offset);
   p.qk_norm = c.qk_norm;
+  p.qk_norm_over_projection = c.qk_norm && c.qk_norm_over_projection;
   const size_t l = static_cast<size_t>(layer);
   p.rotary_dims = rotary_dims_of(c);
   if (p.rotary_dims <= 0 || p.rotary_dims > c.head_dim || p.rotary_dims % 2 != 0)
@@ -54,7 +55,9 @@ LayerPlan LayerPlan::of(const ModelConfig& c, int layer, const std::string& sour
 }
 
 std::string describe(const LayerPlan& p, int64_t head_dim) {
-  std::string attention = p.qk_norm ? "q/k norm, " : "";
+  std::string attention = !p.qk_norm                  ? ""
+                          : p.qk_norm_over_projection ? "q/k norm over all heads, "
+                                                      : "q/k norm, ";
   if (p.rotary_dims == 0)
     attention += "no RoPE, ";
   else if (p.rotary_dims < head_dim)

@@ -26,14 +26,15 @@ struct BranchNorms {
 };
 
 struct LayerPlan {
-  BranchNorms norms;             // the same around attention and around the MLP
-  float norm_weight_offset = 0;  // 1: every norm of the layer scales by (1 + w) (Gemma)
-  bool qk_norm = false;          // per-head RMSNorm on q and k before RoPE (Qwen3)
-  int64_t rotary_dims = 0;       // a head's dims RoPE turns: D, fewer (partial), 0 (none)
-  int64_t window = 0;            // this layer's sliding window, 0 = full causal attention
-  double attention_scale = 0;    // 0 = 1/sqrt(D)
-  double softcap = 0;            // attention scores' soft-cap, 0 = none
-  bool sinks = false;            // a learnable sink logit per head
+  BranchNorms norms;                     // the same around attention and around the MLP
+  float norm_weight_offset = 0;          // 1: every norm of the layer scales by (1 + w) (Gemma)
+  bool qk_norm = false;                  // RMSNorm on q and k before RoPE: per head (Qwen3),
+  bool qk_norm_over_projection = false;  // or over the whole projection (OLMo 2)
+  int64_t rotary_dims = 0;               // a head's dims RoPE turns: D, fewer (partial), 0 (none)
+  int64_t window = 0;                    // this layer's sliding window, 0 = full causal attention
+  double attention_scale = 0;            // 0 = 1/sqrt(D)
+  double softcap = 0;                    // attention scores' soft-cap, 0 = none
+  bool sinks = false;                    // a learnable sink logit per head
   MlpActivation activation = MlpActivation::kSilu;
 
   // Throws "[model] ..." naming `source` (the config file, or what built the config) and the

@@ -14,7 +14,8 @@ LayerShape LayerShape::of(const ModelConfig& c, int64_t tokens, DType compute, i
           compute,
           c.post_norms,
           c.attention_sinks,
-          c.attn_logit_softcapping};
+          c.attn_logit_softcapping,
+          c.qk_norm_over_projection};
 }
 
 ops::View take_view(Carver& cv, DType dtype, int64_t rows, int64_t cols) {

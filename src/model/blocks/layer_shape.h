@@ -20,6 +20,7 @@ struct LayerShape {
   bool post_norms = false;      // the layers keep their branches' outputs for the post norms
   bool sinks = false;           // attention sinks (under bf16: an fp32 attention output)
   double softcap = 0;           // the attention scores' soft-cap (its backward keeps 1 − tanh²)
+  bool qk_norm_over_projection = false;  // one rstd per token, not per head
   // This rank's share under tensor parallelism: I, H and Hkv divided by tp_size.
   static LayerShape of(const ModelConfig& config, int64_t tokens, DType compute, int tp_size = 1);
 
