@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 BASE = "tests/fixtures/trl_parity/model"
 SMOLLM3_BASE = "tests/fixtures/trl_parity/smollm3_model"  # PEFT has no default targets for these two
 OLMO2_BASE = "tests/fixtures/trl_parity/olmo2_model"
+GRANITE_BASE = "tests/fixtures/trl_parity/granite_model"
 OUT = REPO / "tests" / "fixtures" / "lora"
 ALL7 = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -66,6 +67,7 @@ CONFIGS = {
     "save_norm_bfd_gas1": (dict(r=8, lora_alpha=16, target_modules=ALL7, modules_to_save=["norm"]), BFD1),
     "smollm3_all7_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7), BFD4, SMOLLM3_BASE),
     "olmo2_all7_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7), BFD4, OLMO2_BASE),
+    "granite_all7_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7), BFD4, GRANITE_BASE),
 }
 
 

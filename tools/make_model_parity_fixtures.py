@@ -35,6 +35,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 from transformers import (
+    GraniteConfig,
+    GraniteForCausalLM,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
@@ -127,6 +129,13 @@ def fixtures():
     yield "olmo2_post_norms", Olmo2Config, Olmo2ForCausalLM, dict(
         num_key_value_heads=2, tie_word_embeddings=False, rms_norm_eps=1e-5, rope_theta=10000.0
     ), [12, 14, 8]
+    # Granite: embeddings × embedding_multiplier, each branch × residual_multiplier before its add,
+    # the attention scale attention_multiplier itself, logits / logits_scaling (Granite 3 has 12,
+    # 0.22, 1/128 and 8; smaller here so a tiny model stays far from saturation).
+    yield "granite_multipliers", GraniteConfig, GraniteForCausalLM, dict(
+        num_key_value_heads=2, tie_word_embeddings=True, embedding_multiplier=4.0,
+        residual_multiplier=0.5, attention_multiplier=0.1, logits_scaling=2.0, rope_theta=10000.0
+    ), [10, 15, 9]
 
 
 def randomise(model, gen):

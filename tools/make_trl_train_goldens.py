@@ -9,8 +9,9 @@ Writes tests/fixtures/trl_parity/:
   data.jsonl   41 conversational rows ({"messages": [...]}, some with a system turn, some multi-turn),
                seeded, 22..195 tokens once rendered, so max_length 128 truncates four of them
                and packing puts 1 to 5 documents in a row;
-  smollm3_model/, olmo2_model/  tiny models of other families on the same tokenizer (SmolLM3: 3 layers,
-               the middle one without RoPE and sliding; OLMo 2: 2 layers), for the FAMILY_CONFIGS goldens;
+  smollm3_model/, olmo2_model/, granite_model/  tiny models of other families on the same tokenizer
+               (SmolLM3: 3 layers, the middle one without RoPE and sliding; OLMo 2 and Granite: 2 layers),
+               for the FAMILY_CONFIGS goldens;
   <config>.json for each configuration in CONFIGS: {"config", "flags" (the `sft train` / `trl sft`
                flags, paths relative to the repository root, output_dir left out), "steps": [{"step",
                "loss", "grad_norm", "learning_rate", "epoch", "num_tokens", "mean_token_accuracy",
@@ -85,8 +86,9 @@ from pathlib import Path
 
 import torch
 from datasets import load_dataset
-from transformers import (AutoModelForCausalLM, AutoTokenizer, Olmo2Config, Olmo2ForCausalLM, Qwen3Config,
-                          Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, TrainerCallback)
+from transformers import (AutoModelForCausalLM, AutoTokenizer, GraniteConfig, GraniteForCausalLM, Olmo2Config,
+                          Olmo2ForCausalLM, Qwen3Config, Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM,
+                          TrainerCallback)
 from trl import SFTConfig, SFTTrainer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -96,6 +98,7 @@ MODEL = OUT / "model"
 # missing, so the Qwen3 goldens keep their model).
 SMOLLM3_MODEL = OUT / "smollm3_model"
 OLMO2_MODEL = OUT / "olmo2_model"
+GRANITE_MODEL = OUT / "granite_model"
 DATA = OUT / "data.jsonl"
 NUM_ROWS = 41
 
@@ -132,6 +135,9 @@ FAMILY_CONFIGS = {
     # OLMo 2: norms after attention and the MLP, q/k norms over the whole projections.
     "olmo2_bfd_gas4": (["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd"],
                        OLMO2_MODEL),
+    # Granite: the embedding, residual and attention multipliers and the logits scaling.
+    "granite_bfd_gas4": (["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd"],
+                         GRANITE_MODEL),
 }
 # TRL's default sampler (--train_sampling_strategy random): the order is torch.randperm seeded with
 # data_seed (or seed) + epoch (tools/make_sampler_goldens.py), so these runs also cross epochs on a
@@ -224,6 +230,9 @@ FAMILY_MODELS = {
         **SHAPE, num_hidden_layers=3, no_rope_layers=[1, 0, 1], use_sliding_window=True, sliding_window=16), 1),
     OLMO2_MODEL: lambda: make_family_model(OLMO2_MODEL, Olmo2ForCausalLM, Olmo2Config(
         **SHAPE, num_hidden_layers=2, tie_word_embeddings=False), 2),
+    GRANITE_MODEL: lambda: make_family_model(GRANITE_MODEL, GraniteForCausalLM, GraniteConfig(
+        **SHAPE, num_hidden_layers=2, tie_word_embeddings=True, embedding_multiplier=6.0,
+        residual_multiplier=0.4, attention_multiplier=0.125, logits_scaling=4.0), 3),
 }
 
 

@@ -36,6 +36,9 @@ struct TypeKeys {
   // OLMo 2: RMSNorm on the whole q and k projections (no key), norms after attention and the
   // MLP instead of before them.
   bool projection_qk_norm_post_norms = false;
+  // Granite: embedding_multiplier, residual_multiplier, logits_scaling and attention_multiplier
+  // (the attention scale itself, 1.0 by default: not 1/sqrt(head_dim)).
+  bool multipliers = false;
 };
 
 // One row per model type. The reader and the writer (model_config_to_json) both follow this
@@ -47,7 +50,7 @@ struct TypeTraits {
   TypeKeys keys;
 };
 
-constexpr std::array<TypeTraits, 6> kTypes = {{
+constexpr std::array<TypeTraits, 7> kTypes = {{
     {ModelType::kLlama,
      "llama",
      {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
@@ -69,6 +72,10 @@ constexpr std::array<TypeTraits, 6> kTypes = {{
      "olmo2",
      {50304, 4096, 11008, 32, 32, 0, 0, 2048, 0, false, 10000.0, 1e-5},
      {.attention_bias = true, .projection_qk_norm_post_norms = true}},
+    {ModelType::kGranite,
+     "granite",
+     {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
+     {.attention_bias = true, .mlp_bias = true, .multipliers = true}},
 }};
 
 const TypeTraits& traits_of(ModelType type) {
@@ -279,7 +286,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   if (traits == nullptr) {
     r.bad("model_type",
           type_name.empty() ? "missing" : "model_type '" + type_name + "' is not supported",
-          "supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2");
+          "supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite");
   }
 
   const TypeDefaults& defaults = traits->defaults;
@@ -324,6 +331,17 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   if (keys.mlp_bias) c.mlp_bias = r.boolean("mlp_bias", false);
   if (keys.fixed_qkv_bias) c.qkv_bias = true;
   c.qk_norm = keys.qk_norm || keys.projection_qk_norm_post_norms;
+  if (keys.multipliers) {
+    auto positive = [&](const char* key) {
+      const double v = r.get(key) ? r.number(*r.get(key), key) : 1.0;
+      if (!(v > 0)) r.bad(key, "expected a positive number, got " + r.get(key)->dump());
+      return v;
+    };
+    c.embedding_multiplier = positive("embedding_multiplier");
+    c.residual_multiplier = positive("residual_multiplier");
+    c.logits_scaling = positive("logits_scaling");
+    c.attention_scale = positive("attention_multiplier");
+  }
   if (keys.projection_qk_norm_post_norms) {
     c.qk_norm_over_projection = true;
     c.pre_norms = false;
@@ -445,6 +463,12 @@ Json model_config_to_json(const ModelConfig& c) {
   for (bool sliding : c.layer_sliding_window)
     types.push_back(sliding ? "sliding_attention" : "full_attention");
   j["layer_types"] = types;
+  if (traits.keys.multipliers) {
+    j["embedding_multiplier"] = c.embedding_multiplier;
+    j["residual_multiplier"] = c.residual_multiplier;
+    j["logits_scaling"] = c.logits_scaling;
+    j["attention_multiplier"] = c.attention_scale.value_or(1.0);
+  }
   if (traits.keys.no_rope_layers) {
     Json rope = Json::array();
     for (size_t i = 0; i < static_cast<size_t>(c.num_hidden_layers); ++i)

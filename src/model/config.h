@@ -1,5 +1,5 @@
 // ModelConfig: the typed content of an HF config.json for the decoder family sft trains
-// (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2).
+// (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite).
 //
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
@@ -19,7 +19,7 @@
 
 namespace sft {
 
-enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kSmolLM3, kOlmo2 };
+enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kSmolLM3, kOlmo2, kGranite };
 std::string_view model_type_name(ModelType type);
 
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
@@ -78,6 +78,11 @@ struct ModelConfig {
   std::optional<double> attention_scale;  // the score scale when not 1/sqrt(head_dim)
   double attn_logit_softcapping = 0;      // 0 = none
   bool attention_sinks = false;           // a learnable sink logit per head (gpt-oss)
+  // Granite's scalings: the embeddings times embedding_multiplier, each branch's output times
+  // residual_multiplier before its add, the logits divided by logits_scaling.
+  double embedding_multiplier = 1;
+  double residual_multiplier = 1;
+  double logits_scaling = 1;
 
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // config.json allows an int or a list

@@ -125,18 +125,41 @@ void pre_norm_backward(const RmsNormBlock& norm, ops::View dres, ops::View dtmp,
 
 void forward_pre_norms(ops::View out, LayerActivations& a, LayerScratch& s, ops::View x,
                        const AttentionInputs& attn, const DecoderLayer& w) {
+  const float m = w.plan.residual_multiplier;
   w.attn_norm.forward(a.ln1, a.rstd1, x);
   // y is scratch that stays in cache (not x_mid, fresh memory every layer); the residual add
   // and the MLP's norm are one pass that writes x_mid.
   const ops::View y = s.y.first(x.rows, x.cols);
   w.attention.forward(y, a.attn, s.attn, a.ln1, attn);
+  if (m != 1) ops::scale(y, m);  // Granite: residual + branch · residual_multiplier
   w.mlp_norm.add_forward(a.x_mid, a.ln2, a.rstd2, y, x);
   w.mlp.forward(out, a.mlp, s.mlp, a.ln2);
+  if (m != 1) ops::scale(out, m);
   ops::add(out, a.x_mid);
+}
+
+// The pre-norm backward with each branch's output scaled by m ≠ 1 (Granite): the branches get
+// m · the residual stream's gradient (in dtmp), so the fused bf16 rounding of the add is not used.
+void backward_scaled_branches(LayerScratch& g, const LayerActivations& a, ops::View x,
+                              const AttentionInputs& attn, const DecoderLayer& w, float m) {
+  auto scaled_into_dtmp = [&] {
+    ops::cast(g.dtmp, g.dres);
+    ops::scale(g.dtmp, m);
+  };
+  scaled_into_dtmp();
+  w.mlp.backward(g.dln, g.mlp, g.grad, a.mlp, g.dtmp, a.ln2);
+  w.mlp_norm.backward(g.dtmp, g.grad, g.dln, a.x_mid, a.rstd2);
+  ops::add(g.dres, g.dtmp);  // d x_mid
+  scaled_into_dtmp();
+  w.attention.backward(g.dln, g.attn, g.grad, a.attn, g.dtmp, a.ln1, attn);
+  w.attn_norm.backward(g.dtmp, g.grad, g.dln, x, a.rstd1);
+  ops::add(g.dres, g.dtmp);  // d(layer input)
 }
 
 void backward_pre_norms(LayerScratch& g, const LayerActivations& a, ops::View x,
                         const AttentionInputs& attn, const DecoderLayer& w) {
+  if (w.plan.residual_multiplier != 1)
+    return backward_scaled_branches(g, a, x, attn, w, w.plan.residual_multiplier);
   // g.dres is d(out): the MLP's output gradient and, through the residual, x_mid's.
   w.mlp.backward(g.dln, g.mlp, g.grad, a.mlp, g.dres, a.ln2);
   w.mlp_norm.backward(g.dtmp, g.grad, g.dln, a.x_mid, a.rstd2);

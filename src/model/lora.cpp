@@ -91,12 +91,19 @@ const std::vector<std::string>& lora_projection_names() {
 
 std::vector<std::string> lora_default_targets(const ModelConfig& config) {
   // PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: llama, mistral, qwen2, qwen3
-  // alike; it has no entry for smollm3 or olmo2, where PEFT asks for target_modules instead.
-  if (config.model_type == ModelType::kSmolLM3 || config.model_type == ModelType::kOlmo2)
-    fail("lora", "PEFT has no default LoRA target modules for model_type " +
-                     std::string(model_type_name(config.model_type)) +
-                     " (hint: name them, e.g. --lora_target_modules q_proj v_proj, or all-linear)");
-  return {"q_proj", "v_proj"};
+  // alike; it has no entry for smollm3, olmo2 or granite, where PEFT asks for target_modules.
+  switch (config.model_type) {
+    case ModelType::kLlama:
+    case ModelType::kMistral:
+    case ModelType::kQwen2:
+    case ModelType::kQwen3:
+      return {"q_proj", "v_proj"};
+    default:
+      fail("lora",
+           "PEFT has no default LoRA target modules for model_type " +
+               std::string(model_type_name(config.model_type)) +
+               " (hint: name them, e.g. --lora_target_modules q_proj v_proj, or all-linear)");
+  }
 }
 
 std::vector<std::string> resolve_lora_targets(const LoraConfig& c, const ModelConfig& mc,

@@ -66,6 +66,7 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
   // The new tokens attend to the cache and to each other: one segment at offset p0.
   const ops::AttentionSegment segment{0, n, 0, p0 + n, p0};
   ops::embedding_forward(x, ids, embed_->value);
+  if (c.embedding_multiplier != 1) ops::scale(x, static_cast<float>(c.embedding_multiplier));
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     float* kc = cache.k[static_cast<size_t>(l)].data();
     float* vc = cache.v[static_cast<size_t>(l)].data();
@@ -78,6 +79,7 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
   }
   cache.length = p0 + n;
   final_norm().forward(last_norm32, last_rstd, x.row_range(n - 1, 1));
+  if (c.logits_scaling != 1) ops::scale(last_norm32, static_cast<float>(1.0 / c.logits_scaling));
   if (last_norm.data != last_norm32.data) ops::cast(last_norm, last_norm32);
   const int64_t no_target = -1;
   lm_head_.cross_entropy(ops::View{}, ops::view_of(last_logits, 1, V), last_norm, &no_target, 0,

@@ -159,9 +159,17 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   if (lora_) lora_->set_training(loss_scale.has_value());
   ops::embedding_forward(resid_.row_range(0, T), tokens_.data(), embed_->value, vocab_shard_);
   if (noise_.magnitude > 0) add_embedding_noise(T);
+  // Granite: the embeddings (NEFTune's noise included, as its hook sits on embed_tokens) times
+  // embedding_multiplier.
+  if (config_.embedding_multiplier != 1)
+    ops::scale(resid_.row_range(0, T), static_cast<float>(config_.embedding_multiplier));
   for (int64_t l = 0; l < L; ++l) layer_forward(l);
   const ops::View norm_out = lnf_.dtype == DType::kBF16 ? dlnf_ : lnf_;
   final_norm().forward(norm_out, rstdf_, resid_.row_range(L * T, T));
+  // Granite's logits / logits_scaling, as the LM head's input times 1 / logits_scaling (the
+  // head is linear; the two differ by a rounding).
+  if (config_.logits_scaling != 1)
+    ops::scale(norm_out, static_cast<float>(1.0 / config_.logits_scaling));
   if (lnf_.data != norm_out.data) ops::cast(lnf_, norm_out);
   has_forward_ = true;
   head_grad_scale_ = loss_scale;
@@ -195,14 +203,17 @@ void Transformer::backward(double scale) {
                                    LayerPass::kTrainBackward);
   });
   LayerScratch& g = scratch_;
+  if (c.logits_scaling != 1) ops::scale(dlnf_, static_cast<float>(1.0 / c.logits_scaling));
   final_norm().backward(g.dres, g.grad, dlnf_, resid_.row_range(L * T, T), rstdf_);
   for (int64_t l = L - 1; l >= 0; --l) {
     if (gradient_checkpointing_) layer_forward(l);
     decoder_layer_backward(g, la_[static_cast<size_t>(l)], resid_.row_range(l * T, T),
                            attention_inputs(l), layers_[static_cast<size_t>(l)]);
   }
-  if (!embed_->grad.empty())
+  if (!embed_->grad.empty()) {
+    if (c.embedding_multiplier != 1) ops::scale(g.dres, static_cast<float>(c.embedding_multiplier));
     ops::embedding_backward(embed_->grad, g.dres, tokens_.data(), vocab_shard_);
+  }
   head_grad_scale_.reset();
 }
 

@@ -128,6 +128,28 @@ TEST(ModelConfig, Olmo2NormsAreData) {
   }
 }
 
+// GraniteConfig: the multipliers as data; attention_multiplier is the attention scale itself
+// (1.0 when absent, not 1/sqrt(head_dim)).
+TEST(ModelConfig, GraniteMultipliersAreData) {
+  const ModelConfig plain = parse(R"({"model_type": "granite", "hidden_size": 64,
+    "num_attention_heads": 4, "num_hidden_layers": 2})");
+  EXPECT_EQ(plain.attention_scale, 1.0);
+  EXPECT_EQ(plain.embedding_multiplier, 1.0);
+  const ModelConfig c = parse(R"({"model_type": "granite", "hidden_size": 64,
+    "num_attention_heads": 4, "num_hidden_layers": 2, "embedding_multiplier": 12,
+    "residual_multiplier": 0.22, "attention_multiplier": 0.0078125, "logits_scaling": 8})");
+  EXPECT_EQ(c.embedding_multiplier, 12.0);
+  EXPECT_EQ(c.residual_multiplier, 0.22);
+  EXPECT_EQ(c.attention_scale, 0.0078125);
+  EXPECT_EQ(c.logits_scaling, 8.0);
+  const ModelConfig again = parse_model_config(model_config_to_json(c), "again");
+  EXPECT_EQ(again.residual_multiplier, 0.22);
+  EXPECT_EQ(again.attention_scale, 0.0078125);
+  EXPECT_NE(error_of(R"({"model_type": "granite", "logits_scaling": 0})")
+                .find("key 'logits_scaling': expected a positive number, got 0"),
+            std::string::npos);
+}
+
 TEST(ModelConfig, ParsesEveryRopeType) {
   EXPECT_EQ(parse(R"({"model_type": "llama", "rope_scaling": {"type": "linear", "factor": 2.0}})")
                 .rope.type,
@@ -147,7 +169,7 @@ TEST(ModelConfig, ParsesEveryRopeType) {
 TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
   EXPECT_EQ(error_of(R"({"model_type": "gpt2"})"),
             "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
-            "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2)");
+            "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite)");
   EXPECT_NE(error_of(R"({"model_type": "llama", "hidden_size": "big"})")
                 .find("key 'hidden_size': expected an integer"),
             std::string::npos);

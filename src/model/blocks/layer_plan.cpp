@@ -48,6 +48,11 @@ LayerPlan LayerPlan::of(const ModelConfig& c, int layer, const std::string& sour
     fail("model",
          source + ": attn_logit_softcapping must be positive or absent, got " + number(p.softcap));
   p.sinks = c.attention_sinks;
+  p.residual_multiplier = static_cast<float>(c.residual_multiplier);
+  if (p.residual_multiplier != 1 && p.norms.post)
+    fail("model", source +
+                      ": residual_multiplier with post norms (no family has both; the "
+                      "blocks scale the branches of the pre-norm arrangement only)");
   if (c.hidden_act != "silu")
     fail("model", source + ": hidden_act '" + c.hidden_act +
                       "' is not supported (only silu: the gated MLP block is SwiGLU)");
@@ -71,8 +76,11 @@ std::string describe(const LayerPlan& p, int64_t head_dim) {
   const std::string pre = p.norms.pre ? norm + " · " : "";
   const std::string post = p.norms.post ? " · " + norm : "";
   // With pre norms only, the add after attention and the MLP's norm are one fused pass.
-  const std::string mid = p.norms.post ? " · add · " + pre : " · add + " + norm + " · ";
-  return pre + "attention(" + attention + ")" + post + mid + "SwiGLU MLP" + post + " · add";
+  const std::string scaled =
+      p.residual_multiplier != 1 ? " · × " + number(p.residual_multiplier) : "";
+  const std::string mid = p.norms.post ? " · add · " + pre : scaled + " · add + " + norm + " · ";
+  return pre + "attention(" + attention + ")" + post + mid + "SwiGLU MLP" + post + scaled +
+         " · add";
 }
 
 }  // namespace sft::model

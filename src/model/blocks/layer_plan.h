@@ -35,6 +35,7 @@ struct LayerPlan {
   double attention_scale = 0;            // 0 = 1/sqrt(D)
   double softcap = 0;                    // attention scores' soft-cap, 0 = none
   bool sinks = false;                    // a learnable sink logit per head
+  float residual_multiplier = 1;         // each branch's output times this (Granite)
   MlpActivation activation = MlpActivation::kSilu;
 
   // Throws "[model] ..." naming `source` (the config file, or what built the config) and the
