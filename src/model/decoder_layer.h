@@ -7,6 +7,7 @@
 // its add and kept for that norm's backward:
 //   ln1 = attn_norm(x) or x;  attn_out = attention(ln1);  x_mid = x + attn_out_norm(attn_out)
 //   ln2 = mlp_norm(x_mid) or x_mid;  mlp_out = mlp(ln2);  out = x_mid + mlp_out_norm(mlp_out)
+// Granite scales each branch's output by residual_multiplier before its add (pre norms).
 // for training (forward, backward) and for decoding against a KV cache (the same forward,
 // keys and values written into the cache). Each block carves its own saved activations and
 // scratch and owns its forward and backward; this file only wires them through the residual
