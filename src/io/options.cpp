@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/edit_distance.h"
 #include "core/error.h"
 
 namespace sft {
@@ -71,26 +72,6 @@ std::vector<std::string> to_list(const std::string& text) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
-}
-
-// Edits (insert, delete, substitute, swap two neighbours) turning a into b: a swapped pair
-// of letters is one slip (--cuont), as people type.
-size_t edit_distance(std::string_view a, std::string_view b) {
-  const size_t w = b.size() + 1;
-  std::vector<size_t> d((a.size() + 1) * w);
-  for (size_t i = 0; i <= a.size(); ++i) d[i * w] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      size_t v =
-          std::min({d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1, d[(i - 1) * w + j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        v = std::min(v, d[(i - 2) * w + j - 2] + 1);
-      d[i * w + j] = v;
-    }
-  }
-  return d[a.size() * w + b.size()];
 }
 
 // HfArgumentParser registers `--output-dir` beside `--output_dir`; one spelling here.

@@ -2,6 +2,9 @@
 #include "model/config.h"
 
 #include <array>
+#include <cctype>
+
+#include "core/edit_distance.h"
 
 namespace sft {
 
@@ -259,6 +262,35 @@ std::vector<bool> parse_no_rope_layers(const Reader& r, int64_t layers) {
   return rope;
 }
 
+// "did you mean 'qwen3'? " for a slip (Qwen3, qwen-3, lama): a supported type within two edits
+// once case, '-' and '_' are set aside, and with the same digits: a family's number is no slip
+// (olmo, llama4, qwen3_moe and gemma3_text are other models, which no near name would serve).
+std::string closest_type_hint(const std::string& name) {
+  auto bare = [](std::string_view s) {
+    std::string out;
+    for (const char ch : s)
+      if (ch != '-' && ch != '_')
+        out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return out;
+  };
+  auto digits = [](std::string_view s) {
+    std::string out;
+    for (const char ch : s)
+      if (std::isdigit(static_cast<unsigned char>(ch))) out += ch;
+    return out;
+  };
+  const std::string given = bare(name);
+  std::string best;
+  size_t best_distance = 3;
+  for (const TypeTraits& t : kTypes) {
+    const std::string candidate = bare(t.name);
+    if (digits(candidate) != digits(given)) continue;
+    const size_t d = edit_distance(given, candidate);
+    if (d < best_distance) best_distance = d, best = std::string(t.name);
+  }
+  return best.empty() ? "" : "did you mean '" + best + "'? ";
+}
+
 std::vector<int64_t> parse_token_ids(const Reader& r, const std::string& key) {
   const Json* v = r.get(key);
   if (!v) return {};
@@ -284,9 +316,12 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
     if (t.name == type_name) traits = &t;
   }
   if (traits == nullptr) {
+    std::string supported;
+    for (const TypeTraits& t : kTypes)
+      supported += (supported.empty() ? "" : ", ") + std::string(t.name);
     r.bad("model_type",
           type_name.empty() ? "missing" : "model_type '" + type_name + "' is not supported",
-          "supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite");
+          closest_type_hint(type_name) + "supported model types: " + supported);
   }
 
   const TypeDefaults& defaults = traits->defaults;

@@ -170,6 +170,13 @@ TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
   EXPECT_EQ(error_of(R"({"model_type": "gpt2"})"),
             "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
             "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite)");
+  // A slip gets the near name; another family only the list.
+  EXPECT_NE(error_of(R"({"model_type": "Qwen-3"})").find("(hint: did you mean 'qwen3'? supported"),
+            std::string::npos);
+  EXPECT_EQ(error_of(R"({"model_type": "gemma3_text"})").find("did you mean"), std::string::npos);
+  EXPECT_EQ(error_of(R"({"model_type": "qwen3_moe"})").find("did you mean"), std::string::npos);
+  EXPECT_EQ(error_of(R"({"model_type": "olmo"})").find("did you mean"), std::string::npos);
+  EXPECT_NE(error_of(R"({"model_type": "lama"})").find("did you mean 'llama'?"), std::string::npos);
   EXPECT_NE(error_of(R"({"model_type": "llama", "hidden_size": "big"})")
                 .find("key 'hidden_size': expected an integer"),
             std::string::npos);

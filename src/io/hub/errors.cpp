@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/edit_distance.h"
 #include "core/error.h"
 #include "io/hub/cache_repo.h"
 
@@ -13,23 +14,6 @@ namespace sft::hub {
 namespace fs = std::filesystem;
 
 namespace {
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 std::string not_found_message(const RequestContext& c, const std::string& code) {
   const std::string what = std::string(c.repo.kind()) + " '" + c.repo.id + "'";
@@ -65,7 +49,7 @@ std::string closest_cached_repo(const std::string& cache_dir, const RepoRef& rep
     name = name.substr(prefix.size());
     const size_t sep = name.find("--");
     if (sep != std::string::npos) name = name.substr(0, sep) + "/" + name.substr(sep + 2);
-    const size_t d = edit_distance(name, repo.id);
+    const size_t d = edit_distance(name, repo.id, /*case_blind=*/true);
     if (d < best_distance) {
       best_distance = d;
       best = name;
