@@ -99,6 +99,19 @@ TEST_P(Parity, GreedyGenerationMatchesTransformers) {
   }
 }
 
+// `sft inspect`'s parameter count is transformers' num_parameters: the golden holds one
+// gradient per named parameter (tied weights once), so their elements add up to it.
+TEST_P(Parity, ParameterCountIsTransformers) {
+  const std::string dir = fixture_dir(GetParam());
+  const SafetensorsFile expected = SafetensorsFile::open(dir + "/expected.safetensors");
+  int64_t transformers_count = 0;
+  for (const TensorEntry& e : expected.entries())
+    if (e.name.rfind("grad.", 0) == 0) transformers_count += expected.tensor(e).numel();
+  const Transformer model = Transformer::load(dir);
+  EXPECT_EQ(count_parameters(model.layout()).total, transformers_count);
+  EXPECT_EQ(model.num_parameters(), transformers_count);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, Parity, ::testing::ValuesIn(kFixtures));
 
 }  // namespace
