@@ -84,14 +84,9 @@ std::string format_progress(const std::string& label, const ProgressSnapshot& s,
 }
 
 std::string format_progress_fitted(const std::string& label, const ProgressSnapshot& s, int limit) {
-  std::string line = format_progress(label, s, kTtyBarWidth);
-  const int over = display_width(line) - limit;
-  if (over > 0) {
-    // The bar gives way first (it repeats the percentage), then the line's tail is cut.
-    const int narrower = kTtyBarWidth - over;
-    line = format_progress(label, s, narrower >= kMinBarWidth ? narrower : 0);
-  }
-  return fit_to_width(line, limit);
+  // The bar gives way first (it repeats the percentage), then the line's tail is cut.
+  return fit_bar_line([&](int width) { return format_progress(label, s, width); }, kTtyBarWidth,
+                      kMinBarWidth, limit);
 }
 
 Progress::Progress(std::string label, uint64_t total, bool enabled)

@@ -44,4 +44,12 @@ std::string fit_to_width(const std::string& text, int limit) {
   return text;
 }
 
+std::string fit_bar_line(const std::function<std::string(int)>& draw, int full, int min_width,
+                         int limit) {
+  std::string line = draw(full);
+  const int over = display_width(line) - limit;
+  if (over > 0) line = draw(full - over >= min_width ? full - over : 0);
+  return fit_to_width(line, limit);
+}
+
 }  // namespace sft

@@ -7,6 +7,7 @@
 // pending-wrap state, where the next character would start a new line.
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace sft {
@@ -22,5 +23,11 @@ int display_width(const std::string& text);
 
 // `text` cut to at most `limit` characters, never inside a UTF-8 sequence.
 std::string fit_to_width(const std::string& text, int limit);
+
+// A line with a bar, fitted to `limit`: draw(width) with the bar `full` wide; when that
+// overflows, the bar narrower by the overflow, or draw(0) (no bar) when it would be narrower
+// than min_width; then fit_to_width cuts what still overflows.
+std::string fit_bar_line(const std::function<std::string(int)>& draw, int full, int min_width,
+                         int limit);
 
 }  // namespace sft

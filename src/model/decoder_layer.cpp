@@ -138,36 +138,25 @@ void forward_pre_norms(ops::View out, LayerActivations& a, LayerScratch& s, ops:
   ops::add(out, a.x_mid);
 }
 
-// The pre-norm backward with each branch's output scaled by m ≠ 1 (Granite): the branches get
-// m · the residual stream's gradient (in dtmp), so the fused bf16 rounding of the add is not used.
-void backward_scaled_branches(LayerScratch& g, const LayerActivations& a, ops::View x,
-                              const AttentionInputs& attn, const DecoderLayer& w, float m) {
-  auto scaled_into_dtmp = [&] {
-    ops::cast(g.dtmp, g.dres);
-    ops::scale(g.dtmp, m);
-  };
-  scaled_into_dtmp();
-  w.mlp.backward(g.dln, g.mlp, g.grad, a.mlp, g.dtmp, a.ln2);
-  w.mlp_norm.backward(g.dtmp, g.grad, g.dln, a.x_mid, a.rstd2);
-  ops::add(g.dres, g.dtmp);  // d x_mid
-  scaled_into_dtmp();
-  w.attention.backward(g.dln, g.attn, g.grad, a.attn, g.dtmp, a.ln1, attn);
-  w.attn_norm.backward(g.dtmp, g.grad, g.dln, x, a.rstd1);
-  ops::add(g.dres, g.dtmp);  // d(layer input)
-}
-
 void backward_pre_norms(LayerScratch& g, const LayerActivations& a, ops::View x,
                         const AttentionInputs& attn, const DecoderLayer& w) {
-  if (w.plan.residual_multiplier != 1)
-    return backward_scaled_branches(g, a, x, attn, w, w.plan.residual_multiplier);
+  // A branch's output gradient: the residual stream's, or (Granite, m ≠ 1) m times it in dtmp.
+  const float m = w.plan.residual_multiplier;
+  auto branch_grad = [&] {
+    if (m == 1) return g.dres;
+    ops::cast(g.dtmp, g.dres);
+    ops::scale(g.dtmp, m);
+    return g.dtmp;
+  };
   // g.dres is d(out): the MLP's output gradient and, through the residual, x_mid's.
-  w.mlp.backward(g.dln, g.mlp, g.grad, a.mlp, g.dres, a.ln2);
+  w.mlp.backward(g.dln, g.mlp, g.grad, a.mlp, branch_grad(), a.ln2);
   w.mlp_norm.backward(g.dtmp, g.grad, g.dln, a.x_mid, a.rstd2);
-  // d x_mid; under bf16 the add also writes its rounding, o's bf16 output gradient.
-  const bool round = !g.grad.dy16.empty() && w.attention.o.takes_rounded_dy();
+  // d x_mid; under bf16 the add also writes its rounding, o's bf16 output gradient (when the
+  // branch reads the stream's gradient itself).
+  const bool round = m == 1 && !g.grad.dy16.empty() && w.attention.o.takes_rounded_dy();
   const ops::View dres16 = round ? g.grad.rounded(g.dres) : ops::View{};
   ops::add(g.dres, g.dtmp, dres16);
-  w.attention.backward(g.dln, g.attn, g.grad, a.attn, round ? dres16 : g.dres, a.ln1, attn);
+  w.attention.backward(g.dln, g.attn, g.grad, a.attn, round ? dres16 : branch_grad(), a.ln1, attn);
   w.attn_norm.backward(g.dtmp, g.grad, g.dln, x, a.rstd1);
   ops::add(g.dres, g.dtmp);  // d(layer input)
 }

@@ -72,15 +72,13 @@ std::string format_train_bar(const TrainBarState& s, int bar_width) {
 }
 
 std::string format_train_bar_fitted(const TrainBarState& s, int limit) {
-  std::string line = format_train_bar(s, kBarWidth);
-  const int over = display_width(line) - limit;
-  if (over > 0) {
-    // The bar narrows first; narrower than kMinBarWidth it goes, and "[] " with it.
-    const int narrower = kBarWidth - over;
-    line =
-        narrower >= kMinBarWidth ? format_train_bar(s, narrower) : format_train_bar(s, 1).substr(4);
-  }
-  return fit_to_width(line, limit);
+  // The bar narrows first; narrower than kMinBarWidth it goes, and "[] " with it (the "<ETA"
+  // form stays: a 1-wide bar's line less its "[.] ").
+  return fit_bar_line(
+      [&](int width) {
+        return width > 0 ? format_train_bar(s, width) : format_train_bar(s, 1).substr(4);
+      },
+      kBarWidth, kMinBarWidth, limit);
 }
 
 Console::Console(bool bar, std::FILE* out, std::optional<bool> tty, std::FILE* metrics)

@@ -190,14 +190,11 @@ void AttentionBlock::forward_bf16_qkv(Saved& a, const Scratch& s, ops::View ln,
   ops::cast(a.q, qf);
   ops::cast(a.k, kf);
   ops::cast(a.v, vf);
-  // in.k_all, in.v_all are a.k, a.v (training owns its keys and values). The sinks rescale an
-  // fp32 output, which is then rounded once.
-  if (!sinks)
-    return ops::attention_forward(a.att_in, a.lse, a.q, in.k_all, in.v_all, in.segments, dims,
-                                  s.kernel);
-  const ops::View att = s.att32.first(T, Q);
+  // in.k_all, in.v_all are a.k, a.v (training owns its keys and values). Attention writes the
+  // bf16 att_in itself, but with sinks an fp32 output they rescale, then rounded once.
+  const ops::View att = sinks ? s.att32.first(T, Q) : a.att_in;
   attend(att, a, s, in);
-  ops::cast(a.att_in, att);
+  if (att.data != a.att_in.data) ops::cast(a.att_in, att);
 }
 
 void AttentionBlock::backward(ops::View dln, const Scratch& s, const BlockGradScratch& g,
