@@ -326,18 +326,38 @@ TEST_F(Export, UnwritableFolderIsAClearError) {
   }
 }
 
+// The keys export_config sets whatever the source says (dtype, TRL's use_cache = false, the
+// version; eos/pad only with a tokenizer or --eos_token, which these exports have not).
+bool export_sets(const std::string& key) {
+  return key == "dtype" || key == "torch_dtype" || key == "use_cache" ||
+         key == "transformers_version";
+}
+
 // Folders for tools/check_export.py (transformers loads them and compares logits with
-// sft_logits.safetensors): the qwen3 and llama fixtures, and the tokenizer-sized model with
-// --eos_token. The export itself is checked here by verify_export.
+// sft_logits.safetensors): one transformers-saved model per family (the qwen3 and llama
+// fixtures, and the parity fixtures of the families whose layers differ: SmolLM3's layers
+// without RoPE, OLMo 2's post norms, Granite's multipliers), and the tokenizer-sized model with
+// --eos_token. Checked here: verify_export, the reload bit for bit, and every family key of
+// the source config.json (no_rope_layers, the multipliers, ...) written back unchanged.
 TEST_F(Export, FoldersForTheTransformersCheck) {
-  for (const char* name : {"qwen3", "llama"}) {
-    const std::string src = test::source_path("tests/fixtures/models/") + name;
-    const std::string dir = test::fresh_output_dir(std::string("export_fixture_") + name);
+  for (const char* name : {"models/qwen3", "models/llama", "parity/smollm3_nope_sliding",
+                           "parity/olmo2_post_norms", "parity/granite_multipliers"}) {
+    const std::string src = test::source_path("tests/fixtures/") + name;
+    const std::string folder = fs::path(name).filename().string();
+    const std::string dir = test::fresh_output_dir("export_fixture_" + folder);
     model::Transformer m = model::Transformer::load(src);
     ExportOptions o;
     o.source_model_dir = src;
     export_hf_model(m, dir + "/model", o);
-    EXPECT_NO_THROW(verify_export(m, dir + "/model", DType::kF32));
+    EXPECT_NO_THROW(verify_export(m, dir + "/model", DType::kF32)) << name;
+    expect_same_parameters(m, model::Transformer::load(dir + "/model"));
+    const Json source = read_json(src + "/config.json");
+    const Json exported = read_json(dir + "/model/config.json");
+    for (const auto& [key, value] : source.items()) {
+      if (export_sets(key)) continue;
+      ASSERT_TRUE(exported.contains(key)) << name << ": " << key;
+      EXPECT_EQ(exported[key], value) << name << ": " << key;
+    }
     write_sft_logits(m, dir + "/sft_logits.safetensors");
   }
   const std::string dir = test::fresh_output_dir("export_fixture_tiny_qwen_eos");
