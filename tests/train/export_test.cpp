@@ -110,6 +110,13 @@ void write_sft_logits(model::Transformer& m, const std::string& path) {
   write_safetensors(path, {{"input_ids", ids}, {"logits", logits}});
 }
 
+// The keys export_config sets whatever the source says (dtype, TRL's use_cache = false, the
+// version; eos/pad only with a tokenizer or --eos_token, which these exports have not).
+bool export_sets(const std::string& key) {
+  return key == "dtype" || key == "torch_dtype" || key == "use_cache" ||
+         key == "transformers_version";
+}
+
 template <typename F>
 std::string error_of(F&& f) {
   try {
@@ -324,13 +331,6 @@ TEST_F(Export, UnwritableFolderIsAClearError) {
     fs::permissions(dir_ + "/ro", fs::perms::owner_all);
     EXPECT_NE(msg.find("hint: check that the folder is writable"), std::string::npos) << msg;
   }
-}
-
-// The keys export_config sets whatever the source says (dtype, TRL's use_cache = false, the
-// version; eos/pad only with a tokenizer or --eos_token, which these exports have not).
-bool export_sets(const std::string& key) {
-  return key == "dtype" || key == "torch_dtype" || key == "use_cache" ||
-         key == "transformers_version";
 }
 
 // Folders for tools/check_export.py (transformers loads them and compares logits with
