@@ -1,10 +1,8 @@
-// The one device check of every view-level op (ops/ops.h): which backend a call goes to.
+// The one device check of every view-level op (ops/ops.h): which backend's kernel table
+// (ops/kernel_table.h) a call goes to; ops/dispatch.cpp calls it first for every op.
 //
-// An op's views are all on one device or the call fails, naming the op and the devices. The CPU
-// path pays one comparison per view (no strings unless it fails); CUDA views go to the
-// ops::cuda:: kernel of the same name (ops/cuda/cuda_ops.h; in a build without CUDA those say
-// how to get them, ops/cuda/without_cuda.cpp). Usage, the first line after the profiler scope:
-//   if (on_cuda("rmsnorm_forward", {out, rstd, x, w})) return cuda::rmsnorm_forward(...);
+// An op's views are all on one device or the call fails, naming the op and the devices. It costs
+// one comparison per view (no strings unless it fails).
 // The same check refuses column blocks (View::columns, rows `stride` apart): only the ops whose
 // CPU kernels walk row strides pass Strides::kCpu, and the CUDA kernels take dense views only.
 #pragma once
@@ -53,19 +51,6 @@ inline Device device_of(const char* op, std::initializer_list<View> views,
     for (const View& v : views)
       if (!v.empty() && !v.dense()) fail_strided(op, v, device);
   return device;
-}
-
-// True when the call's views are CUDA views (the caller then returns the ops::cuda:: call).
-inline bool on_cuda(const char* op, std::initializer_list<View> views,
-                    Strides strides = Strides::kDenseOnly) {
-  return device_of(op, views, strides) == Device::kCuda;
-}
-
-// For the ops without a CUDA kernel yet: CUDA views fail naming the op, CPU views pass.
-inline void require_cpu_kernel(const char* op, std::initializer_list<View> views) {
-  if (on_cuda(op, views))
-    fail("ops",
-         std::string(op) + ": no CUDA kernel yet (attention, the fused LM head: docs/cuda.md)");
 }
 
 }  // namespace sft::ops

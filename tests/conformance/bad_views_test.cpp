@@ -221,14 +221,17 @@ TEST(ConformanceRouting, MixedDevicesNameTheOpAndTheDevices) {
                       [&] { ops::adamw_update(a, c, c, c, {}, b); });
 }
 
+// An empty slot of the CUDA kernel table (ops/kernel_table.h) fails naming the op. In a build
+// without CUDA every CUDA view fails earlier, saying how to get CUDA (the test below).
 TEST(ConformanceRouting, OpsWithoutACudaKernelSaySo) {
+  if (compiled_backends() == "cpu") GTEST_SKIP() << "this build has no CUDA kernel table";
   std::vector<float> h[5];
   const View q = marked(h[0], 2, 2, Device::kCuda), k = marked(h[1], 2, 2, Device::kCuda),
              v = marked(h[2], 2, 2, Device::kCuda), out = marked(h[3], 2, 2, Device::kCuda),
              lse = marked(h[4], 2, 1, Device::kCuda);
   const std::vector<AttentionSegment> seg = {{0, 2, 0, 2, 0}};
   const AttentionDims d{1, 1, 2, 0};
-  const std::string none = ": no CUDA kernel yet (attention, the fused LM head: docs/cuda.md)";
+  const std::string none = ": no CUDA kernel yet (docs/cuda.md lists what each backend has)";
   expect_error_naming("attention_forward" + none,
                       [&] { ops::attention_forward(out, lse, q, k, v, seg, d, {}); });
   expect_error_naming("attention_backward" + none, [&] {

@@ -11,11 +11,10 @@
 #include <string>
 
 #include "core/half.h"
-#include "ops/device_dispatch.h"
+#include "ops/cpu/cpu_ops.h"
 #include "ops/ops.h"
-#include "ops/profile.h"
 
-namespace sft::ops {
+namespace sft::ops::cpu {
 
 namespace {
 
@@ -74,8 +73,6 @@ void sinks_backward(T* dsinks, const T* dout, const Out* out, const T* lse, cons
 }  // namespace
 
 void attention_sinks_forward(View out, View lse, View sinks) {
-  const ScopedOp op("attention_sinks_forward");
-  require_cpu_kernel("attention_sinks_forward", {out, lse, sinks});
   if (out.dtype != DType::kF32 && out.dtype != DType::kF64)
     fail("ops",
          "attention_sinks_forward: out must be f32 or f64 (a bf16 output is rounded after "
@@ -88,8 +85,6 @@ void attention_sinks_forward(View out, View lse, View sinks) {
 }
 
 void attention_sinks_backward(View dsinks, View dout, View out, View lse, View sinks) {
-  const ScopedOp op("attention_sinks_backward");
-  require_cpu_kernel("attention_sinks_backward", {dsinks, dout, out, lse, sinks});
   require_sink_views("attention_sinks_backward", out, lse, sinks, dout);
   if (dsinks.numel() != sinks.numel() || dsinks.dtype != dout.dtype || dout.rows != out.rows ||
       dout.cols != out.cols || !dout.dense())
@@ -112,4 +107,4 @@ void attention_sinks_backward(View dsinks, View dout, View out, View lse, View s
                  sinks.as<float>(), out.rows, H, D);
 }
 
-}  // namespace sft::ops
+}  // namespace sft::ops::cpu

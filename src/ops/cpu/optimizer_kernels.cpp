@@ -1,16 +1,14 @@
 // The optimizer's elementwise kernels on the CPU: AdamW's update (16 lanes at a time on AVX-512,
 // the same bits as the scalar loop), the squared L2 norm, scaling.
-// CUDA views go to ops::cuda:: (the one device check of ops/device_dispatch.h).
+// The CPU slots of these ops in the kernel table (ops/cpu/cpu_ops.h).
 #include <algorithm>
 #include <cmath>
 
 #include "core/half.h"
 #include "ops/cpu/bf16_simd.h"
 #include "ops/cpu/cpu_features.h"
-#include "ops/cuda/cuda_ops.h"
-#include "ops/device_dispatch.h"
+#include "ops/cpu/cpu_ops.h"
 #include "ops/ops.h"
-#include "ops/profile.h"
 
 // torch's CPU kernels do not fuse multiply-adds here; fusing would change the last bits.
 // (GCC in ISO C++ mode does not contract by default; clang does within a statement.)
@@ -18,7 +16,7 @@
 #pragma clang fp contract(off)
 #endif
 
-namespace sft::ops {
+namespace sft::ops::cpu {
 
 namespace {
 
@@ -88,9 +86,6 @@ void adamw_scalar(float* p, const float* g, float* m, float* v, uint16_t* copy, 
 
 void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
                   View bf16_copy) {
-  const ScopedOp op("adamw_update");
-  if (on_cuda("adamw_update", {param, grad, exp_avg, exp_avg_sq, bf16_copy}))
-    return cuda::adamw_update(param, grad, exp_avg, exp_avg_sq, k, bf16_copy);
   const int64_t n = param.numel();
   require_cpu_f32("adamw_update", {param, grad, exp_avg, exp_avg_sq}, n);
   if (!bf16_copy.empty() && (bf16_copy.dtype != DType::kBF16 || bf16_copy.numel() != n ||
@@ -136,8 +131,6 @@ double block_generic(const float* a, int64_t n) {
 }  // namespace
 
 double sum_of_squares(View x) {
-  const ScopedOp op("sum_of_squares");
-  if (on_cuda("sum_of_squares", {x})) return cuda::sum_of_squares(x);
   const int64_t n = x.numel();
   require_cpu_f32("sum_of_squares", {x}, n);
   const float* a = x.as<float>();
@@ -163,8 +156,6 @@ double sum_of_squares(View x) {
 }
 
 void scale(View x, float factor) {
-  const ScopedOp op("scale");
-  if (on_cuda("scale", {x})) return cuda::scale(x, factor);
   require_cpu_f32("scale", {x}, x.numel());
   float* a = x.as<float>();
   parallel_for_rows(x.numel(), 1 << 15, [&](int64_t b, int64_t e) {
@@ -173,8 +164,6 @@ void scale(View x, float factor) {
 }
 
 void add_scalar(View x, float c) {
-  const ScopedOp op("add_scalar");
-  if (on_cuda("add_scalar", {x})) return cuda::add_scalar(x, c);
   require_cpu_f32("add_scalar", {x}, x.numel());
   float* a = x.as<float>();
   parallel_for_rows(x.numel(), 1 << 15, [&](int64_t b, int64_t e) {
@@ -182,4 +171,4 @@ void add_scalar(View x, float c) {
   });
 }
 
-}  // namespace sft::ops
+}  // namespace sft::ops::cpu

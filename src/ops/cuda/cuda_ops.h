@@ -7,7 +7,8 @@
 // sum_of_squares, which returns a number); ops/cuda/cuda_memory.h copies and synchronizes.
 // Deterministic: no floating-point atomics; every sum has a fixed order (tree reductions of a
 // fixed block size, fixed-size row chunks), so the same inputs give the same bits run to run.
-// Not here yet (docs/cuda.md): attention, the fused LM head + cross-entropy, vocabulary shards.
+// They are the slots of the CUDA kernel table (ops/cuda/kernel_table.cpp). Not here yet
+// (docs/cuda.md): attention, the fused LM head + cross-entropy, vocabulary shards.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,8 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
 
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps);
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w);
+// As the unfused cast, add and rmsnorm kernels.
+void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, double eps);
 
 void rope_forward(View x, View cos, View sin, int64_t head_dim);
 void rope_backward(View dx, View cos, View sin, int64_t head_dim);
@@ -36,8 +39,8 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
 void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard = {});
 void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard shard = {});
 
-// dst += src: f32 += f32 or f32 += bf16.
-void add(View dst, View src);
+// dst += src: f32 += f32 or f32 += bf16; with `rounded` (bf16), the sum is cast there too.
+void add(View dst, View src, View rounded = {});
 void add_bias(View y, View b);
 void bias_backward(View db, View dy);
 

@@ -63,8 +63,8 @@ void check_launch() {
 
 }  // namespace
 
-void add(View dst, View src) {
-  require_cuda("add", {dst, src});
+void add(View dst, View src, View rounded) {
+  require_cuda("add", {dst, src, rounded});
   require(dst.numel() == src.numel(), "add",
           [&] { return "dst " + shape(dst) + ", src " + shape(src); });
   require_dtype("add", DType::kF32, {dst});
@@ -77,6 +77,11 @@ void add(View dst, View src) {
   else
     add_kernel<<<blocks_for(n, kThreads), kThreads>>>(dst.as<float>(), src.as<float>(), n);
   check_launch();
+  if (rounded.empty()) return;
+  require(rounded.numel() == n, "add",
+          [&] { return "dst " + shape(dst) + ", rounded " + shape(rounded); });
+  require_dtype("add", DType::kBF16, {rounded});
+  cuda::cast(rounded, dst);  // a second kernel here: the values of the CPU's fused pass
 }
 
 void add_bias(View y, View b) {

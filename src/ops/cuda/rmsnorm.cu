@@ -72,6 +72,21 @@ void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
   SFT_CUDA_CHECK(cudaGetLastError());
 }
 
+// The residual add and the norm as the unfused kernels (cast, add, rmsnorm): the values of the
+// CPU's fused pass, with the sum read once more.
+void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, double eps) {
+  require_cuda("add_rmsnorm_forward", {sum, out, rstd, a, b, w});
+  require(sum.numel() == a.numel() && b.numel() == a.numel() && sum.dtype == a.dtype &&
+              b.dtype == a.dtype,
+          "add_rmsnorm_forward", [&] {
+            return "the residual add takes sum, a and b of one shape and dtype, got " + shape(sum) +
+                   " = " + shape(a) + " + " + shape(b);
+          });
+  if (sum.data != a.data) cuda::cast(sum, a);
+  cuda::add(sum, b);
+  cuda::rmsnorm_forward(out, rstd, sum, w, eps);
+}
+
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
   require_cuda("rmsnorm_backward", {dx, dw, dout, x, rstd, w});
   require(dx.numel() == x.numel() && dout.numel() == x.numel() && dw.numel() == x.cols &&

@@ -3,12 +3,11 @@
 // passes its own, as MPI ranks have).
 #include <string>
 
-#include "ops/device_dispatch.h"
+#include "ops/cpu/cpu_ops.h"
 #include "ops/lm_head_ce.h"
 #include "ops/ops.h"
-#include "ops/profile.h"
 
-namespace sft::ops {
+namespace sft::ops::cpu {
 
 namespace {
 
@@ -37,6 +36,10 @@ void check(const View& dx, const View& dw, const View& logits, const View& x, co
 
 }  // namespace
 
+}  // namespace sft::ops::cpu
+
+namespace sft::ops {
+
 size_t lm_head_workspace_bytes(const LmHeadShape& s) {
   const int64_t T = s.rows, C = s.hidden, V = s.vocab;
   switch (s.dtype) {
@@ -53,12 +56,14 @@ size_t lm_head_workspace_bytes(const LmHeadShape& s) {
   }
 }
 
+}  // namespace sft::ops
+
+namespace sft::ops::cpu {
+
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, Workspace memory,
                                   VocabShard shard) {
-  const ScopedOp op("lm_head_cross_entropy");
   LmHeadWorkspace ws{{}, memory};
-  require_cpu_kernel("lm_head_cross_entropy", {dx, dw, logits, x, w});
   check(dx, dw, logits, x, w);
   const int64_t T = x.rows, C = x.cols, V = w.rows;
   if (shard.group) {
@@ -78,14 +83,14 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
           data_or_null<float>(dx), data_or_null<float>(dw), x.as<uint16_t>(), w.as<uint16_t>(),
           targets, static_cast<float>(scale), T, C, V, ws, shard.begin, shard.group, shard.vocab);
     if (x.dtype == DType::kF64)
-      return lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),
-                                   static_cast<double*>(nullptr), x.as<double>(), w.as<double>(),
-                                   targets, scale, T, C, V, ws, shard.begin, shard.group,
-                                   shard.vocab);
-    return lm_head_cross_entropy(data_or_null<float>(dx), data_or_null<float>(dw),
-                                 static_cast<float*>(nullptr), x.as<float>(), w.as<float>(),
-                                 targets, static_cast<float>(scale), T, C, V, ws, shard.begin,
-                                 shard.group, shard.vocab);
+      return ops::lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),
+                                        static_cast<double*>(nullptr), x.as<double>(),
+                                        w.as<double>(), targets, scale, T, C, V, ws, shard.begin,
+                                        shard.group, shard.vocab);
+    return ops::lm_head_cross_entropy(data_or_null<float>(dx), data_or_null<float>(dw),
+                                      static_cast<float*>(nullptr), x.as<float>(), w.as<float>(),
+                                      targets, static_cast<float>(scale), T, C, V, ws, shard.begin,
+                                      shard.group, shard.vocab);
   }
   if (x.dtype == DType::kBF16 && logits.empty())
     return lm_head_cross_entropy_bf16(data_or_null<float>(dx), data_or_null<float>(dw),
@@ -98,18 +103,18 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
     memory.require("lm_head_cross_entropy", need);
     float* x32 = memory.take<float>(T * C, "lm_head_cross_entropy");
     float* w32 = memory.take<float>(V * C, "lm_head_cross_entropy");
-    cast(view_of(x32, T, C), x);
-    cast(view_of(w32, V, C), w);
-    return lm_head_cross_entropy(dx, dw, logits, view_of(x32, T, C), view_of(w32, V, C), targets,
-                                 scale, memory.rest());
+    cpu::cast(view_of(x32, T, C), x);
+    cpu::cast(view_of(w32, V, C), w);
+    return cpu::lm_head_cross_entropy(dx, dw, logits, view_of(x32, T, C), view_of(w32, V, C),
+                                      targets, scale, memory.rest(), {});
   }
   if (x.dtype == DType::kF64)
-    return lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),
-                                 data_or_null<double>(logits), x.as<double>(), w.as<double>(),
-                                 targets, scale, T, C, V, ws);
-  return lm_head_cross_entropy(data_or_null<float>(dx), data_or_null<float>(dw),
-                               data_or_null<float>(logits), x.as<float>(), w.as<float>(), targets,
-                               static_cast<float>(scale), T, C, V, ws);
+    return ops::lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),
+                                      data_or_null<double>(logits), x.as<double>(), w.as<double>(),
+                                      targets, scale, T, C, V, ws);
+  return ops::lm_head_cross_entropy(data_or_null<float>(dx), data_or_null<float>(dw),
+                                    data_or_null<float>(logits), x.as<float>(), w.as<float>(),
+                                    targets, static_cast<float>(scale), T, C, V, ws);
 }
 
-}  // namespace sft::ops
+}  // namespace sft::ops::cpu

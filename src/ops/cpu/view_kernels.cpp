@@ -1,20 +1,19 @@
-// The view-level ops of ops.h: one device check routes CUDA views to ops::cuda::
-// (ops/device_dispatch.h); for CPU views, checks each view's dtype and shape, then calls the
-// typed CPU kernel (fp32, or fp64 for the reference and conformance runs).
+// The CPU backend's kernels on views (ops/cpu/cpu_ops.h, the slots of ops/cpu/kernel_table.cpp):
+// each checks its views' dtypes and shapes, then calls the typed CPU kernel (fp32, bf16 where
+// ops.h takes bf16, or fp64 for the reference and conformance runs). The dispatcher
+// (ops/dispatch.cpp) has already checked that the views are CPU views.
 #include <cstring>
 #include <string>
 
+#include "ops/cpu/cpu_ops.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/embedding.h"
 #include "ops/cpu/rmsnorm.h"
 #include "ops/cpu/rope.h"
 #include "ops/cpu/swiglu.h"
-#include "ops/cuda/cuda_ops.h"
-#include "ops/device_dispatch.h"
 #include "ops/ops.h"
-#include "ops/profile.h"
 
-namespace sft::ops {
+namespace sft::ops::cpu {
 
 namespace {
 
@@ -64,26 +63,9 @@ void require_dtype_of(const char* op, const char* role, DType want,
                       ", got " + std::string(dtype_name(v.dtype)));
 }
 
-struct MatmulCall {
-  const View &c, &a;
-  int64_t K;
-  bool ta, tb;
-};
-
-std::string matmul_detail(const void* p) {
-  const MatmulCall& m = *static_cast<const MatmulCall*>(p);
-  return std::string(dtype_name(m.a.dtype)) + " M=" + std::to_string(m.c.rows) +
-         " N=" + std::to_string(m.c.cols) + " K=" + std::to_string(m.K) + (m.ta ? " ta" : "") +
-         (m.tb ? " tb" : "");
-}
-
 }  // namespace
 
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate) {
-  const MatmulCall call{c, a, trans_a ? a.rows : a.cols, trans_a, trans_b};
-  const ScopedOp op("matmul", matmul_detail, &call);
-  if (on_cuda("matmul", {c, a, b}, Strides::kCpu))
-    return cuda::matmul(c, a, b, trans_a, trans_b, accumulate);
   const int64_t M = trans_a ? a.cols : a.rows, K = trans_a ? a.rows : a.cols;
   const int64_t Kb = trans_b ? b.cols : b.rows, N = trans_b ? b.rows : b.cols;
   require(K == Kb && c.rows == M && c.cols == N, "matmul", [&] {
@@ -94,20 +76,17 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
     require(c.dtype == DType::kF32, "matmul", [&] {
       return "a bf16 product accumulates into f32, not " + std::string(dtype_name(c.dtype));
     });
-    return matmul_bf16(c.as<float>(), a.as<uint16_t>(), b.as<uint16_t>(), M, N, K, trans_a, trans_b,
-                       accumulate, a.ld(), b.ld(), c.ld());
+    return ops::matmul_bf16(c.as<float>(), a.as<uint16_t>(), b.as<uint16_t>(), M, N, K, trans_a,
+                            trans_b, accumulate, a.ld(), b.ld(), c.ld());
   }
   on_float_type("matmul", c, {a, b}, [&](auto t) {
     using T = decltype(t);
-    matmul(c.as<T>(), a.as<T>(), b.as<T>(), M, N, K, trans_a, trans_b, accumulate, a.ld(), b.ld(),
-           c.ld());
+    ops::matmul(c.as<T>(), a.as<T>(), b.as<T>(), M, N, K, trans_a, trans_b, accumulate, a.ld(),
+                b.ld(), c.ld());
   });
 }
 
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
-  const ScopedOp op("rmsnorm_forward");
-  if (on_cuda("rmsnorm_forward", {out, rstd, x, w}))
-    return cuda::rmsnorm_forward(out, rstd, x, w, eps);
   require(out.numel() == x.numel() && rstd.numel() == x.rows && w.numel() == x.cols, "rmsnorm",
           [&] { return "x " + shape(x) + ", out " + shape(out) + ", w " + shape(w); });
   if (out.dtype == DType::kBF16 && x.dtype == DType::kF32) {  // fused with the bf16 rounding
@@ -122,8 +101,6 @@ void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
 }
 
 void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, double eps) {
-  const ScopedOp op("add_rmsnorm_forward");
-  const bool cuda = on_cuda("add_rmsnorm_forward", {sum, out, rstd, a, b, w});
   require(sum.numel() == a.numel() && b.numel() == a.numel() && out.numel() == a.numel() &&
               rstd.numel() == a.rows && w.numel() == a.cols,
           "add_rmsnorm_forward", [&] {
@@ -135,11 +112,6 @@ void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, 
            std::string(dtype_name(sum.dtype)) + " = " + std::string(dtype_name(a.dtype)) + " + " +
            std::string(dtype_name(b.dtype));
   });
-  if (cuda) {  // the unfused kernels there: the same values, the sum read once more
-    if (sum.data != a.data) cuda::cast(sum, a);
-    cuda::add(sum, b);
-    return cuda::rmsnorm_forward(out, rstd, sum, w, eps);
-  }
   if (out.dtype == DType::kBF16 && a.dtype == DType::kF32) {  // fused with the bf16 rounding
     require_dtype_of("add_rmsnorm_forward", "sum, a, b, rstd and w of a bf16 out", DType::kF32,
                      {sum, b, rstd, w});
@@ -155,9 +127,6 @@ void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, 
 }
 
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
-  const ScopedOp op("rmsnorm_backward");
-  if (on_cuda("rmsnorm_backward", {dx, dw, dout, x, rstd, w}))
-    return cuda::rmsnorm_backward(dx, dw, dout, x, rstd, w);
   require(dx.numel() == x.numel() && dout.numel() == x.numel() && dw.numel() == x.cols,
           "rmsnorm_backward",
           [&] { return "x " + shape(x) + ", dx " + shape(dx) + ", dw " + shape(dw); });
@@ -170,10 +139,6 @@ void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
 
 namespace {
 void rope(View x, View cos, View sin, int64_t head_dim, bool backward) {
-  const ScopedOp op(backward ? "rope_backward" : "rope_forward");
-  if (on_cuda("rope", {x, cos, sin}, Strides::kCpu))
-    return backward ? cuda::rope_backward(x, cos, sin, head_dim)
-                    : cuda::rope_forward(x, cos, sin, head_dim);
   const int64_t R = 2 * cos.cols, D = head_dim > 0 ? head_dim : R;
   require(cos.rows == x.rows && sin.numel() == cos.numel() && R > 0 && R <= D && x.cols % D == 0,
           "rope", [&] {
@@ -198,8 +163,6 @@ void rope_backward(View dx, View cos, View sin, int64_t head_dim) {
 }
 
 void swiglu_forward(View h, View gate, View up) {
-  const ScopedOp op("swiglu_forward");
-  if (on_cuda("swiglu_forward", {h, gate, up})) return cuda::swiglu_forward(h, gate, up);
   require(h.numel() == gate.numel() && up.numel() == gate.numel(), "swiglu",
           [&] { return "gate " + shape(gate) + ", up " + shape(up) + ", h " + shape(h); });
   if (gate.dtype == DType::kBF16 && h.dtype == DType::kBF16) {  // fused with h's rounding
@@ -218,9 +181,6 @@ void swiglu_forward(View h, View gate, View up) {
 }
 
 void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
-  const ScopedOp op("swiglu_backward");
-  if (on_cuda("swiglu_backward", {dgate, dup, dh, gate, up}))
-    return cuda::swiglu_backward(dgate, dup, dh, gate, up);
   require(
       dh.numel() == gate.numel() && dgate.numel() == gate.numel() && dup.numel() == gate.numel(),
       "swiglu_backward", [&] { return "gate " + shape(gate) + ", dh " + shape(dh); });
@@ -244,9 +204,6 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
 }
 
 void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard) {
-  const ScopedOp op("embedding_forward");
-  if (on_cuda("embedding_forward", {out, table}))
-    return cuda::embedding_forward(out, ids, table, shard);
   require(out.cols == table.cols, "embedding",
           [&] { return "out " + shape(out) + ", table " + shape(table); });
   on_float_type("embedding", table, {out}, [&](auto t) {
@@ -262,9 +219,6 @@ void embedding_forward(View out, const int64_t* ids, View table, VocabShard shar
 }
 
 void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard shard) {
-  const ScopedOp op("embedding_backward");
-  if (on_cuda("embedding_backward", {dtable, dout}))
-    return cuda::embedding_backward(dtable, dout, ids, shard);
   require(dout.cols == dtable.cols, "embedding_backward",
           [&] { return "dout " + shape(dout) + ", dtable " + shape(dtable); });
   on_float_type("embedding_backward", dtable, {dout}, [&](auto t) {
@@ -277,14 +231,6 @@ void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard s
 }
 
 void add(View dst, View src, View rounded) {
-  const ScopedOp op("add");
-  if (on_cuda("add", {dst, src, rounded})) {
-    require(rounded.empty() || rounded.numel() == dst.numel(), "add",
-            [&] { return "dst " + shape(dst) + ", rounded " + shape(rounded); });
-    cuda::add(dst, src);
-    if (!rounded.empty()) cuda::cast(rounded, dst);  // two kernels there, the same values
-    return;
-  }
   require(dst.numel() == src.numel(), "add",
           [&] { return "dst " + shape(dst) + ", src " + shape(src); });
   if (!rounded.empty()) {
@@ -303,8 +249,6 @@ void add(View dst, View src, View rounded) {
 }
 
 void add_bias(View y, View b) {
-  const ScopedOp op("add_bias");
-  if (on_cuda("add_bias", {y, b})) return cuda::add_bias(y, b);
   require(b.numel() == y.cols, "add_bias", [&] { return "y " + shape(y) + ", b " + shape(b); });
   on_float_type("add_bias", y, {b}, [&](auto t) {
     using T = decltype(t);
@@ -313,8 +257,6 @@ void add_bias(View y, View b) {
 }
 
 void bias_backward(View db, View dy) {
-  const ScopedOp op("bias_backward");
-  if (on_cuda("bias_backward", {db, dy})) return cuda::bias_backward(db, dy);
   require(db.numel() == dy.cols, "bias_backward",
           [&] { return "dy " + shape(dy) + ", db " + shape(db); });
   on_float_type("bias_backward", dy, {db}, [&](auto t) {
@@ -324,14 +266,10 @@ void bias_backward(View db, View dy) {
 }
 
 void zero(View x) {
-  const ScopedOp op("zero");
-  if (on_cuda("zero", {x})) return cuda::zero(x);
   if (!x.empty()) std::memset(x.data, 0, static_cast<size_t>(x.numel()) * dtype_size(x.dtype));
 }
 
 void cast(View dst, View src) {
-  const ScopedOp op("cast");
-  if (on_cuda("cast", {dst, src}, Strides::kCpu)) return cuda::cast(dst, src);
   const bool dense = dst.dense() && src.dense();
   // Dense views only need as many elements; a column block needs the same shape.
   require(dense ? dst.numel() == src.numel() : dst.rows == src.rows && dst.cols == src.cols, "cast",
@@ -350,4 +288,4 @@ void cast(View dst, View src) {
                   std::string(dtype_name(to)));
 }
 
-}  // namespace sft::ops
+}  // namespace sft::ops::cpu

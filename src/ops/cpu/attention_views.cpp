@@ -4,15 +4,14 @@
 // bf16, lse f32, out bf16 or f32 and, backward, dout, dq, dk, dv f32. Other mixes are refused.
 #include "ops/attention.h"
 
-#include "ops/device_dispatch.h"
+#include "ops/cpu/cpu_ops.h"
 #include "ops/ops.h"
-#include "ops/profile.h"
 
-namespace sft::ops {
+namespace sft::ops::cpu {
 
 namespace {
 
-// (The device was checked by require_cpu_kernel.)
+// (The dispatcher checked that the views are CPU views.)
 void require_same_dtype(const char* op, const View& q, std::initializer_list<View> views) {
   for (const View& v : views) {
     if (!v.empty() && v.dtype != q.dtype)
@@ -62,58 +61,54 @@ void require_shapes(const char* op, const View& q, const View& k, const View& v,
 void attention_forward(View out, View lse, View q, View k, View v,
                        std::span<const AttentionSegment> segments, const AttentionDims& dims,
                        Workspace memory) {
-  const ScopedOp op("attention_forward");
   AttentionWorkspace ws;
   ws.memory = memory;
-  require_cpu_kernel("attention_forward", {out, lse, q, k, v});
   if (q.dtype == DType::kBF16) {
     require_bf16_mix("attention_forward", {k, v}, out, {lse});
     require_shapes("attention_forward", q, k, v, {{&out, &q}}, lse, segments, dims);
     if (out.dtype == DType::kBF16)
-      return attention_forward_bf16(out.as<uint16_t>(), lse.as<float>(), q.as<uint16_t>(),
-                                    k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, ws);
-    return attention_forward_bf16(out.as<float>(), lse.as<float>(), q.as<uint16_t>(),
-                                  k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, ws);
+      return ops::attention_forward_bf16(out.as<uint16_t>(), lse.as<float>(), q.as<uint16_t>(),
+                                         k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, ws);
+    return ops::attention_forward_bf16(out.as<float>(), lse.as<float>(), q.as<uint16_t>(),
+                                       k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, ws);
   }
   require_same_dtype("attention_forward", q, {out, lse, k, v});
   require_shapes("attention_forward", q, k, v, {{&out, &q}}, lse, segments, dims);
   if (q.dtype == DType::kF64)
-    return attention_forward(out.as<double>(), lse.as<double>(), q.as<double>(), k.as<double>(),
-                             v.as<double>(), segments, dims, ws);
-  attention_forward(out.as<float>(), lse.as<float>(), q.as<float>(), k.as<float>(), v.as<float>(),
-                    segments, dims, ws);
+    return ops::attention_forward(out.as<double>(), lse.as<double>(), q.as<double>(),
+                                  k.as<double>(), v.as<double>(), segments, dims, ws);
+  ops::attention_forward(out.as<float>(), lse.as<float>(), q.as<float>(), k.as<float>(),
+                         v.as<float>(), segments, dims, ws);
 }
 
 void attention_backward(View dq, View dk, View dv, View dout, View out, View lse, View q, View k,
                         View v, std::span<const AttentionSegment> segments,
                         const AttentionDims& dims, Workspace memory) {
-  const ScopedOp op("attention_backward");
   AttentionWorkspace ws;
   ws.memory = memory;
-  require_cpu_kernel("attention_backward", {dq, dk, dv, dout, out, lse, q, k, v});
   if (q.dtype == DType::kBF16) {
     require_bf16_mix("attention_backward", {k, v}, out, {lse, dout, dq, dk, dv});
     require_shapes("attention_backward", q, k, v,
                    {{&dq, &q}, {&dout, &q}, {&out, &q}, {&dk, &k}, {&dv, &v}}, lse, segments, dims);
     if (out.dtype == DType::kBF16)
-      return attention_backward_bf16(dq.as<float>(), dk.as<float>(), dv.as<float>(),
-                                     dout.as<float>(), out.as<uint16_t>(), lse.as<float>(),
-                                     q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(), segments,
-                                     dims, ws);
-    return attention_backward_bf16(dq.as<float>(), dk.as<float>(), dv.as<float>(), dout.as<float>(),
-                                   out.as<float>(), lse.as<float>(), q.as<uint16_t>(),
-                                   k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, ws);
+      return ops::attention_backward_bf16(dq.as<float>(), dk.as<float>(), dv.as<float>(),
+                                          dout.as<float>(), out.as<uint16_t>(), lse.as<float>(),
+                                          q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(),
+                                          segments, dims, ws);
+    return ops::attention_backward_bf16(
+        dq.as<float>(), dk.as<float>(), dv.as<float>(), dout.as<float>(), out.as<float>(),
+        lse.as<float>(), q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(), segments, dims, ws);
   }
   require_same_dtype("attention_backward", q, {dq, dk, dv, dout, out, lse, k, v});
   require_shapes("attention_backward", q, k, v,
                  {{&dq, &q}, {&dout, &q}, {&out, &q}, {&dk, &k}, {&dv, &v}}, lse, segments, dims);
   if (q.dtype == DType::kF64)
-    return attention_backward(dq.as<double>(), dk.as<double>(), dv.as<double>(), dout.as<double>(),
-                              out.as<double>(), lse.as<double>(), q.as<double>(), k.as<double>(),
-                              v.as<double>(), segments, dims, ws);
-  attention_backward(dq.as<float>(), dk.as<float>(), dv.as<float>(), dout.as<float>(),
-                     out.as<float>(), lse.as<float>(), q.as<float>(), k.as<float>(), v.as<float>(),
-                     segments, dims, ws);
+    return ops::attention_backward(
+        dq.as<double>(), dk.as<double>(), dv.as<double>(), dout.as<double>(), out.as<double>(),
+        lse.as<double>(), q.as<double>(), k.as<double>(), v.as<double>(), segments, dims, ws);
+  ops::attention_backward(dq.as<float>(), dk.as<float>(), dv.as<float>(), dout.as<float>(),
+                          out.as<float>(), lse.as<float>(), q.as<float>(), k.as<float>(),
+                          v.as<float>(), segments, dims, ws);
 }
 
-}  // namespace sft::ops
+}  // namespace sft::ops::cpu

@@ -1,0 +1,57 @@
+// The CPU backend's kernels on views: sft::ops::cpu::<name> takes the arguments of the ops::
+// function of the same name (ops/ops.h), in the same order, with every view on the CPU; they are
+// the slots of the CPU kernel table (ops/cpu/kernel_table.cpp). Each checks its views' dtypes and
+// shapes and fails naming the op. Dtypes: f32, bf16 where ops.h takes bf16, and f64 (the
+// reference and the conformance runs).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "ops/ops.h"
+#include "ops/view.h"
+
+namespace sft::ops::cpu {
+
+void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate);
+
+void rmsnorm_forward(View out, View rstd, View x, View w, double eps);
+void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w);
+void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, double eps);
+
+void rope_forward(View x, View cos, View sin, int64_t head_dim);
+void rope_backward(View dx, View cos, View sin, int64_t head_dim);
+
+void swiglu_forward(View h, View gate, View up);
+void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
+
+void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard);
+void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard shard);
+
+void attention_forward(View out, View lse, View q, View k, View v,
+                       std::span<const AttentionSegment> segments, const AttentionDims& dims,
+                       Workspace workspace);
+void attention_backward(View dq, View dk, View dv, View dout, View out, View lse, View q, View k,
+                        View v, std::span<const AttentionSegment> segments,
+                        const AttentionDims& dims, Workspace workspace);
+void attention_sinks_forward(View out, View lse, View sinks);
+void attention_sinks_backward(View dsinks, View dout, View out, View lse, View sinks);
+
+LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
+                                  const int64_t* targets, double scale, Workspace workspace,
+                                  VocabShard shard);
+
+void add(View dst, View src, View rounded);
+void add_bias(View y, View b);
+void bias_backward(View db, View dy);
+
+void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
+                  View bf16_copy);
+double sum_of_squares(View x);
+void scale(View x, float factor);
+void add_scalar(View x, float c);
+
+void zero(View x);
+void cast(View dst, View src);
+
+}  // namespace sft::ops::cpu

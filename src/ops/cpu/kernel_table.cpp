@@ -1,0 +1,39 @@
+// The CPU backend's kernel table (ops/kernel_table.h): every slot, the view kernels of
+// ops/cpu/cpu_ops.h.
+#include "ops/kernel_table.h"
+#include "ops/cpu/cpu_ops.h"
+
+namespace sft::ops {
+
+const KernelTable& cpu_kernels() {
+  static const KernelTable table{
+      .device = "CPU",
+      .matmul = cpu::matmul,
+      .rmsnorm_forward = cpu::rmsnorm_forward,
+      .rmsnorm_backward = cpu::rmsnorm_backward,
+      .add_rmsnorm_forward = cpu::add_rmsnorm_forward,
+      .rope_forward = cpu::rope_forward,
+      .rope_backward = cpu::rope_backward,
+      .swiglu_forward = cpu::swiglu_forward,
+      .swiglu_backward = cpu::swiglu_backward,
+      .embedding_forward = cpu::embedding_forward,
+      .embedding_backward = cpu::embedding_backward,
+      .attention_forward = cpu::attention_forward,
+      .attention_backward = cpu::attention_backward,
+      .attention_sinks_forward = cpu::attention_sinks_forward,
+      .attention_sinks_backward = cpu::attention_sinks_backward,
+      .lm_head_cross_entropy = cpu::lm_head_cross_entropy,
+      .add = cpu::add,
+      .add_bias = cpu::add_bias,
+      .bias_backward = cpu::bias_backward,
+      .adamw_update = cpu::adamw_update,
+      .sum_of_squares = cpu::sum_of_squares,
+      .scale = cpu::scale,
+      .add_scalar = cpu::add_scalar,
+      .zero = cpu::zero,
+      .cast = cpu::cast,
+  };
+  return table;
+}
+
+}  // namespace sft::ops

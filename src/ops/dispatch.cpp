@@ -1,0 +1,198 @@
+// The view-level ops of ops/ops.h, the same for every device: each names itself to the profiler
+// (SFT_PROFILE=1), finds the device of its views (one comparison per view; a mix or a column
+// block where the kernels take dense views fails, ops/device_dispatch.h) and calls that device's
+// kernel from its backend's table (ops/kernel_table.h). Nothing here knows a backend: the view
+// checks (dtypes, shapes) are the kernels', which fail with the op's name.
+#include <string>
+
+#include "core/error.h"
+#include "ops/device_dispatch.h"
+#include "ops/kernel_table.h"
+#include "ops/ops.h"
+#include "ops/profile.h"
+
+namespace sft::ops {
+
+const KernelTable& kernels_for(Device device) {
+  return device == Device::kCuda ? cuda_kernels() : cpu_kernels();
+}
+
+namespace {
+
+// The kernel in `slot` of the table of the views' device; fails naming the op when that
+// backend was not built or has no such kernel.
+template <typename Kernel>
+Kernel kernel(Kernel KernelTable::*slot, const char* op, std::initializer_list<View> views,
+              Strides strides = Strides::kDenseOnly) {
+  const KernelTable& table = kernels_for(device_of(op, views, strides));
+  if (!table.built)
+    fail("ops", std::string(op) + ": a " + table.device + " view, but sft was built without " +
+                    table.device + "; " + table.rebuild);
+  const Kernel k = table.*slot;
+  if (!k)
+    fail("ops", std::string(op) + ": no " + table.device +
+                    " kernel yet (docs/cuda.md lists what each backend has)");
+  return k;
+}
+
+struct MatmulCall {
+  const View &c, &a;
+  int64_t K;
+  bool ta, tb;
+};
+
+std::string matmul_detail(const void* p) {
+  const MatmulCall& m = *static_cast<const MatmulCall*>(p);
+  return std::string(dtype_name(m.a.dtype)) + " M=" + std::to_string(m.c.rows) +
+         " N=" + std::to_string(m.c.cols) + " K=" + std::to_string(m.K) + (m.ta ? " ta" : "") +
+         (m.tb ? " tb" : "");
+}
+
+}  // namespace
+
+// Strides::kCpu below: the CPU kernels of these ops walk row strides (column blocks).
+
+void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate) {
+  const MatmulCall call{c, a, trans_a ? a.rows : a.cols, trans_a, trans_b};
+  const ScopedOp op("matmul", matmul_detail, &call);
+  kernel(&KernelTable::matmul, "matmul", {c, a, b}, Strides::kCpu)(c, a, b, trans_a, trans_b,
+                                                                   accumulate);
+}
+
+void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
+  const ScopedOp op("rmsnorm_forward");
+  kernel(&KernelTable::rmsnorm_forward, "rmsnorm_forward", {out, rstd, x, w})(out, rstd, x, w, eps);
+}
+
+void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
+  const ScopedOp op("rmsnorm_backward");
+  kernel(&KernelTable::rmsnorm_backward, "rmsnorm_backward", {dx, dw, dout, x, rstd, w})(
+      dx, dw, dout, x, rstd, w);
+}
+
+void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, double eps) {
+  const ScopedOp op("add_rmsnorm_forward");
+  kernel(&KernelTable::add_rmsnorm_forward, "add_rmsnorm_forward", {sum, out, rstd, a, b, w})(
+      sum, out, rstd, a, b, w, eps);
+}
+
+void rope_forward(View x, View cos, View sin, int64_t head_dim) {
+  const ScopedOp op("rope_forward");
+  kernel(&KernelTable::rope_forward, "rope_forward", {x, cos, sin}, Strides::kCpu)(x, cos, sin,
+                                                                                   head_dim);
+}
+
+void rope_backward(View dx, View cos, View sin, int64_t head_dim) {
+  const ScopedOp op("rope_backward");
+  kernel(&KernelTable::rope_backward, "rope_backward", {dx, cos, sin}, Strides::kCpu)(dx, cos, sin,
+                                                                                      head_dim);
+}
+
+void swiglu_forward(View h, View gate, View up) {
+  const ScopedOp op("swiglu_forward");
+  kernel(&KernelTable::swiglu_forward, "swiglu_forward", {h, gate, up})(h, gate, up);
+}
+
+void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
+  const ScopedOp op("swiglu_backward");
+  kernel(&KernelTable::swiglu_backward, "swiglu_backward", {dgate, dup, dh, gate, up})(
+      dgate, dup, dh, gate, up);
+}
+
+void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard) {
+  const ScopedOp op("embedding_forward");
+  kernel(&KernelTable::embedding_forward, "embedding_forward", {out, table})(out, ids, table,
+                                                                             shard);
+}
+
+void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard shard) {
+  const ScopedOp op("embedding_backward");
+  kernel(&KernelTable::embedding_backward, "embedding_backward", {dtable, dout})(dtable, dout, ids,
+                                                                                 shard);
+}
+
+void attention_forward(View out, View lse, View q, View k, View v,
+                       std::span<const AttentionSegment> segments, const AttentionDims& dims,
+                       Workspace workspace) {
+  const ScopedOp op("attention_forward");
+  kernel(&KernelTable::attention_forward, "attention_forward", {out, lse, q, k, v})(
+      out, lse, q, k, v, segments, dims, workspace);
+}
+
+void attention_backward(View dq, View dk, View dv, View dout, View out, View lse, View q, View k,
+                        View v, std::span<const AttentionSegment> segments,
+                        const AttentionDims& dims, Workspace workspace) {
+  const ScopedOp op("attention_backward");
+  kernel(&KernelTable::attention_backward, "attention_backward",
+         {dq, dk, dv, dout, out, lse, q, k, v})(dq, dk, dv, dout, out, lse, q, k, v, segments, dims,
+                                                workspace);
+}
+
+void attention_sinks_forward(View out, View lse, View sinks) {
+  const ScopedOp op("attention_sinks_forward");
+  kernel(&KernelTable::attention_sinks_forward, "attention_sinks_forward", {out, lse, sinks})(
+      out, lse, sinks);
+}
+
+void attention_sinks_backward(View dsinks, View dout, View out, View lse, View sinks) {
+  const ScopedOp op("attention_sinks_backward");
+  kernel(&KernelTable::attention_sinks_backward, "attention_sinks_backward",
+         {dsinks, dout, out, lse, sinks})(dsinks, dout, out, lse, sinks);
+}
+
+LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
+                                  const int64_t* targets, double scale, Workspace workspace,
+                                  VocabShard shard) {
+  const ScopedOp op("lm_head_cross_entropy");
+  return kernel(&KernelTable::lm_head_cross_entropy, "lm_head_cross_entropy",
+                {dx, dw, logits, x, w})(dx, dw, logits, x, w, targets, scale, workspace, shard);
+}
+
+void add(View dst, View src, View rounded) {
+  const ScopedOp op("add");
+  kernel(&KernelTable::add, "add", {dst, src, rounded})(dst, src, rounded);
+}
+
+void add_bias(View y, View b) {
+  const ScopedOp op("add_bias");
+  kernel(&KernelTable::add_bias, "add_bias", {y, b})(y, b);
+}
+
+void bias_backward(View db, View dy) {
+  const ScopedOp op("bias_backward");
+  kernel(&KernelTable::bias_backward, "bias_backward", {db, dy})(db, dy);
+}
+
+void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
+                  View bf16_copy) {
+  const ScopedOp op("adamw_update");
+  kernel(&KernelTable::adamw_update, "adamw_update", {param, grad, exp_avg, exp_avg_sq, bf16_copy})(
+      param, grad, exp_avg, exp_avg_sq, k, bf16_copy);
+}
+
+double sum_of_squares(View x) {
+  const ScopedOp op("sum_of_squares");
+  return kernel(&KernelTable::sum_of_squares, "sum_of_squares", {x})(x);
+}
+
+void scale(View x, float factor) {
+  const ScopedOp op("scale");
+  kernel(&KernelTable::scale, "scale", {x})(x, factor);
+}
+
+void add_scalar(View x, float c) {
+  const ScopedOp op("add_scalar");
+  kernel(&KernelTable::add_scalar, "add_scalar", {x})(x, c);
+}
+
+void zero(View x) {
+  const ScopedOp op("zero");
+  kernel(&KernelTable::zero, "zero", {x})(x);
+}
+
+void cast(View dst, View src) {
+  const ScopedOp op("cast");
+  kernel(&KernelTable::cast, "cast", {dst, src}, Strides::kCpu)(dst, src);
+}
+
+}  // namespace sft::ops
