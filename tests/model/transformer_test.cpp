@@ -99,7 +99,8 @@ TEST_P(Packed, EqualsDocumentsRunAlone) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, Packed,
                          ::testing::Values("mistral_sliding", "qwen3_qknorm_linear",
                                            "qwen2_bias_yarn", "smollm3_nope_sliding",
-                                           "olmo2_post_norms", "granite_multipliers"));
+                                           "olmo2_post_norms", "granite_multipliers",
+                                           "phi3_longrope_short", "phi3_longrope_long"));
 
 TEST(Transformer, RerunsAreBitIdentical) {
   Transformer m = Transformer::load(fixture("qwen3_qknorm_linear"));
