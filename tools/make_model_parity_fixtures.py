@@ -143,7 +143,9 @@ def fixtures():
     # every document and the whole generation stay within original_max_position_embeddings
     # (short factors), and in the second every document passes it (long factors; generation
     # crosses it at its third step, where the cached prompt keys keep the short rotation).
-    def phi3(original, short, long):
+    # The short one takes transformers' attention factor (sqrt(1 + ln(max / original) /
+    # ln original), on both factor sets); the long one gives attention_factor.
+    def phi3(original, short, long, **rope):
         return dict(
             num_key_value_heads=2,
             tie_word_embeddings=False,
@@ -155,6 +157,7 @@ def fixtures():
                 partial_rotary_factor=0.5,
                 short_factor=short,
                 long_factor=long,
+                **rope,
             ),
         )
 
@@ -162,7 +165,7 @@ def fixtures():
         48, [1.0, 1.3, 2.1, 3.7], [1.5, 4.0, 9.0, 20.0]
     ), [12, 16, 9]
     yield "phi3_longrope_long", Phi3Config, Phi3ForCausalLM, phi3(
-        8, [1.0, 1.3, 2.1, 3.7], [1.5, 4.0, 9.0, 20.0]
+        8, [1.0, 1.3, 2.1, 3.7], [1.5, 4.0, 9.0, 20.0], attention_factor=1.1
     ), [12, 14, 10]
 
 
