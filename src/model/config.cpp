@@ -239,7 +239,7 @@ RopeConfig parse_rope(const Reader& r, double default_theta, bool phi3) {
     rope.truncate = v->is_boolean() ? v->get<bool>() : true;
   rope.partial_rotary_factor =
       r.number_or(*params, "partial_rotary_factor", rope.partial_rotary_factor);
-  if (rope.type == RopeType::kLongrope) {
+  if (phi3 && rope.type == RopeType::kLongrope) {
     rope.short_factor = parse_factor_list(r, *params, key + ".short_factor");
     rope.long_factor = parse_factor_list(r, *params, key + ".long_factor");
   }
@@ -415,6 +415,9 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   c.rms_norm_eps = r.get("rms_norm_eps") ? r.number(*r.get("rms_norm_eps"), "rms_norm_eps")
                                          : defaults.rms_norm_eps;
   c.rope = parse_rope(r, defaults.rope_theta, keys.phi3);
+  if (c.rope.type == RopeType::kLongrope && !keys.phi3)  // its factors come with Phi3Config
+    r.bad("rope_parameters.rope_type", "rope type 'longrope' is read for model_type phi3 only",
+          "supported rope types: default, linear, dynamic, llama3, yarn");
   c.max_position_embeddings =
       r.positive("max_position_embeddings", defaults.max_position_embeddings);
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", defaults.tie_word_embeddings);
