@@ -48,6 +48,7 @@ BASE = "tests/fixtures/trl_parity/model"
 SMOLLM3_BASE = "tests/fixtures/trl_parity/smollm3_model"  # PEFT has no default targets for these two
 OLMO2_BASE = "tests/fixtures/trl_parity/olmo2_model"
 GRANITE_BASE = "tests/fixtures/trl_parity/granite_model"
+PHI3_BASE = "tests/fixtures/trl_parity/phi3_model"
 OUT = REPO / "tests" / "fixtures" / "lora"
 ALL7 = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -68,6 +69,8 @@ CONFIGS = {
     "smollm3_all7_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7), BFD4, SMOLLM3_BASE),
     "olmo2_all7_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7), BFD4, OLMO2_BASE),
     "granite_all7_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7), BFD4, GRANITE_BASE),
+    # Phi-3: its unfused projections (sft has no LoRA on the fused qkv_proj / gate_up_proj yet).
+    "phi3_o_down_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=["o_proj", "down_proj"]), BFD4, PHI3_BASE),
 }
 
 

@@ -43,6 +43,8 @@ from transformers import (
     MistralForCausalLM,
     Olmo2Config,
     Olmo2ForCausalLM,
+    Phi3Config,
+    Phi3ForCausalLM,
     Qwen2Config,
     Qwen2ForCausalLM,
     Qwen3Config,
@@ -136,6 +138,35 @@ def fixtures():
         num_key_value_heads=2, tie_word_embeddings=True, embedding_multiplier=4.0,
         residual_multiplier=0.5, attention_multiplier=0.1, logits_scaling=2.0, rope_theta=10000.0
     ), [10, 15, 9]
+    # Phi-3: fused qkv_proj / gate_up_proj, partial rotary (8 of 16 dims: 4 frequencies) and
+    # longrope. transformers picks the factor set from max(position_ids) + 1 of the call: here
+    # every document and the whole generation stay within original_max_position_embeddings
+    # (short factors), and in the second every document passes it (long factors; generation
+    # crosses it at its third step, where the cached prompt keys keep the short rotation).
+    # The short one takes transformers' attention factor (sqrt(1 + ln(max / original) /
+    # ln original), on both factor sets); the long one gives attention_factor.
+    def phi3(original, short, long, **rope):
+        return dict(
+            num_key_value_heads=2,
+            tie_word_embeddings=False,
+            rms_norm_eps=1e-5,
+            original_max_position_embeddings=original,
+            rope_parameters=dict(
+                rope_type="longrope",
+                rope_theta=10000.0,
+                partial_rotary_factor=0.5,
+                short_factor=short,
+                long_factor=long,
+                **rope,
+            ),
+        )
+
+    yield "phi3_longrope_short", Phi3Config, Phi3ForCausalLM, phi3(
+        48, [1.0, 1.3, 2.1, 3.7], [1.5, 4.0, 9.0, 20.0]
+    ), [12, 16, 9]
+    yield "phi3_longrope_long", Phi3Config, Phi3ForCausalLM, phi3(
+        8, [1.0, 1.3, 2.1, 3.7], [1.5, 4.0, 9.0, 20.0], attention_factor=1.1
+    ), [12, 14, 10]
 
 
 def randomise(model, gen):
@@ -240,7 +271,8 @@ def make(name, config_cls, model_cls, overrides, doc_lengths, seed):
     tensors["gen_prompt"] = prompt.clone().to(torch.int64)
     # With dynamic RoPE the cached keys keep the rotation of the length they were computed at,
     # so transformers' own cached and uncached generations may differ; each is checked alone.
-    if config.rope_parameters.get("rope_type") != "dynamic":
+    # Longrope the same: its factor set follows the call's length.
+    if config.rope_parameters.get("rope_type") not in ("dynamic", "longrope"):
         assert torch.equal(tensors["gen_greedy_cache"], tensors["gen_greedy_nocache"]), name
     save_file(tensors, dir_ / "expected.safetensors")
     # The same batch as `sft debug forward --tokens` input.

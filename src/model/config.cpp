@@ -42,6 +42,10 @@ struct TypeKeys {
   // Granite: embedding_multiplier, residual_multiplier, logits_scaling and attention_multiplier
   // (the attention scale itself, 1.0 by default: not 1/sqrt(head_dim)).
   bool multipliers = false;
+  // Phi-3: fused qkv_proj and gate_up_proj (no bias keys), a top-level
+  // original_max_position_embeddings (default 4096) that longrope takes over its own
+  // (transformers' standardize_rope_params), and a top-level partial_rotary_factor.
+  bool phi3 = false;
 };
 
 // One row per model type. The reader and the writer (model_config_to_json) both follow this
@@ -53,7 +57,7 @@ struct TypeTraits {
   TypeKeys keys;
 };
 
-constexpr std::array<TypeTraits, 7> kTypes = {{
+constexpr std::array<TypeTraits, 8> kTypes = {{
     {ModelType::kLlama,
      "llama",
      {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
@@ -79,6 +83,10 @@ constexpr std::array<TypeTraits, 7> kTypes = {{
      "granite",
      {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
      {.attention_bias = true, .mlp_bias = true, .multipliers = true}},
+    {ModelType::kPhi3,
+     "phi3",
+     {32064, 3072, 8192, 32, 32, 0, 0, 4096, 0, false, 10000.0, 1e-5},
+     {.phi3 = true}},
 }};
 
 const TypeTraits& traits_of(ModelType type) {
@@ -92,11 +100,10 @@ struct RopeTypeName {
   RopeType type;
   std::string_view name;
 };
-constexpr RopeTypeName kRopeTypes[] = {{RopeType::kDefault, "default"},
-                                       {RopeType::kLinear, "linear"},
-                                       {RopeType::kDynamic, "dynamic"},
-                                       {RopeType::kLlama3, "llama3"},
-                                       {RopeType::kYarn, "yarn"}};
+constexpr RopeTypeName kRopeTypes[] = {
+    {RopeType::kDefault, "default"}, {RopeType::kLinear, "linear"},
+    {RopeType::kDynamic, "dynamic"}, {RopeType::kLlama3, "llama3"},
+    {RopeType::kYarn, "yarn"},       {RopeType::kLongrope, "longrope"}};
 
 // Typed access to config.json keys with errors that name the file and key.
 class Reader {
@@ -167,11 +174,23 @@ RopeType parse_rope_type(const Reader& r, const std::string& key, const std::str
     if (t.name == name) return t.type;
   }
   r.bad(key, "rope type '" + name + "' is not supported",
-        "supported rope types: default, linear, dynamic, llama3, yarn");
+        "supported rope types: default, linear, dynamic, llama3, yarn, longrope");
+}
+
+// longrope's short_factor / long_factor: a list of numbers (its length is checked against the
+// rotary dims once they are known).
+std::vector<double> parse_factor_list(const Reader& r, const Json& params, const std::string& key) {
+  const std::string leaf = key.substr(key.rfind('.') + 1);
+  const Json* v = r.get(params, leaf);
+  if (!v || !v->is_array() || v->empty())
+    r.bad(key, "longrope needs a list of numbers, one per rotary frequency");
+  std::vector<double> out;
+  for (const Json& f : *v) out.push_back(r.number(f, key));
+  return out;
 }
 
 // Reads rope settings from either `rope_parameters` (5.x) or `rope_theta` + `rope_scaling` (4.x).
-RopeConfig parse_rope(const Reader& r, double default_theta) {
+RopeConfig parse_rope(const Reader& r, double default_theta, bool phi3) {
   RopeConfig rope;
   rope.theta = default_theta;
   const Json* params = r.get("rope_parameters");
@@ -188,6 +207,8 @@ RopeConfig parse_rope(const Reader& r, double default_theta) {
   if (params && !params->is_object())
     r.bad(key, "expected an object, got " + json_type_name(*params));
   if (const Json* theta = r.get("rope_theta")) rope.theta = r.number(*theta, "rope_theta");
+  if (const Json* v = r.get("partial_rotary_factor"))
+    rope.partial_rotary_factor = r.number(*v, "partial_rotary_factor");
   if (!params) return rope;
 
   rope.theta = r.number_or(*params, "rope_theta", rope.theta);
@@ -196,7 +217,9 @@ RopeConfig parse_rope(const Reader& r, double default_theta) {
   if (type) {
     if (!type->is_string())
       r.bad(key + ".rope_type", "expected a string, got " + json_type_name(*type));
-    rope.type = parse_rope_type(r, key + ".rope_type", type->get<std::string>());
+    std::string name = type->get<std::string>();
+    if (phi3 && (name == "su" || name == "yarn")) name = "longrope";  // Phi3Config's aliases
+    rope.type = parse_rope_type(r, key + ".rope_type", name);
   }
   rope.factor = r.number_or(*params, "factor", 1.0);
   rope.low_freq_factor = r.number_or(*params, "low_freq_factor", rope.low_freq_factor);
@@ -214,7 +237,12 @@ RopeConfig parse_rope(const Reader& r, double default_theta) {
     rope.mscale_all_dim = r.number(*v, key + ".mscale_all_dim");
   if (const Json* v = r.get(*params, "truncate"))
     rope.truncate = v->is_boolean() ? v->get<bool>() : true;
-  rope.partial_rotary_factor = r.number_or(*params, "partial_rotary_factor", 1.0);
+  rope.partial_rotary_factor =
+      r.number_or(*params, "partial_rotary_factor", rope.partial_rotary_factor);
+  if (phi3 && rope.type == RopeType::kLongrope) {
+    rope.short_factor = parse_factor_list(r, *params, key + ".short_factor");
+    rope.long_factor = parse_factor_list(r, *params, key + ".long_factor");
+  }
 
   const bool scaled = rope.type != RopeType::kDefault;
   if (scaled && rope.factor < 1.0) {
@@ -291,6 +319,37 @@ std::string closest_type_hint(const std::string& name) {
   return best.empty() ? "" : "did you mean '" + best + "'? ";
 }
 
+// Phi3Config: fused projections; rope types default and longrope only (its validate_rope), and
+// longrope's original_max_position_embeddings from the top-level key (default 4096), its
+// factor, absent, max_position_embeddings / that, and one short and long factor per frequency.
+void read_phi3(const Reader& r, ModelConfig& c) {
+  c.fused_projections = true;
+  RopeConfig& rope = c.rope;
+  if (rope.type != RopeType::kDefault && rope.type != RopeType::kLongrope)
+    r.bad("rope_parameters.rope_type", "Phi3Config takes rope type default or longrope, not " +
+                                           std::string(rope_type_name(rope.type)));
+  if (rope.type != RopeType::kLongrope) return;
+  const Json* v = r.get("original_max_position_embeddings");
+  rope.original_max_position_embeddings =
+      v ? r.integer(*v, "original_max_position_embeddings") : 4096;
+  if (rope.original_max_position_embeddings <= 0)
+    r.bad("original_max_position_embeddings", "expected a positive integer");
+  const Json& params =
+      r.get("rope_parameters") ? *r.get("rope_parameters") : *r.get("rope_scaling");
+  if (!r.get(params, "factor"))
+    rope.factor = static_cast<double>(c.max_position_embeddings) /
+                  static_cast<double>(rope.original_max_position_embeddings);
+  const size_t half = static_cast<size_t>(
+      static_cast<int64_t>(static_cast<double>(c.head_dim) * rope.partial_rotary_factor) / 2);
+  for (const auto& [name, list] : {std::pair{"short_factor", &rope.short_factor},
+                                   std::pair{"long_factor", &rope.long_factor}}) {
+    if (list->size() != half)
+      r.bad(std::string("rope_parameters.") + name,
+            "has " + std::to_string(list->size()) + " entries, the rotary dims need " +
+                std::to_string(half) + " (head_dim × partial_rotary_factor / 2)");
+  }
+}
+
 std::vector<int64_t> parse_token_ids(const Reader& r, const std::string& key) {
   const Json* v = r.get(key);
   if (!v) return {};
@@ -355,7 +414,10 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   c.hidden_act = r.string("hidden_act", "silu");
   c.rms_norm_eps = r.get("rms_norm_eps") ? r.number(*r.get("rms_norm_eps"), "rms_norm_eps")
                                          : defaults.rms_norm_eps;
-  c.rope = parse_rope(r, defaults.rope_theta);
+  c.rope = parse_rope(r, defaults.rope_theta, keys.phi3);
+  if (c.rope.type == RopeType::kLongrope && !keys.phi3)  // its factors come with Phi3Config
+    r.bad("rope_parameters.rope_type", "rope type 'longrope' is read for model_type phi3 only",
+          "supported rope types: default, linear, dynamic, llama3, yarn");
   c.max_position_embeddings =
       r.positive("max_position_embeddings", defaults.max_position_embeddings);
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", defaults.tie_word_embeddings);
@@ -377,6 +439,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
     c.logits_scaling = positive("logits_scaling");
     c.attention_scale = positive("attention_multiplier");
   }
+  if (keys.phi3) read_phi3(r, c);
   if (keys.projection_qk_norm_post_norms) {
     c.qk_norm_over_projection = true;
     c.pre_norms = false;
@@ -461,6 +524,11 @@ Json rope_to_json(const RopeConfig& r) {
     if (r.mscale_all_dim) j["mscale_all_dim"] = *r.mscale_all_dim;
     j["truncate"] = r.truncate;
   }
+  if (r.type == RopeType::kLongrope) {
+    if (r.attention_factor) j["attention_factor"] = *r.attention_factor;
+    j["short_factor"] = r.short_factor;
+    j["long_factor"] = r.long_factor;
+  }
   if (r.partial_rotary_factor != 1.0) j["partial_rotary_factor"] = r.partial_rotary_factor;
   return j;
 }
@@ -504,6 +572,8 @@ Json model_config_to_json(const ModelConfig& c) {
     j["logits_scaling"] = c.logits_scaling;
     j["attention_multiplier"] = c.attention_scale.value_or(1.0);
   }
+  if (traits.keys.phi3 && c.rope.original_max_position_embeddings > 0)
+    j["original_max_position_embeddings"] = c.rope.original_max_position_embeddings;
   if (traits.keys.no_rope_layers) {
     Json rope = Json::array();
     for (size_t i = 0; i < static_cast<size_t>(c.num_hidden_layers); ++i)

@@ -1,5 +1,5 @@
 // ModelConfig: the typed content of an HF config.json for the decoder family sft trains
-// (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite).
+// (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3).
 //
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
@@ -19,10 +19,10 @@
 
 namespace sft {
 
-enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kSmolLM3, kOlmo2, kGranite };
+enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kSmolLM3, kOlmo2, kGranite, kPhi3 };
 std::string_view model_type_name(ModelType type);
 
-enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
+enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn, kLongrope };
 std::string_view rope_type_name(RopeType type);
 
 // Rotary-embedding parameters. Only the fields of the chosen type are meaningful.
@@ -32,13 +32,16 @@ struct RopeConfig {
   double factor = 1.0;                           // linear, dynamic, llama3, yarn
   double low_freq_factor = 1.0;                  // llama3
   double high_freq_factor = 4.0;                 // llama3
-  int64_t original_max_position_embeddings = 0;  // llama3, yarn (0 = absent)
-  std::optional<double> attention_factor;        // yarn
-  double beta_fast = 32.0;                       // yarn
-  double beta_slow = 1.0;                        // yarn
-  std::optional<double> mscale;                  // yarn
-  std::optional<double> mscale_all_dim;          // yarn
-  bool truncate = true;                          // yarn
+  int64_t original_max_position_embeddings = 0;  // llama3, yarn, longrope (0 = absent)
+  std::optional<double> attention_factor;        // yarn, longrope
+  // longrope (Phi-3): one divisor per inv_freq entry (R/2), short up to
+  // original_max_position_embeddings positions, long past them (rope.h says when).
+  std::vector<double> short_factor, long_factor;
+  double beta_fast = 32.0;               // yarn
+  double beta_slow = 1.0;                // yarn
+  std::optional<double> mscale;          // yarn
+  std::optional<double> mscale_all_dim;  // yarn
+  bool truncate = true;                  // yarn
   double partial_rotary_factor = 1.0;
 };
 
@@ -65,6 +68,9 @@ struct ModelConfig {
   bool mlp_bias = false;                 // gate/up/down biases (Llama mlp_bias)
   bool qk_norm = false;                  // RMSNorm on q and k before RoPE: per head (Qwen3), or
   bool qk_norm_over_projection = false;  // over the whole q / k projection (OLMo 2)
+  // Phi-3: q, k, v as one self_attn.qkv_proj (Q + 2 KV rows) and gate, up as one
+  // mlp.gate_up_proj (2 I rows, gate first), as stored on disk (param_layout.h).
+  bool fused_projections = false;
 
   std::optional<int64_t> sliding_window;   // window size when any layer uses it
   std::vector<bool> layer_sliding_window;  // per layer: true = sliding, false = full attention

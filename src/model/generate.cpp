@@ -32,7 +32,19 @@ std::vector<int64_t> generate(Transformer& model, const std::vector<int64_t>& pr
     seq.push_back(next);
     if (std::find(o.eos_token_ids.begin(), o.eos_token_ids.end(), next) != o.eos_token_ids.end())
       break;
-    if (o.use_cache && step + 1 < o.max_new_tokens) model.decode(&next, 1, cache, logits.data());
+    if (!o.use_cache || step + 1 >= o.max_new_tokens) continue;
+    // Longrope (Phi-3): the step whose sequence first passes original_max_position_embeddings
+    // switches to the long factors, and transformers' Phi3ForCausalLM.prepare_inputs_for_
+    // generation then drops the cache, so every key is recomputed with them: the same here.
+    const ModelConfig& c = model.config();
+    const int64_t orig = c.rope.original_max_position_embeddings;
+    if (c.rope.type == RopeType::kLongrope && static_cast<int64_t>(seq.size()) >= orig + 1 &&
+        cache.length <= orig) {
+      cache.length = 0;
+      model.decode(seq.data(), static_cast<int64_t>(seq.size()), cache, logits.data());
+    } else {
+      model.decode(&next, 1, cache, logits.data());
+    }
   }
   return out;
 }

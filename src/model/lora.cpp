@@ -91,7 +91,8 @@ const std::vector<std::string>& lora_projection_names() {
 
 std::vector<std::string> lora_default_targets(const ModelConfig& config) {
   // PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: llama, mistral, qwen2, qwen3
-  // alike; it has no entry for smollm3, olmo2 or granite, where PEFT asks for target_modules.
+  // alike; it has no entry for smollm3, olmo2, granite or phi3, where PEFT asks for
+  // target_modules.
   switch (config.model_type) {
     case ModelType::kLlama:
     case ModelType::kMistral:
@@ -99,15 +100,40 @@ std::vector<std::string> lora_default_targets(const ModelConfig& config) {
     case ModelType::kQwen3:
       return {"q_proj", "v_proj"};
     default:
-      fail("lora",
-           "PEFT has no default LoRA target modules for model_type " +
-               std::string(model_type_name(config.model_type)) +
-               " (hint: name them, e.g. --lora_target_modules q_proj v_proj, or all-linear)");
+      fail("lora", "PEFT has no default LoRA target modules for model_type " +
+                       std::string(model_type_name(config.model_type)) +
+                       (config.fused_projections
+                            ? " (hint: name them, e.g. --lora_target_modules o_proj down_proj)"
+                            : " (hint: name them, e.g. --lora_target_modules q_proj v_proj, or "
+                              "all-linear)"));
   }
 }
 
+namespace {
+
+// Phi-3's fused qkv_proj and gate_up_proj take one lora_A and one lora_B in PEFT; sft's
+// adapters sit on the parts (q, k, v; gate, up), so it refuses those targets rather than train
+// a different adapter. o_proj and down_proj are plain projections there.
+void check_fused_targets(const LoraConfig& c, const ModelConfig& mc, const std::string& what) {
+  if (!mc.fused_projections) return;
+  for (const std::string& t : c.target_modules) {
+    const std::string leaf = t.substr(t.rfind('.') + 1);
+    const bool all = leaf == "all-linear" || leaf == "all_linear";
+    if (all || leaf == "qkv_proj" || leaf == "gate_up_proj" || leaf == "q_proj" ||
+        leaf == "k_proj" || leaf == "v_proj" || leaf == "gate_proj" || leaf == "up_proj")
+      fail("lora", what + ": target module '" + t + "': model_type " +
+                       std::string(model_type_name(mc.model_type)) +
+                       " stores self_attn.qkv_proj and mlp.gate_up_proj fused, and sft has no "
+                       "LoRA on fused projections yet (hint: --lora_target_modules o_proj "
+                       "down_proj)");
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> resolve_lora_targets(const LoraConfig& c, const ModelConfig& mc,
                                               const std::string& what) {
+  check_fused_targets(c, mc, what);
   if (c.r <= 0)
     fail("lora", what + ": rank r = " + std::to_string(c.r) +
                      " must be positive (hint: --lora_r 16 is TRL's default)");

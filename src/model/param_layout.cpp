@@ -1,6 +1,7 @@
 #include "model/param_layout.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -20,6 +21,7 @@ struct LayerTensor {
 };
 constexpr LayerTensor kLayerTensors[] = {
     {ParamSlot::kInputNorm, "input_layernorm.weight", ParamRole::kNorm},
+    {ParamSlot::kQKV, "self_attn.qkv_proj.weight", ParamRole::kAttention},
     {ParamSlot::kQ, "self_attn.q_proj.weight", ParamRole::kAttention},
     {ParamSlot::kQBias, "self_attn.q_proj.bias", ParamRole::kBias},
     {ParamSlot::kK, "self_attn.k_proj.weight", ParamRole::kAttention},
@@ -34,6 +36,7 @@ constexpr LayerTensor kLayerTensors[] = {
     {ParamSlot::kAttnOutNorm, "post_attention_layernorm.weight", ParamRole::kNorm},
     {ParamSlot::kPostNorm, "post_attention_layernorm.weight", ParamRole::kNorm},
     {ParamSlot::kMlpOutNorm, "post_feedforward_layernorm.weight", ParamRole::kNorm},
+    {ParamSlot::kGateUp, "mlp.gate_up_proj.weight", ParamRole::kMlp},
     {ParamSlot::kGate, "mlp.gate_proj.weight", ParamRole::kMlp},
     {ParamSlot::kGateBias, "mlp.gate_proj.bias", ParamRole::kBias},
     {ParamSlot::kUp, "mlp.up_proj.weight", ParamRole::kMlp},
@@ -42,10 +45,13 @@ constexpr LayerTensor kLayerTensors[] = {
     {ParamSlot::kDownBias, "mlp.down_proj.bias", ParamRole::kBias},
 };
 
+std::optional<Shape> fused_tensor_shape(const ModelConfig& c, ParamSlot slot);
+
 // The shape of a layer tensor under this config, or {} when the config has no such tensor.
 Shape layer_tensor_shape(const ModelConfig& c, ParamSlot slot) {
   const int64_t C = c.hidden_size, I = c.intermediate_size;
   const int64_t Q = c.num_attention_heads * c.head_dim, KV = c.num_key_value_heads * c.head_dim;
+  if (const std::optional<Shape> fused = fused_tensor_shape(c, slot)) return *fused;
   switch (slot) {
     case ParamSlot::kInputNorm:
     case ParamSlot::kPostNorm:
@@ -85,6 +91,28 @@ Shape layer_tensor_shape(const ModelConfig& c, ParamSlot slot) {
       return c.mlp_bias ? Shape{C} : Shape{};
     default:
       return {};
+  }
+}
+
+// Phi-3: qkv_proj and gate_up_proj in place of their parts (whose slots then have no tensor);
+// nullopt for every other slot, or without fused projections.
+std::optional<Shape> fused_tensor_shape(const ModelConfig& c, ParamSlot slot) {
+  const int64_t C = c.hidden_size, I = c.intermediate_size;
+  const int64_t Q = c.num_attention_heads * c.head_dim, KV = c.num_key_value_heads * c.head_dim;
+  switch (slot) {
+    case ParamSlot::kQKV:
+      return c.fused_projections ? Shape{Q + 2 * KV, C} : Shape{};
+    case ParamSlot::kGateUp:
+      return c.fused_projections ? Shape{2 * I, C} : Shape{};
+    case ParamSlot::kQ:
+    case ParamSlot::kK:
+    case ParamSlot::kV:
+    case ParamSlot::kGate:
+    case ParamSlot::kUp:
+      if (c.fused_projections) return Shape{};
+      return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -156,7 +184,10 @@ std::vector<ParamSpec> parameter_layout(const ModelConfig& c, int tp_rank, int t
   out.push_back({"model.norm.weight", {C}, ParamRole::kNorm, -1, ParamSlot::kFinalNorm});
   if (!c.tie_word_embeddings)
     out.push_back({"lm_head.weight", {V, C}, ParamRole::kLmHead, -1, ParamSlot::kLmHead});
-  for (ParamSpec& p : out) split_spec(p, tp_rank, tp_size);
+  for (ParamSpec& p : out) {
+    if (p.slot == ParamSlot::kQKV) p.fused_q_rows = c.num_attention_heads * c.head_dim;
+    split_spec(p, tp_rank, tp_size);
+  }
   return out;
 }
 
@@ -189,6 +220,11 @@ void check_tensor_parallel(const ModelConfig& c, int size, const std::string& wh
   divides("num_attention_heads", c.num_attention_heads);
   divides("num_key_value_heads", c.num_key_value_heads);
   divides("intermediate_size", c.intermediate_size);
+  if (size > 1 && c.fused_projections)
+    fail("model", where + ": model_type " + std::string(model_type_name(c.model_type)) +
+                      " stores q, k, v as one self_attn.qkv_proj and gate, up as one "
+                      "mlp.gate_up_proj, which sft does not split over tensor-parallel ranks "
+                      "yet (hint: --tp_size 1; data parallelism splits the batch)");
   if (size > 1 && c.qk_norm_over_projection)
     fail("model",
          where + ": the q/k norm of model_type " + std::string(model_type_name(c.model_type)) +

@@ -41,6 +41,11 @@ enum class ParamSlot {
   kUpBias,
   kDown,
   kDownBias,
+  // Phi-3's fused projections as stored: qkv_proj (Q + 2 KV rows: q, k, v) and gate_up_proj
+  // (2 I rows: gate, up). Where they are, kQ/kK/kV and kGate/kUp are their row blocks
+  // (ParameterSet's parts), not tensors of the layout.
+  kQKV,
+  kGateUp,
 };
 
 struct ParamSpec {
@@ -60,6 +65,8 @@ struct ParamSpec {
   // Replicated, but applied to this rank's heads only (q_norm, k_norm): each rank's gradient
   // is a partial sum, summed over the group once per optimizer step.
   bool tp_partial_grad = false;
+  // Phi-3's self_attn.qkv_proj: how many of its rows are q's (k's and v's follow, as many each).
+  int64_t fused_q_rows = 0;
 
   // The whole tensor's shape; specs made outside parameter_layout (a LoRA adapter's) leave
   // full_shape empty and are whole.

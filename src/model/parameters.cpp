@@ -40,10 +40,54 @@ ParameterSet::ParameterSet(const std::vector<ParamSpec>& layout, Device device)
     const auto [rows, cols] = matrix_shape(p.spec.shape);
     p.value = ops::view_of(base + p.offset, rows, cols, device);
   }
+  bind_parts();
+}
+
+void ParameterSet::bind_parts() {
+  struct Block {
+    ParamSlot fused, part;
+    int index, of;  // the part is block `index` of the fused rows split as (Q, KV, KV) or (I, I)
+  };
+  static constexpr Block kBlocks[] = {{ParamSlot::kQKV, ParamSlot::kQ, 0, 3},
+                                      {ParamSlot::kQKV, ParamSlot::kK, 1, 3},
+                                      {ParamSlot::kQKV, ParamSlot::kV, 2, 3},
+                                      {ParamSlot::kGateUp, ParamSlot::kGate, 0, 2},
+                                      {ParamSlot::kGateUp, ParamSlot::kUp, 1, 2}};
+  const bool fresh = parts_.empty();
+  size_t next = 0;
+  for (const Parameter& f : params_) {
+    for (const Block& b : kBlocks) {
+      if (f.spec.slot != b.fused) continue;
+      // qkv_proj: q's rows (spec.fused_q_rows), then k's and v's, as many each; gate_up: halves.
+      const int64_t rows = f.value.rows, cols = f.value.cols;
+      int64_t begin = b.index * (rows / 2), n = rows / 2;
+      if (b.of == 3) {
+        const int64_t q = f.spec.fused_q_rows, kv = (rows - q) / 2;
+        begin = b.index == 0 ? 0 : q + (b.index - 1) * kv;
+        n = b.index == 0 ? q : kv;
+      }
+      if (fresh) parts_.emplace_back();
+      Parameter& p = parts_.at(next++);
+      p.spec = f.spec;
+      p.spec.slot = b.part;
+      p.spec.shape = {n, cols};
+      p.offset = f.offset + begin * cols;
+      p.decay = f.decay;
+      if (f.value.data == nullptr) {  // released fp32 (release_fp32_matrices): the shape stays
+        p.value = f.value.first(n, cols);
+      } else {
+        p.value = f.value.row_range(begin, n);
+      }
+      p.grad = f.grad.empty() ? ops::View{} : f.grad.row_range(begin, n);
+      p.bf16 = f.bf16.empty() ? ops::View{} : f.bf16.row_range(begin, n);
+    }
+  }
 }
 
 const Parameter* ParameterSet::find(ParamSlot slot, int layer) const {
   for (const Parameter& p : params_)
+    if (p.spec.slot == slot && p.spec.layer == layer) return &p;
+  for (const Parameter& p : parts_)
     if (p.spec.slot == slot && p.spec.layer == layer) return &p;
   return nullptr;
 }
@@ -77,6 +121,7 @@ void ParameterSet::allocate_grads() {
     p.grad = p.value;
     p.grad.data = base + p.offset;
   }
+  bind_parts();
 }
 
 void ParameterSet::zero_grads() {
@@ -91,6 +136,7 @@ void ParameterSet::enable_bf16_copies() {
   for (Parameter& p : params_)
     if (is_matmul_weight(p.spec))
       p.bf16 = ops::view_of(base + p.offset, p.value.rows, p.value.cols, p.value.device);
+  bind_parts();
   refresh_bf16_copies();
 }
 
@@ -123,6 +169,7 @@ void ParameterSet::release_fp32_matrices(bool (*keep_fp32)(const ParamSpec&)) {
   }
   values_ = std::move(compact);
   fp32_released_ = true;
+  bind_parts();
 }
 
 void ParameterSet::refresh_bf16_copies() {

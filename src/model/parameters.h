@@ -90,8 +90,15 @@ class ParameterSet {
   size_t grads_size() const { return has_grads() ? size() : 0; }
 
   void check_fp32_whole(const char* what) const;
+  // The row blocks of fused tensors (Phi-3's qkv_proj: q, k, v; gate_up_proj: gate, up) as
+  // parameters of their own slots, so the blocks bind them as separate projections that share
+  // the fused tensor's storage (no copy, and consecutive rows: StackedLinear stacks them back).
+  // Not in all(): optimizers, checkpoints and export see the fused tensor once. Rebuilt in
+  // place whenever the views change, so pointers to them stay valid.
+  void bind_parts();
 
   std::vector<Parameter> params_;
+  std::vector<Parameter> parts_;
   int64_t numel_ = 0;
   Arena values_, grads_, bf16_;
   bool fp32_released_ = false;

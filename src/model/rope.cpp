@@ -109,6 +109,30 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len) {
       }
       break;
     }
+    case RopeType::kLongrope: {
+      // transformers' _compute_longrope_parameters: inv_freq = 1 / (ext · base^(2i/dim)) in fp32,
+      // ext the long factors when seq_len passes original_max_position_embeddings, else the
+      // short ones; cos and sin times attention_factor or sqrt(1 + ln f / ln original).
+      const double orig = static_cast<double>(r.original_max_position_embeddings);
+      const std::vector<double>& ext =
+          static_cast<double>(seq_len) > orig ? r.long_factor : r.short_factor;
+      if (static_cast<int64_t>(ext.size()) != dim / 2)
+        fail("model", "longrope needs " + std::to_string(dim / 2) + " factors, got " +
+                          std::to_string(ext.size()));
+      out.inv_freq.resize(static_cast<size_t>(dim / 2));
+      for (int64_t i = 0; i < dim / 2; ++i) {
+        const float shape = static_cast<float>(2 * i) / static_cast<float>(dim);
+        const float pw = static_cast<float>(std::pow(r.theta, double(shape)));
+        out.inv_freq[static_cast<size_t>(i)] =
+            1.0f / (static_cast<float>(ext[static_cast<size_t>(i)]) * pw);
+      }
+      if (r.attention_factor)
+        out.attention_scaling = *r.attention_factor;
+      else
+        out.attention_scaling =
+            r.factor <= 1.0 ? 1.0 : std::sqrt(1 + std::log(r.factor) / std::log(orig));
+      break;
+    }
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // Rotary position embedding tables: θ_i = position · inv_freq_i, with cos/sin multiplied by
 // the attention scaling (yarn). inv_freq follows transformers' rope types default, linear,
-// dynamic, llama3 and yarn. The rotation itself is the ops rope kernel.
+// dynamic, llama3, yarn and longrope. The rotation itself is the ops rope kernel.
 // Dimensions: T tokens, D head dim.
 #pragma once
 
@@ -16,8 +16,9 @@ struct RopeFrequencies {
   double attention_scaling = 1;  // multiplies cos and sin (yarn)
 };
 
-// `seq_len` matters only for dynamic scaling: the length of the sequence (in a packed batch,
-// of the document) as transformers sees it in one forward call.
+// `seq_len` matters only for dynamic scaling and longrope: the length of the sequence as
+// transformers sees it in one forward call (dynamic: in a packed batch, the document's;
+// longrope: max(position_ids) + 1 of the whole call, Transformer::rope_for).
 RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t seq_len);
 
 // cos, sin (T, R/2) for the given positions, already scaled.

@@ -108,9 +108,17 @@ void Transformer::prepare(const Batch& b, bool logits) {
   });
   // Per document: dynamic scaling depends on the sequence length, and a packed document must
   // see the frequencies it would see alone (transformers rescales per forward call).
+  // longrope (Phi-3) picks its factor set once per forward call from max(position_ids) + 1
+  // (transformers' longrope_frequency_update): in a packed batch, the longest document's length,
+  // so every document of the batch gets the long factors when one is past
+  // original_max_position_embeddings.
+  int64_t max_position = 0;
+  for (int64_t t = 0; t < T_real; ++t)
+    max_position = std::max(max_position, positions_[static_cast<size_t>(t)]);
   for (const ops::AttentionSegment& seg : segments_) {
     const int64_t offset = seg.q_begin * (R / 2);
-    rope_tables(cos_.as<float>() + offset, sin_.as<float>() + offset, rope_for(seg.q_len),
+    const int64_t n = config_.rope.type == RopeType::kLongrope ? max_position + 1 : seg.q_len;
+    rope_tables(cos_.as<float>() + offset, sin_.as<float>() + offset, rope_for(n),
                 positions_.data() + seg.q_begin, seg.q_len);
   }
   T_ = T;
@@ -118,6 +126,14 @@ void Transformer::prepare(const Batch& b, bool logits) {
 }
 
 const RopeFrequencies& Transformer::rope_for(int64_t n) {
+  // Generation (transformer_decode.cpp asks with p0 + n, the call's max position + 1) follows
+  // transformers' cache: keys already cached keep the rotation they were made with, a step
+  // past original_max_position_embeddings turns its own q and k with the long factors.
+  if (config_.rope.type == RopeType::kLongrope &&
+      n > config_.rope.original_max_position_embeddings) {
+    rope_long_ = rope_frequencies(config_, n);
+    return rope_long_;
+  }
   if (config_.rope.type == RopeType::kDynamic && n > config_.max_position_embeddings) {
     rope_long_ = rope_frequencies(config_, n);
     return rope_long_;

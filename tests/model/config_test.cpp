@@ -4,7 +4,10 @@
 
 #include <algorithm>
 
+#include "model/lora.h"
 #include "model/model_dir.h"
+#include "model/param_layout.h"
+#include "model/rope.h"
 #include "model/tensor_parallel.h"
 
 namespace sft {
@@ -150,6 +153,81 @@ TEST(ModelConfig, GraniteMultipliersAreData) {
             std::string::npos);
 }
 
+// Phi3Config: qkv_proj and gate_up_proj fused as stored (their parts have no tensor of their
+// own), rms_norm_eps 1e-5, longrope's original_max_position_embeddings from the top-level key
+// (4096 when absent), its factor max / original when absent, its attention factor
+// sqrt(1 + ln factor / ln original), and the factor set by the call's length.
+TEST(ModelConfig, Phi3FusedProjectionsAndLongropeAreData) {
+  const std::string longrope = R"({"model_type": "phi3", "hidden_size": 64,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+    "intermediate_size": 96, "max_position_embeddings": 128, "original_max_position_embeddings": 8,
+    "rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+      "original_max_position_embeddings": 99, "short_factor": [1, 1, 2, 4],
+      "long_factor": [2, 3, 5, 7]}})";
+  const ModelConfig c = parse(longrope);
+  EXPECT_TRUE(c.fused_projections);
+  EXPECT_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.rope.type, RopeType::kLongrope);
+  EXPECT_EQ(c.rope.original_max_position_embeddings, 8);
+  EXPECT_EQ(c.rope.factor, 16.0);
+  const model::RopeFrequencies short_set = model::rope_frequencies(c, 8);
+  const model::RopeFrequencies long_set = model::rope_frequencies(c, 9);
+  ASSERT_EQ(short_set.inv_freq.size(), 4u);
+  EXPECT_FLOAT_EQ(short_set.inv_freq[3], 1.0f / (4.0f * static_cast<float>(std::pow(10.0, 3.0))));
+  EXPECT_FLOAT_EQ(long_set.inv_freq[3], 1.0f / (7.0f * static_cast<float>(std::pow(10.0, 3.0))));
+  EXPECT_DOUBLE_EQ(long_set.attention_scaling, std::sqrt(1 + std::log(16.0) / std::log(8.0)));
+  EXPECT_EQ(short_set.attention_scaling, long_set.attention_scaling);
+  const ModelConfig again = parse_model_config(model_config_to_json(c), "again");
+  EXPECT_EQ(again.rope.original_max_position_embeddings, 8);
+  EXPECT_EQ(again.rope.long_factor, c.rope.long_factor);
+  EXPECT_TRUE(again.fused_projections);
+
+  std::vector<std::string> names;
+  for (const ParamSpec& p : parameter_layout(c))
+    if (p.layer == 0) names.push_back(p.name.substr(std::string("model.layers.0.").size()));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"input_layernorm.weight", "self_attn.qkv_proj.weight",
+                                      "self_attn.o_proj.weight", "post_attention_layernorm.weight",
+                                      "mlp.gate_up_proj.weight", "mlp.down_proj.weight"}));
+  EXPECT_EQ(parameter_layout(c)[2].shape, (Shape{16 * 4 + 2 * 16 * 2, 64}));
+
+  // Phi3Config's aliases su / yarn, and its refusals.
+  std::string su = longrope;
+  su.replace(su.find("\"longrope\""), 10, "\"su\"");
+  EXPECT_EQ(parse(su).rope.type, RopeType::kLongrope);
+  std::string shorter = longrope;
+  shorter.replace(shorter.find("[1, 1, 2, 4]"), 12, "[1, 1, 2]");
+  EXPECT_NE(error_of(shorter).find("short_factor': has 3 entries, the rotary dims need 4"),
+            std::string::npos)
+      << error_of(shorter);
+  EXPECT_NE(error_of(R"({"model_type": "phi3", "rope_scaling": {"type": "linear", "factor": 2}})")
+                .find("Phi3Config takes rope type default or longrope, not linear"),
+            std::string::npos);
+  try {
+    model::check_tensor_parallel(c, 2, "--tp_size 2");
+    ADD_FAILURE() << "tensor parallelism accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("one self_attn.qkv_proj"), std::string::npos) << e.what();
+  }
+  for (const std::vector<std::string>& targets :
+       {std::vector<std::string>{}, {"qkv_proj"}, {"all-linear"}, {"gate_proj"}}) {
+    model::LoraConfig lc;
+    lc.target_modules = targets;
+    try {
+      model::resolve_lora_targets(lc, c, "--use_peft");
+      ADD_FAILURE() << "LoRA targets accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(targets.empty() ? "PEFT has no default" : "fused"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  model::LoraConfig plain;
+  plain.target_modules = {"o_proj", "down_proj"};
+  EXPECT_EQ(model::resolve_lora_targets(plain, c, "--use_peft").size(), 2u);
+}
+
 TEST(ModelConfig, ParsesEveryRopeType) {
   EXPECT_EQ(parse(R"({"model_type": "llama", "rope_scaling": {"type": "linear", "factor": 2.0}})")
                 .rope.type,
@@ -167,9 +245,10 @@ TEST(ModelConfig, ParsesEveryRopeType) {
 }
 
 TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
-  EXPECT_EQ(error_of(R"({"model_type": "gpt2"})"),
-            "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
-            "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite)");
+  EXPECT_EQ(
+      error_of(R"({"model_type": "gpt2"})"),
+      "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
+      "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3)");
   // A slip gets the near name; another family only the list.
   EXPECT_NE(error_of(R"({"model_type": "Qwen-3"})").find("(hint: did you mean 'qwen3'? supported"),
             std::string::npos);

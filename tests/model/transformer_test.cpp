@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/atomic_file.h"
+#include "io/json.h"
 #include "io/safetensors.h"
 #include "model/transformer.h"
 #include "test_paths.h"
@@ -99,7 +101,8 @@ TEST_P(Packed, EqualsDocumentsRunAlone) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, Packed,
                          ::testing::Values("mistral_sliding", "qwen3_qknorm_linear",
                                            "qwen2_bias_yarn", "smollm3_nope_sliding",
-                                           "olmo2_post_norms", "granite_multipliers"));
+                                           "olmo2_post_norms", "granite_multipliers",
+                                           "phi3_longrope_short", "phi3_longrope_long"));
 
 TEST(Transformer, RerunsAreBitIdentical) {
   Transformer m = Transformer::load(fixture("qwen3_qknorm_linear"));
@@ -156,6 +159,35 @@ TEST(Transformer, RejectsMalformedBatches) {
   EXPECT_THROW(m.forward(Batch{{1, 2, 3}, {}, {1, 1}}), Error);      // lengths don't sum to T
   EXPECT_THROW(m.forward(Batch{{1, 2, 3}, {-5, 2, 3}, {}}), Error);  // bad label
   EXPECT_THROW(m.backward(1.0f), Error);                             // no forward yet
+}
+
+}  // namespace
+}  // namespace sft::model
+
+namespace sft::model {
+namespace {
+
+// A phi3 config.json beside split q/k/v and gate/up weights (a Llama checkpoint): the load
+// fails before any training, naming the fused tensors it expected and the split ones it found.
+TEST(Transformer, Phi3ConfigOverSplitWeightsNamesTheTensors) {
+  namespace fs = std::filesystem;
+  const std::string dir = test::fresh_output_dir("phi3_over_split_weights");
+  const std::string src = fixture("llama_mha_untied");
+  fs::copy_file(src + "/model.safetensors", dir + "/model.safetensors");
+  Json config = read_json_file(src + "/config.json", "test");
+  config["model_type"] = "phi3";
+  config.erase("rope_scaling");
+  config.erase("rope_parameters");
+  write_file_atomically(dir + "/config.json", config.dump());
+  try {
+    Transformer::load(dir);
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("missing model.layers.0.self_attn.qkv_proj.weight"), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("unexpected model.layers.0.mlp.gate_proj.weight"), std::string::npos) << msg;
+  }
 }
 
 }  // namespace

@@ -340,8 +340,9 @@ TEST_F(Export, UnwritableFolderIsAClearError) {
 // --eos_token. Checked here: verify_export, the reload bit for bit, and every family key of
 // the source config.json (no_rope_layers, the multipliers, ...) written back unchanged.
 TEST_F(Export, FoldersForTheTransformersCheck) {
-  for (const char* name : {"models/qwen3", "models/llama", "parity/smollm3_nope_sliding",
-                           "parity/olmo2_post_norms", "parity/granite_multipliers"}) {
+  for (const char* name :
+       {"models/qwen3", "models/llama", "parity/smollm3_nope_sliding", "parity/olmo2_post_norms",
+        "parity/granite_multipliers", "parity/phi3_longrope_short", "parity/phi3_longrope_long"}) {
     const std::string src = test::source_path("tests/fixtures/") + name;
     const std::string folder = fs::path(name).filename().string();
     const std::string dir = test::fresh_output_dir("export_fixture_" + folder);
