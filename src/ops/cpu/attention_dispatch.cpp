@@ -4,6 +4,7 @@
 // bf16, lse f32, out bf16 or f32 and, backward, dout, dq, dk, dv f32. Other mixes are refused.
 #include "ops/attention.h"
 
+#include "ops/cuda/cuda_ops.h"
 #include "ops/device_dispatch.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
@@ -12,7 +13,7 @@ namespace sft::ops {
 
 namespace {
 
-// (The device was checked by require_cpu_kernel.)
+// (The device was checked by on_cuda: CPU views here.)
 void require_same_dtype(const char* op, const View& q, std::initializer_list<View> views) {
   for (const View& v : views) {
     if (!v.empty() && v.dtype != q.dtype)
@@ -65,7 +66,8 @@ void attention_forward(View out, View lse, View q, View k, View v,
   const ScopedOp op("attention_forward");
   AttentionWorkspace ws;
   ws.memory = memory;
-  require_cpu_kernel("attention_forward", {out, lse, q, k, v});
+  if (on_cuda("attention_forward", {out, lse, q, k, v}))
+    return cuda::attention_forward(out, lse, q, k, v, segments, dims, memory);
   if (q.dtype == DType::kBF16) {
     require_bf16_mix("attention_forward", {k, v}, out, {lse});
     require_shapes("attention_forward", q, k, v, {{&out, &q}}, lse, segments, dims);
@@ -90,7 +92,8 @@ void attention_backward(View dq, View dk, View dv, View dout, View out, View lse
   const ScopedOp op("attention_backward");
   AttentionWorkspace ws;
   ws.memory = memory;
-  require_cpu_kernel("attention_backward", {dq, dk, dv, dout, out, lse, q, k, v});
+  if (on_cuda("attention_backward", {dq, dk, dv, dout, out, lse, q, k, v}))
+    return cuda::attention_backward(dq, dk, dv, dout, out, lse, q, k, v, segments, dims, memory);
   if (q.dtype == DType::kBF16) {
     require_bf16_mix("attention_backward", {k, v}, out, {lse, dout, dq, dk, dv});
     require_shapes("attention_backward", q, k, v,

@@ -81,6 +81,14 @@ void scale(View, float) {
 void add_scalar(View, float) {
   without_cuda("add_scalar");
 }
+void attention_forward(View, View, View, View, View, std::span<const AttentionSegment>,
+                       const AttentionDims&, Workspace) {
+  without_cuda("attention_forward");
+}
+void attention_backward(View, View, View, View, View, View, View, View, View,
+                        std::span<const AttentionSegment>, const AttentionDims&, Workspace) {
+  without_cuda("attention_backward");
+}
 void zero(View) {
   without_cuda("zero");
 }
