@@ -59,7 +59,11 @@ std::vector<Case> cases() {
        20,
        {4, 2, 16, 0, 0.2, 1.5},
        {{0, 3, 0, 20, 17}}},
-      {"two sequences decoding, window 4", 3, 45, {2, 2, 8, 4}, {{0, 2, 0, 40, 38}, {2, 1, 40, 5, 4}}},
+      {"two sequences decoding, window 4",
+       3,
+       45,
+       {2, 2, 8, 4},
+       {{0, 2, 0, 40, 38}, {2, 1, 40, 5, 4}}},
   };
 }
 
@@ -86,9 +90,10 @@ Outputs run_cuda(const Case& c, const Inputs& x, DType in, DType out_dtype) {
   const size_t nq = size_t(c.Tq * qc), nk = size_t(c.Tk * kc), nl = size_t(c.Tq * d.H);
   DeviceTensor Q(in, c.Tq, qc, x.q), K(in, c.Tk, kc, x.k), V(in, c.Tk, kc, x.v);
   DeviceTensor DO(DType::kF32, c.Tq, qc, x.dout);
-  DeviceTensor O(out_dtype, c.Tq, qc, filled(nq, kNaN)), L(DType::kF32, c.Tq, d.H, filled(nl, kNaN));
-  DeviceTensor DQ(DType::kF32, c.Tq, qc, filled(nq, kNaN)), DK(DType::kF32, c.Tk, kc, filled(nk, kNaN)),
-      DV(DType::kF32, c.Tk, kc, filled(nk, kNaN));
+  DeviceTensor O(out_dtype, c.Tq, qc, filled(nq, kNaN)),
+      L(DType::kF32, c.Tq, d.H, filled(nl, kNaN));
+  DeviceTensor DQ(DType::kF32, c.Tq, qc, filled(nq, kNaN)),
+      DK(DType::kF32, c.Tk, kc, filled(nk, kNaN)), DV(DType::kF32, c.Tk, kc, filled(nk, kNaN));
   ops::cuda::attention_forward(O.view(), L.view(), Q.view(), K.view(), V.view(), c.segments, d, {});
   ops::cuda::attention_backward(DQ.view(), DK.view(), DV.view(), DO.view(), O.view(), L.view(),
                                 Q.view(), K.view(), V.view(), c.segments, d, {});
@@ -112,8 +117,8 @@ Outputs run_reference(const Case& c, const Inputs& x, const Values& device_out) 
   ops::attention_forward(O.view(), L.view(), Q.view(), K.view(), V.view(), c.segments, d, ws);
   Outputs r{O.read(), L.read(), {}, {}, {}};
   HostTensor OB(f64, c.Tq, qc, device_out);
-  ops::attention_backward(DQ.view(), DK.view(), DV.view(), DO.view(), OB.view(), L.view(),
-                          Q.view(), K.view(), V.view(), c.segments, d, ws);
+  ops::attention_backward(DQ.view(), DK.view(), DV.view(), DO.view(), OB.view(), L.view(), Q.view(),
+                          K.view(), V.view(), c.segments, d, ws);
   r.dq = DQ.read();
   r.dk = DK.read();
   r.dv = DV.read();
@@ -131,10 +136,11 @@ void check(const Case& c, DType in, DType out_dtype) {
   });
   const Outputs want = run_reference(c, x, got.out);
   const double tol = in == DType::kBF16 ? 1e-2 : 1e-5;
-  const std::pair<const char*, double> errors[] = {
-      {"out", relative_error(got.out, want.out)}, {"lse", relative_error(got.lse, want.lse)},
-      {"dq", relative_error(got.dq, want.dq)},    {"dk", relative_error(got.dk, want.dk)},
-      {"dv", relative_error(got.dv, want.dv)}};
+  const std::pair<const char*, double> errors[] = {{"out", relative_error(got.out, want.out)},
+                                                   {"lse", relative_error(got.lse, want.lse)},
+                                                   {"dq", relative_error(got.dq, want.dq)},
+                                                   {"dk", relative_error(got.dk, want.dk)},
+                                                   {"dv", relative_error(got.dv, want.dv)}};
   for (const auto& [name, err] : errors) {
     EXPECT_LE(err, std::string(name) == "lse" ? 1e-5 : tol) << name;
     if (std::getenv("SFT_CONFORMANCE_REPORT"))  // as tests/conformance: every measured error
@@ -195,8 +201,7 @@ TEST(CudaAttention, BadCallsFailBeforeAnyKernel) {
   };
   const std::vector<AttentionSegment> past = {{0, 4, 0, 3, 0}};  // query 3 past the last key
   expect_error("q_offset + q_len <= k_len", [&] {
-    ops::cuda::attention_forward(out.view(), lse.view(), q.view(), k.view(), k.view(), past, d,
-                                 {});
+    ops::cuda::attention_forward(out.view(), lse.view(), q.view(), k.view(), k.view(), past, d, {});
   });
   const std::vector<AttentionSegment> seg = {{0, 4, 0, 4, 0}};
   expect_error("attention_forward: k, v must be", [&] {
@@ -205,8 +210,8 @@ TEST(CudaAttention, BadCallsFailBeforeAnyKernel) {
   DeviceTensor big(DType::kF32, 1, 2 * 300, filled(600, 0)), l1(DType::kF32, 1, 2, filled(2, 0));
   expect_error("head dim 300", [&] {
     ops::cuda::attention_forward(big.view(), l1.view(), big.view(), big.view(), big.view(),
-                                 std::vector<AttentionSegment>{{0, 1, 0, 1, 0}},
-                                 {2, 2, 300, 0}, {});
+                                 std::vector<AttentionSegment>{{0, 1, 0, 1, 0}}, {2, 2, 300, 0},
+                                 {});
   });
 }
 

@@ -186,8 +186,8 @@ TEST(CudaRouting, ViewLevelOpsReachTheCudaKernels) {
                               Q.view(), K.view(), V.view(), seg, d, {});
     } else {
       ops::cuda::attention_forward(O.view(), L.view(), Q.view(), K.view(), V.view(), seg, d, {});
-      ops::cuda::attention_backward(DQ.view(), DK.view(), DV.view(), DO.view(), O.view(),
-                                    L.view(), Q.view(), K.view(), V.view(), seg, d, {});
+      ops::cuda::attention_backward(DQ.view(), DK.view(), DV.view(), DO.view(), O.view(), L.view(),
+                                    Q.view(), K.view(), V.view(), seg, d, {});
     }
     return std::vector<Values>{O.read(), L.read(), DQ.read(), DK.read(), DV.read()};
   });

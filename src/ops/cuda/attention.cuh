@@ -37,8 +37,8 @@ struct Tile {
   static constexpr int kRows = kD <= 64 ? 32 : kD == 128 ? 16 : 8;  // query rows = key rows
   static constexpr int kLanes = kD <= 64 ? 4 : kD == 128 ? 8 : 16;  // threads per owned row
   static constexpr int kThreads = kRows * kLanes;                   // 128
-  static constexpr int kStride = kD + 1;  // shared row stride: threads reading one column of
-                                          // consecutive rows hit different banks
+  static constexpr int kStride = kD + 1;     // shared row stride: threads reading one column of
+                                             // consecutive rows hit different banks
   static constexpr int kCols = kD / kLanes;  // accumulator columns per thread
 };
 

@@ -41,9 +41,9 @@ __global__ void attention_delta_kernel(float* delta, const float* dout, const Ou
 // dS of query row r against key c of a staged tile pair (q/dO rows, k/v rows), 0 where masked;
 // P into *prob. Both backward kernels compute it the same way.
 template <int kD>
-__device__ float score_gradient(const float* qs, const float* dos, const float* ks,
-                                const float* vs, int r, int c, float lse, float delta,
-                                const Params& p, float* prob) {
+__device__ float score_gradient(const float* qs, const float* dos, const float* ks, const float* vs,
+                                int r, int c, float lse, float delta, const Params& p,
+                                float* prob) {
   using T = Tile<kD>;
   float dot = 0.0f, dp = 0.0f;
   for (int x = 0; x < p.D; ++x) dot += qs[r * T::kStride + x] * ks[c * T::kStride + x];
@@ -198,8 +198,8 @@ __global__ void attention_dq_kernel(float* dq, const float* dout, const float* l
 
 template <int kD, typename In>
 void backward_of(View dq, View dk, View dv, View dout, View lse, View q, View k, View v,
-                 const float* delta, const attention::Uploaded& plan, int64_t key_items, int64_t query_items,
-                 const Params& p) {
+                 const float* delta, const attention::Uploaded& plan, int64_t key_items,
+                 int64_t query_items, const Params& p) {
   using T = Tile<kD>;
   if (key_items > 0) {
     const dim3 grid(static_cast<unsigned>(key_items), static_cast<unsigned>(p.Hkv));
@@ -219,26 +219,25 @@ void backward_of(View dq, View dk, View dv, View dout, View lse, View q, View k,
 
 template <int kD>
 void backward_of_kind(attention::Kind kind, View dq, View dk, View dv, View dout, View out,
-                      View lse, View q, View k, View v,
-                      std::span<const AttentionSegment> segments, const Params& p) {
+                      View lse, View q, View k, View v, std::span<const AttentionSegment> segments,
+                      const Params& p) {
   const int rows = Tile<kD>::kRows;
   const std::vector<WorkItem> key_items = attention::tiles_of(segments, rows, true);
   const std::vector<WorkItem> query_items = attention::tiles_of(segments, rows, false);
   if (key_items.empty() && query_items.empty()) return;
   const int64_t n = q.rows * p.H;  // Δ for every row of q (rows outside segments unused)
-  const attention::Uploaded plan =
-      attention::upload_plan(segments, {&key_items, &query_items}, n);
+  const attention::Uploaded plan = attention::upload_plan(segments, {&key_items, &query_items}, n);
   if (n > 0) {
     const unsigned blocks = blocks_for(n, kDeltaThreads);
     if (kind == attention::Kind::kF32)
-      attention_delta_kernel<float, float><<<blocks, kDeltaThreads>>>(
-          plan.floats, dout.as<float>(), out.as<float>(), n, p.D);
+      attention_delta_kernel<float, float>
+          <<<blocks, kDeltaThreads>>>(plan.floats, dout.as<float>(), out.as<float>(), n, p.D);
     else if (kind == attention::Kind::kBf16OutBf16)
-      attention_delta_kernel<uint16_t, uint16_t><<<blocks, kDeltaThreads>>>(
-          plan.floats, dout.as<float>(), out.as<uint16_t>(), n, p.D);
+      attention_delta_kernel<uint16_t, uint16_t>
+          <<<blocks, kDeltaThreads>>>(plan.floats, dout.as<float>(), out.as<uint16_t>(), n, p.D);
     else
-      attention_delta_kernel<uint16_t, float><<<blocks, kDeltaThreads>>>(
-          plan.floats, dout.as<float>(), out.as<float>(), n, p.D);
+      attention_delta_kernel<uint16_t, float>
+          <<<blocks, kDeltaThreads>>>(plan.floats, dout.as<float>(), out.as<float>(), n, p.D);
     SFT_CUDA_CHECK(cudaGetLastError());
   }
   const int64_t nk = static_cast<int64_t>(key_items.size());

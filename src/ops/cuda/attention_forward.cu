@@ -29,7 +29,7 @@ __global__ void attention_forward_kernel(Out* out, float* lse, const In* q, cons
                                          const WorkItem* items, Params p) {
   using T = Tile<kD>;
   __shared__ float qs[T::kRows * T::kStride];
-  __shared__ float kv[T::kRows * T::kStride];  // K of the tile, then its V
+  __shared__ float kv[T::kRows * T::kStride];      // K of the tile, then its V
   __shared__ float sp[T::kRows * (T::kRows + 1)];  // scores, then P
   __shared__ float row_m[T::kRows], row_l[T::kRows], row_alpha[T::kRows];
   constexpr int kSp = T::kRows + 1;
@@ -118,13 +118,13 @@ __global__ void attention_forward_kernel(Out* out, float* lse, const In* q, cons
 }
 
 template <int kD, typename In, typename Out>
-void launch_forward(View out, View lse, View q, View k, View v,
-                    const attention::Uploaded& plan, int64_t items, const Params& p) {
+void launch_forward(View out, View lse, View q, View k, View v, const attention::Uploaded& plan,
+                    int64_t items, const Params& p) {
   using T = Tile<kD>;
   const dim3 grid(static_cast<unsigned>(items), static_cast<unsigned>(p.H));
-  attention_forward_kernel<kD, In, Out><<<grid, T::kThreads>>>(
-      out.as<Out>(), lse.as<float>(), q.as<In>(), k.as<In>(), v.as<In>(), plan.segments,
-      plan.items[0], p);
+  attention_forward_kernel<kD, In, Out><<<grid, T::kThreads>>>(out.as<Out>(), lse.as<float>(),
+                                                               q.as<In>(), k.as<In>(), v.as<In>(),
+                                                               plan.segments, plan.items[0], p);
   SFT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -82,8 +82,7 @@ Params params_of(const AttentionDims& d) {
   return p;
 }
 
-std::vector<WorkItem> tiles_of(std::span<const AttentionSegment> segments, int rows,
-                               bool by_keys) {
+std::vector<WorkItem> tiles_of(std::span<const AttentionSegment> segments, int rows, bool by_keys) {
   std::vector<WorkItem> items;
   for (size_t i = 0; i < segments.size(); ++i) {
     const int64_t n = by_keys ? segments[i].k_len : segments[i].q_len;
