@@ -217,6 +217,13 @@ void backward_of(View dq, View dk, View dv, View dout, View lse, View q, View k,
   }
 }
 
+template <typename In, typename Out>
+void launch_delta(float* delta, View dout, const Out* out, int64_t n, int64_t D) {
+  const unsigned blocks = blocks_for(n, kDeltaThreads);
+  attention_delta_kernel<In, Out><<<blocks, kDeltaThreads>>>(delta, dout.as<float>(), out, n, D);
+  SFT_CUDA_CHECK(cudaGetLastError());
+}
+
 template <int kD>
 void backward_of_kind(attention::Kind kind, View dq, View dk, View dv, View dout, View out,
                       View lse, View q, View k, View v, std::span<const AttentionSegment> segments,
@@ -228,17 +235,12 @@ void backward_of_kind(attention::Kind kind, View dq, View dk, View dv, View dout
   const int64_t n = q.rows * p.H;  // Δ for every row of q (rows outside segments unused)
   const attention::Uploaded plan = attention::upload_plan(segments, {&key_items, &query_items}, n);
   if (n > 0) {
-    const unsigned blocks = blocks_for(n, kDeltaThreads);
     if (kind == attention::Kind::kF32)
-      attention_delta_kernel<float, float>
-          <<<blocks, kDeltaThreads>>>(plan.floats, dout.as<float>(), out.as<float>(), n, p.D);
+      launch_delta<float>(plan.floats, dout, out.as<float>(), n, p.D);
     else if (kind == attention::Kind::kBf16OutBf16)
-      attention_delta_kernel<uint16_t, uint16_t>
-          <<<blocks, kDeltaThreads>>>(plan.floats, dout.as<float>(), out.as<uint16_t>(), n, p.D);
+      launch_delta<uint16_t>(plan.floats, dout, out.as<uint16_t>(), n, p.D);
     else
-      attention_delta_kernel<uint16_t, float>
-          <<<blocks, kDeltaThreads>>>(plan.floats, dout.as<float>(), out.as<float>(), n, p.D);
-    SFT_CUDA_CHECK(cudaGetLastError());
+      launch_delta<uint16_t>(plan.floats, dout, out.as<float>(), n, p.D);
   }
   const int64_t nk = static_cast<int64_t>(key_items.size());
   const int64_t nq = static_cast<int64_t>(query_items.size());
