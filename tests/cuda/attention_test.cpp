@@ -5,7 +5,7 @@
 // head dims 5, 16, 64, 128 and 200 (every padded bucket, odd sizes), f32 and bf16 (out bf16 and
 // f32). Tolerances (max |err| / max |ref|), as the CPU tiled kernels get against the reference:
 // f32 1e-5 for out, lse, dq, dk, dv; bf16 1e-2 for out, dq, dk, dv (P, dS and out rounded to
-// bf16 inside) and 1e-5 for lse (fp32 softmax).
+// bf16 inside) and 1e-5 for lse (fp32 softmax). Sinks forward/backward likewise (1e-5).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -184,6 +184,37 @@ TEST(CudaAttention, RowsOutsideTheSegmentsAreUntouched) {
   for (int64_t e = 0; e < 6 * qc; ++e)
     if (e >= qc && e < 5 * qc) EXPECT_FALSE(std::isnan(got.out[size_t(e)])) << "out " << e;
   for (int64_t e = kc; e < 9 * kc; ++e) EXPECT_FALSE(std::isnan(got.dk[size_t(e)])) << "dk " << e;
+}
+
+// Sinks (gpt-oss): forward out, lse and backward dsinks (+=, from small values) against the
+// CPU's f64 kernels on the same values, out f32 and (backward) bf16; 1e-5.
+TEST(CudaAttention, SinksMatchTheF64Reference) {
+  SFT_SKIP_WITHOUT_CUDA();
+  const int64_t T = 300, H = 3, D = 7;  // T past one 256-thread block's first stride
+  const size_t n = size_t(T * H * D), nl = size_t(T * H);
+  for (DType out_dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(std::string("out ") + std::string(dtype_name(out_dtype)));
+    const Values out = random_values(n, 11, 1.0, out_dtype), lse = random_values(nl, 12, 2.0);
+    const Values sinks = random_values(size_t(H), 13, 1.0), dout = random_values(n, 14, 1.0);
+    const Values ds0 = random_values(size_t(H), 15, 0x1p-10);
+    const auto got = run_twice([&] {
+      DeviceTensor O(DType::kF32, T, H * D, out), L(DType::kF32, T, H, lse),
+          S(DType::kF32, 1, H, sinks);
+      DeviceTensor OB(out_dtype, T, H * D, out), DO(DType::kF32, T, H * D, dout),
+          DS(DType::kF32, 1, H, ds0);
+      ops::cuda::attention_sinks_forward(O.view(), L.view(), S.view());
+      ops::cuda::attention_sinks_backward(DS.view(), DO.view(), OB.view(), L.view(), S.view());
+      return std::vector<Values>{O.read(), L.read(), DS.read()};
+    });
+    const DType f64 = DType::kF64;
+    HostTensor O(f64, T, H * D, out), L(f64, T, H, lse), S(f64, 1, H, sinks),
+        OB(f64, T, H * D, out), DO(f64, T, H * D, dout), DS(f64, 1, H, ds0);
+    ops::attention_sinks_forward(O.view(), L.view(), S.view());
+    ops::attention_sinks_backward(DS.view(), DO.view(), OB.view(), L.view(), S.view());
+    if (out_dtype == DType::kF32) EXPECT_LE(relative_error(got[0], O.read()), 1e-5) << "out";
+    EXPECT_LE(relative_error(got[1], L.read()), 1e-5) << "lse";
+    EXPECT_LE(relative_error(got[2], DS.read()), 1e-5) << "dsinks";
+  }
 }
 
 TEST(CudaAttention, BadCallsFailBeforeAnyKernel) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/half.h"
+#include "ops/cuda/cuda_ops.h"
 #include "ops/device_dispatch.h"
 #include "ops/ops.h"
 #include "ops/profile.h"
@@ -75,7 +76,8 @@ void sinks_backward(T* dsinks, const T* dout, const Out* out, const T* lse, cons
 
 void attention_sinks_forward(View out, View lse, View sinks) {
   const ScopedOp op("attention_sinks_forward");
-  require_cpu_kernel("attention_sinks_forward", {out, lse, sinks});
+  if (on_cuda("attention_sinks_forward", {out, lse, sinks}))
+    return cuda::attention_sinks_forward(out, lse, sinks);
   if (out.dtype != DType::kF32 && out.dtype != DType::kF64)
     fail("ops",
          "attention_sinks_forward: out must be f32 or f64 (a bf16 output is rounded after "
@@ -89,7 +91,8 @@ void attention_sinks_forward(View out, View lse, View sinks) {
 
 void attention_sinks_backward(View dsinks, View dout, View out, View lse, View sinks) {
   const ScopedOp op("attention_sinks_backward");
-  require_cpu_kernel("attention_sinks_backward", {dsinks, dout, out, lse, sinks});
+  if (on_cuda("attention_sinks_backward", {dsinks, dout, out, lse, sinks}))
+    return cuda::attention_sinks_backward(dsinks, dout, out, lse, sinks);
   require_sink_views("attention_sinks_backward", out, lse, sinks, dout);
   if (dsinks.numel() != sinks.numel() || dsinks.dtype != dout.dtype || dout.rows != out.rows ||
       dout.cols != out.cols || !dout.dense())

@@ -61,6 +61,10 @@ void attention_backward(View dq, View dk, View dv, View dout, View out, View lse
                         View v, std::span<const AttentionSegment> segments,
                         const AttentionDims& dims, Workspace workspace);
 
+// Attention sinks (ops.h): out, lse, sinks f32 forward; backward out f32 or bf16, the rest f32.
+void attention_sinks_forward(View out, View lse, View sinks);
+void attention_sinks_backward(View dsinks, View dout, View out, View lse, View sinks);
+
 void zero(View x);
 // f32 → bf16 (round to nearest even, NaN quieted as core/half.h), bf16 → f32, f32 → f32.
 void cast(View dst, View src);

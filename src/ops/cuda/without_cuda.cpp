@@ -89,6 +89,12 @@ void attention_backward(View, View, View, View, View, View, View, View, View,
                         std::span<const AttentionSegment>, const AttentionDims&, Workspace) {
   without_cuda("attention_backward");
 }
+void attention_sinks_forward(View, View, View) {
+  without_cuda("attention_sinks_forward");
+}
+void attention_sinks_backward(View, View, View, View, View) {
+  without_cuda("attention_sinks_backward");
+}
 void zero(View) {
   without_cuda("zero");
 }
