@@ -1,7 +1,7 @@
 // The view-level ops of ops/ops.h on CUDA views reach the ops::cuda:: kernel of the same name
 // with the same arguments (ops/device_dispatch.h): each op run through ops:: gives the bits of
 // the direct ops::cuda:: call on the same inputs, and no output is left NaN. The ops without a
-// CUDA kernel yet, and views on two devices, fail naming the op.
+// CUDA kernel yet (the fused LM head), and views on two devices, fail naming the op.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -172,6 +172,25 @@ TEST(CudaRouting, ViewLevelOpsReachTheCudaKernels) {
     }
     return std::vector<Values>{P.read(), M.read(), V.read(), copy.read(), Values{norm}};
   });
+  expect_routed("attention_forward, attention_backward", [&](bool routed) {
+    const std::vector<ops::AttentionSegment> seg = {{0, 2, 0, 2, 0}, {2, 3, 2, 3, 0}};
+    const ops::AttentionDims d{2, 1, 4, 0};  // q (5, 8), k, v (5, 4)
+    DeviceTensor Q(bf16, N, C, xb), K(bf16, N, 4, random_values(20, 15, 1.0, bf16)),
+        V(bf16, N, 4, random_values(20, 16, 1.0, bf16)), DO(f32, N, C, y);
+    DeviceTensor O(bf16, N, C, filled(n, kNaN)), L(f32, N, 2, filled(10, kNaN)),
+        DQ(f32, N, C, filled(n, kNaN)), DK(f32, N, 4, filled(20, kNaN)),
+        DV(f32, N, 4, filled(20, kNaN));
+    if (routed) {
+      ops::attention_forward(O.view(), L.view(), Q.view(), K.view(), V.view(), seg, d, {});
+      ops::attention_backward(DQ.view(), DK.view(), DV.view(), DO.view(), O.view(), L.view(),
+                              Q.view(), K.view(), V.view(), seg, d, {});
+    } else {
+      ops::cuda::attention_forward(O.view(), L.view(), Q.view(), K.view(), V.view(), seg, d, {});
+      ops::cuda::attention_backward(DQ.view(), DK.view(), DV.view(), DO.view(), O.view(), L.view(),
+                                    Q.view(), K.view(), V.view(), seg, d, {});
+    }
+    return std::vector<Values>{O.read(), L.read(), DQ.read(), DK.read(), DV.read()};
+  });
 }
 
 // Expects fn to throw an sft::Error whose message contains `what`.
@@ -187,13 +206,8 @@ void expect_error(const std::string& what, F&& fn) {
 
 TEST(CudaRouting, OpsWithoutAKernelAndMixedDevicesFailNamingTheOp) {
   SFT_SKIP_WITHOUT_CUDA();
-  DeviceTensor q(f32, 2, 2, filled(4, 0)), k(f32, 2, 2, filled(4, 0)), v(f32, 2, 2, filled(4, 0));
+  DeviceTensor q(f32, 2, 2, filled(4, 0)), k(f32, 2, 2, filled(4, 0));
   DeviceTensor out(f32, 2, 2, filled(4, 0)), lse(f32, 2, 1, filled(2, 0));
-  const std::vector<ops::AttentionSegment> seg = {{0, 2, 0, 2, 0}};
-  const ops::AttentionDims d{1, 1, 2, 0};
-  expect_error("attention_forward: no CUDA kernel yet", [&] {
-    ops::attention_forward(out.view(), lse.view(), q.view(), k.view(), v.view(), seg, d, {});
-  });
   const DeviceIds targets(std::vector<int64_t>{0, 1});
   expect_error("lm_head_cross_entropy: no CUDA kernel yet", [&] {
     ops::lm_head_cross_entropy(out.view(), k.view(), ops::View{}, q.view(), k.view(),

@@ -8,10 +8,11 @@
 // Deterministic: no floating-point atomics; every sum has a fixed order (tree reductions of a
 // fixed block size, fixed-size row chunks), so the same inputs give the same bits run to run.
 // They are the slots of the CUDA kernel table (ops/cuda/kernel_table.cpp). Not here yet
-// (docs/cuda.md): attention, the fused LM head + cross-entropy, vocabulary shards.
+// (docs/cuda.md): the fused LM head + cross-entropy, vocabulary shards.
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "ops/ops.h"
 #include "ops/view.h"
@@ -51,6 +52,21 @@ void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const Ad
 double sum_of_squares(View x);
 void scale(View x, float factor);
 void add_scalar(View x, float c);
+
+// Tiled attention over packed segments (ops.h; attention_forward.cu, attention_backward.cu):
+// f32, or bf16 q, k, v with out bf16 or f32 (lse and the gradients f32); D ≤ 256. The
+// workspace is not read: the segment list, the tile list and Δ live in the backend's scratch
+// (cuda_memory.h). Backward owns each dK/dV tile and each dQ tile in one block (no atomics).
+void attention_forward(View out, View lse, View q, View k, View v,
+                       std::span<const AttentionSegment> segments, const AttentionDims& dims,
+                       Workspace workspace);
+void attention_backward(View dq, View dk, View dv, View dout, View out, View lse, View q, View k,
+                        View v, std::span<const AttentionSegment> segments,
+                        const AttentionDims& dims, Workspace workspace);
+
+// Attention sinks (ops.h): out, lse, sinks f32 forward; backward out f32 or bf16, the rest f32.
+void attention_sinks_forward(View out, View lse, View sinks);
+void attention_sinks_backward(View dsinks, View dout, View out, View lse, View sinks);
 
 void zero(View x);
 // f32 → bf16 (round to nearest even, NaN quieted as core/half.h), bf16 → f32, f32 → f32.
