@@ -35,6 +35,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 from transformers import (
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     GraniteConfig,
     GraniteForCausalLM,
     LlamaConfig,
@@ -167,6 +169,26 @@ def fixtures():
     yield "phi3_longrope_long", Phi3Config, Phi3ForCausalLM, phi3(
         8, [1.0, 1.3, 2.1, 3.7], [1.5, 4.0, 9.0, 20.0], attention_factor=1.1
     ), [12, 14, 10]
+    # Gemma 3: (1 + w) norms before and after each branch, q/k norms, GELU-tanh gated MLP,
+    # embeddings × sqrt(hidden), query_pre_attn_scalar as the score scale, layers 0 and 2 sliding
+    # (window 5, their own RoPE theta), layer 1 full, attention and final-logit soft-capping
+    # (Gemma 3 itself ships neither cap; Gemma 2 does, so both are exercised here), tied.
+    yield "gemma3_sliding_softcap", Gemma3TextConfig, Gemma3ForCausalLM, dict(
+        num_key_value_heads=2,
+        num_hidden_layers=3,
+        head_dim=16,
+        hidden_activation="gelu_pytorch_tanh",
+        query_pre_attn_scalar=24,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        sliding_window=5,
+        rope_parameters=dict(
+            full_attention=dict(rope_type="default", rope_theta=10000.0),
+            sliding_attention=dict(rope_type="default", rope_theta=1000.0),
+        ),
+        attn_logit_softcapping=3.0,
+        final_logit_softcapping=4.0,
+        tie_word_embeddings=True,
+    ), [11, 13, 9]
 
 
 def randomise(model, gen):
