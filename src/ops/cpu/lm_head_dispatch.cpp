@@ -1,8 +1,9 @@
 // ops::lm_head_cross_entropy on views, on the CPU: the fused kernels of ops/lm_head_ce.h, on
 // the caller's workspace (sized by lm_head_workspace_bytes; each rank of a thread ShardGroup
-// passes its own, as MPI ranks have).
+// passes its own, as MPI ranks have). CUDA views go to ops::cuda::lm_head_cross_entropy.
 #include <string>
 
+#include "ops/cuda/cuda_ops.h"
 #include "ops/device_dispatch.h"
 #include "ops/lm_head_ce.h"
 #include "ops/ops.h"
@@ -55,10 +56,13 @@ size_t lm_head_workspace_bytes(const LmHeadShape& s) {
 
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, Workspace memory,
-                                  VocabShard shard) {
+                                  VocabShard shard, double softcap) {
   const ScopedOp op("lm_head_cross_entropy");
+  if (on_cuda("lm_head_cross_entropy", {dx, dw, logits, x, w}))
+    return cuda::lm_head_cross_entropy(dx, dw, logits, x, w, targets, scale, memory, shard,
+                                       softcap);
+  if (softcap != 0) fail("ops", "lm_head_cross_entropy: softcap not implemented on the CPU yet");
   LmHeadWorkspace ws{{}, memory};
-  require_cpu_kernel("lm_head_cross_entropy", {dx, dw, logits, x, w});
   check(dx, dw, logits, x, w);
   const int64_t T = x.rows, C = x.cols, V = w.rows;
   if (shard.group) {

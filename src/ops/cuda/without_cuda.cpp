@@ -60,6 +60,10 @@ void embedding_forward(View, const int64_t*, View, VocabShard) {
 void embedding_backward(View, View, const int64_t*, VocabShard) {
   without_cuda("embedding_backward");
 }
+LmHeadStats lm_head_cross_entropy(View, View, View, View, View, const int64_t*, double, Workspace,
+                                  VocabShard, double, const LmHeadTuning&) {
+  without_cuda("lm_head_cross_entropy");
+}
 void add(View, View) {
   without_cuda("add");
 }

@@ -22,7 +22,8 @@ done
 flags=(-std=c++20 -O1 -g -ffp-contract=off -pthread -DSFT_WITH_CUDA=1 -I tests/cuda/emulation
   -I "$work/src" -I src -I tests)
 sources=("$work"/src/ops/cuda/*.cu src/ops/cuda/backend.cpp src/ops/cuda/cuda_check.cpp
-  src/ops/cuda/cuda_memory.cpp src/ops/cuda/cuda_views.cpp src/ops/cuda/matmul.cpp)
+  src/ops/cuda/cuda_memory.cpp src/ops/cuda/cuda_views.cpp src/ops/cuda/matmul.cpp
+  src/ops/cuda/lm_head.cpp)
 for t in tests/cuda/*_test.cpp; do
   case "$t" in *gemm_timing_test.cpp) ;; *) sources+=("$t") ;; esac
 done
