@@ -8,8 +8,9 @@
 // Every thread walks its own elements (j ≡ threadIdx.x mod kReduceThreads, vocabulary block by
 // block) in the same order in each pass, so the in-place dlogits overwrite only what the same
 // thread has read, and only in the last pass (the target logit is read before the barriers of
-// pass 2). The bf16 rounding and the softcap are applied on each read, never written back. The reductions are fixed trees (block_sum; block_max_first below): the same
-// bits on every run. expf and tanhf, not the fast intrinsics; sums in double, as the CPU's row.
+// pass 2). The bf16 rounding and the softcap are applied on each read, never written back. The
+// reductions are fixed trees (block_sum; block_max_first below): the same bits on every run. expf
+// and tanhf, not the fast intrinsics; sums in double, as the CPU's row.
 #include <cuda_runtime.h>
 
 #include <cstdint>
