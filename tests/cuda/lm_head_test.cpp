@@ -14,6 +14,7 @@
 // the f32 path on the widened values); count and correct exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <span>
 #include <string>
@@ -37,7 +38,13 @@ struct Case {
   double scale = 1, softcap = 0;
   bool dx = true, dw = true, logits = false;
   ops::LmHeadTuning tuning = {};
+  // Exact logits x·w[v] = w[v][0] with three equal maxima: ids kTies (the first counts).
+  bool ties = false;
 };
+
+// Two maxima in one thread of the row pass (3 and 259), one in another (300), in two vocabulary
+// blocks of 256.
+constexpr int64_t kTies[3] = {3, 259, 300};
 
 struct Result {
   double loss = 0, entropy = 0;
@@ -56,10 +63,21 @@ int64_t rows_of(const Case& c) {
 }
 
 Values inputs_x(const Case& c, DType grid) {
-  return random_values(size_t(rows_of(c) * c.C), 1, 1.0, grid);
+  Values x = random_values(size_t(rows_of(c) * c.C), 1, 1.0, grid);
+  if (c.ties)
+    for (size_t e = 0; e < x.size(); ++e) x[e] = e % size_t(c.C) == 0 ? 1 : 0;
+  return x;
 }
 Values inputs_w(const Case& c, DType grid) {
-  return random_values(size_t(c.V * c.C), 2, 0.5, grid);
+  Values w = random_values(size_t(c.V * c.C), 2, 0.5, grid);
+  if (c.ties)
+    for (int64_t v = 0; v < c.V; ++v) {
+      for (int64_t e = 1; e < c.C; ++e) w[size_t(v * c.C + e)] = 0;
+      double& w0 = w[size_t(v * c.C)];
+      w0 = std::min(w0, 1.5);
+      for (int64_t t : kTies) w0 = v == t ? 2 : w0;
+    }
+  return w;
 }
 Values dw_start(const Case& c) {
   return random_values(size_t(c.V * c.C), 3, 0x1p-10);
@@ -190,6 +208,17 @@ std::vector<Case> cases() {
       {"evaluation only, logits", 8, 129, some_targets(9, 129), 1.0, 0, false, false, true});
   list.push_back({"dx only, softcap", 8, 129, some_targets(9, 129), 2.0, 3.0, true, false, false});
   list.push_back({"dw only", 8, 129, some_targets(9, 129), 2.0, 0, false, true, false});
+  list.push_back({"exact ties: the first maximum counts",
+                  2,
+                  600,
+                  {3, 259, 300, 3, -1, 300, 259, 3},
+                  1.0,
+                  0,
+                  true,
+                  true,
+                  true,
+                  {0, 256},
+                  true});
   list.push_back(
       {"default plan, V 2051", 48, 2051, some_targets(64, 2051), 1.0 / 55, 0, true, true, false});
   return list;
@@ -240,6 +269,7 @@ TEST(CudaLmHead, MatchesTheF64ReferenceAndRerunsBitIdentical) {
       Result got{outs[0][0], outs[0][1], int64_t(outs[0][2]), int64_t(outs[0][3]), outs[1],
                  outs[2],    outs[3]};
       expect_close(got, reference(c, dt), c, dt);
+      if (c.ties) EXPECT_EQ(got.correct, 3);  // the rows of target 3, the first maximum
     }
 }
 
@@ -248,6 +278,7 @@ TEST(CudaLmHead, MatchesTheF64ReferenceAndRerunsBitIdentical) {
 TEST(CudaLmHead, ChunkingChangesOnlyRounding) {
   SFT_SKIP_WITHOUT_CUDA();
   Case whole = cases()[3];
+  ASSERT_EQ(whole.name, "chunks of 64 rows, vocabulary blocks of 384, softcap");
   Case chunked = whole;
   whole.tuning = {1000, 1000};
   chunked.tuning = {7, 100};
