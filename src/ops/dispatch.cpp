@@ -142,10 +142,11 @@ void attention_sinks_backward(View dsinks, View dout, View out, View lse, View s
 
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, Workspace workspace,
-                                  VocabShard shard) {
+                                  VocabShard shard, double softcap) {
   const ScopedOp op("lm_head_cross_entropy");
   return kernel(&KernelTable::lm_head_cross_entropy, "lm_head_cross_entropy",
-                {dx, dw, logits, x, w})(dx, dw, logits, x, w, targets, scale, workspace, shard);
+                {dx, dw, logits, x, w})(dx, dw, logits, x, w, targets, scale, workspace, shard,
+                                        softcap);
 }
 
 void add(View dst, View src, View rounded) {

@@ -57,7 +57,7 @@ struct KernelTable {
 
   LmHeadStats (*lm_head_cross_entropy)(View dx, View dw, View logits, View x, View w,
                                        const int64_t* targets, double scale, Workspace workspace,
-                                       VocabShard shard) = nullptr;
+                                       VocabShard shard, double softcap) = nullptr;
 
   void (*add)(View dst, View src, View rounded) = nullptr;
   void (*add_bias)(View y, View b) = nullptr;

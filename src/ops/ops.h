@@ -136,9 +136,12 @@ void attention_sinks_backward(View dsinks, View dout, View out, View lse, View s
 // never the logits), so the returned statistics and dx are the whole head's, identical on
 // every rank, and dw += this rank's rows of the gradient. No logits with a shard.
 // workspace: at least lm_head_workspace_bytes of this call's shape (ops/workspace.h).
+// softcap > 0 (Gemma 2's final_logit_softcapping): every logit z becomes softcap·tanh(z /
+// softcap) before the cross-entropy and in the returned logits, and the gradient through it
+// is multiplied by 1 − tanh²; 0 = none.
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, Workspace workspace,
-                                  VocabShard shard = {});
+                                  VocabShard shard = {}, double softcap = 0);
 // The workspace of a call with up to `rows` rows of x (dtype, width `hidden`) against `vocab`
 // rows of w (a shard's own rows with `shard`); `logits` when full logits are asked for (bf16
 // then widens x and w to fp32 there: (rows + vocab) · hidden · 4 bytes more).

@@ -82,10 +82,9 @@ inline const Backend& reference_backend() {
 }
 
 // Whether the backend has a kernel for the op family ("attention", "lm_head", "vocab_shard"):
-// the CUDA backend has none yet for the fused LM head and vocabulary shards (docs/cuda.md), and
-// runs no f64.
+// the CUDA backend has none yet for vocabulary shards (docs/cuda.md), and runs no f64.
 inline bool has_kernel(const Backend& backend, const std::string& op) {
-  return backend.device == Device::kCpu || (op != "lm_head" && op != "vocab_shard");
+  return backend.device == Device::kCpu || op != "vocab_shard";
 }
 inline bool has_dtype(const Backend& backend, DType dtype) {
   return backend.device == Device::kCpu || dtype != DType::kF64;

@@ -39,7 +39,7 @@ void attention_sinks_backward(View dsinks, View dout, View out, View lse, View s
 
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, Workspace workspace,
-                                  VocabShard shard);
+                                  VocabShard shard, double softcap);
 
 void add(View dst, View src, View rounded);
 void add_bias(View y, View b);

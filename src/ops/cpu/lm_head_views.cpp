@@ -1,6 +1,6 @@
 // ops::lm_head_cross_entropy on views, on the CPU: the fused kernels of ops/lm_head_ce.h, on
 // the caller's workspace (sized by lm_head_workspace_bytes; each rank of a thread ShardGroup
-// passes its own, as MPI ranks have).
+// passes its own, as MPI ranks have). The soft-cap is CUDA-only so far.
 #include <string>
 
 #include "ops/cpu/cpu_ops.h"
@@ -62,7 +62,8 @@ namespace sft::ops::cpu {
 
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, Workspace memory,
-                                  VocabShard shard) {
+                                  VocabShard shard, double softcap) {
+  if (softcap != 0) fail("ops", "lm_head_cross_entropy: softcap not implemented on the CPU yet");
   LmHeadWorkspace ws{{}, memory};
   check(dx, dw, logits, x, w);
   const int64_t T = x.rows, C = x.cols, V = w.rows;
@@ -106,7 +107,7 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
     cpu::cast(view_of(x32, T, C), x);
     cpu::cast(view_of(w32, V, C), w);
     return cpu::lm_head_cross_entropy(dx, dw, logits, view_of(x32, T, C), view_of(w32, V, C),
-                                      targets, scale, memory.rest(), {});
+                                      targets, scale, memory.rest(), {}, 0);
   }
   if (x.dtype == DType::kF64)
     return ops::lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),

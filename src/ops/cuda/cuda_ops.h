@@ -8,7 +8,7 @@
 // Deterministic: no floating-point atomics; every sum has a fixed order (tree reductions of a
 // fixed block size, fixed-size row chunks), so the same inputs give the same bits run to run.
 // They are the slots of the CUDA kernel table (ops/cuda/kernel_table.cpp). Not here yet
-// (docs/cuda.md): the fused LM head + cross-entropy, vocabulary shards.
+// (docs/cuda.md): vocabulary shards.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +39,16 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
 // order, owned by the row's first token: bit-identical to the CPU kernel.
 void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard = {});
 void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard shard = {});
+
+// The fused LM head + cross-entropy (ops/cuda/lm_head.cpp): ops.h's contract with targets in
+// device memory (int64, one per row of x), x and w f32 or bf16, dx, dw and logits f32. The
+// chunk scratch is the backend's scratch() (the Workspace argument is the CPU's and is not
+// used here). Returns when the statistics are on the host. `tuning` (tests, benchmarks): rows
+// per chunk and the vocabulary block of the products; 0 = the defaults.
+LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
+                                  const int64_t* targets, double scale, Workspace workspace,
+                                  VocabShard shard = {}, double softcap = 0,
+                                  const LmHeadTuning& tuning = {});
 
 // dst += src: f32 += f32 or f32 += bf16; with `rounded` (bf16), the sum is cast there too.
 void add(View dst, View src, View rounded = {});

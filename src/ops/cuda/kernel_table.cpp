@@ -23,6 +23,13 @@ const KernelTable& cuda_kernels() {
       .attention_backward = cuda::attention_backward,
       .attention_sinks_forward = cuda::attention_sinks_forward,
       .attention_sinks_backward = cuda::attention_sinks_backward,
+      // The kernel's trailing tuning argument (tests, benchmarks) left at its defaults.
+      .lm_head_cross_entropy =
+          [](View dx, View dw, View logits, View x, View w, const int64_t* targets, double scale,
+             Workspace workspace, VocabShard shard, double softcap) {
+            return cuda::lm_head_cross_entropy(dx, dw, logits, x, w, targets, scale, workspace,
+                                               shard, softcap);
+          },
       .add = cuda::add,
       .add_bias = cuda::add_bias,
       .bias_backward = cuda::bias_backward,
