@@ -2,7 +2,8 @@
 // parameter grads accumulate (+=). Dimensions: T tokens, C hidden, V vocab.
 //
 // The vocabulary-shard forms hold the table rows [begin, begin + rows) of a table split over
-// the ranks of a group; the CPU view kernel (ops/cpu/view_kernels.cpp) sums the forward over the group.
+// the ranks of a group; the CPU view kernel (ops/cpu/view_kernels.cpp) sums the forward over the
+// group.
 #pragma once
 
 #include <cstdint>
