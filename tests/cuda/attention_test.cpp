@@ -222,14 +222,6 @@ TEST(CudaAttention, BadCallsFailBeforeAnyKernel) {
   const AttentionDims d{2, 1, 4, 0};
   DeviceTensor q(DType::kF32, 4, 8, filled(32, 0)), k(DType::kF32, 4, 4, filled(16, 0)),
       out(DType::kF32, 4, 8, filled(32, 0)), lse(DType::kF32, 4, 2, filled(8, 0));
-  auto expect_error = [](const std::string& what, auto&& fn) {
-    try {
-      fn();
-      ADD_FAILURE() << what << ": no error";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-    }
-  };
   const std::vector<AttentionSegment> past = {{0, 4, 0, 3, 0}};  // query 3 past the last key
   expect_error("q_offset + q_len <= k_len", [&] {
     ops::cuda::attention_forward(out.view(), lse.view(), q.view(), k.view(), k.view(), past, d, {});

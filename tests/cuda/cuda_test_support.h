@@ -15,9 +15,11 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/half.h"
 #include "core/rng.h"
 #include "ops/backend.h"
@@ -161,6 +163,17 @@ std::vector<Values> run_twice(Run&& run) {
   for (size_t i = 0; i < first.size() && i < second.size(); ++i)
     EXPECT_TRUE(same_bits(first[i], second[i])) << "output " << i << " differs between two runs";
   return first;
+}
+
+// Expects fn to throw an sft::Error whose message contains `what`.
+template <typename F>
+void expect_error(const std::string& what, F&& fn) {
+  try {
+    fn();
+    ADD_FAILURE() << what << ": no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace sft::cuda_test

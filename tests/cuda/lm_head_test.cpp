@@ -289,16 +289,6 @@ TEST(CudaLmHead, ChunkingChangesOnlyRounding) {
   EXPECT_LE(relative_error(a.dw, b.dw), 1e-6);
 }
 
-template <typename F>
-void expect_error(const std::string& what, F&& fn) {
-  try {
-    fn();
-    ADD_FAILURE() << what << ": no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-  }
-}
-
 // A group of two whose collectives must never run (the shard is refused before).
 class NeverUsedGroup : public ShardGroup {
  public:

@@ -208,17 +208,6 @@ TEST(CudaRouting, ViewLevelOpsReachTheCudaKernels) {
   });
 }
 
-// Expects fn to throw an sft::Error whose message contains `what`.
-template <typename F>
-void expect_error(const std::string& what, F&& fn) {
-  try {
-    fn();
-    ADD_FAILURE() << what << ": no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-  }
-}
-
 TEST(CudaRouting, MixedDevicesFailNamingTheOp) {
   SFT_SKIP_WITHOUT_CUDA();
   DeviceTensor q(f32, 2, 2, filled(4, 0)), k(f32, 2, 2, filled(4, 0));
