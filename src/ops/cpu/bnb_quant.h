@@ -1,0 +1,63 @@
+// bitsandbytes' blockwise quantization formats on host memory, equal byte for byte to
+// bitsandbytes 0.50 on the CPU (tests/ops/bnb_quant_test.cpp against tools/make_bnb4_goldens.py).
+//
+// 4-bit (what transformers' load_in_4bit stores): the weight, flattened, is cut into blocks of
+// `blocksize` (64 in transformers); each block keeps its absmax (f32) and each element the
+// index of the nearest of 16 code values (NF4 or FP4) after scaling by 1 / absmax; two indices
+// share a byte, the even element in the high nibble. Nested statistics
+// (`bnb_4bit_use_double_quant`) store the absmax themselves 8-bit: absmax minus their mean,
+// quantized in blocks of 256 with the signed dynamic map.
+//
+// These are the reference kernels, one thread, used at load and by the tests; the matmul that
+// dequantizes blocks on the fly is a separate op. bitsandbytes has no C or C++ library API
+// (its kernels sit behind Python bindings), so the format is implemented here.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace sft::ops::cpu {
+
+enum class Quant4Type { kNf4, kFp4 };
+// "nf4" / "fp4" as --bnb_4bit_quant_type and the quant_state's name spell them.
+std::string_view quant4_type_name(Quant4Type type);
+
+// The 16 values the indices stand for (bitsandbytes' `quant_map` of the type).
+const std::array<float, 16>& quant4_code(Quant4Type type);
+
+// The signed dynamic 8-bit map (bitsandbytes' create_dynamic_map(signed=True)), ascending.
+const std::array<float, 256>& signed_dynamic_map();
+
+// Blocks of `blocksize` over n elements, the last one shorter when blocksize does not divide n.
+int64_t quant_block_count(int64_t n, int64_t blocksize);
+
+// Quantizes x into packed (ceil(n / 2) bytes) and absmax (quant_block_count floats).
+void quantize_4bit(std::span<const float> x, int64_t blocksize, Quant4Type type,
+                   std::span<uint8_t> packed, std::span<float> absmax);
+// The inverse: out[i] = code[index i] × absmax[i / blocksize], in f32.
+void dequantize_4bit(std::span<const uint8_t> packed, std::span<const float> absmax,
+                     int64_t blocksize, Quant4Type type, std::span<float> out);
+
+// 8-bit blockwise with a 256-entry ascending code: each element the index of the code value
+// nearest to x / absmax (ties to the lower index), absmax per block.
+void quantize_8bit(std::span<const float> x, int64_t blocksize, std::span<const float, 256> code,
+                   std::span<uint8_t> out, std::span<float> absmax);
+void dequantize_8bit(std::span<const uint8_t> q, std::span<const float> absmax, int64_t blocksize,
+                     std::span<const float, 256> code, std::span<float> out);
+
+// Nested statistics: the absmax of a 4-bit tensor stored 8-bit.
+struct NestedAbsmax {
+  static constexpr int64_t kBlocksize = 256;
+  float offset = 0;               // the mean of the absmax, subtracted before quantizing
+  std::vector<uint8_t> codes;     // one per absmax (the checkpoint's `absmax`, uint8)
+  std::vector<float> absmax;      // one per block of 256 (the checkpoint's `nested_absmax`)
+  std::array<float, 256> code{};  // the map used (`nested_quant_map`)
+};
+NestedAbsmax nest_absmax(std::span<const float> absmax);
+// The absmax back in f32: dequantized, plus the offset.
+void unnest_absmax(const NestedAbsmax& nested, std::span<float> absmax);
+
+}  // namespace sft::ops::cpu
