@@ -8,6 +8,11 @@ quantized 8-bit in blocks of 256 with the signed dynamic map). Each case stores 
 the packed bytes, the absmax (or the nested pieces) and bitsandbytes' dequantized weight.
 Shapes include a tail block (numel not a multiple of 64) and an odd element count.
 
+It also saves the tiny Qwen3 fixture (tests/fixtures/models/qwen3) loaded by transformers with
+a BitsAndBytesConfig, as save_pretrained writes a 4-bit model (model/quant4_weight.h reads
+it): qwen3_nf4_nested/ and qwen3_fp4/, each with reference.safetensors holding every 4-bit
+weight dequantized.
+
 Usage: ~/.venv-sft/bin/python tools/make_bnb4_goldens.py [out_dir=tests/fixtures/bnb4]
 """
 import sys
@@ -16,6 +21,7 @@ import torch
 import bitsandbytes.functional as F
 from bitsandbytes.backends.default.ops import _dequantize_4bit_compute
 from safetensors.torch import save_file
+from transformers import AutoModelForCausalLM, BitsAndBytesConfig
 
 CASES = [  # name, shape, quant type, nested, input scale
     ("nf4_plain", (48, 64), "nf4", False, 0.05),
@@ -64,6 +70,35 @@ def main():
     tensors["dynamic_map"] = F.create_dynamic_map(signed=True)
     save_file(tensors, f"{out_dir}/bnb4.safetensors")
     print("wrote", f"{out_dir}/bnb4.safetensors", len(tensors), "tensors")
+    save_quantized_model(out_dir, "qwen3_nf4_nested", "nf4", True)
+    save_quantized_model(out_dir, "qwen3_fp4", "fp4", False)
+
+
+def save_quantized_model(out_dir, name, quant_type, nested):
+    config = BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type=quant_type,
+        bnb_4bit_use_double_quant=nested,
+        bnb_4bit_compute_dtype=torch.bfloat16,
+    )
+    model = AutoModelForCausalLM.from_pretrained(
+        "tests/fixtures/models/qwen3", quantization_config=config, device_map="cpu"
+    )
+    model.save_pretrained(f"{out_dir}/{name}")
+    reference = {}
+    for module_name, module in model.named_modules():
+        weight = getattr(module, "weight", None)
+        state = getattr(weight, "quant_state", None)
+        if state is None:
+            continue
+        absmax = state.absmax
+        if state.nested:
+            absmax = F.dequantize_blockwise(state.absmax, state.state2) + state.offset
+        reference[f"{module_name}.weight"] = _dequantize_4bit_compute(
+            weight.data.reshape(-1), absmax, state.code, state.blocksize, state.shape, torch.float32
+        ).contiguous()
+    save_file(reference, f"{out_dir}/{name}/reference.safetensors")
+    print("wrote", f"{out_dir}/{name}", len(reference), "4-bit weights")
 
 
 if __name__ == "__main__":

@@ -195,26 +195,27 @@ void dequantize_8bit(std::span<const uint8_t> q, std::span<const float> absmax, 
         code[q[static_cast<size_t>(i)]] * absmax[static_cast<size_t>(i / blocksize)];
 }
 
-NestedAbsmax nest_absmax(std::span<const float> absmax) {
-  NestedAbsmax nested;
-  // torch's mean of the float32 absmax: summed in double here and rounded once, which is
-  // torch's result whenever its pairwise float sum is correctly rounded (the tests check).
+float absmax_mean(std::span<const float> absmax) {
   double sum = 0;
   for (float a : absmax) sum += a;
-  nested.offset =
-      absmax.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(absmax.size()));
+  return absmax.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(absmax.size()));
+}
+
+NestedAbsmax nest_absmax(std::span<const float> absmax, float offset) {
+  NestedAbsmax nested;
+  nested.offset = offset;
   std::vector<float> centred(absmax.begin(), absmax.end());
   for (float& a : centred) a -= nested.offset;
   nested.code = signed_dynamic_map();
   nested.codes.resize(centred.size());
   nested.absmax.resize(static_cast<size_t>(
-      quant_block_count(static_cast<int64_t>(centred.size()), NestedAbsmax::kBlocksize)));
-  quantize_8bit(centred, NestedAbsmax::kBlocksize, nested.code, nested.codes, nested.absmax);
+      quant_block_count(static_cast<int64_t>(centred.size()), nested.blocksize)));
+  quantize_8bit(centred, nested.blocksize, nested.code, nested.codes, nested.absmax);
   return nested;
 }
 
 void unnest_absmax(const NestedAbsmax& nested, std::span<float> absmax) {
-  dequantize_8bit(nested.codes, nested.absmax, NestedAbsmax::kBlocksize, nested.code, absmax);
+  dequantize_8bit(nested.codes, nested.absmax, nested.blocksize, nested.code, absmax);
   for (float& a : absmax) a += nested.offset;
 }
 

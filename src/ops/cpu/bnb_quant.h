@@ -50,13 +50,18 @@ void dequantize_8bit(std::span<const uint8_t> q, std::span<const float> absmax, 
 
 // Nested statistics: the absmax of a 4-bit tensor stored 8-bit.
 struct NestedAbsmax {
-  static constexpr int64_t kBlocksize = 256;
+  int64_t blocksize = 256;        // bitsandbytes' nested blocksize
   float offset = 0;               // the mean of the absmax, subtracted before quantizing
   std::vector<uint8_t> codes;     // one per absmax (the checkpoint's `absmax`, uint8)
   std::vector<float> absmax;      // one per block of 256 (the checkpoint's `nested_absmax`)
   std::array<float, 256> code{};  // the map used (`nested_quant_map`)
 };
-NestedAbsmax nest_absmax(std::span<const float> absmax);
+// bitsandbytes' offset is torch's float32 mean of the absmax, whose summation order follows
+// the machine's vector width and thread count; this is the correctly rounded mean, which
+// equals it or is one ulp away (tests/model/quant4_weight_test.cpp).
+float absmax_mean(std::span<const float> absmax);
+// Quantizes absmax - offset; given bitsandbytes' offset, the codes equal its codes.
+NestedAbsmax nest_absmax(std::span<const float> absmax, float offset);
 // The absmax back in f32: dequantized, plus the offset.
 void unnest_absmax(const NestedAbsmax& nested, std::span<float> absmax);
 
