@@ -15,6 +15,7 @@ weight dequantized.
 
 Usage: ~/.venv-sft/bin/python tools/make_bnb4_goldens.py [out_dir=tests/fixtures/bnb4]
 """
+import os
 import sys
 
 import torch
@@ -85,6 +86,7 @@ def save_quantized_model(out_dir, name, quant_type, nested):
         "tests/fixtures/models/qwen3", quantization_config=config, device_map="cpu"
     )
     model.save_pretrained(f"{out_dir}/{name}")
+    os.remove(f"{out_dir}/{name}/generation_config.json")  # not read by the tests
     reference = {}
     for module_name, module in model.named_modules():
         weight = getattr(module, "weight", None)

@@ -11,9 +11,9 @@ namespace sft::model {
 
 void refuse_quant4(const std::string& where, const std::string& what) {
   fail("quant", where + ": " + what +
-                    " (hint: a 4-bit checkpoint is read as transformers' save_pretrained "
-                    "writes one with bitsandbytes; re-save it, or load the unquantized model "
-                    "with --load_in_4bit)");
+                    " (hint: sft reads 4-bit checkpoints as transformers' save_pretrained writes "
+                    "them with bitsandbytes; re-save the model that way, or use the unquantized "
+                    "model)");
 }
 
 namespace {

@@ -59,6 +59,12 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
                                                                    accumulate);
 }
 
+void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate) {
+  const ScopedOp op("matmul_4bit");
+  kernel(&KernelTable::matmul_4bit, "matmul_4bit", {c, a, w.packed, w.absmax}, Strides::kCpu)(
+      c, a, w, trans_w, accumulate);
+}
+
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
   const ScopedOp op("rmsnorm_forward");
   kernel(&KernelTable::rmsnorm_forward, "rmsnorm_forward", {out, rstd, x, w})(out, rstd, x, w, eps);

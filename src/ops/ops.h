@@ -25,6 +25,7 @@
 #include "core/shard_group.h"
 #include "ops/attention.h"
 #include "ops/lm_head_ce.h"
+#include "ops/quant4.h"
 #include "ops/view.h"
 #include "ops/workspace.h"
 
@@ -65,6 +66,13 @@ void parallel_for_rows(int64_t n, int64_t grain, F&& f) {
 // for the reference); a and b are both f32, both bf16 (fp32 accumulation) or both f64. Any of
 // the three may be a column block (View::columns) on the CPU: its stride is the leading dimension.
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate);
+
+// c =, or += with accumulate, a · Wᵀ (trans_w: c (M, rows), a (M, cols)) or a · W (c (M, cols),
+// a (M, rows)) for a 4-bit W (ops/quant4.h): the frozen base of QLoRA. W is dequantized into
+// a's dtype, as bitsandbytes dequantizes into the compute dtype: a f32 (c f32), or a bf16
+// with fp32 accumulation into an f32 c. The CPU kernel dequantizes a panel of W's rows at a
+// time and multiplies it with ops::matmul, so the whole matrix never exists unpacked.
+void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate);
 
 // y = w · x / sqrt(mean(x²) + eps) per row: out (N, C) =, rstd (N, 1) =; x (N, C); w (1, C).
 // With f32 x, rstd, w, out may be bf16: the f32 result rounded (f32_to_bf16) in the same pass.

@@ -1,7 +1,8 @@
 // The view-level ops of ops/ops.h on CUDA views reach the ops::cuda:: kernel of the same name
 // with the same arguments (ops/device_dispatch.h): each op run through ops:: gives the bits of
 // the direct ops::cuda:: call on the same inputs, and no output is left NaN (the LM head with
-// its softcap too). Views on two devices fail naming the op.
+// its softcap too). Views on two devices fail naming the op, as does an op without a CUDA
+// kernel.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -218,6 +219,17 @@ TEST(CudaRouting, MixedDevicesFailNamingTheOp) {
                [&] { ops::matmul(out.view(), q.view(), cpu, false, false, false); });
   expect_error("rmsnorm_forward: views on different devices (cpu and cuda",
                [&] { ops::rmsnorm_forward(cpu, lse.view(), q.view(), k.view(), 1e-6); });
+}
+
+TEST(CudaRouting, AnOpWithoutACudaKernelFailsNamingIt) {
+  SFT_SKIP_WITHOUT_CUDA();
+  // matmul_4bit (QLoRA's frozen base) has only its CPU kernel so far.
+  DeviceTensor packed(f32, 1, 2, filled(2, 0)), absmax(f32, 1, 1, filled(1, 1));
+  DeviceTensor a(f32, 2, 4, filled(8, 0)), c(f32, 2, 4, filled(8, 0));
+  ops::Weight4Bit w{packed.view(), absmax.view(), 4, 4};
+  w.packed.dtype = DType::kU8;
+  expect_error("matmul_4bit: no CUDA kernel yet",
+               [&] { ops::matmul_4bit(c.view(), a.view(), w, true, false); });
 }
 
 }  // namespace

@@ -19,9 +19,11 @@
 #include <string_view>
 #include <vector>
 
+#include "ops/quant4.h"
+
 namespace sft::ops::cpu {
 
-enum class Quant4Type { kNf4, kFp4 };
+using ops::Quant4Type;
 // "nf4" / "fp4" as --bnb_4bit_quant_type and the quant_state's name spell them.
 std::string_view quant4_type_name(Quant4Type type);
 

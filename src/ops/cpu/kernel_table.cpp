@@ -9,6 +9,7 @@ const KernelTable& cpu_kernels() {
   static const KernelTable table{
       .device = "CPU",
       .matmul = cpu::matmul,
+      .matmul_4bit = cpu::matmul_4bit,
       .rmsnorm_forward = cpu::rmsnorm_forward,
       .rmsnorm_backward = cpu::rmsnorm_backward,
       .add_rmsnorm_forward = cpu::add_rmsnorm_forward,

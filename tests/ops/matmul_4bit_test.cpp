@@ -1,0 +1,139 @@
+// ops::matmul_4bit against the product with the whole W dequantized (ops/cpu/bnb_quant.h's
+// dequantize_4bit, itself checked against bitsandbytes) in f64: both products, f32 and bf16,
+// several panels with a short last one, an odd element count, and the refusals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "ops/cpu/bnb_quant.h"
+#include "ops/ops.h"
+
+namespace sft::ops {
+namespace {
+
+struct Quantized {
+  std::vector<uint8_t> packed;
+  std::vector<float> absmax;
+  std::vector<float> dequantized;
+  Weight4Bit weight(int64_t rows, int64_t cols, Quant4Type type) const {
+    return {view_of(packed.data(), 1, static_cast<int64_t>(packed.size())),
+            view_of(absmax.data(), 1, static_cast<int64_t>(absmax.size())),
+            rows,
+            cols,
+            64,
+            type};
+  }
+};
+
+std::vector<float> random_values(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+Quantized quantize(const std::vector<float>& w, Quant4Type type) {
+  Quantized q;
+  q.packed.resize((w.size() + 1) / 2);
+  q.absmax.resize(static_cast<size_t>(cpu::quant_block_count(static_cast<int64_t>(w.size()), 64)));
+  cpu::quantize_4bit(w, 64, type, q.packed, q.absmax);
+  q.dequantized.resize(w.size());
+  cpu::dequantize_4bit(q.packed, q.absmax, 64, type, q.dequantized);
+  return q;
+}
+
+struct Shape {
+  int64_t M, rows, cols;
+  bool trans_w;
+  bool bf16;
+};
+
+class Matmul4Bit : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(Matmul4Bit, EqualsTheProductWithTheDequantizedWeight) {
+  const Shape s = GetParam();
+  for (Quant4Type type : {Quant4Type::kNf4, Quant4Type::kFp4}) {
+    const Quantized q =
+        quantize(random_values(static_cast<size_t>(s.rows * s.cols), 1, 0.05f), type);
+    const int64_t K = s.trans_w ? s.cols : s.rows, N = s.trans_w ? s.rows : s.cols;
+    std::vector<float> a = random_values(static_cast<size_t>(s.M * K), 2, 1.0f);
+    std::vector<uint16_t> a_bf16(a.size());
+    std::vector<float> w_used = q.dequantized;
+    if (s.bf16) {  // both operands as the bf16 product sees them
+      for (size_t i = 0; i < a.size(); ++i) {
+        a_bf16[i] = f32_to_bf16(a[i]);
+        a[i] = bf16_to_f32(a_bf16[i]);
+      }
+      for (float& x : w_used) x = bf16_to_f32(f32_to_bf16(x));
+    }
+    for (bool accumulate : {false, true}) {
+      std::vector<float> c(static_cast<size_t>(s.M * N), 0.5f);
+      const View av = s.bf16 ? view_of(a_bf16.data(), s.M, K) : view_of(a.data(), s.M, K);
+      matmul_4bit(view_of(c.data(), s.M, N), av, q.weight(s.rows, s.cols, type), s.trans_w,
+                  accumulate);
+      double worst = 0;
+      for (int64_t m = 0; m < s.M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double ref = accumulate ? 0.5 : 0.0, scale = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const double w = s.trans_w ? w_used[static_cast<size_t>(n * s.cols + k)]
+                                       : w_used[static_cast<size_t>(k * s.cols + n)];
+            const double x = a[static_cast<size_t>(m * K + k)];
+            ref += x * w;
+            scale += std::fabs(x * w);
+          }
+          worst =
+              std::max(worst, std::fabs(c[static_cast<size_t>(m * N + n)] - ref) / (scale + 1e-30));
+        }
+      EXPECT_LT(worst, 1e-5) << "type " << static_cast<int>(type) << " accumulate " << accumulate;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Matmul4Bit,
+                         ::testing::Values(
+                             // 1024 columns: panels of 256 rows, the last one short
+                             Shape{5, 600, 1024, true, false}, Shape{5, 600, 1024, false, false},
+                             Shape{3, 600, 1024, true, true}, Shape{3, 600, 1024, false, true},
+                             // 15 elements: an odd count, one short block
+                             Shape{2, 3, 5, true, false}, Shape{2, 3, 5, false, true}));
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Matmul4Bit, BadViewsAreRefusedNamingTheOp) {
+  const Quantized q = quantize(random_values(64 * 8, 3, 0.1f), Quant4Type::kNf4);
+  std::vector<float> a(2 * 8), c(2 * 64);
+  const Weight4Bit w = q.weight(64, 8, Quant4Type::kNf4);
+  EXPECT_NE(error_of([&] {
+              matmul_4bit(view_of(c.data(), 2, 64), view_of(a.data(), 2, 7), w, true, false);
+            }).find("matmul_4bit: shapes (2, 64) = (2, 7) · Wᵀ (W 64 × 8) do not fit"),
+            std::string::npos);
+  Weight4Bit short_absmax = w;
+  short_absmax.absmax.cols -= 1;
+  EXPECT_NE(error_of([&] {
+              matmul_4bit(view_of(c.data(), 2, 64), view_of(a.data(), 2, 8), short_absmax, true,
+                          false);
+            }).find("absmax must be 8 dense f32 values"),
+            std::string::npos);
+  std::vector<double> a64(2 * 8);
+  EXPECT_NE(error_of([&] {
+              matmul_4bit(view_of(c.data(), 2, 64), view_of(a64.data(), 2, 8), w, true, false);
+            }).find("a must be f32 or bf16, got F64"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace sft::ops
