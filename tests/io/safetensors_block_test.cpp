@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "error_of.h"
 #include "io/safetensors.h"
 #include "test_paths.h"
 
@@ -59,14 +60,7 @@ int check_every_block(const SafetensorsFile& file, const TensorEntry& e) {
   return checked;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "error_of.h"
 #include "test_paths.h"
 
 namespace sft::model {
@@ -29,14 +30,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 class Quant4Checkpoint : public ::testing::TestWithParam<const char*> {};
 

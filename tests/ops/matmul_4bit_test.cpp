@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "error_of.h"
 #include "ops/cpu/bnb_quant.h"
 #include "ops/ops.h"
 
@@ -104,14 +105,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Matmul4Bit,
                              // 15 elements: an odd count, one short block
                              Shape{2, 3, 5, true, false}, Shape{2, 3, 5, false, true}));
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(Matmul4Bit, BadViewsAreRefusedNamingTheOp) {
   const Quantized q = quantize(random_values(64 * 8, 3, 0.1f), Quant4Type::kNf4);

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/rng.h"
+#include "error_of.h"
 #include "model/tp_test_models.h"
 #include "test_paths.h"
 #include "thread_shard_group.h"
@@ -35,14 +36,7 @@ const ModelConfig& config() {
   return c;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 std::string file_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "error_of.h"
 #include "io/safetensors.h"
 #include "test_paths.h"
 
@@ -38,15 +39,7 @@ void fill(Tensor& t, uint64_t seed) {
   for (float& v : t.mutable_values<float>()) v = rng.normal();
 }
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 class TrainCheckpoint : public testing::Test {
  protected:
