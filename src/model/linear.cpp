@@ -16,13 +16,19 @@ ops::View Linear::weight_for(const ops::View& x) const {
 }
 
 void Linear::forward(ops::View y, ops::View x) const {
-  ops::matmul(y, x, weight_for(x), false, true, false);
+  if (weight->is_4bit())
+    ops::matmul_4bit(y, x, weight->quant4, true, false);
+  else
+    ops::matmul(y, x, weight_for(x), false, true, false);
   if (sum_output) sum_output->sum({y.as<float>(), static_cast<size_t>(y.numel())});
   if (bias) ops::add_bias(y, bias->value);
   if (lora) lora->forward(y, x);
 }
 
 void Linear::merged_weight(ops::View merged) const {
+  if (weight->is_4bit())
+    fail("model", "'" + weight->spec.name +
+                      "' is a 4-bit base: merging an adapter into it is not implemented yet");
   std::memcpy(merged.data, weight->value.data, static_cast<size_t>(merged.numel()) * sizeof(float));
   if (!lora) return;
   // Δ = (B A) · scale, in that order, as PEFT's get_delta_weight.
@@ -50,8 +56,12 @@ void Linear::backward(ops::View dx, ops::View dy, ops::View x, ops::View dy16,
     ops::cast(dy16, dy);
     g = dy16;
   }
-  if (!dx.empty()) ops::matmul(dx, g, weight_for(x), false, false, accumulate_dx);
-  if (!weight->grad.empty()) ops::matmul(weight->grad, g, x, true, false, true);
+  if (weight->is_4bit()) {  // frozen: the input gradient only
+    if (!dx.empty()) ops::matmul_4bit(dx, g, weight->quant4, false, accumulate_dx);
+  } else {
+    if (!dx.empty()) ops::matmul(dx, g, weight_for(x), false, false, accumulate_dx);
+    if (!weight->grad.empty()) ops::matmul(weight->grad, g, x, true, false, true);
+  }
   if (lora) lora->backward(dx, dy, g, x);
 }
 
@@ -78,7 +88,8 @@ std::optional<StackedLinear> StackedLinear::of(std::initializer_list<const Linea
   const Parameter* prev = nullptr;
   int64_t extra_rows = 0;
   for (const Linear* part : parts) {
-    if (part->bias || part->lora || part->sum_output) return std::nullopt;
+    if (part->bias || part->lora || part->sum_output || part->weight->is_4bit())
+      return std::nullopt;
     const Parameter* p = part->weight;
     if (prev && !(follows(prev->value, p->value) && follows(prev->grad, p->grad) &&
                   follows(prev->bf16, p->bf16)))
@@ -110,6 +121,8 @@ void StackedLinear::backward(ops::View dx, ops::View dy, ops::View x, bool accum
 ops::LmHeadStats Linear::cross_entropy(ops::View dx, ops::View logits, ops::View x,
                                        const int64_t* targets, double scale, bool train,
                                        ops::Workspace workspace, ops::VocabShard shard) const {
+  if (weight->is_4bit())  // transformers keeps the LM head unquantized, so no kernel takes one
+    fail("model", "'" + weight->spec.name + "' is 4-bit; the LM head must stay unquantized");
   return ops::lm_head_cross_entropy(train ? dx : ops::View{}, train ? weight->grad : ops::View{},
                                     logits, x, weight_for(x), targets, scale, workspace, shard);
 }

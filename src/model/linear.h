@@ -10,6 +10,8 @@
 // weight is this rank's rows); a row-parallel one (o, down) names the group its partial
 // outputs are summed over, before the bias. The input gradient of column-parallel layers is
 // summed by the caller, once for all the Linears that share an input (q, k, v; gate, up).
+// A 4-bit base (Parameter::quant4, QLoRA) is frozen and multiplied dequantized a panel at a
+// time (ops::matmul_4bit) in the input's dtype; it never stacks.
 // Compute dtype follows the input view: an f32 (or f64) x multiplies the master weight; a bf16
 // x multiplies the weight's bf16 copy with fp32 accumulation (torch autocast's bf16 matmul).
 // Signature rule: outputs first, then inputs; parameter grads accumulate (+=), dx overwrites
@@ -67,8 +69,8 @@ struct Linear {
 // and one dW product over the stacked rows, so each part's gradient lands in its own place.
 // One product of N = ΣO instead of several thin ones: the weights stream once per pass, the
 // input is read once, and the shape is one the GEMM library runs near its best (the 0.6B k and
-// v products alone are 1024 × 1024 × 1024). Only parts without a bias, LoRA adapter or output
-// sum stack: those act per part.
+// v products alone are 1024 × 1024 × 1024). Only parts without a bias, LoRA adapter, 4-bit base or
+// output sum stack: those act per part.
 struct StackedLinear {
   ops::View value;  // (ΣO, I) f32 master rows
   ops::View grad;   // (ΣO, I) f32, or empty when every part is frozen

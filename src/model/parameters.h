@@ -19,6 +19,7 @@
 #include "core/tensor.h"
 #include "io/safetensors.h"
 #include "model/param_layout.h"
+#include "ops/quant4.h"
 #include "ops/view.h"
 
 namespace sft::model {
@@ -30,6 +31,10 @@ struct Parameter {
   ops::View grad;      // fp32; empty until allocate_grads()
   ops::View bf16;      // bf16 copy for matmuls; empty unless enabled and a matrix
   bool decay = true;   // weight decay applies
+  // A frozen 4-bit base (QLoRA, ops/quant4.h): Linear multiplies it, dequantized a panel at a
+  // time, instead of value / bf16. Empty (no packed bytes) for every other parameter.
+  ops::Weight4Bit quant4;
+  bool is_4bit() const { return !quant4.packed.empty(); }
 };
 
 class ParameterSet {
