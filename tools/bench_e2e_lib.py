@@ -28,18 +28,30 @@ SHAPES = {
                  num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096),
     "qwen3-0.6b": dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
                        num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=40960),
+    # Phi-4-mini's layer (fused qkv_proj / gate_up_proj, RoPE on 3/4 of each head, its 200k vocabulary,
+    # tied) at the 103M shape's width and depth: 128M parameters, 102M of them the embedding.
+    "phi4-mini-103m": dict(model_type="phi3", vocab_size=200064, hidden_size=512, intermediate_size=1536,
+                           num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=4,
+                           partial_rotary_factor=0.75, max_position_embeddings=4096,
+                           original_max_position_embeddings=4096),
 }
+# Qwen3's settings for the shapes without a model_type; the others take their config class's defaults
+# but for these.
+QWEN3_DEFAULTS = dict(rope_theta=1000000.0, rms_norm_eps=1e-6)
+COMMON = dict(tie_word_embeddings=True, bos_token_id=None, eos_token_id=151645, pad_token_id=151643)
 # Per workload: rows per step, tokens per row (the max_length) and whether rows are packed (bfd).
 WORKLOADS = {"random": dict(batch=2, seq=512, packing=False), "chat": dict(batch=1, seq=1024, packing=True)}
 
 
 # ----------------------------------------------------------------------------------------- model and data
 
-def qwen3_config(shape: str):
-    from transformers import Qwen3Config
+def model_config(shape: str):
+    from transformers import AutoConfig
 
-    return Qwen3Config(**SHAPES[shape], tie_word_embeddings=True, rope_theta=1000000.0, rms_norm_eps=1e-6,
-                       bos_token_id=None, eos_token_id=151645, pad_token_id=151643)
+    fields = dict(SHAPES[shape])
+    model_type = fields.pop("model_type", "qwen3")
+    extra = QWEN3_DEFAULTS if model_type == "qwen3" else {}
+    return AutoConfig.for_model(model_type, **fields, **extra, **COMMON)
 
 
 def matmul_params(model) -> int:
@@ -54,18 +66,18 @@ def make_model(shape: str, model_dir: Path) -> int:
     """Writes a seeded random-init fp32 model with the Qwen3 tokenizer (and its chat template) once;
     returns its matmul parameter count."""
     import torch
-    from transformers import Qwen3ForCausalLM
+    from transformers import AutoModelForCausalLM
 
-    config = qwen3_config(shape)
+    config = model_config(shape)
     if not (model_dir / "model.safetensors").exists():
         shutil.rmtree(model_dir, ignore_errors=True)
         torch.manual_seed(0)
-        Qwen3ForCausalLM(config).save_pretrained(model_dir)
+        AutoModelForCausalLM.from_config(config, dtype=torch.float32).save_pretrained(model_dir)
         for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
             if (TOKENIZER / name).exists():
                 shutil.copy(TOKENIZER / name, model_dir / name)
     with torch.device("meta"):
-        return matmul_params(Qwen3ForCausalLM(config))
+        return matmul_params(AutoModelForCausalLM.from_config(config))
 
 
 def write_random_rows(path: Path, rows: int, seq: int) -> None:
@@ -150,9 +162,10 @@ def write_chat_rows(path: Path, model_dir: Path, min_tokens: int) -> tuple[int, 
 
 def step_flops(n_matmul: int, shape: str, docs: list[int]) -> float:
     s = SHAPES[shape]
+    head_dim = s.get("head_dim", s["hidden_size"] // s["num_attention_heads"])
     attention = sum(n * (n + 1) / 2 for n in docs)
     return (6.0 * n_matmul * sum(docs) +
-            12.0 * s["num_attention_heads"] * s["head_dim"] * s["num_hidden_layers"] * attention)
+            12.0 * s["num_attention_heads"] * head_dim * s["num_hidden_layers"] * attention)
 
 
 def _at_threads(name: str, threads: int) -> bool:
