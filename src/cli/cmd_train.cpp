@@ -50,6 +50,7 @@
 #include "train/args.h"
 #include "train/checkpoint_dir.h"
 #include "train/data_options.h"
+#include "train/device_choice.h"
 #include "train/export.h"
 #include "train/model_card.h"
 #include "train/preflight.h"
@@ -186,8 +187,14 @@ int run_train(const Args& argv) {
     // First thing: the thread pool reads its size once, when it starts.
     if (args.num_threads) setenv("SFT_NUM_THREADS", std::to_string(*args.num_threads).c_str(), 1);
     apply_log_level(args.log_level);
-    if (launcher_world_rank() == 0)
+    // The first lines: which device (rank 0's; each rank picks by its local rank), then the
+    // flags' notices.
+    const DeviceEnvironment env = device_environment();
+    const DeviceChoice device = choose_device(env, args.use_cpu);
+    if (launcher_world_rank() == 0) {
+      for (const std::string& line : device_report(device, env)) log_info("[device] ", line);
       for (const std::string& notice : args.notices) log_info("[args] ", notice);
+    }
     before = preflight_train(args);
   };
   if (!under_mpi_launcher()) {

@@ -55,8 +55,6 @@ std::string message_of(const Error& e) {
 // The TRL fields that map onto others or only earn a notice (see args_trl_flags.h).
 void validate_trl_extras(TrainingArgs& a, const OptionSet* given) {
   auto set = [&](const char* name) { return given != nullptr && given->was_set(name); };
-  if (a.use_cpu)
-    a.notices.push_back("--use_cpu: the CPU is sft.cpp's only backend; nothing to change");
   if (a.attn_implementation) {
     require_one_of("attn_implementation", *a.attn_implementation,
                    {"eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention"});
@@ -181,7 +179,8 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_optional_bool("bf16", &a.bf16, training,
                       "bf16 matmul inputs, fp32 accumulation and master weights");
   o.add_bool("fp16", &a.fp16, training, "fp16 mixed precision (GPU only)");
-  o.add_bool("use_cpu", &a.use_cpu, training, "accepted: the CPU is sft.cpp's only backend");
+  o.add_bool("use_cpu", &a.use_cpu, training,
+             "train on the CPU even where a CUDA build sees a GPU (train/device_choice.h)");
   o.add_json("gradient_checkpointing_kwargs", &a.gradient_checkpointing_kwargs, training,
              "accepted (JSON); sft.cpp's recompute takes no options");
 

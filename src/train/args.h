@@ -81,7 +81,7 @@ struct TrainingArgs {
   std::string train_sampling_strategy = "random";  // or "sequential" (transformers 5.x)
   std::optional<bool> bf16;                        // SFTConfig: None means "bf16 unless fp16"
   bool fp16 = false;
-  bool use_cpu = false;                // CPU is the only backend: a notice
+  bool use_cpu = false;                // the CPU even with a GPU (train/device_choice.h)
   Json gradient_checkpointing_kwargs;  // accepted; sft.cpp's recompute has no options
 
   // Optimizer and schedule

@@ -2,7 +2,7 @@
 # and chat template) and a 16-row text JSONL: a few steps with eval, TensorBoard and
 # checkpoints; the files a run leaves; a resume from checkpoint-2 that logs the same losses;
 # --init_from_config with padded batches on a chat dataset; the refusals (non-empty
-# output_dir, --use_dora).
+# output_dir, --use_dora); the device line (--use_cpu).
 # Usage: cmake -DSFT=path/to/sft -DROOT=repo -DWORK=scratch -P train_tiny.cmake
 cmake_minimum_required(VERSION 3.25)
 set(MODEL "${ROOT}/tests/fixtures/generate_text")
@@ -55,6 +55,11 @@ endforeach()
 set(A "${WORK}/a")
 sft_train(0 ${COMMON} --dataset_name "${DATA}/train.jsonl" --output_dir "${A}" --max_steps 4
           --eval_strategy steps --eval_steps 2 --eval_split_ratio 0.25 --report_to tensorboard)
+# The first log line names the device (train/device_choice.h) with its name, memory and why.
+string(REGEX MATCH "^[^\n]*" first_line "${train_stderr}")
+if(NOT first_line MATCHES "^\\[sft info\\] \\[device\\] (cpu|cuda:[0-9]+) \\(.*[0-9.]+ GiB.*\\): ")
+  message(FATAL_ERROR "the first line of sft train is not the device: '${first_line}'\n${train_out}")
+endif()
 foreach(f model.safetensors config.json generation_config.json tokenizer.json
           tokenizer_config.json metrics.jsonl trainer_state.json training_curves.svg
           checkpoint-2/sft_checkpoint.json checkpoint-4/optimizer.safetensors)
@@ -128,7 +133,10 @@ endif()
 set(D "${WORK}/d")
 sft_train(0 ${COMMON} --dataset_name "${DATA}/chat.jsonl" --output_dir "${D}" --max_steps 2
           --init_from_config true --padding_free false --pad_to_multiple_of 8
-          --assistant_only_loss false --save_strategy no)
+          --assistant_only_loss false --save_strategy no --use_cpu)
+if(NOT train_out MATCHES "\\[device\\] cpu \\([^\n]*\\): --use_cpu\n")
+  message(FATAL_ERROR "--use_cpu: the device line does not say it\n${train_out}")
+endif()
 if(NOT EXISTS "${D}/model.safetensors" OR EXISTS "${D}/checkpoint-2")
   message(FATAL_ERROR "--init_from_config run: unexpected files in ${D}\n${train_out}")
 endif()

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "cuda_test_support.h"
 #include "ops/backend.h"
 #include "ops/cuda/cuda_ops.h"
+#include "train/device_choice.h"
 
 namespace sft {
 namespace {
@@ -39,6 +41,36 @@ TEST(CudaBackend, InitOfAMissingDeviceSaysHowMany) {
 TEST(CudaBackend, InitSelectsTheFirstDevice) {
   SFT_SKIP_WITHOUT_CUDA();
   EXPECT_NO_THROW(cuda_init(0));
+}
+
+// The device a run picks (train/device_choice.h) as this process sees it: the GPU's name and
+// memory from cudaGetDeviceProperties in the report (in tests/cuda/emulation, the emulated
+// device: "sft CPU emulation of a CUDA device", 1 GiB), and the line that training stays on the
+// CPU for now; --use_cpu still gives the CPU.
+TEST(CudaBackend, TheRunsDeviceIsTheVisibleGpu) {
+  SFT_SKIP_WITHOUT_CUDA();
+  const int count = cuda_device_count();
+  ASSERT_GE(count, 1);
+  const CudaDeviceInfo info = cuda_device_info(0);
+  EXPECT_FALSE(info.name.empty());
+  EXPECT_GT(info.total_memory, size_t{0});
+  EXPECT_GE(info.major, 1);
+  const std::string missing = message_of([&] { cuda_device_info(count); });
+  EXPECT_NE(missing.find("does not exist"), std::string::npos) << missing;
+  const DeviceEnvironment env = device_environment();
+  EXPECT_TRUE(env.cuda_built);
+  const DeviceChoice c = choose_device(env, false);
+  ASSERT_EQ(c.device, Device::kCuda);
+  EXPECT_GE(c.gpu, 0);
+  EXPECT_LT(c.gpu, count);
+  const std::vector<std::string> lines = device_report(c, env);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].rfind(
+                "cuda:" + std::to_string(c.gpu) + " (" + cuda_device_info(c.gpu).name + ", ", 0),
+            0u)
+      << lines[0];
+  EXPECT_EQ(lines[1].rfind("training stays on the CPU for now", 0), 0u) << lines[1];
+  EXPECT_EQ(choose_device(env, true).device, Device::kCpu);
 }
 
 TEST(CudaBackend, CpuViewsAreRefusedBeforeAnyLaunch) {

@@ -6,7 +6,10 @@
 // Each case runs twice for identical bits. Cases: T = 1; rows with target −1 and full logits;
 // chunks of rows and vocabulary blocks that divide neither T nor V (and V not a multiple of the
 // row pass's 256 threads); evaluation only, dx only, dw only; scale ≠ 1; softcap on and off;
-// f32 and bf16.
+// f32 and bf16. Vocabulary shards (tensor parallelism): 2, 3 and 4 ranks of a thread
+// ShardGroup, the padded split included (rows past the vocabulary hold large logits that must
+// stay out of the softmax), against the same whole-head reference; every rank the same
+// statistics and dx bits, dw += only its rows, the padding rows' dw untouched.
 //
 // Tolerances (max |err| / max |ref|), as tests/conformance/lm_head_test.cpp: f32 everything
 // 1e-5; bf16 loss and entropy 1e-3 (logits, and the capped logits, rounded to bf16 before the
@@ -25,6 +28,7 @@
 #include "cuda_test_support.h"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/ops.h"
+#include "thread_shard_group.h"
 
 namespace sft {
 namespace {
@@ -289,6 +293,81 @@ TEST(CudaLmHead, ChunkingChangesOnlyRounding) {
   EXPECT_LE(relative_error(a.dw, b.dw), 1e-6);
 }
 
+// The head split over `ranks` thread ranks of ceil(V / ranks) rows each (the last padded past
+// V, VocabShard::vocab = V then): statistics of rank 0 (every rank's checked equal), dx of rank
+// 0 (checked equal), dw of the first V rows; the padding rows' dw must keep its start.
+Result on_cuda_shards(const Case& c, DType dtype, int ranks) {
+  const int64_t T = rows_of(c), C = c.C, V = c.V, rows = (V + ranks - 1) / ranks;
+  const int64_t padded = rows * ranks;
+  Values w = inputs_w(c, dtype), dw0 = dw_start(c);
+  for (int64_t e = V * C; e < padded * C; ++e) {
+    w.push_back(round_to(e % C == 0 ? 3.0 : 1.0, dtype));  // large logits, if they were seen
+    dw0.push_back(0x1p-9);
+  }
+  std::vector<ops::LmHeadStats> stats(static_cast<size_t>(ranks));
+  std::vector<Values> dx(static_cast<size_t>(ranks)), dw(static_cast<size_t>(ranks));
+  const Values x = inputs_x(c, dtype);
+  testing::ThreadShardGroups::run(ranks, [&](ShardGroup& g) {
+    const size_t r = static_cast<size_t>(g.rank());
+    const int64_t begin = g.rank() * rows;
+    DeviceTensor X(dtype, T, C, x);
+    DeviceTensor W(dtype, rows, C, Values(w.begin() + begin * C, w.begin() + (begin + rows) * C));
+    DeviceTensor dX(DType::kF32, T, C, filled(size_t(T * C), kNaN));
+    DeviceTensor dW(DType::kF32, rows, C,
+                    Values(dw0.begin() + begin * C, dw0.begin() + (begin + rows) * C));
+    const DeviceIds targets(c.targets);
+    stats[r] =
+        ops::lm_head_cross_entropy(c.dx ? dX.view() : ops::View{}, c.dw ? dW.view() : ops::View{},
+                                   ops::View{}, X.view(), W.view(), targets.data(), c.scale, {},
+                                   ops::VocabShard{begin, &g, padded == V ? 0 : V}, c.softcap);
+    if (c.dx) dx[r] = dX.read();
+    if (c.dw) dw[r] = dW.read();
+  });
+  Result got{
+      stats[0].loss_sum, stats[0].entropy_sum, stats[0].count, stats[0].correct, dx[0], {}, {}};
+  for (size_t r = 1; r < stats.size(); ++r) {
+    EXPECT_TRUE(same_bits({stats[r].loss_sum, stats[r].entropy_sum, double(stats[r].correct)},
+                          {got.loss, got.entropy, double(got.correct)}))
+        << "statistics of rank " << r;
+    if (c.dx) EXPECT_TRUE(same_bits(dx[r], dx[0])) << "dx of rank " << r;
+  }
+  if (c.dw) {
+    for (const Values& d : dw) got.dw.insert(got.dw.end(), d.begin(), d.end());
+    EXPECT_TRUE(same_bits(Values(got.dw.begin() + V * C, got.dw.end()),
+                          Values(dw0.begin() + V * C, dw0.end())))
+        << "the padding rows' dw";
+    got.dw.resize(size_t(V * C));
+  }
+  return got;
+}
+
+TEST(CudaLmHead, VocabularyShardsMatchTheWholeHeadReference) {
+  SFT_SKIP_WITHOUT_CUDA();
+  std::vector<Case> list;
+  for (const Case& c : cases())
+    if (!c.logits) list.push_back(c);
+  Case ties = cases()[8];
+  ASSERT_TRUE(ties.ties);
+  ties.logits = false;
+  list.push_back(ties);
+  for (const Case& c : list)
+    for (int ranks : {2, 3, 4})
+      for (DType dt : {DType::kF32, DType::kBF16}) {
+        SCOPED_TRACE(c.name + " on " + std::to_string(ranks) + " shards in " +
+                     std::string(dtype_name(dt)));
+        const auto outs = run_twice([&] {
+          const Result r = on_cuda_shards(c, dt, ranks);
+          return std::vector<Values>{
+              {r.loss, r.entropy, double(r.count), double(r.correct)}, r.dx, r.dw};
+        });
+        Result got{outs[0][0], outs[0][1], int64_t(outs[0][2]), int64_t(outs[0][3]), outs[1],
+                   outs[2],    {}};
+        expect_close(got, reference(c, dt), c, dt);
+        // Maxima at ids 3, 259 and 300 on different ranks: still the first counts.
+        if (c.ties) EXPECT_EQ(got.correct, 3);
+      }
+}
+
 // A group of two whose collectives must never run (the shard is refused before).
 class NeverUsedGroup : public ShardGroup {
  public:
@@ -311,9 +390,19 @@ TEST(CudaLmHead, BadTargetsSoftcapsAndShardsFailClearly) {
   expect_error("lm_head_cross_entropy: softcap -1", [&] {
     ops::lm_head_cross_entropy({}, {}, {}, X.view(), W.view(), good.data(), 1.0, {}, {}, -1.0);
   });
-  expect_error("lm_head_cross_entropy: no CUDA kernel for vocabulary shards yet", [&] {
-    NeverUsedGroup group;
-    ops::lm_head_cross_entropy({}, {}, {}, X.view(), W.view(), good.data(), 1.0, {}, {0, &group});
+  NeverUsedGroup group;  // 2 × 4 rows: ids [0, 8)
+  DeviceTensor L(DType::kF32, 2, 4, filled(8, 0));
+  expect_error("lm_head_cross_entropy: no logits from a vocabulary shard", [&] {
+    ops::lm_head_cross_entropy({}, {}, L.view(), X.view(), W.view(), good.data(), 1.0, {},
+                               {0, &group});
+  });
+  expect_error("vocabulary rows [6, 10) of 0 are not a slice of a 2-way split of 8 rows", [&] {
+    ops::lm_head_cross_entropy({}, {}, {}, X.view(), W.view(), good.data(), 1.0, {}, {6, &group});
+  });
+  const DeviceIds past(std::vector<int64_t>{0, 7});
+  expect_error("target 7 at row 1 is outside [0, 7)", [&] {
+    ops::lm_head_cross_entropy({}, {}, {}, X.view(), W.view(), past.data(), 1.0, {},
+                               {4, &group, 7});
   });
   DeviceTensor X64(DType::kF64, 2, 3, filled(6, 0)), W64(DType::kF64, 4, 3, filled(12, 0));
   expect_error("lm_head_cross_entropy: the CUDA kernel takes f32 or bf16", [&] {

@@ -76,6 +76,20 @@ TEST(TrainingArgs, DefaultsAreSftConfigs) {
   EXPECT_EQ(a.train_sampling_strategy, "random");  // transformers' RandomSampler
 }
 
+// --use_cpu (TrainingArguments.use_cpu): false by default, both spellings, a real option now
+// (train/device_choice.h), so no notice.
+TEST(TrainingArgs, UseCpuIsTheDeviceChoice) {
+  const std::string base = "--model_name_or_path m --dataset_name d --output_dir o ";
+  EXPECT_FALSE(parse_training_args(split(base)).use_cpu);
+  for (const char* given : {"--use_cpu", "--use_cpu true", "--use-cpu True", "--use_cpu=true"}) {
+    const TrainingArgs a = parse_training_args(split(base + given));
+    EXPECT_TRUE(a.use_cpu) << given;
+    EXPECT_TRUE(a.notices.empty()) << given << ": " << a.notices.front();
+  }
+  EXPECT_FALSE(parse_training_args(split(base + "--use_cpu false")).use_cpu);
+  EXPECT_THROW(parse_training_args(split(base + "--use_cpu maybe")), UsageError);
+}
+
 TEST(TrainingArgs, RelationsAreChecked) {
   auto error_of = [](const std::string& line) {
     try {

@@ -7,7 +7,15 @@
 // (a tiled all-pairs scan of the ids through shared memory: O(T²) integer compares, a few
 // microseconds at T = 16k); (2) accumulate: one thread per (owning token, feature) walks the
 // chain. Ids outside the table are the caller's error, as on the CPU.
+//
+// A vocabulary shard (ops.h): the table holds the ids [begin, begin + rows). The forward writes
+// this rank's rows and −0 for the other ranks' ids, then the group sums out (host memory: the
+// ShardGroup runs over MPI; x + −0 = x, so the sum is the one owner's row exactly, the CPU's
+// bits); the backward adds only the tokens of this rank's ids, in the same chains.
 #include <cuda_runtime.h>
+
+#include <span>
+#include <vector>
 
 #include "ops/cuda/cuda_check.h"
 #include "ops/cuda/cuda_memory.h"
@@ -20,12 +28,13 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// Rows outside [begin, begin + rows) give −0 (only a shard has such ids).
 __global__ void embedding_forward_kernel(float* out, const int64_t* ids, const float* table,
-                                         int64_t n, int64_t C) {
+                                         int64_t n, int64_t C, int64_t begin, int64_t rows) {
   const int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (e >= n) return;
-  const int64_t t = e / C, j = e % C;
-  out[e] = table[ids[t] * C + j];
+  const int64_t t = e / C, j = e % C, local = ids[t] - begin;
+  out[e] = local >= 0 && local < rows ? table[local * C + j] : -0.0f;
 }
 
 // next[t] = the smallest u > t with ids[u] == ids[t], else -1; first[t] = 1 when no u < t has
@@ -59,41 +68,38 @@ __global__ void embedding_link_kernel(int64_t* next, int* first, const int64_t* 
 
 __global__ void embedding_accumulate_kernel(float* dtable, const float* dout, const int64_t* ids,
                                             const int64_t* next, const int* first, int64_t n,
-                                            int64_t C) {
+                                            int64_t C, int64_t begin, int64_t rows) {
   const int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (e >= n) return;
-  const int64_t t = e / C, j = e % C;
-  if (!first[t]) return;
-  float* row = dtable + ids[t] * C;
+  const int64_t t = e / C, j = e % C, local = ids[t] - begin;
+  if (!first[t] || local < 0 || local >= rows) return;  // another rank's id: its chain is there
+  float* row = dtable + local * C;
   float acc = row[j];
   for (int64_t u = t; u >= 0; u = next[u]) acc += dout[u * C + j];
   row[j] = acc;
 }
 
-void require_no_shard(const char* op, const VocabShard& shard) {
-  if (shard.group)
-    fail("ops", std::string(op) +
-                    ": no CUDA kernel for vocabulary shards yet (tensor parallelism runs on the "
-                    "CPU; docs/cuda.md)");
-}
-
 }  // namespace
 
 void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard) {
-  require_no_shard("embedding_forward", shard);
   require_cuda("embedding", {out, table});
   require(out.cols == table.cols, "embedding",
           [&] { return "out " + shape(out) + ", table " + shape(table); });
   require_dtype("embedding", DType::kF32, {out, table});
   const int64_t n = out.numel();
   if (n == 0) return;
-  embedding_forward_kernel<<<blocks_for(n, kThreads), kThreads>>>(out.as<float>(), ids,
-                                                                  table.as<float>(), n, out.cols);
+  embedding_forward_kernel<<<blocks_for(n, kThreads), kThreads>>>(
+      out.as<float>(), ids, table.as<float>(), n, out.cols, shard.group ? shard.begin : 0,
+      table.rows);
   SFT_CUDA_CHECK(cudaGetLastError());
+  if (!shard.group) return;
+  std::vector<float> sum(static_cast<size_t>(n));  // one collective of (T, C), every rank alike
+  copy_to_host(sum.data(), out.data, sum.size() * sizeof(float));
+  shard.group->sum(std::span<float>(sum));
+  copy_to_device(out.data, sum.data(), sum.size() * sizeof(float));
 }
 
 void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard shard) {
-  require_no_shard("embedding_backward", shard);
   require_cuda("embedding_backward", {dtable, dout});
   require(dout.cols == dtable.cols, "embedding_backward",
           [&] { return "dout " + shape(dout) + ", dtable " + shape(dtable); });
@@ -107,7 +113,8 @@ void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard s
   embedding_link_kernel<<<blocks_for(Tn, kThreads), kThreads>>>(next, first, ids, Tn);
   SFT_CUDA_CHECK(cudaGetLastError());
   embedding_accumulate_kernel<<<blocks_for(n, kThreads), kThreads>>>(
-      dtable.as<float>(), dout.as<float>(), ids, next, first, n, C);
+      dtable.as<float>(), dout.as<float>(), ids, next, first, n, C, shard.group ? shard.begin : 0,
+      dtable.rows);
   SFT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -19,6 +19,13 @@
 // estimate). Scratch: the backend's scratch() (grows once to the largest call, no cudaMalloc
 // after that); the Workspace argument is host memory in today's callers and is not used.
 //
+// A vocabulary shard (tensor parallelism; ops/lm_head_ce.h) keeps this chunking over its own
+// rows of w; only the row pass differs (lm_head_shard.cpp: three passes with the group's
+// collectives between them), then dx, each rank's dZ W_local, is summed over the group once at
+// the end. The group combines host memory (ShardGroup over MPI), so the per-row numbers and dx
+// travel through the host; the scratch is the calling thread's own (each rank of a thread
+// group lets the others run inside its collectives, which would reuse a shared scratch).
+//
 // Numerics as the CPU's kernels: f32 x and w compute in fp32; bf16 x and w (no logits wanted)
 // as autocast: logits rounded to bf16, the softmax in fp32 with double sums, dlogits rounded to
 // bf16 for the two bf16 products; bf16 with logits wanted widens x and w to fp32 first and runs
@@ -26,6 +33,7 @@
 // again on the bf16 path (autocast's capped logits are bf16).
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -77,10 +85,12 @@ struct Scratch {
   uint16_t* dz16 = nullptr;              // (Rp × V) bf16 dlogits (bf16 plan with gradients)
   float* dxs = nullptr;                  // (Rp × C)
   float *x32 = nullptr, *w32 = nullptr;  // widened x (T × C) and w (V × C)
+  float *shard_max = nullptr, *shard_local_max = nullptr;  // (Rp) a shard's row maxima
+  double* shard_sums = nullptr;                            // (Rp × kShardSums)
 };
 
-Scratch take_scratch(Carve& c, const Plan& p, int64_t n, int64_t T, int64_t C, int64_t V,
-                     bool grad) {
+Scratch take_scratch(Carve& c, const Plan& p, int64_t n, int64_t T, int64_t C, int64_t V, bool grad,
+                     bool shard) {
   const int64_t Rp = round_up(p.R, kRowQuantum);
   Scratch s;
   s.rows = c.take<int64_t>(n);
@@ -94,6 +104,11 @@ Scratch take_scratch(Carve& c, const Plan& p, int64_t n, int64_t T, int64_t C, i
   if (p.widen) {
     s.x32 = c.take<float>(T * C);
     s.w32 = c.take<float>(V * C);
+  }
+  if (shard) {
+    s.shard_max = c.take<float>(Rp);
+    s.shard_local_max = c.take<float>(Rp);
+    s.shard_sums = c.take<double>(Rp * lm_head_detail::kShardSums);
   }
   return s;
 }
@@ -131,6 +146,41 @@ void check_views(const View& dx, const View& dw, const View& logits, const View&
   });
 }
 
+// The calling thread's scratch for a shard (see the top): grows, never shrinks; freed when the
+// thread ends.
+void* thread_scratch(size_t bytes) {
+  struct Held {
+    void* data = nullptr;
+    size_t size = 0;
+    ~Held() { device_free(data); }
+  };
+  thread_local Held held;
+  if (held.size < bytes) {
+    device_free(held.data);
+    held.data = nullptr;
+    held.size = 0;
+    held.data = device_alloc(bytes);
+    held.size = bytes;
+  }
+  return held.data;
+}
+
+// A shard's checks, the CPU's (every rank checks the same things, so all fail or none); the
+// whole vocabulary, whose ids the targets are.
+int64_t check_shard(const VocabShard& shard, const View& logits, int64_t V) {
+  if (!logits.empty())
+    fail("ops", std::string(kOp) +
+                    ": no logits from a vocabulary shard (hint: compute them from the gathered "
+                    "whole weights)");
+  const int64_t padded = V * shard.group->size();
+  if (shard.begin < 0 || shard.begin + V > padded || shard.vocab < 0 || shard.vocab > padded)
+    fail("ops", std::string(kOp) + ": vocabulary rows [" + std::to_string(shard.begin) + ", " +
+                    std::to_string(shard.begin + V) + ") of " + std::to_string(shard.vocab) +
+                    " are not a slice of a " + std::to_string(shard.group->size()) +
+                    "-way split of " + std::to_string(padded) + " rows");
+  return shard.vocab > 0 ? shard.vocab : padded;
+}
+
 // The targets (downloaded), checked as the CPU checks them; the rows to compute.
 std::vector<int64_t> computed_rows(const std::vector<int64_t>& targets, int64_t V, bool all) {
   std::vector<int64_t> rows;
@@ -166,25 +216,24 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, Workspace /*workspace*/,
                                   VocabShard shard, double softcap, const LmHeadTuning& tuning) {
   check_views(dx, dw, logits, x, w, softcap);
-  if (shard.group)
-    fail("ops", std::string(kOp) +
-                    ": no CUDA kernel for vocabulary shards yet (tensor parallelism runs on the "
-                    "CPU; docs/cuda.md)");
   const int64_t T = x.rows, C = x.cols, V = w.rows;
+  const int64_t vocab = shard.group ? check_shard(shard, logits, V) : V;
   const bool grad = !dx.empty() || !dw.empty();
   std::vector<int64_t> host_targets(static_cast<size_t>(T));
   copy_to_host(host_targets.data(), targets, host_targets.size() * sizeof(int64_t));
-  const std::vector<int64_t> rows = computed_rows(host_targets, V, !logits.empty());
+  const std::vector<int64_t> rows = computed_rows(host_targets, vocab, !logits.empty());
   if (!dx.empty()) cuda::zero(dx);
   LmHeadStats total;
   const int64_t n = static_cast<int64_t>(rows.size());
   if (n == 0 || V == 0) return total;
 
   const Plan plan = make_plan(tuning, x.dtype, !logits.empty(), grad, n, V);
+  const bool sharded = shard.group != nullptr;
   Carve measure;
-  take_scratch(measure, plan, n, T, C, V, grad);
-  Carve carve{static_cast<std::byte*>(scratch(measure.used))};
-  const Scratch s = take_scratch(carve, plan, n, T, C, V, grad);
+  take_scratch(measure, plan, n, T, C, V, grad, sharded);
+  Carve carve{
+      static_cast<std::byte*>(sharded ? thread_scratch(measure.used) : scratch(measure.used))};
+  const Scratch s = take_scratch(carve, plan, n, T, C, V, grad, sharded);
   copy_to_device(s.rows, rows.data(), rows.size() * sizeof(int64_t));
 
   // The operands of the products: bf16 bits, f32, or bf16 widened to f32 in the scratch.
@@ -236,7 +285,18 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
     pass.softcap = static_cast<float>(softcap);
     pass.round_logits = plan.bf16;
     pass.grad = grad;
-    lm_head_detail::launch_row_pass(pass);
+    if (sharded) {
+      lm_head_detail::ShardPass sp;
+      sp.row = pass;
+      sp.begin = shard.begin;
+      sp.real = std::clamp<int64_t>(vocab - shard.begin, 0, V);
+      sp.max = s.shard_max;
+      sp.local_max = s.shard_local_max;
+      sp.sums = s.shard_sums;
+      lm_head_detail::shard_row_pass(total, sp, *shard.group);
+    } else {
+      lm_head_detail::launch_row_pass(pass);
+    }
     if (!grad) continue;
     for (int64_t v0 = 0; v0 < V; v0 += plan.VB) {  // in block order: dX_c's sum is fixed
       const int64_t nb = std::min(plan.VB, V - v0);
@@ -250,6 +310,15 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
     if (!dx.empty()) lm_head_detail::launch_scatter(dx.as<float>(), s.dxs, chunk_rows, m, C);
   }
 
+  if (sharded) {  // the statistics are in total; dx is the sum of every rank's part
+    if (!dx.empty()) {
+      std::vector<float> sum(static_cast<size_t>(T * C));
+      copy_to_host(sum.data(), dx.data, sum.size() * sizeof(float));
+      shard.group->sum(std::span<float>(sum));
+      copy_to_device(dx.data, sum.data(), sum.size() * sizeof(float));
+    }
+    return total;
+  }
   // The statistics, added on the host in row order over the scored rows.
   std::vector<double> loss(rows.size()), entropy(rows.size());
   std::vector<int> correct(rows.size());

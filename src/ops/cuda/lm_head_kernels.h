@@ -9,6 +9,9 @@
 
 #include <cstdint>
 
+#include "core/shard_group.h"
+#include "ops/lm_head_ce.h"
+
 namespace sft::ops::cuda::lm_head_detail {
 
 // The row pass of one chunk (one block per chunk row, mp of them; rows past m only zero their
@@ -31,6 +34,33 @@ struct RowPass {
   bool round_logits = false, grad = false;
 };
 void launch_row_pass(const RowPass& p);
+
+// The row pass of a vocabulary shard (ops/lm_head_ce.h): `row` describes this rank's slice of
+// the chunk's rows (row.V = its vocabulary rows, ids [begin, begin + row.V), the first `real`
+// of them in the vocabulary, the rest padding), targets are whole-vocabulary ids and every
+// chunk row is scored. Three launches, the group combining per-row numbers on the host in
+// between (lm_head_shard.cpp), the CPU's chunk_stats_shard step for step:
+//   shard_max  : local_max[i] = max[i] = the slice's largest logit as seen (NaNs passed over,
+//                −inf if none); the group then turns max into the group's maximum;
+//   shard_sums : sums[i · kShardSums + k] = Σ exp(z − M), Σ exp(z − M)·(z − M), z[y] − M
+//                (owner of the target, else 0), target is a maximum (owner), a maximum at an id
+//                below the target (slices whose own max is M); then summed over the group;
+//   shard_grad : dZ = scale · (softmax − onehot) (· (1 − tanh²)) of the slice, padding 0.
+enum ShardSum { kSum, kSumPz, kTargetGap, kTargetIsMax, kMaxBeforeTarget, kShardSums };
+struct ShardPass {
+  RowPass row;
+  int64_t begin = 0, real = 0;
+  float* max = nullptr;        // (m) device
+  float* local_max = nullptr;  // (m) device
+  double* sums = nullptr;      // (m · kShardSums) device
+};
+void launch_shard_max(const ShardPass& p);
+void launch_shard_sums(const ShardPass& p);
+void launch_shard_grad(const ShardPass& p);
+// The three launches with the group's collectives between them (one max of the m row maxima,
+// one sum of m · kShardSums doubles, through the host), the chunk's statistics added to total
+// in row order; shard_grad only when p.row.grad. Every rank makes the same calls.
+void shard_row_pass(LmHeadStats& total, const ShardPass& p, ShardGroup& group);
 
 // xs (mp × C) = the rows of x named by rows[0, m), then zero rows; float or bf16 bits.
 void launch_gather(float* xs, const float* x, const int64_t* rows, int64_t m, int64_t mp,

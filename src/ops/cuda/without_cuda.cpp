@@ -23,6 +23,14 @@ std::string compiled_backends() {
   return "cpu";
 }
 
+int cuda_device_count() {
+  return 0;
+}
+
+CudaDeviceInfo cuda_device_info(int /*device*/) {
+  fail("cuda", "sft was built without CUDA; rebuild with -DSFT_CUDA=ON");
+}
+
 // No CUDA kernels: every CUDA view fails in the dispatcher with the table's `rebuild` hint.
 const ops::KernelTable& ops::cuda_kernels() {
   static const KernelTable table{

@@ -23,6 +23,7 @@ inline constexpr cudaError_t cudaSuccess = 0;
 inline constexpr cudaError_t cudaErrorMemoryAllocation = 2;
 inline constexpr cudaError_t cudaErrorInsufficientDriver = 35;
 inline constexpr cudaError_t cudaErrorNoDevice = 100;
+inline constexpr cudaError_t cudaErrorInvalidDevice = 101;
 using cudaStream_t = void*;
 enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
 
@@ -76,6 +77,21 @@ inline cudaError_t cudaDeviceSynchronize() {
 }
 inline cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
   *free_bytes = *total = size_t{1} << 30;
+  return cudaSuccess;
+}
+// The one emulated device: its name says so, its memory is cudaMemGetInfo's.
+struct cudaDeviceProp {
+  char name[256];
+  size_t totalGlobalMem;
+  int major, minor;
+};
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
+  if (device != 0) return cudaErrorInvalidDevice;
+  *p = {};
+  std::strncpy(p->name, "sft CPU emulation of a CUDA device", sizeof(p->name) - 1);
+  p->totalGlobalMem = size_t{1} << 30;
+  p->major = 9;
+  p->minor = 0;
   return cudaSuccess;
 }
 

@@ -2,7 +2,7 @@
 # Rewrites a src/ops/cuda/*.cu or *.cuh file into plain C++ for the emulated run (see
 # cuda_runtime.h): every launch `kernel<<<grid, block>>>(args)` becomes
 # `::emu::launch(grid, block, sync, [&] { kernel(args); })`, where sync says whether that
-# kernel's body synchronizes its block (__syncthreads, or block_sum, which does).
+# kernel's body synchronizes its block (__syncthreads, or block_sum / block_max*, which do).
 # Perl because every Debian has it (CI has no Python). Usage: emulate.pl IN OUT
 use strict;
 use warnings;
@@ -17,7 +17,7 @@ my $braces = qr/(\{(?:[^{}]++|(?-1))*\})/;
 my %sync;
 while ($src =~ /__global__\s+void\s+(\w+)\s*$parens\s*$braces/g) {
   my ($name, $body) = ($1, $3);
-  $sync{$name} = 1 if $body =~ /__syncthreads|block_sum\(/;
+  $sync{$name} = 1 if $body =~ /__syncthreads|block_(?:sum|max)\w*\(/;
 }
 
 $src =~ s{([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>$parens}{
