@@ -102,7 +102,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Packed,
                          ::testing::Values("mistral_sliding", "qwen3_qknorm_linear",
                                            "qwen2_bias_yarn", "smollm3_nope_sliding",
                                            "olmo2_post_norms", "granite_multipliers",
-                                           "phi3_longrope_short", "phi3_longrope_long"));
+                                           "phi3_longrope_short", "phi3_longrope_long",
+                                           "gemma3_sliding_softcap"));
 
 TEST(Transformer, RerunsAreBitIdentical) {
   Transformer m = Transformer::load(fixture("qwen3_qknorm_linear"));
