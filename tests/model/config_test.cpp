@@ -317,6 +317,9 @@ TEST(ModelConfig, Gemma3TextDefaults) {
   EXPECT_EQ(c.rope.theta, 1000000.0);
   ASSERT_TRUE(c.sliding_rope.has_value());
   EXPECT_EQ(c.sliding_rope->theta, 10000.0);
+  // PEFT's default LoRA targets for gemma3_text (and gemma2): q_proj, v_proj.
+  EXPECT_EQ(model::resolve_lora_targets(model::LoraConfig{}, c, "--use_peft"),
+            (std::vector<std::string>{"q_proj", "v_proj"}));
 }
 
 // The keys over the defaults: hidden_activation (not hidden_act), query_pre_attn_scalar, both
