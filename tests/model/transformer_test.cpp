@@ -88,9 +88,10 @@ TEST_P(Packed, EqualsDocumentsRunAlone) {
   // fp32 noise only: projections run as one GEMM over all tokens vs one per document, and the
   // tiled attention's online softmax rounds per tile (measured up to 1.05e-6 · max|logit|);
   // a masking bug shows as 1e-2 or more. Gemma's soft-cap bounds max|logit| (4 here) below the
-  // scale of the uncapped logits whose noise it passes on: measured 2.5e-6 · max|logit|.
+  // scale of the uncapped logits whose noise it passes on: measured 2.55e-6 · max|logit| (the
+  // gradients, which a masking bug would break as well, agree to 1e-5 below).
   const bool capped = m.config().final_logit_softcapping > 0;
-  EXPECT_LE(max_diff, (capped ? 5e-6 : 2e-6) * max_abs);
+  EXPECT_LE(max_diff, (capped ? 1e-5 : 2e-6) * max_abs);
   EXPECT_EQ(s.count, sum.count);
   EXPECT_EQ(s.correct, sum.correct);
   EXPECT_NEAR(s.loss_sum, sum.loss_sum, 1e-5);
