@@ -106,7 +106,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Packed,
                                            "qwen2_bias_yarn", "smollm3_nope_sliding",
                                            "olmo2_post_norms", "granite_multipliers",
                                            "phi3_longrope_short", "phi3_longrope_long",
-                                           "gemma3_sliding_softcap"));
+                                           "gemma3_sliding_softcap", "gemma2_softcaps"));
 
 TEST(Transformer, RerunsAreBitIdentical) {
   Transformer m = Transformer::load(fixture("qwen3_qknorm_linear"));
