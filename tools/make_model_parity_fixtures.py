@@ -35,6 +35,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 from transformers import (
+    Gemma2Config,
+    Gemma2ForCausalLM,
     Gemma3ForCausalLM,
     Gemma3TextConfig,
     GraniteConfig,
@@ -189,6 +191,22 @@ def fixtures():
         final_logit_softcapping=4.0,
         tie_word_embeddings=True,
     ), [11, 13, 9]
+    # Gemma 2: the same (1 + w) pre and post norms, GELU-tanh MLP, sqrt(hidden) embeddings and
+    # query_pre_attn_scalar, no q/k norms, one RoPE for every layer, sliding and full layers
+    # alternating (window 4), and both soft-caps applied (Gemma2Attention passes its cap).
+    yield "gemma2_softcaps", Gemma2Config, Gemma2ForCausalLM, dict(
+        num_key_value_heads=2,
+        num_hidden_layers=3,
+        head_dim=16,
+        hidden_activation="gelu_pytorch_tanh",
+        query_pre_attn_scalar=20,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        sliding_window=4,
+        rope_parameters=dict(rope_type="default", rope_theta=5000.0),
+        attn_logit_softcapping=2.5,
+        final_logit_softcapping=5.0,
+        tie_word_embeddings=True,
+    ), [10, 12, 9]
 
 
 def randomise(model, gen):

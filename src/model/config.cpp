@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cctype>
+#include <cmath>
 
 #include "core/edit_distance.h"
 
@@ -46,6 +47,10 @@ struct TypeKeys {
   // original_max_position_embeddings (default 4096) that longrope takes over its own
   // (transformers' standardize_rope_params), and a top-level partial_rotary_factor.
   bool phi3 = false;
+  // Gemma 2 (2) and Gemma 3 (3): hidden_activation, pre and post (1 + w) norms,
+  // query_pre_attn_scalar, the two soft-caps, sqrt(hidden_size) embeddings, a default window and
+  // layer_types pattern; Gemma 3 adds q/k norms and the sliding layers' own rope parameters.
+  int gemma = 0;
 };
 
 // One row per model type. The reader and the writer (model_config_to_json) both follow this
@@ -57,7 +62,7 @@ struct TypeTraits {
   TypeKeys keys;
 };
 
-constexpr std::array<TypeTraits, 8> kTypes = {{
+constexpr std::array<TypeTraits, 10> kTypes = {{
     {ModelType::kLlama,
      "llama",
      {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
@@ -87,6 +92,14 @@ constexpr std::array<TypeTraits, 8> kTypes = {{
      "phi3",
      {32064, 3072, 8192, 32, 32, 0, 0, 4096, 0, false, 10000.0, 1e-5},
      {.phi3 = true}},
+    {ModelType::kGemma2,
+     "gemma2",
+     {256000, 2304, 9216, 26, 8, 4, 256, 8192, 4096, true, 10000.0, 1e-6},
+     {.attention_bias = true, .gemma = 2}},
+    {ModelType::kGemma3Text,
+     "gemma3_text",
+     {262208, 2304, 9216, 26, 8, 4, 256, 131072, 4096, true, 1000000.0, 1e-6},
+     {.attention_bias = true, .gemma = 3}},
 }};
 
 const TypeTraits& traits_of(ModelType type) {
@@ -125,6 +138,8 @@ class Reader {
     return (it == obj.end() || it->is_null()) ? nullptr : &*it;
   }
   const Json* get(const std::string& key) const { return get(json_, key); }
+  // Present at all, null included (Gemma 2's soft-caps: null = none, absent = the default).
+  bool has(const std::string& key) const { return json_.contains(key); }
 
   int64_t integer(const Json& v, const std::string& key) const {
     if (!v.is_number_integer())
@@ -189,6 +204,51 @@ std::vector<double> parse_factor_list(const Reader& r, const Json& params, const
   return out;
 }
 
+// The keys of one rope parameter set (`params`, named `key` in errors) over `rope`.
+void read_rope_params(const Reader& r, RopeConfig& rope, const Json& params, const std::string& key,
+                      bool phi3) {
+  rope.theta = r.number_or(params, "rope_theta", rope.theta);
+  const Json* type = r.get(params, "rope_type");
+  if (!type) type = r.get(params, "type");
+  if (type) {
+    if (!type->is_string())
+      r.bad(key + ".rope_type", "expected a string, got " + json_type_name(*type));
+    std::string name = type->get<std::string>();
+    if (phi3 && (name == "su" || name == "yarn")) name = "longrope";  // Phi3Config's aliases
+    rope.type = parse_rope_type(r, key + ".rope_type", name);
+  }
+  rope.factor = r.number_or(params, "factor", 1.0);
+  rope.low_freq_factor = r.number_or(params, "low_freq_factor", rope.low_freq_factor);
+  rope.high_freq_factor = r.number_or(params, "high_freq_factor", rope.high_freq_factor);
+  if (const Json* v = r.get(params, "original_max_position_embeddings")) {
+    rope.original_max_position_embeddings =
+        r.integer(*v, key + ".original_max_position_embeddings");
+  }
+  if (const Json* v = r.get(params, "attention_factor"))
+    rope.attention_factor = r.number(*v, key + ".attention_factor");
+  rope.beta_fast = r.number_or(params, "beta_fast", rope.beta_fast);
+  rope.beta_slow = r.number_or(params, "beta_slow", rope.beta_slow);
+  if (const Json* v = r.get(params, "mscale")) rope.mscale = r.number(*v, key + ".mscale");
+  if (const Json* v = r.get(params, "mscale_all_dim"))
+    rope.mscale_all_dim = r.number(*v, key + ".mscale_all_dim");
+  if (const Json* v = r.get(params, "truncate"))
+    rope.truncate = v->is_boolean() ? v->get<bool>() : true;
+  rope.partial_rotary_factor =
+      r.number_or(params, "partial_rotary_factor", rope.partial_rotary_factor);
+  if (phi3 && rope.type == RopeType::kLongrope) {
+    rope.short_factor = parse_factor_list(r, params, key + ".short_factor");
+    rope.long_factor = parse_factor_list(r, params, key + ".long_factor");
+  }
+
+  const bool scaled = rope.type != RopeType::kDefault;
+  if (scaled && rope.factor < 1.0) {
+    r.bad(key + ".factor", "rope scaling factor must be >= 1, got " + std::to_string(rope.factor));
+  }
+  if (rope.type == RopeType::kLlama3 && rope.original_max_position_embeddings <= 0) {
+    r.bad(key + ".original_max_position_embeddings", "llama3 rope scaling needs a positive value");
+  }
+}
+
 // Reads rope settings from either `rope_parameters` (5.x) or `rope_theta` + `rope_scaling` (4.x).
 RopeConfig parse_rope(const Reader& r, double default_theta, bool phi3) {
   RopeConfig rope;
@@ -209,48 +269,7 @@ RopeConfig parse_rope(const Reader& r, double default_theta, bool phi3) {
   if (const Json* theta = r.get("rope_theta")) rope.theta = r.number(*theta, "rope_theta");
   if (const Json* v = r.get("partial_rotary_factor"))
     rope.partial_rotary_factor = r.number(*v, "partial_rotary_factor");
-  if (!params) return rope;
-
-  rope.theta = r.number_or(*params, "rope_theta", rope.theta);
-  const Json* type = r.get(*params, "rope_type");
-  if (!type) type = r.get(*params, "type");
-  if (type) {
-    if (!type->is_string())
-      r.bad(key + ".rope_type", "expected a string, got " + json_type_name(*type));
-    std::string name = type->get<std::string>();
-    if (phi3 && (name == "su" || name == "yarn")) name = "longrope";  // Phi3Config's aliases
-    rope.type = parse_rope_type(r, key + ".rope_type", name);
-  }
-  rope.factor = r.number_or(*params, "factor", 1.0);
-  rope.low_freq_factor = r.number_or(*params, "low_freq_factor", rope.low_freq_factor);
-  rope.high_freq_factor = r.number_or(*params, "high_freq_factor", rope.high_freq_factor);
-  if (const Json* v = r.get(*params, "original_max_position_embeddings")) {
-    rope.original_max_position_embeddings =
-        r.integer(*v, key + ".original_max_position_embeddings");
-  }
-  if (const Json* v = r.get(*params, "attention_factor"))
-    rope.attention_factor = r.number(*v, key + ".attention_factor");
-  rope.beta_fast = r.number_or(*params, "beta_fast", rope.beta_fast);
-  rope.beta_slow = r.number_or(*params, "beta_slow", rope.beta_slow);
-  if (const Json* v = r.get(*params, "mscale")) rope.mscale = r.number(*v, key + ".mscale");
-  if (const Json* v = r.get(*params, "mscale_all_dim"))
-    rope.mscale_all_dim = r.number(*v, key + ".mscale_all_dim");
-  if (const Json* v = r.get(*params, "truncate"))
-    rope.truncate = v->is_boolean() ? v->get<bool>() : true;
-  rope.partial_rotary_factor =
-      r.number_or(*params, "partial_rotary_factor", rope.partial_rotary_factor);
-  if (phi3 && rope.type == RopeType::kLongrope) {
-    rope.short_factor = parse_factor_list(r, *params, key + ".short_factor");
-    rope.long_factor = parse_factor_list(r, *params, key + ".long_factor");
-  }
-
-  const bool scaled = rope.type != RopeType::kDefault;
-  if (scaled && rope.factor < 1.0) {
-    r.bad(key + ".factor", "rope scaling factor must be >= 1, got " + std::to_string(rope.factor));
-  }
-  if (rope.type == RopeType::kLlama3 && rope.original_max_position_embeddings <= 0) {
-    r.bad(key + ".original_max_position_embeddings", "llama3 rope scaling needs a positive value");
-  }
+  if (params) read_rope_params(r, rope, *params, key, phi3);
   return rope;
 }
 
@@ -292,7 +311,7 @@ std::vector<bool> parse_no_rope_layers(const Reader& r, int64_t layers) {
 
 // "did you mean 'qwen3'? " for a slip (Qwen3, qwen-3, lama): a supported type within two edits
 // once case, '-' and '_' are set aside, and with the same digits: a family's number is no slip
-// (olmo, llama4, qwen3_moe and gemma3_text are other models, which no near name would serve).
+// (olmo, llama4, qwen3_moe and gemma are other models, which no near name would serve).
 std::string closest_type_hint(const std::string& name) {
   auto bare = [](std::string_view s) {
     std::string out;
@@ -350,6 +369,74 @@ void read_phi3(const Reader& r, ModelConfig& c) {
   }
 }
 
+// Gemma's layer_types when config.json has none: Gemma2Config alternates sliding and full
+// (layer 0 sliding); Gemma3TextConfig makes every sliding_window_pattern-th layer (default 6)
+// full. true = sliding_attention.
+std::vector<bool> gemma_layer_types(const Reader& r, int gemma, int64_t layers) {
+  int64_t pattern = 2;
+  if (gemma == 3) {
+    const Json* v = r.get("sliding_window_pattern");
+    pattern = v ? r.integer(*v, "sliding_window_pattern") : 6;
+    if (pattern <= 0) r.bad("sliding_window_pattern", "expected a positive integer");
+  }
+  std::vector<bool> out(static_cast<size_t>(layers));
+  for (int64_t i = 0; i < layers; ++i) out[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+  return out;
+}
+
+// A soft-cap key: absent = the config class's default, null = none, else a positive number.
+double softcap_key(const Reader& r, const std::string& key, double fallback) {
+  if (!r.has(key)) return fallback;
+  const Json* v = r.get(key);
+  if (!v) return 0;
+  const double cap = r.number(*v, key);
+  if (!(cap > 0)) r.bad(key, "expected a positive number or null, got " + v->dump());
+  return cap;
+}
+
+// Gemma2Config / Gemma3TextConfig beyond the shared keys (TypeKeys::gemma says which).
+void read_gemma(const Reader& r, int gemma, ModelConfig& c) {
+  c.hidden_act = r.string("hidden_activation", "gelu_pytorch_tanh");
+  c.pre_norms = c.post_norms = true;
+  c.norm_weight_offset = 1;
+  c.qk_norm = gemma == 3;
+  c.embedding_scale_sqrt_hidden = true;
+  const Json* scalar = r.get("query_pre_attn_scalar");
+  const double q = scalar ? r.number(*scalar, "query_pre_attn_scalar") : 256.0;
+  if (!(q > 0)) r.bad("query_pre_attn_scalar", "expected a positive number");
+  c.attention_scale = std::pow(q, -0.5);
+  // Gemma3Attention keeps attn_logit_softcapping but never passes it to the attention (in
+  // transformers 5.24), so for Gemma 3 the key is checked and not applied.
+  const double attn_cap = softcap_key(r, "attn_logit_softcapping", gemma == 2 ? 50.0 : 0.0);
+  c.attn_logit_softcapping = gemma == 2 ? attn_cap : 0.0;
+  c.final_logit_softcapping = softcap_key(r, "final_logit_softcapping", gemma == 2 ? 30.0 : 0.0);
+  if (r.boolean("use_bidirectional_attention", false))
+    r.bad("use_bidirectional_attention", "bidirectional attention is not supported",
+          "sft trains causal language models: set it to false");
+  if (gemma != 3) return;
+  // The sliding layers' rope: rope_parameters.sliding_attention over rope_local_base_freq
+  // (default 10000) as theta, as Gemma3TextConfig.convert_rope_params_to_dict sets it.
+  RopeConfig local;
+  const Json* base = r.get("rope_local_base_freq");
+  local.theta = base ? r.number(*base, "rope_local_base_freq") : 10000.0;
+  if (const Json* params = r.get("rope_parameters");
+      params && params->is_object() && r.get(*params, "sliding_attention")) {
+    const Json& sliding = *r.get(*params, "sliding_attention");
+    if (!sliding.is_object())
+      r.bad("rope_parameters.sliding_attention",
+            "expected an object, got " + json_type_name(sliding));
+    read_rope_params(r, local, sliding, "rope_parameters.sliding_attention", false);
+  }
+  if (local.type == RopeType::kLongrope)
+    r.bad("rope_parameters.sliding_attention.rope_type",
+          "rope type 'longrope' is read for model_type phi3 only",
+          "supported rope types: default, linear, dynamic, llama3, yarn");
+  if (local.partial_rotary_factor != c.rope.partial_rotary_factor)
+    r.bad("rope_parameters.sliding_attention.partial_rotary_factor",
+          "differs from the full-attention layers' (one rotary width for every layer)");
+  c.sliding_rope = local;
+}
+
 std::vector<int64_t> parse_token_ids(const Reader& r, const std::string& key) {
   const Json* v = r.get(key);
   if (!v) return {};
@@ -370,6 +457,23 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   }
   Reader r(json, source);
   const std::string type_name = r.string("model_type", "");
+  if (type_name == "gemma3") {
+    // Gemma3Config (the multimodal folder): its text_config is a Gemma3TextConfig; the keys
+    // the outer config carries for the whole model (tie_word_embeddings, default true there
+    // too, the dtype and the token ids) count where text_config lacks them.
+    const Json* inner = r.get("text_config");
+    if (inner && !inner->is_object())
+      r.bad("text_config", "expected an object, got " + json_type_name(*inner));
+    Json text = inner ? *inner : Json::object();
+    text["model_type"] = "gemma3_text";
+    for (const char* key : {"tie_word_embeddings", "dtype", "torch_dtype", "bos_token_id",
+                            "eos_token_id", "pad_token_id"}) {
+      if (json.contains(key) && !text.contains(key)) text[key] = json[key];
+    }
+    ModelConfig c = parse_model_config(text, source + " (text_config)");
+    c.architectures = {"Gemma3ForCausalLM"};  // the text model: what sft loads and exports
+    return c;
+  }
   const TypeTraits* traits = nullptr;
   for (const TypeTraits& t : kTypes) {
     if (t.name == type_name) traits = &t;
@@ -440,6 +544,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
     c.attention_scale = positive("attention_multiplier");
   }
   if (keys.phi3) read_phi3(r, c);
+  if (keys.gemma) read_gemma(r, keys.gemma, c);
   if (keys.projection_qk_norm_post_norms) {
     c.qk_norm_over_projection = true;
     c.pre_norms = false;
@@ -450,6 +555,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   // only when use_sliding_window, to layers from max_window_layers on — unless layer_types says
   // otherwise.
   std::optional<int64_t> window = r.optional_integer("sliding_window");
+  if (keys.gemma && !r.has("sliding_window")) window = defaults.sliding_window;
   if (keys.window_opt_in && !r.boolean("use_sliding_window", false)) window.reset();
   if (window && *window <= 0) r.bad("sliding_window", "expected a positive integer or null");
   c.sliding_window = window;
@@ -466,6 +572,13 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
               "expected \"full_attention\" or \"sliding_attention\"");
       }
       c.layer_sliding_window[i] = window.has_value() && t == "sliding_attention";
+      if (c.sliding_rope) c.layer_rope_set.push_back(t == "sliding_attention" ? 1 : 0);
+    }
+  } else if (keys.gemma) {
+    const std::vector<bool> sliding = gemma_layer_types(r, keys.gemma, c.num_hidden_layers);
+    for (size_t i = 0; i < sliding.size(); ++i) {
+      c.layer_sliding_window[i] = window.has_value() && sliding[i];
+      if (c.sliding_rope) c.layer_rope_set.push_back(sliding[i] ? 1 : 0);
     }
   } else if (window && keys.no_rope_layers) {
     for (size_t i = 0; i < c.layer_rope.size(); ++i) c.layer_sliding_window[i] = !c.layer_rope[i];
@@ -552,9 +665,15 @@ Json model_config_to_json(const ModelConfig& c) {
   j["num_attention_heads"] = c.num_attention_heads;
   j["num_key_value_heads"] = c.num_key_value_heads;
   j["head_dim"] = c.head_dim;
-  j["hidden_act"] = c.hidden_act;
+  if (traits.keys.gemma)
+    j["hidden_activation"] = c.hidden_act;
+  else
+    j["hidden_act"] = c.hidden_act;
   j["rms_norm_eps"] = c.rms_norm_eps;
   j["rope_parameters"] = rope_to_json(c.rope);
+  if (c.sliding_rope)
+    j["rope_parameters"] = {{"full_attention", rope_to_json(c.rope)},
+                            {"sliding_attention", rope_to_json(*c.sliding_rope)}};
   j["max_position_embeddings"] = c.max_position_embeddings;
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   // Only the keys the type's config class has (Qwen2 hard-codes its biases, Mistral has none).
@@ -563,14 +682,29 @@ Json model_config_to_json(const ModelConfig& c) {
   j["sliding_window"] = optional_json(c.sliding_window);
   if (traits.keys.window_opt_in) j["use_sliding_window"] = c.sliding_window.has_value();
   Json types = Json::array();
-  for (bool sliding : c.layer_sliding_window)
+  for (size_t l = 0; l < c.layer_sliding_window.size(); ++l) {
+    // Gemma 3's sliding layers are sliding by their rope set even without a window.
+    const bool sliding =
+        c.layer_sliding_window[l] || (l < c.layer_rope_set.size() && c.layer_rope_set[l] == 1);
     types.push_back(sliding ? "sliding_attention" : "full_attention");
+  }
   j["layer_types"] = types;
   if (traits.keys.multipliers) {
     j["embedding_multiplier"] = c.embedding_multiplier;
     j["residual_multiplier"] = c.residual_multiplier;
     j["logits_scaling"] = c.logits_scaling;
     j["attention_multiplier"] = c.attention_scale.value_or(1.0);
+  }
+  if (traits.keys.gemma) {
+    // query_pre_attn_scalar back from its scale (an integer in every Gemma config).
+    const double scale = c.attention_scale.value_or(1.0 / std::sqrt(double(c.head_dim)));
+    const double scalar = 1.0 / (scale * scale);
+    j["query_pre_attn_scalar"] = std::abs(scalar - std::round(scalar)) < 1e-6 * scalar
+                                     ? Json(static_cast<int64_t>(std::round(scalar)))
+                                     : Json(scalar);
+    auto cap = [](double v) { return v > 0 ? Json(v) : Json(nullptr); };
+    if (traits.keys.gemma == 2) j["attn_logit_softcapping"] = cap(c.attn_logit_softcapping);
+    j["final_logit_softcapping"] = cap(c.final_logit_softcapping);
   }
   if (traits.keys.phi3 && c.rope.original_max_position_embeddings > 0)
     j["original_max_position_embeddings"] = c.rope.original_max_position_embeddings;

@@ -1,5 +1,6 @@
 // ModelConfig: the typed content of an HF config.json for the decoder family sft trains
-// (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3).
+// (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, gemma2, gemma3_text, and
+// the text part of a gemma3 folder: its config.json nests gemma3_text under text_config).
 //
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
@@ -19,7 +20,18 @@
 
 namespace sft {
 
-enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kSmolLM3, kOlmo2, kGranite, kPhi3 };
+enum class ModelType {
+  kLlama,
+  kMistral,
+  kQwen2,
+  kQwen3,
+  kSmolLM3,
+  kOlmo2,
+  kGranite,
+  kPhi3,
+  kGemma2,
+  kGemma3Text
+};
 std::string_view model_type_name(ModelType type);
 
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn, kLongrope };
@@ -59,6 +71,10 @@ struct ModelConfig {
   std::string hidden_act = "silu";
   double rms_norm_eps = 1e-6;
   RopeConfig rope;
+  // Gemma 3: the sliding layers' own rope parameters (rope_parameters.sliding_attention, or
+  // rope_local_base_freq); a layer l with layer_rope_set[l] == 1 uses them. Empty: one set.
+  std::optional<RopeConfig> sliding_rope;
+  std::vector<uint8_t> layer_rope_set;
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
 
@@ -89,6 +105,10 @@ struct ModelConfig {
   double embedding_multiplier = 1;
   double residual_multiplier = 1;
   double logits_scaling = 1;
+  // Gemma: the embeddings times sqrt(hidden_size) rounded to the embedding weight's dtype
+  // (Gemma3TextScaledWordEmbedding), and the logits soft-capped, cap · tanh(z / cap) (0 = none).
+  bool embedding_scale_sqrt_hidden = false;
+  double final_logit_softcapping = 0;
 
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // config.json allows an int or a list

@@ -120,11 +120,13 @@ void StackedLinear::backward(ops::View dx, ops::View dy, ops::View x, bool accum
 
 ops::LmHeadStats Linear::cross_entropy(ops::View dx, ops::View logits, ops::View x,
                                        const int64_t* targets, double scale, bool train,
-                                       ops::Workspace workspace, ops::VocabShard shard) const {
+                                       ops::Workspace workspace, ops::VocabShard shard,
+                                       double softcap) const {
   if (weight->is_4bit())  // transformers keeps the LM head unquantized, so no kernel takes one
     fail("model", "'" + weight->spec.name + "' is 4-bit; the LM head must stay unquantized");
   return ops::lm_head_cross_entropy(train ? dx : ops::View{}, train ? weight->grad : ops::View{},
-                                    logits, x, weight_for(x), targets, scale, workspace, shard);
+                                    logits, x, weight_for(x), targets, scale, workspace, shard,
+                                    softcap);
 }
 
 }  // namespace sft::model

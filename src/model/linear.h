@@ -54,10 +54,12 @@ struct Linear {
   // The LM head: cross-entropy of x Wᵀ against targets, fused (ops::lm_head_cross_entropy);
   // with `train`, dx = and dW += the gradient of scale · Σ loss. A vocabulary-parallel head
   // names its shard (statistics and dx are then the whole head's). workspace: the caller's,
-  // ops::lm_head_workspace_bytes of the call's shape.
+  // ops::lm_head_workspace_bytes of the call's shape. softcap: the logits' (Gemma's
+  // final_logit_softcapping), 0 = none.
   ops::LmHeadStats cross_entropy(ops::View dx, ops::View logits, ops::View x,
                                  const int64_t* targets, double scale, bool train,
-                                 ops::Workspace workspace, ops::VocabShard shard = {}) const;
+                                 ops::Workspace workspace, ops::VocabShard shard = {},
+                                 double softcap = 0) const;
 
  private:
   ops::View weight_for(const ops::View& x) const;

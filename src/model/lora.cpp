@@ -90,14 +90,16 @@ const std::vector<std::string>& lora_projection_names() {
 }
 
 std::vector<std::string> lora_default_targets(const ModelConfig& config) {
-  // PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: llama, mistral, qwen2, qwen3
-  // alike; it has no entry for smollm3, olmo2, granite or phi3, where PEFT asks for
-  // target_modules.
+  // PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: llama, mistral, qwen2, qwen3,
+  // gemma2 and gemma3_text alike; it has no entry for smollm3, olmo2, granite or phi3, where
+  // PEFT asks for target_modules.
   switch (config.model_type) {
     case ModelType::kLlama:
     case ModelType::kMistral:
     case ModelType::kQwen2:
     case ModelType::kQwen3:
+    case ModelType::kGemma2:
+    case ModelType::kGemma3Text:
       return {"q_proj", "v_proj"};
     default:
       fail("lora", "PEFT has no default LoRA target modules for model_type " +

@@ -3,10 +3,12 @@
 #include "model/transformer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "core/rng.h"
 #include "model/model_dir.h"
 #include "model/param_slices.h"
@@ -33,6 +35,20 @@ Transformer::Transformer(ModelConfig config, const TensorParallel& tp)
   const Parameter* head = params_.find(ParamSlot::kLmHead);
   lm_head_ = Linear{head ? head : embed_, nullptr};  // tied: the embedding matrix
   rope_ = rope_frequencies(config_, 0);
+  if (config_.sliding_rope) {
+    sliding_config_ = config_;
+    sliding_config_.rope = *config_.sliding_rope;
+    rope_sliding_ = rope_frequencies(sliding_config_, 0);
+  }
+  embed_scale_ = static_cast<float>(config_.embedding_multiplier);
+  if (config_.embedding_scale_sqrt_hidden) {
+    // transformers: torch.tensor(hidden_size ** 0.5) (fp32), cast to the embedding weight's
+    // dtype: the checkpoint's, as from_pretrained loads it (bf16 turns sqrt(2560) into 50.5).
+    float s = static_cast<float>(std::sqrt(static_cast<double>(config_.hidden_size)));
+    if (config_.dtype == DType::kBF16) s = bf16_to_f32(f32_to_bf16(s));
+    if (config_.dtype == DType::kF16) s = f16_to_f32(f32_to_f16(s));
+    embed_scale_ *= s;
+  }
 }
 
 RmsNormBlock Transformer::final_norm() const {
@@ -137,12 +153,20 @@ void Transformer::merge_lora() {
 
 Transformer Transformer::load(const std::string& model_dir, const TensorParallel& tp) {
   const ModelDir dir = open_model_dir(model_dir);
-  if (dir.config.hidden_act != "silu")
-    fail("model", dir.path + "/config.json: hidden_act '" + dir.config.hidden_act +
-                      "' is not supported (only silu)");
   if (tp.on()) check_tensor_parallel(dir.config, tp.size, dir.path + "/config.json");
   Transformer m(dir.config, tp);
   const SafetensorsCheckpoint ckpt = SafetensorsCheckpoint::open_dir(dir.path);
+  // A gemma3 folder's text model sits under model.language_model. beside the vision tower
+  // (Gemma3ForConditionalGeneration); sft reads the text model's own names only.
+  if (!ckpt.contains("model.embed_tokens.weight") &&
+      (ckpt.contains("model.language_model.embed_tokens.weight") ||
+       ckpt.contains("language_model.model.embed_tokens.weight")))
+    fail_in_file("model", {ckpt.source(), ""},
+                 "the weights are a multimodal Gemma 3 checkpoint (the text model under "
+                 "language_model, beside a vision tower); loading its text part is not supported "
+                 "yet",
+                 "save the text model alone (Gemma3ForCausalLM, model_type gemma3_text) with "
+                 "transformers and train that folder");
   const LayoutMismatch mm = compare_with_layout(ckpt, parameter_layout(m.config_));
   if (!mm.ok()) {
     fail_in_file("model", {ckpt.source(), ""},

@@ -165,7 +165,13 @@ class Transformer {
   AttentionInputs attention_inputs(int64_t l) const;
   // inv_freq for a document of n tokens: computed once, except for dynamic scaling past the
   // trained context, which depends on n.
-  const RopeFrequencies& rope_for(int64_t n);
+  // `set`: the layer's rope parameter set (ModelConfig::layer_rope_set; 1 = Gemma 3's sliding
+  // layers, whose rope has its own theta and scaling).
+  const RopeFrequencies& rope_for(int64_t n, int set = 0);
+  int rope_set_of(int64_t layer) const;
+  // The tables of `positions` for each rope set (`cos[1]` only with a second set).
+  void fill_rope_tables(const ops::View (&cos)[2], const ops::View (&sin)[2],
+                        const int64_t* positions, int64_t n, int64_t rope_n);
   // The fused LM head over the batch's rows (not the padding), with or without its gradient.
   LossStats head(float* logits, double scale, bool train);
 
@@ -196,12 +202,18 @@ class Transformer {
   std::vector<int64_t> tokens_, targets_, positions_;
   std::vector<ops::AttentionSegment> segments_;
   RopeFrequencies rope_, rope_long_;
+  ModelConfig sliding_config_;  // config_ with its sliding_rope as rope (when it has one)
+  RopeFrequencies rope_sliding_, rope_sliding_long_;
+  // Gemma: sqrt(hidden_size) in the checkpoint's dtype (Gemma3TextScaledWordEmbedding), times
+  // Granite's embedding_multiplier; 1 for the others.
+  float embed_scale_ = 1;
   Arena acts_, bwd_, decode_;
   ops::Workspace head_ws_;  // the LM head's, in acts_ (carved with the forward's scratch)
   size_t acts_bytes_ = 0;
   ops::View resid_;               // (L + 1, T, C): embedding output, then each layer's output
   ops::View lnf_, rstdf_, dlnf_;  // (T, C) compute dtype, (T, 1), (T, C) LM head's dx
   ops::View cos_, sin_;           // (T, R/2): R the rotary dims of a head
+  ops::View cos_sliding_, sin_sliding_;  // the same for rope set 1, or empty
   std::vector<LayerActivations> la_;
   LayerScratch scratch_;
   std::optional<double> head_grad_scale_;  // the LM head's gradient is in dlnf_ for this scale

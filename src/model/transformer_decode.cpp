@@ -43,15 +43,18 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
   const LayerShape shape = LayerShape::of(c, n, compute_);
   LayerActivations acts;
   LayerScratch scratch;
-  ops::View x, y, cos, sin, last_norm, last_norm32, last_rstd;
+  ops::View x, y, last_norm, last_norm32, last_rstd;
+  ops::View cos[2], sin[2];  // per rope set (Transformer::rope_set_of)
   ops::Workspace head_ws;
   carve(decode_, [&](Carver& cv) {
     acts = carve_layer_activations(cv, shape, /*own_kv=*/false);
     scratch = carve_layer_scratch(cv, shape, LayerPass::kDecode);
     x = ops::view_of(cv.take<float>(n * C), n, C);
     y = ops::view_of(cv.take<float>(n * C), n, C);
-    cos = ops::view_of(cv.take<float>(n * R / 2), n, R / 2);
-    sin = ops::view_of(cv.take<float>(n * R / 2), n, R / 2);
+    for (int set = 0; set < (c.sliding_rope ? 2 : 1); ++set) {
+      cos[set] = ops::view_of(cv.take<float>(n * R / 2), n, R / 2);
+      sin[set] = ops::view_of(cv.take<float>(n * R / 2), n, R / 2);
+    }
     last_norm32 = ops::view_of(cv.take<float>(C), 1, C);
     last_norm = compute_ == DType::kBF16 ? ops::view_of(cv.take<uint16_t>(C), 1, C) : last_norm32;
     last_rstd = ops::view_of(cv.take<float>(1), 1, 1);
@@ -61,19 +64,22 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
   });
   std::vector<int64_t> pos(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) pos[static_cast<size_t>(i)] = p0 + i;
-  rope_tables(cos.as<float>(), sin.as<float>(), rope_for(p0 + n), pos.data(), n);
+  fill_rope_tables(cos, sin, pos.data(), n, p0 + n);
 
   // The new tokens attend to the cache and to each other: one segment at offset p0.
   const ops::AttentionSegment segment{0, n, 0, p0 + n, p0};
   ops::embedding_forward(x, ids, embed_->value);
-  if (c.embedding_multiplier != 1) ops::scale(x, static_cast<float>(c.embedding_multiplier));
+  if (embed_scale_ != 1) ops::scale(x, embed_scale_);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     float* kc = cache.k[static_cast<size_t>(l)].data();
     float* vc = cache.v[static_cast<size_t>(l)].data();
     acts.attn.k = ops::view_of(kc + p0 * KV, n, KV);  // this call's keys and values go to the cache
     acts.attn.v = ops::view_of(vc + p0 * KV, n, KV);
-    const AttentionInputs attn{
-        ops::view_of(kc, p0 + n, KV), ops::view_of(vc, p0 + n, KV), {&segment, 1}, cos, sin};
+    const AttentionInputs attn{ops::view_of(kc, p0 + n, KV),
+                               ops::view_of(vc, p0 + n, KV),
+                               {&segment, 1},
+                               cos[rope_set_of(l)],
+                               sin[rope_set_of(l)]};
     decoder_layer_forward(y, acts, scratch, x, attn, layers_[static_cast<size_t>(l)]);
     std::swap(x, y);
   }
@@ -83,7 +89,7 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
   if (last_norm.data != last_norm32.data) ops::cast(last_norm, last_norm32);
   const int64_t no_target = -1;
   lm_head_.cross_entropy(ops::View{}, ops::view_of(last_logits, 1, V), last_norm, &no_target, 0,
-                         false, head_ws);
+                         false, head_ws, {}, c.final_logit_softcapping);
 }
 
 }  // namespace sft::model

@@ -94,6 +94,10 @@ void Transformer::prepare(const Batch& b, bool logits) {
     dlnf_ = take<float>(cv, T, C);
     cos_ = take<float>(cv, T, R / 2);
     sin_ = take<float>(cv, T, R / 2);
+    if (config_.sliding_rope) {
+      cos_sliding_ = take<float>(cv, T, R / 2);
+      sin_sliding_ = take<float>(cv, T, R / 2);
+    }
     acts_bytes_ = cv.used();  // what backward reads; the forward's scratch follows
     scratch_ = carve_layer_scratch(cv, shape, LayerPass::kTrainForward);
     // The LM head's workspace (forward, and backward's unfused head): T rows of lnf_.
@@ -116,16 +120,41 @@ void Transformer::prepare(const Batch& b, bool logits) {
   for (int64_t t = 0; t < T_real; ++t)
     max_position = std::max(max_position, positions_[static_cast<size_t>(t)]);
   for (const ops::AttentionSegment& seg : segments_) {
-    const int64_t offset = seg.q_begin * (R / 2);
     const int64_t n = config_.rope.type == RopeType::kLongrope ? max_position + 1 : seg.q_len;
-    rope_tables(cos_.as<float>() + offset, sin_.as<float>() + offset, rope_for(n),
-                positions_.data() + seg.q_begin, seg.q_len);
+    fill_rope_tables(
+        {cos_.row_range(seg.q_begin, seg.q_len),
+         cos_sliding_.empty() ? ops::View{} : cos_sliding_.row_range(seg.q_begin, seg.q_len)},
+        {sin_.row_range(seg.q_begin, seg.q_len),
+         sin_sliding_.empty() ? ops::View{} : sin_sliding_.row_range(seg.q_begin, seg.q_len)},
+        positions_.data() + seg.q_begin, seg.q_len, n);
   }
   T_ = T;
   T_real_ = T_real;
 }
 
-const RopeFrequencies& Transformer::rope_for(int64_t n) {
+void Transformer::fill_rope_tables(const ops::View (&cos)[2], const ops::View (&sin)[2],
+                                   const int64_t* positions, int64_t n, int64_t rope_n) {
+  for (int set = 0; set < 2; ++set) {
+    if (cos[set].empty()) continue;
+    rope_tables(cos[set].as<float>(), sin[set].as<float>(), rope_for(rope_n, set), positions, n);
+  }
+}
+
+int Transformer::rope_set_of(int64_t layer) const {
+  const size_t l = static_cast<size_t>(layer);
+  return l < config_.layer_rope_set.size() ? config_.layer_rope_set[l] : 0;
+}
+
+const RopeFrequencies& Transformer::rope_for(int64_t n, int set) {
+  if (set == 1) {
+    // Gemma 3's sliding layers: their own parameters (no longrope: the config refuses it).
+    if (sliding_config_.rope.type == RopeType::kDynamic &&
+        n > sliding_config_.max_position_embeddings) {
+      rope_sliding_long_ = rope_frequencies(sliding_config_, n);
+      return rope_sliding_long_;
+    }
+    return rope_sliding_;
+  }
   // Generation (transformer_decode.cpp asks with p0 + n, the call's max position + 1) follows
   // transformers' cache: keys already cached keep the rotation they were made with, a step
   // past original_max_position_embeddings turns its own q and k with the long factors.
@@ -143,6 +172,7 @@ const RopeFrequencies& Transformer::rope_for(int64_t n) {
 
 AttentionInputs Transformer::attention_inputs(int64_t l) const {
   const LayerActivations& a = la_[static_cast<size_t>(l)];
+  if (rope_set_of(l) == 1) return {a.attn.k, a.attn.v, segments_, cos_sliding_, sin_sliding_};
   return {a.attn.k, a.attn.v, segments_, cos_, sin_};
 }
 
@@ -174,11 +204,14 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   if (loss_scale && !trainable().has_grads()) trainable().allocate_grads();
   if (lora_) lora_->set_training(loss_scale.has_value());
   ops::embedding_forward(resid_.row_range(0, T), tokens_.data(), embed_->value, vocab_shard_);
-  if (noise_.magnitude > 0) add_embedding_noise(T);
   // Granite: the embeddings (NEFTune's noise included, as its hook sits on embed_tokens) times
-  // embedding_multiplier.
-  if (config_.embedding_multiplier != 1)
-    ops::scale(resid_.row_range(0, T), static_cast<float>(config_.embedding_multiplier));
+  // embedding_multiplier. Gemma scales inside embed_tokens (Gemma3TextScaledWordEmbedding), so
+  // there the noise comes after the scale.
+  if (config_.embedding_scale_sqrt_hidden && embed_scale_ != 1)
+    ops::scale(resid_.row_range(0, T), embed_scale_);
+  if (noise_.magnitude > 0) add_embedding_noise(T);
+  if (!config_.embedding_scale_sqrt_hidden && embed_scale_ != 1)
+    ops::scale(resid_.row_range(0, T), embed_scale_);
   for (int64_t l = 0; l < L; ++l) layer_forward(l);
   const ops::View norm_out = lnf_.dtype == DType::kBF16 ? dlnf_ : lnf_;
   final_norm().forward(norm_out, rstdf_, resid_.row_range(L * T, T));
@@ -198,9 +231,9 @@ LossStats Transformer::head(float* logits, double scale, bool train) {
   const ops::View logits_view = logits ? ops::view_of(logits, Tr, config_.vocab_size) : ops::View{};
   if (logits && tp_.on())
     fail("model", "full logits of a tensor-parallel model (each rank holds a vocabulary slice)");
-  const LossStats s =
-      lm_head_.cross_entropy(dlnf_.row_range(0, Tr), logits_view, lnf_.row_range(0, Tr),
-                             targets_.data(), scale, train, head_ws_, vocab_shard_);
+  const LossStats s = lm_head_.cross_entropy(
+      dlnf_.row_range(0, Tr), logits_view, lnf_.row_range(0, Tr), targets_.data(), scale, train,
+      head_ws_, vocab_shard_, config_.final_logit_softcapping);
   if (train && T_ > Tr) ops::zero(dlnf_.row_range(Tr, T_ - Tr));
   return s;
 }
@@ -227,7 +260,7 @@ void Transformer::backward(double scale) {
                            attention_inputs(l), layers_[static_cast<size_t>(l)]);
   }
   if (!embed_->grad.empty()) {
-    if (c.embedding_multiplier != 1) ops::scale(g.dres, static_cast<float>(c.embedding_multiplier));
+    if (embed_scale_ != 1) ops::scale(g.dres, embed_scale_);
     ops::embedding_backward(embed_->grad, g.dres, tokens_.data(), vocab_shard_);
   }
   head_grad_scale_.reset();

@@ -105,6 +105,18 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
       dgate, dup, dh, gate, up);
 }
 
+void gelu_tanh_gated_forward(View h, View gate, View up) {
+  const ScopedOp op("gelu_tanh_gated_forward");
+  kernel(&KernelTable::gelu_tanh_gated_forward, "gelu_tanh_gated_forward", {h, gate, up})(h, gate,
+                                                                                          up);
+}
+
+void gelu_tanh_gated_backward(View dgate, View dup, View dh, View gate, View up) {
+  const ScopedOp op("gelu_tanh_gated_backward");
+  kernel(&KernelTable::gelu_tanh_gated_backward, "gelu_tanh_gated_backward",
+         {dgate, dup, dh, gate, up})(dgate, dup, dh, gate, up);
+}
+
 void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard) {
   const ScopedOp op("embedding_forward");
   kernel(&KernelTable::embedding_forward, "embedding_forward", {out, table})(out, ids, table,

@@ -41,6 +41,8 @@ struct KernelTable {
 
   void (*swiglu_forward)(View h, View gate, View up) = nullptr;
   void (*swiglu_backward)(View dgate, View dup, View dh, View gate, View up) = nullptr;
+  void (*gelu_tanh_gated_forward)(View h, View gate, View up) = nullptr;
+  void (*gelu_tanh_gated_backward)(View dgate, View dup, View dh, View gate, View up) = nullptr;
 
   void (*embedding_forward)(View out, const int64_t* ids, View table, VocabShard shard) = nullptr;
   void (*embedding_backward)(View dtable, View dout, const int64_t* ids,

@@ -80,11 +80,15 @@ size_t lm_head_kernel_workspace_bytes(int64_t Tn, int64_t C, int64_t V, bool sha
 // Loss = Σ over scored rows of CE; correct = argmax == target; entropy of the softmax.
 // With a group (a vocabulary shard, see above): targets are ids in [0, vocab) (vocab 0: V ·
 // group->size()) and logits must be null.
+// softcap > 0 (Gemma's final_logit_softcapping): each logit z is softcap · tanh(z / softcap)
+// before the statistics and in `logits`, and its gradient carries 1 − tanh²; with a gradient
+// the chunks are then half as tall, the other half of Z holding the chunk's tanh (a call whose
+// chunk is one row keeps that row's tanh in a vector of V).
 template <typename T>  // float, double
 LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* w,
                                   const int64_t* targets, T scale, int64_t Tn, int64_t C, int64_t V,
                                   LmHeadWorkspace& ws, int64_t vocab_begin = 0,
-                                  ShardGroup* group = nullptr, int64_t vocab = 0);
+                                  ShardGroup* group = nullptr, int64_t vocab = 0, T softcap = 0);
 
 // bf16 mixed precision (torch autocast semantics): x and w are bf16 bits; logits with fp32
 // accumulation (ops::matmul_bf16) rounded to bf16 (autocast's lm_head output), softmax statistics

@@ -95,6 +95,11 @@ void rope_backward(View dx, View cos, View sin, int64_t head_dim = 0);
 void swiglu_forward(View h, View gate, View up);
 void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
 
+// h = gelu_tanh(gate) · up (Gemma's gated MLP, gelu_pytorch_tanh: PyTorch's tanh
+// approximation), with swiglu's shapes, dtypes and bf16 forms.
+void gelu_tanh_gated_forward(View h, View gate, View up);
+void gelu_tanh_gated_backward(View dgate, View dup, View dh, View gate, View up);
+
 // A vocabulary-parallel table (tensor parallelism): this rank's rows are the vocabulary ids
 // [begin, begin + rows) of the whole table, the other ranks of `group` hold the rest. The
 // default is the whole vocabulary on one rank (no group). `vocab` is the whole vocabulary

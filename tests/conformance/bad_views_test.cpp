@@ -162,6 +162,16 @@ TEST_P(ConformanceBadViews, SwiGlu) {
       ops::swiglu_backward(v.make(f32, 2, 5), v.make(f32, 2, 5), v.make(f32, 1, 5),
                            v.make(f32, 2, 5), v.make(f32, 2, 5));
     });
+    expect_error_naming("gelu_tanh_gated", [&] {
+      ops::gelu_tanh_gated_forward(v.make(f32, 2, 5), v.make(f32, 2, 5), v.make(f32, 2, 6));
+    });
+    expect_error_naming("gelu_tanh_gated", [&] {  // a bf16 h from bf16 gate, f32 up
+      ops::gelu_tanh_gated_forward(v.make(bf16, 2, 5), v.make(bf16, 2, 5), v.make(f32, 2, 5));
+    });
+    expect_error_naming("gelu_tanh_gated_backward", [&] {
+      ops::gelu_tanh_gated_backward(v.make(f32, 2, 5), v.make(f32, 2, 5), v.make(f32, 1, 5),
+                                    v.make(f32, 2, 5), v.make(f32, 2, 5));
+    });
   });
 }
 

@@ -410,13 +410,19 @@ TEST(CudaLmHead, BadTargetsSoftcapsAndShardsFailClearly) {
   });
 }
 
-// The CPU has no softcap yet (another change brings it): it refuses one clearly.
-TEST(CudaLmHead, TheCpuRefusesASoftcapForNow) {
+// The CPU soft-caps too (tests/ops/lm_head_ce_test.cpp checks it against the reference); it
+// refuses a negative cap as CUDA does, and the bf16 fused path it has not written yet.
+TEST(CudaLmHead, TheCpuRefusesANegativeSoftcapAndTheBf16One) {
   std::vector<float> x(6, 0.0f), w(12, 0.0f);
+  std::vector<uint16_t> xb(6, 0), wb(12, 0);
   const int64_t targets[2] = {0, 1};
-  expect_error("lm_head_cross_entropy: softcap not implemented on the CPU yet", [&] {
+  expect_error("lm_head_cross_entropy: softcap -1", [&] {
     ops::lm_head_cross_entropy({}, {}, {}, ops::view_of(x.data(), 2, 3),
-                               ops::view_of(w.data(), 4, 3), targets, 1.0, {}, {}, 30.0);
+                               ops::view_of(w.data(), 4, 3), targets, 1.0, {}, {}, -1.0);
+  });
+  expect_error("final_logit_softcapping) with bf16 compute is not implemented on the CPU", [&] {
+    ops::lm_head_cross_entropy({}, {}, {}, ops::view_of(xb.data(), 2, 3),
+                               ops::view_of(wb.data(), 4, 3), targets, 1.0, {}, {}, 30.0);
   });
 }
 

@@ -248,11 +248,12 @@ TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
   EXPECT_EQ(
       error_of(R"({"model_type": "gpt2"})"),
       "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
-      "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3)");
+      "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, "
+      "gemma2, gemma3_text)");
   // A slip gets the near name; another family only the list.
   EXPECT_NE(error_of(R"({"model_type": "Qwen-3"})").find("(hint: did you mean 'qwen3'? supported"),
             std::string::npos);
-  EXPECT_EQ(error_of(R"({"model_type": "gemma3_text"})").find("did you mean"), std::string::npos);
+  EXPECT_EQ(error_of(R"({"model_type": "gemma"})").find("did you mean"), std::string::npos);
   EXPECT_EQ(error_of(R"({"model_type": "qwen3_moe"})").find("did you mean"), std::string::npos);
   EXPECT_EQ(error_of(R"({"model_type": "olmo"})").find("did you mean"), std::string::npos);
   EXPECT_NE(error_of(R"({"model_type": "lama"})").find("did you mean 'llama'?"), std::string::npos);
@@ -288,6 +289,157 @@ TEST(ModelDir, MismatchIsOneTensorPerLine) {
   LayoutMismatch one;
   one.wrong_shape.push_back("a: checkpoint [2], config implies [3]");
   EXPECT_EQ(describe_mismatch(one), "\n  wrong shape a: checkpoint [2], config implies [3]");
+}
+
+// Gemma3TextConfig's defaults: gelu_pytorch_tanh, (1 + w) pre and post norms, q/k norms,
+// query_pre_attn_scalar 256, no soft-caps, window 4096, every 6th layer full, full layers'
+// theta 1e6 and the sliding layers' 1e4 (rope_local_base_freq), tied, sqrt(hidden) embeddings.
+TEST(ModelConfig, Gemma3TextDefaults) {
+  const ModelConfig c = parse(R"({"model_type": "gemma3_text", "num_hidden_layers": 7})");
+  EXPECT_EQ(c.model_type, ModelType::kGemma3Text);
+  EXPECT_EQ(c.hidden_act, "gelu_pytorch_tanh");
+  EXPECT_EQ(c.vocab_size, 262208);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_EQ(c.num_key_value_heads, 4);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  EXPECT_TRUE(c.pre_norms && c.post_norms);
+  EXPECT_EQ(c.norm_weight_offset, 1.0);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.qk_norm_over_projection);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_TRUE(c.embedding_scale_sqrt_hidden);
+  EXPECT_DOUBLE_EQ(*c.attention_scale, 1.0 / 16.0);
+  EXPECT_EQ(c.attn_logit_softcapping, 0.0);
+  EXPECT_EQ(c.final_logit_softcapping, 0.0);
+  EXPECT_EQ(c.sliding_window, 4096);
+  EXPECT_EQ(c.layer_sliding_window, (std::vector<bool>{true, true, true, true, true, false, true}));
+  EXPECT_EQ(c.layer_rope_set, (std::vector<uint8_t>{1, 1, 1, 1, 1, 0, 1}));
+  EXPECT_EQ(c.rope.theta, 1000000.0);
+  ASSERT_TRUE(c.sliding_rope.has_value());
+  EXPECT_EQ(c.sliding_rope->theta, 10000.0);
+  // PEFT's default LoRA targets for gemma3_text (and gemma2): q_proj, v_proj.
+  EXPECT_EQ(model::resolve_lora_targets(model::LoraConfig{}, c, "--use_peft"),
+            (std::vector<std::string>{"q_proj", "v_proj"}));
+}
+
+// The keys over the defaults: hidden_activation (not hidden_act), query_pre_attn_scalar, both
+// soft-caps, sliding_window_pattern, rope_local_base_freq and rope_theta (the 4.x form),
+// rope_parameters per layer type (the 5.x form), layer_types, and a null window.
+TEST(ModelConfig, Gemma3TextKeys) {
+  const ModelConfig c = parse(R"({"model_type": "gemma3_text", "num_hidden_layers": 4,
+    "hidden_size": 64, "num_attention_heads": 4, "head_dim": 16, "hidden_act": "silu",
+    "hidden_activation": "gelu_pytorch_tanh", "query_pre_attn_scalar": 24,
+    "attn_logit_softcapping": 3.0, "final_logit_softcapping": 4.0, "sliding_window": 5,
+    "sliding_window_pattern": 2, "rope_theta": 5000.0, "rope_local_base_freq": 500.0,
+    "tie_word_embeddings": false})");
+  EXPECT_EQ(c.hidden_act, "gelu_pytorch_tanh");
+  EXPECT_DOUBLE_EQ(*c.attention_scale, std::pow(24.0, -0.5));
+  EXPECT_EQ(c.attn_logit_softcapping, 0.0);  // read, but Gemma3Attention never applies it
+  EXPECT_EQ(c.final_logit_softcapping, 4.0);
+  EXPECT_EQ(c.sliding_window, 5);
+  EXPECT_EQ(c.layer_sliding_window, (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(c.layer_rope_set, (std::vector<uint8_t>{1, 0, 1, 0}));
+  EXPECT_EQ(c.rope.theta, 5000.0);
+  EXPECT_EQ(c.sliding_rope->theta, 500.0);
+  EXPECT_FALSE(c.tie_word_embeddings);
+
+  const ModelConfig v5 = parse(R"({"model_type": "gemma3_text", "num_hidden_layers": 3,
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+    "sliding_window": null,
+    "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                        "sliding_attention": {"rope_type": "default", "rope_theta": 1000.0}}})");
+  EXPECT_FALSE(v5.sliding_window.has_value());
+  EXPECT_EQ(v5.layer_sliding_window, (std::vector<bool>{false, false, false}));
+  EXPECT_EQ(v5.layer_rope_set, (std::vector<uint8_t>{1, 0, 1}));
+  EXPECT_EQ(v5.rope.type, RopeType::kLinear);
+  EXPECT_EQ(v5.rope.factor, 8.0);
+  EXPECT_EQ(v5.sliding_rope->type, RopeType::kDefault);
+  EXPECT_EQ(v5.sliding_rope->theta, 1000.0);
+
+  // Written back in the 5.x form and read again to the same config.
+  for (const ModelConfig* m : {&c, &v5}) {
+    const Json j = model_config_to_json(*m);
+    EXPECT_EQ(j["hidden_activation"], "gelu_pytorch_tanh");
+    EXPECT_FALSE(j.contains("hidden_act"));
+    const ModelConfig again = parse_model_config(j, "again");
+    EXPECT_EQ(again.model_type, ModelType::kGemma3Text);
+    EXPECT_EQ(again.attention_scale, m->attention_scale);
+    EXPECT_EQ(again.attn_logit_softcapping, m->attn_logit_softcapping);
+    EXPECT_EQ(again.final_logit_softcapping, m->final_logit_softcapping);
+    EXPECT_EQ(again.sliding_window, m->sliding_window);
+    EXPECT_EQ(again.layer_sliding_window, m->layer_sliding_window);
+    EXPECT_EQ(again.layer_rope_set, m->layer_rope_set);
+    EXPECT_EQ(again.rope.theta, m->rope.theta);
+    EXPECT_EQ(again.rope.type, m->rope.type);
+    EXPECT_EQ(again.sliding_rope->theta, m->sliding_rope->theta);
+    EXPECT_EQ(again.tie_word_embeddings, m->tie_word_embeddings);
+  }
+  EXPECT_EQ(model_config_to_json(c)["query_pre_attn_scalar"], 24);
+
+  EXPECT_NE(error_of(R"({"model_type": "gemma3_text", "use_bidirectional_attention": true})")
+                .find("key 'use_bidirectional_attention'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"model_type": "gemma3_text", "attn_logit_softcapping": "x"})")
+                .find("key 'attn_logit_softcapping'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"model_type": "gemma3_text", "final_logit_softcapping": -1})")
+                .find("key 'final_logit_softcapping': expected a positive number"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"model_type": "gemma3_text", "query_pre_attn_scalar": 0})")
+                .find("key 'query_pre_attn_scalar'"),
+            std::string::npos);
+}
+
+// Gemma3Config (model_type gemma3): the text model is text_config's, with the outer
+// tie_word_embeddings, dtype and token ids where text_config has none.
+TEST(ModelConfig, Gemma3ReadsTextConfig) {
+  const ModelConfig c = parse(R"({"model_type": "gemma3", "architectures":
+    ["Gemma3ForConditionalGeneration"], "dtype": "bfloat16", "eos_token_id": [1, 106],
+    "tie_word_embeddings": false, "vision_config": {"model_type": "siglip_vision_model"},
+    "text_config": {"model_type": "gemma3_text", "hidden_size": 2560, "num_hidden_layers": 34,
+                    "eos_token_id": 1, "query_pre_attn_scalar": 256}})");
+  EXPECT_EQ(c.model_type, ModelType::kGemma3Text);
+  EXPECT_EQ(c.hidden_size, 2560);
+  EXPECT_EQ(c.num_hidden_layers, 34);
+  EXPECT_EQ(c.dtype, DType::kBF16);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{1}));
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.architectures, (std::vector<std::string>{"Gemma3ForCausalLM"}));
+  EXPECT_EQ(parse(R"({"model_type": "gemma3"})").num_hidden_layers, 26);
+  EXPECT_NE(error_of(R"({"model_type": "gemma3", "text_config": {"head_dim": "x"}})")
+                .find("config.json (text_config)"),
+            std::string::npos);
+}
+
+// Gemma2Config: no q/k norms, one rope, soft-caps 50 and 30 by default (null turns one off),
+// every other layer sliding (layer 0 first), window 4096.
+TEST(ModelConfig, Gemma2DefaultsAndKeys) {
+  const ModelConfig c = parse(R"({"model_type": "gemma2", "num_hidden_layers": 4})");
+  EXPECT_EQ(c.model_type, ModelType::kGemma2);
+  EXPECT_EQ(c.vocab_size, 256000);
+  EXPECT_EQ(c.max_position_embeddings, 8192);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_TRUE(c.pre_norms && c.post_norms);
+  EXPECT_EQ(c.norm_weight_offset, 1.0);
+  EXPECT_EQ(c.attn_logit_softcapping, 50.0);
+  EXPECT_EQ(c.final_logit_softcapping, 30.0);
+  EXPECT_DOUBLE_EQ(*c.attention_scale, 1.0 / 16.0);
+  EXPECT_EQ(c.sliding_window, 4096);
+  EXPECT_EQ(c.layer_sliding_window, (std::vector<bool>{true, false, true, false}));
+  EXPECT_TRUE(c.layer_rope_set.empty());
+  EXPECT_FALSE(c.sliding_rope.has_value());
+  EXPECT_EQ(c.rope.theta, 10000.0);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  const ModelConfig off = parse(R"({"model_type": "gemma2", "attn_logit_softcapping": null,
+    "final_logit_softcapping": 12.5, "rope_theta": 20000.0})");
+  EXPECT_EQ(off.attn_logit_softcapping, 0.0);
+  EXPECT_EQ(off.final_logit_softcapping, 12.5);
+  EXPECT_EQ(off.rope.theta, 20000.0);
+  const ModelConfig again = parse_model_config(model_config_to_json(off), "again");
+  EXPECT_EQ(again.attn_logit_softcapping, 0.0);
+  EXPECT_EQ(again.final_logit_softcapping, 12.5);
+  EXPECT_EQ(again.layer_sliding_window, off.layer_sliding_window);
+  EXPECT_EQ(again.rope.theta, 20000.0);
 }
 
 }  // namespace sft

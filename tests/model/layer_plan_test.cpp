@@ -52,9 +52,10 @@ TEST(LayerPlan, DescribesEachFamilysArrangement) {
   gemma.norm_weight_offset = 1;
   gemma.attention_scale = 0.0625;
   gemma.attn_logit_softcapping = 50;
+  gemma.hidden_act = "gelu_pytorch_tanh";
   EXPECT_EQ(describe(LayerPlan::of(gemma, 0, "t"), gemma.head_dim),
             "(1 + w) norm · attention(scale 0.0625, soft-cap 50, causal) · (1 + w) norm · add · "
-            "(1 + w) norm · SwiGLU MLP · (1 + w) norm · add");
+            "(1 + w) norm · GELU-tanh MLP · (1 + w) norm · add");
   ModelConfig smol = tiny();
   smol.layer_rope = {true, false};
   EXPECT_EQ(LayerPlan::of(smol, 0, "t").rotary_dims, 8);
@@ -94,8 +95,10 @@ TEST(LayerPlan, RefusesLayersNoBlockBuilds) {
   c.attn_logit_softcapping = -1;
   refused(c, "attn_logit_softcapping must be positive");
   c = tiny();
+  c.hidden_act = "gelu";  // exact GELU: no gated block computes it
+  refused(c, "hidden_act 'gelu' is not supported");
   c.hidden_act = "gelu_pytorch_tanh";
-  refused(c, "hidden_act 'gelu_pytorch_tanh' is not supported");
+  EXPECT_EQ(LayerPlan::of(c, 0, "t").activation, MlpActivation::kGeluTanh);
 }
 
 std::vector<std::string> layer0_names(const ModelConfig& c) {

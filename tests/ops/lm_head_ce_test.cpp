@@ -47,7 +47,8 @@ struct Reference {
 };
 
 Reference reference(const Problem& p, double scale, const std::vector<double>& dw0,
-                    bool round_dz_to_bf16 = false, bool round_logits_to_bf16 = false) {
+                    bool round_dz_to_bf16 = false, bool round_logits_to_bf16 = false,
+                    double softcap = 0) {
   Reference r;
   r.logits.assign(p.T * p.V, 0.0);
   r.dx.assign(p.T * p.C, 0.0);
@@ -58,6 +59,8 @@ Reference reference(const Problem& p, double scale, const std::vector<double>& d
       for (int64_t c = 0; c < p.C; ++c) z[v] += p.x[t * p.C + c] * p.w[v * p.C + c];
     if (round_logits_to_bf16)
       for (int64_t v = 0; v < p.V; ++v) z[v] = bf16_to_f32(f32_to_bf16(static_cast<float>(z[v])));
+    if (softcap > 0)
+      for (int64_t v = 0; v < p.V; ++v) z[v] = softcap * std::tanh(z[v] / softcap);
     if (p.y[t] < 0) continue;
     double mx = z[0];
     int64_t arg = 0;
@@ -73,6 +76,7 @@ Reference reference(const Problem& p, double scale, const std::vector<double>& d
       const double pr = std::exp(z[v] - lse);
       r.stats.entropy_sum -= pr * (z[v] - lse);
       double g = scale * (pr - (v == p.y[t] ? 1.0 : 0.0));
+      if (softcap > 0) g *= 1 - (z[v] / softcap) * (z[v] / softcap);  // 1 − tanh²
       if (round_dz_to_bf16) g = bf16_to_f32(f32_to_bf16(static_cast<float>(g)));
       for (int64_t c = 0; c < p.C; ++c) {
         r.dx[t * p.C + c] += g * p.w[v * p.C + c];
@@ -113,7 +117,7 @@ struct Outcome {
 
 template <typename T>
 Outcome<T> run(const Problem& p, T scale, const std::vector<double>& dw0, LmHeadWorkspace& ws,
-               bool want_logits) {
+               bool want_logits, T softcap = 0) {
   Outcome<T> r;
   const std::vector<T> x = cast<T>(p.x), w = cast<T>(p.w);
   r.dx.assign(p.T * p.C, T(7));  // overwritten, including unscored rows
@@ -121,9 +125,9 @@ Outcome<T> run(const Problem& p, T scale, const std::vector<double>& dw0, LmHead
   if (want_logits) r.logits.assign(p.T * p.V, T(0));
   WorkspaceArena arena;
   test::give_lm_head_memory<T>(ws, arena, p.T, p.C, p.V);
-  r.stats =
-      lm_head_cross_entropy<T>(r.dx.data(), r.dw.data(), want_logits ? r.logits.data() : nullptr,
-                               x.data(), w.data(), p.y.data(), scale, p.T, p.C, p.V, ws);
+  r.stats = lm_head_cross_entropy<T>(r.dx.data(), r.dw.data(),
+                                     want_logits ? r.logits.data() : nullptr, x.data(), w.data(),
+                                     p.y.data(), scale, p.T, p.C, p.V, ws, 0, nullptr, 0, softcap);
   return r;
 }
 
@@ -167,13 +171,80 @@ TEST(LmHeadCe, FloatMatchesDouble) {
 }
 
 // Scaled loss of the double path, statistics only.
-double scaled_loss(const Problem& p, double scale) {
+double scaled_loss(const Problem& p, double scale, double softcap = 0) {
   LmHeadWorkspace ws;
   WorkspaceArena arena;
   test::give_lm_head_memory<double>(ws, arena, p.T, p.C, p.V);
   return scale * lm_head_cross_entropy<double>(nullptr, nullptr, nullptr, p.x.data(), p.w.data(),
-                                               p.y.data(), 1.0, p.T, p.C, p.V, ws)
+                                               p.y.data(), 1.0, p.T, p.C, p.V, ws, 0, nullptr, 0,
+                                               softcap)
                      .loss_sum;
+}
+
+// Gemma's final_logit_softcapping: the logits capped, cap · tanh(z / cap), in the statistics
+// and the logits output, the gradients through 1 − tanh²; every chunking (one-row chunks keep
+// the tanh in a row of their own, taller ones in half of Z), float against double, the fused
+// gradients against finite differences, the chunked reference (lm_head_loss_*) the same.
+// A cap of 1.5 on logits of spread ~3 bends most of them.
+TEST(LmHeadCe, SoftcapMatchesTheFullLogitsReference) {
+  const Problem p = make_problem(13, 6, 37, 11);
+  const std::vector<double> dw0 = random_dw(p.V * p.C, 12);
+  const double scale = 1.0 / 9, cap = 1.5;
+  const Reference want = reference(p, scale, dw0, false, false, cap);
+  const Reference plain = reference(p, scale, dw0);
+  EXPECT_GT(std::fabs(want.stats.loss_sum - plain.stats.loss_sum), 0.1);  // the cap matters
+  for (int64_t rows : {0, 1, 2, 3, 4, 13, 50})
+    for (int64_t block : {0, 5}) {
+      SCOPED_TRACE(testing::Message() << "rows_per_chunk " << rows << " vocab_block " << block);
+      LmHeadWorkspace ws;
+      ws.tuning.rows_per_chunk = rows;
+      ws.tuning.vocab_block = block;
+      const Outcome<double> got = run<double>(p, scale, dw0, ws, rows == 4, cap);
+      expect_stats(got.stats, want.stats, 1e-12);
+      expect_close(got.dx, want.dx, 1e-12, "dx");
+      expect_close(got.dw, want.dw, 1e-12, "dw");
+      if (rows == 4) expect_close(got.logits, want.logits, 1e-12, "logits");
+    }
+  LmHeadWorkspace ws;
+  ws.tuning.rows_per_chunk = 3;
+  const Outcome<float> f = run<float>(p, 1.0f / 9, dw0, ws, false, 1.5f);
+  expect_stats(f.stats, want.stats, 1e-5);
+  expect_close(f.dx, want.dx, 1e-5, "float dx");
+  expect_close(f.dw, want.dw, 1e-5, "float dw");
+
+  std::vector<double> ref_ws, dx(p.T * p.C), dw = dw0;
+  const cpu::LossStats chunked = cpu::lm_head_loss_forward<double>(
+      nullptr, p.x.data(), p.w.data(), p.y.data(), p.T, p.C, p.V, ref_ws, cap);
+  EXPECT_NEAR(chunked.loss_sum, want.stats.loss_sum, 1e-12 * std::fabs(want.stats.loss_sum));
+  EXPECT_EQ(chunked.correct, want.stats.correct);
+  cpu::lm_head_loss_backward<double>(dx.data(), dw.data(), p.x.data(), p.w.data(), p.y.data(),
+                                     scale, p.T, p.C, p.V, ref_ws, cap);
+  expect_close(dx, want.dx, 1e-12, "reference dx");
+  expect_close(dw, want.dw, 1e-12, "reference dw");
+}
+
+TEST(LmHeadCe, SoftcapGradientsMatchCentralFiniteDifferences) {
+  Problem p = make_problem(4, 3, 5, 6, 0.0);
+  p.y[1] = -1;
+  const double scale = 0.37, h = 1e-5, cap = 0.8;
+  LmHeadWorkspace ws;
+  ws.tuning.rows_per_chunk = 3;
+  const Outcome<double> g =
+      run<double>(p, scale, std::vector<double>(p.V * p.C, 0.0), ws, false, cap);
+  for (size_t i = 0; i < p.x.size(); ++i) {
+    Problem a = p, b = p;
+    a.x[i] += h;
+    b.x[i] -= h;
+    EXPECT_NEAR(g.dx[i], (scaled_loss(a, scale, cap) - scaled_loss(b, scale, cap)) / (2 * h), 1e-8)
+        << "dx " << i;
+  }
+  for (size_t i = 0; i < p.w.size(); ++i) {
+    Problem a = p, b = p;
+    a.w[i] += h;
+    b.w[i] -= h;
+    EXPECT_NEAR(g.dw[i], (scaled_loss(a, scale, cap) - scaled_loss(b, scale, cap)) / (2 * h), 1e-8)
+        << "dw " << i;
+  }
 }
 
 TEST(LmHeadCe, GradientsMatchCentralFiniteDifferences) {

@@ -11,6 +11,7 @@
 #include "finite_differences.h"
 #include "ops/cpu/attention_reference.h"
 #include "ops/cpu/embedding.h"
+#include "ops/cpu/gelu_tanh_gated.h"
 #include "ops/cpu/lm_head_reference.h"
 #include "ops/cpu/rmsnorm.h"
 #include "ops/cpu/rope.h"
@@ -154,6 +155,25 @@ TEST(LayerFiniteDifferences, SwiGlu) {
   swiglu_backward(dg.data(), du.data(), R.data(), gate.data(), up.data(), N);
   EXPECT_LE(fd_error(gate, f, dg), kTol);
   EXPECT_LE(fd_error(up, f, du), kTol);
+}
+
+// Gemma's gated GELU (tanh approximation), gates wide enough to reach the curved part and the
+// saturated tails.
+TEST(LayerFiniteDifferences, GeluTanhGated) {
+  const int64_t N = 11;
+  Vec gate = randn(N, 40, 2.5), up = randn(N, 41), R = randn(N, 42), h(N);
+  auto f = [&] {
+    gelu_tanh_gated_forward(h.data(), gate.data(), up.data(), N);
+    return dot(h, R);
+  };
+  Vec dg(N), du(N);
+  gelu_tanh_gated_backward(dg.data(), du.data(), R.data(), gate.data(), up.data(), N);
+  EXPECT_LE(fd_error(gate, f, dg), kTol);
+  EXPECT_LE(fd_error(up, f, du), kTol);
+  // transformers' gelu_pytorch_tanh at 1: 0.5 · (1 + tanh(√(2/π) · 1.044715)).
+  double one = 1, unit = 1, out = 0;
+  gelu_tanh_gated_forward(&out, &one, &unit, 1);
+  EXPECT_NEAR(out, 0.8411919906082768, 1e-15);
 }
 
 TEST(LayerFiniteDifferences, Linear) {

@@ -53,9 +53,15 @@ LayerPlan LayerPlan::of(const ModelConfig& c, int layer, const std::string& sour
     fail("model", source +
                       ": residual_multiplier with post norms (no family has both; the "
                       "blocks scale the branches of the pre-norm arrangement only)");
-  if (c.hidden_act != "silu")
+  // transformers' ACT2FN names: silu (swish), and gelu_pytorch_tanh (Gemma's, also
+  // gelu_new's formula).
+  if (c.hidden_act == "silu" || c.hidden_act == "swish")
+    p.activation = MlpActivation::kSilu;
+  else if (c.hidden_act == "gelu_pytorch_tanh")
+    p.activation = MlpActivation::kGeluTanh;
+  else
     fail("model", source + ": hidden_act '" + c.hidden_act +
-                      "' is not supported (only silu: the gated MLP block is SwiGLU)");
+                      "' is not supported (the gated MLP takes silu or gelu_pytorch_tanh)");
   return p;
 }
 
@@ -79,8 +85,8 @@ std::string describe(const LayerPlan& p, int64_t head_dim) {
   const std::string scaled =
       p.residual_multiplier != 1 ? " · × " + number(p.residual_multiplier) : "";
   const std::string mid = p.norms.post ? " · add · " + pre : scaled + " · add + " + norm + " · ";
-  return pre + "attention(" + attention + ")" + post + mid + "SwiGLU MLP" + post + scaled +
-         " · add";
+  const std::string mlp = p.activation == MlpActivation::kGeluTanh ? "GELU-tanh MLP" : "SwiGLU MLP";
+  return pre + "attention(" + attention + ")" + post + mid + mlp + post + scaled + " · add";
 }
 
 }  // namespace sft::model

@@ -33,7 +33,11 @@ void GatedMlpBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View l
   };
   project(gate, a.gate);
   project(up, a.up);
-  ops::swiglu_forward(a.h, a.gate, a.up);  // bf16 h: rounded by SwiGLU itself
+  // bf16 h: rounded by the gated activation itself
+  if (activation == MlpActivation::kGeluTanh)
+    ops::gelu_tanh_gated_forward(a.h, a.gate, a.up);
+  else
+    ops::swiglu_forward(a.h, a.gate, a.up);
   down.forward(y, a.h);
 }
 
@@ -51,7 +55,10 @@ void GatedMlpBlock::backward(ops::View dln, const Scratch& s, const BlockGradScr
     dgate = s.projections.role(DType::kBF16, T, I);
     dup = s.projections.role(DType::kBF16, T, I, static_cast<size_t>(T * I) * sizeof(uint16_t));
   }
-  ops::swiglu_backward(dgate, dup, s.dh, a.gate, a.up);
+  if (activation == MlpActivation::kGeluTanh)
+    ops::gelu_tanh_gated_backward(dgate, dup, s.dh, a.gate, a.up);
+  else
+    ops::swiglu_backward(dgate, dup, s.dh, a.gate, a.up);
   gate.backward(dln, dgate, ln, g.rounded(dgate));
   up.backward(dln, dup, ln, g.rounded(dup), true);
   if (tp_group) tp_group->sum({dln.as<float>(), static_cast<size_t>(dln.numel())});

@@ -1,6 +1,6 @@
 // GatedMlpBlock: a decoder layer's MLP from its normed input to the down projection's output
 // (the residual add is the layer's): h = act(gate(ln)) · up(ln); y = down(h). The activation is
-// named by the layer plan (model/blocks/layer_plan.h); SwiGLU (silu) is the one implemented.
+// named by the layer plan (model/blocks/layer_plan.h): SwiGLU (silu) or GELU-tanh (Gemma).
 // Under bf16 compute gate and up write fp32 scratch that is rounded into their saved bf16
 // views (torch autocast's rounding), and SwiGLU reads the rounded values and writes a bf16 h.
 // Saved (Saved): gate, up, h. Backward reads them and the layer's ln.
@@ -20,7 +20,7 @@
 
 namespace sft::model {
 
-enum class MlpActivation { kSilu };
+enum class MlpActivation { kSilu, kGeluTanh };
 
 struct GatedMlpBlock {
   Linear gate, up, down;

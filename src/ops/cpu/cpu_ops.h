@@ -25,6 +25,8 @@ void rope_backward(View dx, View cos, View sin, int64_t head_dim);
 
 void swiglu_forward(View h, View gate, View up);
 void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
+void gelu_tanh_gated_forward(View h, View gate, View up);
+void gelu_tanh_gated_backward(View dgate, View dup, View dh, View gate, View up);
 
 void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard);
 void embedding_backward(View dtable, View dout, const int64_t* ids, VocabShard shard);

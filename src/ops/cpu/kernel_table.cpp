@@ -17,6 +17,8 @@ const KernelTable& cpu_kernels() {
       .rope_backward = cpu::rope_backward,
       .swiglu_forward = cpu::swiglu_forward,
       .swiglu_backward = cpu::swiglu_backward,
+      .gelu_tanh_gated_forward = cpu::gelu_tanh_gated_forward,
+      .gelu_tanh_gated_backward = cpu::gelu_tanh_gated_backward,
       .embedding_forward = cpu::embedding_forward,
       .embedding_backward = cpu::embedding_backward,
       .attention_forward = cpu::attention_forward,

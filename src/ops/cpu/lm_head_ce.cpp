@@ -3,8 +3,10 @@
 #include "ops/lm_head_ce.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <span>
+#include <vector>
 
 #include "ops/cpu/lm_head_rows.h"
 #include "ops/ops.h"
@@ -61,6 +63,26 @@ Chunk<T> take_chunk(Workspace& mem, RowScratch& rs, int64_t n, int64_t R, int64_
   return c;
 }
 
+// z = cap · tanh(z / cap) over n logits, the tanh kept in t when given.
+template <typename T>
+void soft_cap(T* z, T* t, int64_t n, T cap) {
+  parallel_for_rows(n, 1 << 14, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const T th = std::tanh(z[i] / cap);
+      z[i] = cap * th;
+      if (t) t[i] = th;
+    }
+  });
+}
+
+// The gradient through the cap: dz · (1 − tanh²).
+template <typename T>
+void soft_cap_backward(T* dz, const T* t, int64_t n) {
+  parallel_for_rows(n, 1 << 14, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dz[i] *= T(1) - t[i] * t[i];
+  });
+}
+
 }  // namespace
 
 template <typename T>
@@ -77,7 +99,7 @@ template <typename T>
 LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* w,
                                   const int64_t* targets, T scale, int64_t Tn, int64_t C, int64_t V,
                                   LmHeadWorkspace& ws, int64_t vocab_begin, ShardGroup* group,
-                                  int64_t vocab) {
+                                  int64_t vocab, T softcap) {
   LmHeadStats total;
   if (group && logits)
     fail("lm_head", "no logits from a vocabulary shard (hint: gather them from whole weights)");
@@ -96,11 +118,19 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
   T* z = ch.z;
   T* xs = ch.xs;
   T* dxs = ch.dxs;
-  for (int64_t c0 = 0; c0 < n; c0 += R) {
-    const int64_t m = std::min(R, n - c0);
+  // With the soft-cap's gradient the chunk's tanh is kept: in Z's second half (chunks of
+  // R / 2 rows), or for one-row chunks in a row of its own.
+  const bool keep_tanh = softcap > 0 && grad;
+  const int64_t step = keep_tanh && R > 1 ? R / 2 : R;
+  std::vector<T> one_row;
+  if (keep_tanh && R == 1) one_row.resize(static_cast<size_t>(V));
+  T* tz = !keep_tanh ? nullptr : R > 1 ? z + step * V : one_row.data();
+  for (int64_t c0 = 0; c0 < n; c0 += step) {
+    const int64_t m = std::min(step, n - c0);
     for (int64_t i = 0; i < m; ++i)
       std::memcpy(xs + i * C, x + rs.rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(T));
     matmul(z, xs, w, m, V, C, false, true, false);
+    if (softcap > 0) soft_cap(z, tz, m * V, softcap);
     if (logits)
       for (int64_t i = 0; i < m; ++i)
         std::memcpy(logits + rs.rows[c0 + i] * V, z + i * V, static_cast<size_t>(V) * sizeof(T));
@@ -109,6 +139,7 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
     else
       chunk_stats(total, rs, z, targets, c0, m, V, grad, scale);
     if (!grad) continue;
+    if (keep_tanh) soft_cap_backward(z, tz, m * V);
     // dX_c = dZ W, dW += dZᵀ X_c, over vocabulary blocks of VB columns of dZ (in block order,
     // so dX_c's sum over blocks is deterministic).
     for (int64_t v0 = 0; v0 < V; v0 += VB) {
@@ -132,10 +163,10 @@ template size_t lm_head_kernel_workspace_bytes<double>(int64_t, int64_t, int64_t
 template LmHeadStats lm_head_cross_entropy<float>(float*, float*, float*, const float*,
                                                   const float*, const int64_t*, float, int64_t,
                                                   int64_t, int64_t, LmHeadWorkspace&, int64_t,
-                                                  ShardGroup*, int64_t);
+                                                  ShardGroup*, int64_t, float);
 template LmHeadStats lm_head_cross_entropy<double>(double*, double*, double*, const double*,
                                                    const double*, const int64_t*, double, int64_t,
                                                    int64_t, int64_t, LmHeadWorkspace&, int64_t,
-                                                   ShardGroup*, int64_t);
+                                                   ShardGroup*, int64_t, double);
 
 }  // namespace sft::ops

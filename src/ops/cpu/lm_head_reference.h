@@ -20,14 +20,17 @@ struct LossStats {
 };
 
 // logits (T, V) = x Wᵀ for every row when non-null (debug dumps, generation); else only scored
-// rows are computed. workspace is resized as needed and reused across calls.
+// rows are computed. workspace is resized as needed and reused across calls. softcap > 0:
+// each logit z is softcap · tanh(z / softcap) (Gemma's final_logit_softcapping).
 template <typename T>
 LossStats lm_head_loss_forward(T* logits, const T* x, const T* w, const int64_t* targets,
-                               int64_t Tn, int64_t C, int64_t V, std::vector<T>& workspace);
+                               int64_t Tn, int64_t C, int64_t V, std::vector<T>& workspace,
+                               T softcap = 0);
 
 // dx (T, C) =; dw (V, C) +=; each scored token's loss is weighted by `scale` (e.g. 1 / count).
 template <typename T>
 void lm_head_loss_backward(T* dx, T* dw, const T* x, const T* w, const int64_t* targets, T scale,
-                           int64_t Tn, int64_t C, int64_t V, std::vector<T>& workspace);
+                           int64_t Tn, int64_t C, int64_t V, std::vector<T>& workspace,
+                           T softcap = 0);
 
 }  // namespace sft::ops::cpu

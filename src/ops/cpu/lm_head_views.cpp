@@ -63,7 +63,15 @@ namespace sft::ops::cpu {
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, Workspace memory,
                                   VocabShard shard, double softcap) {
-  if (softcap != 0) fail("ops", "lm_head_cross_entropy: softcap not implemented on the CPU yet");
+  if (!(softcap >= 0))
+    fail("ops", "lm_head_cross_entropy: softcap " + std::to_string(softcap) +
+                    " (hint: 0 for none, or a positive cap)");
+  // bf16 logits go through autocast's bf16 tanh in transformers; that rounding is not written
+  // yet: full logits (the fp32 path below) only.
+  if (softcap > 0 && x.dtype == DType::kBF16 && (logits.empty() || shard.group))
+    fail("ops",
+         "lm_head_cross_entropy: a soft-capped LM head (final_logit_softcapping) with bf16 "
+         "compute is not implemented on the CPU yet (hint: train in fp32)");
   LmHeadWorkspace ws{{}, memory};
   check(dx, dw, logits, x, w);
   const int64_t T = x.rows, C = x.cols, V = w.rows;
@@ -87,11 +95,11 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
       return ops::lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),
                                         static_cast<double*>(nullptr), x.as<double>(),
                                         w.as<double>(), targets, scale, T, C, V, ws, shard.begin,
-                                        shard.group, shard.vocab);
+                                        shard.group, shard.vocab, softcap);
     return ops::lm_head_cross_entropy(data_or_null<float>(dx), data_or_null<float>(dw),
                                       static_cast<float*>(nullptr), x.as<float>(), w.as<float>(),
                                       targets, static_cast<float>(scale), T, C, V, ws, shard.begin,
-                                      shard.group, shard.vocab);
+                                      shard.group, shard.vocab, static_cast<float>(softcap));
   }
   if (x.dtype == DType::kBF16 && logits.empty())
     return lm_head_cross_entropy_bf16(data_or_null<float>(dx), data_or_null<float>(dw),
@@ -107,15 +115,16 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
     cpu::cast(view_of(x32, T, C), x);
     cpu::cast(view_of(w32, V, C), w);
     return cpu::lm_head_cross_entropy(dx, dw, logits, view_of(x32, T, C), view_of(w32, V, C),
-                                      targets, scale, memory.rest(), {}, 0);
+                                      targets, scale, memory.rest(), {}, softcap);
   }
   if (x.dtype == DType::kF64)
     return ops::lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),
                                       data_or_null<double>(logits), x.as<double>(), w.as<double>(),
-                                      targets, scale, T, C, V, ws);
+                                      targets, scale, T, C, V, ws, 0, nullptr, 0, softcap);
   return ops::lm_head_cross_entropy(data_or_null<float>(dx), data_or_null<float>(dw),
                                     data_or_null<float>(logits), x.as<float>(), w.as<float>(),
-                                    targets, static_cast<float>(scale), T, C, V, ws);
+                                    targets, static_cast<float>(scale), T, C, V, ws, 0, nullptr, 0,
+                                    static_cast<float>(softcap));
 }
 
 }  // namespace sft::ops::cpu

@@ -8,6 +8,7 @@
 #include "ops/cpu/cpu_ops.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/embedding.h"
+#include "ops/cpu/gelu_tanh_gated.h"
 #include "ops/cpu/rmsnorm.h"
 #include "ops/cpu/rope.h"
 #include "ops/cpu/swiglu.h"
@@ -200,6 +201,49 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
     using T = decltype(t);
     cpu::swiglu_backward(dgate.as<T>(), dup.as<T>(), dh.as<T>(), gate.as<T>(), up.as<T>(),
                          gate.numel());
+  });
+}
+
+void gelu_tanh_gated_forward(View h, View gate, View up) {
+  require(h.numel() == gate.numel() && up.numel() == gate.numel(), "gelu_tanh_gated",
+          [&] { return "gate " + shape(gate) + ", up " + shape(up) + ", h " + shape(h); });
+  if (gate.dtype == DType::kBF16 && h.dtype == DType::kBF16) {  // fused with h's rounding
+    require_dtype_of("gelu_tanh_gated", "gate and up of a bf16 h", DType::kBF16, {up});
+    return cpu::gelu_tanh_gated_forward_bf16(h.as<uint16_t>(), gate.as<uint16_t>(),
+                                             up.as<uint16_t>(), gate.numel());
+  }
+  if (gate.dtype == DType::kBF16) {  // bf16 compute: bf16 gate and up, fp32 h
+    require_bf16_inputs_f32_outputs("gelu_tanh_gated", {gate, up}, {h});
+    return cpu::gelu_tanh_gated_forward(h.as<float>(), gate.as<uint16_t>(), up.as<uint16_t>(),
+                                        gate.numel());
+  }
+  on_float_type("gelu_tanh_gated", gate, {h, up}, [&](auto t) {
+    using T = decltype(t);
+    cpu::gelu_tanh_gated_forward(h.as<T>(), gate.as<T>(), up.as<T>(), gate.numel());
+  });
+}
+
+void gelu_tanh_gated_backward(View dgate, View dup, View dh, View gate, View up) {
+  require(
+      dh.numel() == gate.numel() && dgate.numel() == gate.numel() && dup.numel() == gate.numel(),
+      "gelu_tanh_gated_backward", [&] { return "gate " + shape(gate) + ", dh " + shape(dh); });
+  if (gate.dtype == DType::kBF16 && dgate.dtype == DType::kBF16) {  // fused with the rounding
+    require_dtype_of("gelu_tanh_gated_backward", "gate, up and dup of a bf16 dgate", DType::kBF16,
+                     {up, dup});
+    require_dtype_of("gelu_tanh_gated_backward", "dh", DType::kF32, {dh});
+    return cpu::gelu_tanh_gated_backward_bf16(dgate.as<uint16_t>(), dup.as<uint16_t>(),
+                                              dh.as<float>(), gate.as<uint16_t>(),
+                                              up.as<uint16_t>(), gate.numel());
+  }
+  if (gate.dtype == DType::kBF16) {
+    require_bf16_inputs_f32_outputs("gelu_tanh_gated_backward", {gate, up}, {dgate, dup, dh});
+    return cpu::gelu_tanh_gated_backward(dgate.as<float>(), dup.as<float>(), dh.as<float>(),
+                                         gate.as<uint16_t>(), up.as<uint16_t>(), gate.numel());
+  }
+  on_float_type("gelu_tanh_gated_backward", gate, {dgate, dup, dh, up}, [&](auto t) {
+    using T = decltype(t);
+    cpu::gelu_tanh_gated_backward(dgate.as<T>(), dup.as<T>(), dh.as<T>(), gate.as<T>(), up.as<T>(),
+                                  gate.numel());
   });
 }
 

@@ -34,6 +34,8 @@ void rope_backward(View dx, View cos, View sin, int64_t head_dim);
 // f32, or bf16 gate and up with f32 h / gradients (as the CPU).
 void swiglu_forward(View h, View gate, View up);
 void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
+void gelu_tanh_gated_forward(View h, View gate, View up);
+void gelu_tanh_gated_backward(View dgate, View dup, View dh, View gate, View up);
 
 // ids: device int64[out.rows]. The backward adds each vocabulary row's gradients in token
 // order, owned by the row's first token: bit-identical to the CPU kernel.
