@@ -210,8 +210,10 @@ TEST(ModelConfig, Phi3FusedProjectionsAndLongropeAreData) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("one self_attn.qkv_proj"), std::string::npos) << e.what();
   }
+  // LoRA: PEFT has no default targets for phi3 and no q_proj ... up_proj modules there; the
+  // fused modules are targets, and all-linear is the four stored projections.
   for (const std::vector<std::string>& targets :
-       {std::vector<std::string>{}, {"qkv_proj"}, {"all-linear"}, {"gate_proj"}}) {
+       {std::vector<std::string>{}, {"q_proj"}, {"o_proj", "mlp.gate_proj"}}) {
     model::LoraConfig lc;
     lc.target_modules = targets;
     try {
@@ -226,6 +228,9 @@ TEST(ModelConfig, Phi3FusedProjectionsAndLongropeAreData) {
   model::LoraConfig plain;
   plain.target_modules = {"o_proj", "down_proj"};
   EXPECT_EQ(model::resolve_lora_targets(plain, c, "--use_peft").size(), 2u);
+  plain.target_modules = {"all-linear"};
+  EXPECT_EQ(model::resolve_lora_targets(plain, c, "--use_peft"),
+            (std::vector<std::string>{"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}));
 }
 
 TEST(ModelConfig, ParsesEveryRopeType) {

@@ -41,6 +41,16 @@ ModelConfig tiny_config() {
   return c;
 }
 
+// Phi-3's layout: qkv_proj and gate_up_proj fused, one adapter each (their parts add their rows
+// of its B).
+ModelConfig tiny_phi3_config() {
+  ModelConfig c = tiny_config();
+  c.model_type = ModelType::kPhi3;
+  c.qk_norm = false;
+  c.fused_projections = true;
+  return c;
+}
+
 Batch tiny_batch() {
   Batch b;
   for (int i = 0; i < 20; ++i) b.tokens.push_back((i * 7 + 3) % 50);
@@ -108,16 +118,42 @@ TEST(Lora, FreshAdapterLeavesTheModelUnchangedAndIsPeftInitialised) {
             2 * 4 * ((32 + 32) + (32 + 16) * 2 + (32 + 32) + (32 + 48) * 2 + (48 + 32)));
 }
 
+void expect_chain_rule_through_merged_weight(const ModelConfig& config);
+
 TEST(Lora, GradientsFollowTheChainRuleThroughTheMergedWeight) {
+  for (const ModelConfig& config : {tiny_config(), tiny_phi3_config()})
+    expect_chain_rule_through_merged_weight(config);
+}
+
+TEST(Lora, MergedModelGivesTheSameLogitsAndRsloraScales) {
   const Batch batch = tiny_batch();
-  Transformer m = Transformer::random(tiny_config(), 3);
+  for (const ModelConfig& config : {tiny_config(), tiny_phi3_config()})
+    for (bool rslora : {false, true}) {
+      LoraConfig c = all_linear(4, 8);
+      c.use_rslora = rslora;
+      EXPECT_DOUBLE_EQ(lora_scale(c), rslora ? 4.0 : 2.0);
+      Transformer m = Transformer::random(config, 3);
+      m.enable_lora(c, 5, "test");
+      EXPECT_EQ(m.lora()->adapters().size(), config.fused_projections ? 8u : 14u);
+      randomize_b(m, 11);
+      const std::vector<float> adapted = logits_of(m, batch);
+      m.merge_lora();
+      EXPECT_EQ(m.lora(), nullptr);
+      EXPECT_LT(max_abs_diff(logits_of(m, batch), adapted), 1e-5);
+    }
+}
+
+void expect_chain_rule_through_merged_weight(const ModelConfig& config) {
+  SCOPED_TRACE(model_type_name(config.model_type));
+  const Batch batch = tiny_batch();
+  Transformer m = Transformer::random(config, 3);
   m.enable_lora(all_linear(4, 8), 5, "test");
   randomize_b(m, 9);
   const LossStats s = m.forward(batch, nullptr, 1.0);
   m.backward(1.0);
   EXPECT_FALSE(m.params().has_grads());  // the frozen base has no gradient arena
 
-  Transformer merged = Transformer::random(tiny_config(), 3);
+  Transformer merged = Transformer::random(config, 3);
   merged.enable_lora(all_linear(4, 8), 5, "test");
   randomize_b(merged, 9);
   merged.merge_lora();
@@ -156,22 +192,6 @@ TEST(Lora, GradientsFollowTheChainRuleThroughTheMergedWeight) {
     worst = std::max(worst, err / norm);
   }
   EXPECT_LT(worst, 1e-4);
-}
-
-TEST(Lora, MergedModelGivesTheSameLogitsAndRsloraScales) {
-  const Batch batch = tiny_batch();
-  for (bool rslora : {false, true}) {
-    LoraConfig c = all_linear(4, 8);
-    c.use_rslora = rslora;
-    EXPECT_DOUBLE_EQ(lora_scale(c), rslora ? 4.0 : 2.0);
-    Transformer m = Transformer::random(tiny_config(), 3);
-    m.enable_lora(c, 5, "test");
-    randomize_b(m, 11);
-    const std::vector<float> adapted = logits_of(m, batch);
-    m.merge_lora();
-    EXPECT_EQ(m.lora(), nullptr);
-    EXPECT_LT(max_abs_diff(logits_of(m, batch), adapted), 1e-5);
-  }
 }
 
 TEST(Lora, DropoutMasksAreKeyedAndSharedByForwardAndBackward) {
