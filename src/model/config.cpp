@@ -57,7 +57,7 @@ struct TypeTraits {
   TypeKeys keys;
 };
 
-constexpr std::array<TypeTraits, 8> kTypes = {{
+constexpr std::array<TypeTraits, 9> kTypes = {{
     {ModelType::kLlama,
      "llama",
      {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
@@ -87,6 +87,9 @@ constexpr std::array<TypeTraits, 8> kTypes = {{
      "phi3",
      {32064, 3072, 8192, 32, 32, 0, 0, 4096, 0, false, 10000.0, 1e-5},
      {.phi3 = true}},
+    // MinistralConfig: Mistral's layout and defaults; layer_types (default: every layer sliding
+    // when sliding_window is set) picks the sliding layers.
+    {ModelType::kMinistral, "ministral", {32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, 4096}, {}},
 }};
 
 const TypeTraits& traits_of(ModelType type) {
@@ -125,6 +128,8 @@ class Reader {
     return (it == obj.end() || it->is_null()) ? nullptr : &*it;
   }
   const Json* get(const std::string& key) const { return get(json_, key); }
+  // Whether the key is there at all (an explicit null included).
+  bool present(const std::string& key) const { return json_.contains(key); }
 
   int64_t integer(const Json& v, const std::string& key) const {
     if (!v.is_number_integer())
@@ -450,6 +455,8 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   // only when use_sliding_window, to layers from max_window_layers on — unless layer_types says
   // otherwise.
   std::optional<int64_t> window = r.optional_integer("sliding_window");
+  // Absent (not null): the config class's default, as transformers fills it in.
+  if (!r.present("sliding_window") && defaults.sliding_window > 0) window = defaults.sliding_window;
   if (keys.window_opt_in && !r.boolean("use_sliding_window", false)) window.reset();
   if (window && *window <= 0) r.bad("sliding_window", "expected a positive integer or null");
   c.sliding_window = window;

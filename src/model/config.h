@@ -1,5 +1,5 @@
 // ModelConfig: the typed content of an HF config.json for the decoder family sft trains
-// (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3).
+// (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, ministral).
 //
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
@@ -19,7 +19,17 @@
 
 namespace sft {
 
-enum class ModelType { kLlama, kMistral, kQwen2, kQwen3, kSmolLM3, kOlmo2, kGranite, kPhi3 };
+enum class ModelType {
+  kLlama,
+  kMistral,
+  kQwen2,
+  kQwen3,
+  kSmolLM3,
+  kOlmo2,
+  kGranite,
+  kPhi3,
+  kMinistral,
+};
 std::string_view model_type_name(ModelType type);
 
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn, kLongrope };

@@ -233,6 +233,36 @@ TEST(ModelConfig, Phi3FusedProjectionsAndLongropeAreData) {
             (std::vector<std::string>{"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}));
 }
 
+// MinistralConfig: Mistral's defaults (32 layers, 8 KV heads, window 4096, rope_theta 1e4,
+// rms_norm_eps 1e-6, untied); every layer slides without layer_types, and layer_types picks
+// them when present (and round-trips).
+TEST(ModelConfig, MinistralLayerTypesAreData) {
+  const ModelConfig d = parse(R"({"model_type": "ministral"})");
+  EXPECT_EQ(d.model_type, ModelType::kMinistral);
+  EXPECT_EQ(d.num_hidden_layers, 32);
+  EXPECT_EQ(d.num_key_value_heads, 8);
+  EXPECT_EQ(d.head_dim, 128);
+  EXPECT_EQ(d.sliding_window, 4096);
+  EXPECT_EQ(d.rope.theta, 10000.0);
+  EXPECT_EQ(d.rms_norm_eps, 1e-6);
+  EXPECT_FALSE(d.tie_word_embeddings);
+  EXPECT_FALSE(d.qkv_bias);
+  EXPECT_EQ(std::count(d.layer_sliding_window.begin(), d.layer_sliding_window.end(), true), 32);
+
+  const ModelConfig c = parse(R"({"model_type": "ministral", "hidden_size": 64,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 3, "sliding_window": 5,
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]})");
+  EXPECT_EQ(c.layer_sliding_window, (std::vector<bool>{true, false, true}));
+  const ModelConfig again = parse_model_config(model_config_to_json(c), "again");
+  EXPECT_EQ(again.model_type, ModelType::kMinistral);
+  EXPECT_EQ(again.layer_sliding_window, c.layer_sliding_window);
+  EXPECT_EQ(again.sliding_window, 5);
+  EXPECT_NE(error_of(R"({"model_type": "ministral", "num_hidden_layers": 2,
+    "layer_types": ["sliding_attention"]})")
+                .find("layer_types"),
+            std::string::npos);
+}
+
 TEST(ModelConfig, ParsesEveryRopeType) {
   EXPECT_EQ(parse(R"({"model_type": "llama", "rope_scaling": {"type": "linear", "factor": 2.0}})")
                 .rope.type,
@@ -253,7 +283,8 @@ TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
   EXPECT_EQ(
       error_of(R"({"model_type": "gpt2"})"),
       "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
-      "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3)");
+      "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, "
+      "ministral)");
   // A slip gets the near name; another family only the list.
   EXPECT_NE(error_of(R"({"model_type": "Qwen-3"})").find("(hint: did you mean 'qwen3'? supported"),
             std::string::npos);
