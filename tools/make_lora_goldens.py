@@ -71,6 +71,10 @@ CONFIGS = {
     "granite_all7_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7), BFD4, GRANITE_BASE),
     # Phi-3: its unfused projections (sft has no LoRA on the fused qkv_proj / gate_up_proj yet).
     "phi3_o_down_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=["o_proj", "down_proj"]), BFD4, PHI3_BASE),
+    # PEFT wraps Phi-3's fused qkv_proj and gate_up_proj as one Linear each: one lora_A (r, C) and one lora_B
+    # (rows of q + k + v, or of gate + up, by r). "all-linear" adds o_proj and down_proj.
+    "phi3_fused_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=["qkv_proj", "gate_up_proj"]), BFD4, PHI3_BASE),
+    "phi3_all_linear_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules="all-linear"), BFD4, PHI3_BASE),
 }
 
 
@@ -90,7 +94,8 @@ def sft_lora_flags(lora: dict) -> list[str]:
     flags = ["--use_peft", "true", "--lora_r", str(lora["r"]), "--lora_alpha", str(lora["lora_alpha"]),
              "--lora_dropout", "0"]
     if lora.get("target_modules"):
-        flags += ["--lora_target_modules", ",".join(lora["target_modules"])]
+        t = lora["target_modules"]
+        flags += ["--lora_target_modules", t if isinstance(t, str) else ",".join(t)]
     if lora.get("use_rslora"):
         flags += ["--use_rslora", "true"]
     if lora.get("modules_to_save"):

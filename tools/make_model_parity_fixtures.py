@@ -43,6 +43,8 @@ from transformers import (
     GraniteForCausalLM,
     LlamaConfig,
     LlamaForCausalLM,
+    MinistralConfig,
+    MinistralForCausalLM,
     MistralConfig,
     MistralForCausalLM,
     Olmo2Config,
@@ -207,6 +209,16 @@ def fixtures():
         final_logit_softcapping=5.0,
         tie_word_embeddings=True,
     ), [10, 12, 9]
+    # Ministral: Mistral's layers with per-layer layer_types; layers 0 and 2 slide (window 5),
+    # layer 1 attends fully, so a document longer than the window tells them apart.
+    yield "ministral_layer_types", MinistralConfig, MinistralForCausalLM, dict(
+        num_key_value_heads=2,
+        num_hidden_layers=3,
+        head_dim=16,
+        sliding_window=5,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+        tie_word_embeddings=False,
+    ), [14, 9, 12]
 
 
 def randomise(model, gen):

@@ -62,7 +62,7 @@ struct TypeTraits {
   TypeKeys keys;
 };
 
-constexpr std::array<TypeTraits, 10> kTypes = {{
+constexpr std::array<TypeTraits, 11> kTypes = {{
     {ModelType::kLlama,
      "llama",
      {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
@@ -92,6 +92,9 @@ constexpr std::array<TypeTraits, 10> kTypes = {{
      "phi3",
      {32064, 3072, 8192, 32, 32, 0, 0, 4096, 0, false, 10000.0, 1e-5},
      {.phi3 = true}},
+    // MinistralConfig: Mistral's layout and defaults; layer_types (default: every layer sliding
+    // when sliding_window is set) picks the sliding layers.
+    {ModelType::kMinistral, "ministral", {32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, 4096}, {}},
     {ModelType::kGemma2,
      "gemma2",
      {256000, 2304, 9216, 26, 8, 4, 256, 8192, 4096, true, 10000.0, 1e-6},
@@ -555,7 +558,8 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   // only when use_sliding_window, to layers from max_window_layers on — unless layer_types says
   // otherwise.
   std::optional<int64_t> window = r.optional_integer("sliding_window");
-  if (keys.gemma && !r.has("sliding_window")) window = defaults.sliding_window;
+  // Absent (not null): the config class's default, as transformers fills it in.
+  if (!r.has("sliding_window") && defaults.sliding_window > 0) window = defaults.sliding_window;
   if (keys.window_opt_in && !r.boolean("use_sliding_window", false)) window.reset();
   if (window && *window <= 0) r.bad("sliding_window", "expected a positive integer or null");
   c.sliding_window = window;

@@ -1,6 +1,7 @@
 // ModelConfig: the typed content of an HF config.json for the decoder family sft trains
-// (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, gemma2, gemma3_text, and
-// the text part of a gemma3 folder: its config.json nests gemma3_text under text_config).
+// (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, ministral, gemma2,
+// gemma3_text, and the text part of a gemma3 folder: its config.json nests gemma3_text under
+// text_config).
 //
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
@@ -29,8 +30,9 @@ enum class ModelType {
   kOlmo2,
   kGranite,
   kPhi3,
+  kMinistral,
   kGemma2,
-  kGemma3Text
+  kGemma3Text,
 };
 std::string_view model_type_name(ModelType type);
 

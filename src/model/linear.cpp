@@ -34,7 +34,7 @@ void Linear::merged_weight(ops::View merged) const {
   // Δ = (B A) · scale, in that order, as PEFT's get_delta_weight.
   std::vector<float> delta(static_cast<size_t>(merged.numel()));
   const ops::View d = ops::view_of(delta.data(), merged.rows, merged.cols);
-  ops::matmul(d, lora->b->value, lora->a->value, false, false, false);
+  ops::matmul(d, lora->b_part(lora->b->value), lora->a->value, false, false, false);
   ops::scale(d, lora->scale);
   ops::add(merged, d);
 }

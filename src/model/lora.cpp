@@ -27,9 +27,36 @@ bool is_projection(ParamSlot s) {
     case ParamSlot::kGate:
     case ParamSlot::kUp:
     case ParamSlot::kDown:
+    case ParamSlot::kQKV:
+    case ParamSlot::kGateUp:
       return true;
     default:
       return false;
+  }
+}
+
+// A projection's place in PEFT's module order within a layer (named_modules follows the
+// modules' registration: q, k, v, o, gate, up, down; Phi3Attention registers o_proj before
+// qkv_proj). The adapters draw their init in this order.
+int peft_module_rank(ParamSlot s) {
+  switch (s) {
+    case ParamSlot::kQ:
+      return 0;
+    case ParamSlot::kK:
+      return 1;
+    case ParamSlot::kV:
+      return 2;
+    case ParamSlot::kO:
+      return 3;
+    case ParamSlot::kQKV:
+      return 4;
+    case ParamSlot::kGateUp:
+    case ParamSlot::kGate:
+      return 5;
+    case ParamSlot::kUp:
+      return 6;
+    default:
+      return 7;
   }
 }
 
@@ -83,16 +110,18 @@ void apply_dropout(ops::View dst, ops::View src, float p, uint64_t seed, uint64_
 
 }  // namespace
 
-const std::vector<std::string>& lora_projection_names() {
+const std::vector<std::string>& lora_projection_names(const ModelConfig& config) {
   static const std::vector<std::string> names = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                                  "gate_proj", "up_proj", "down_proj"};
-  return names;
+  // PEFT's all-linear on Phi-3: every nn.Linear but the head, i.e. the stored modules.
+  static const std::vector<std::string> fused = {"qkv_proj", "o_proj", "gate_up_proj", "down_proj"};
+  return config.fused_projections ? fused : names;
 }
 
 std::vector<std::string> lora_default_targets(const ModelConfig& config) {
   // PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: llama, mistral, qwen2, qwen3,
-  // gemma2 and gemma3_text alike; it has no entry for smollm3, olmo2, granite or phi3, where
-  // PEFT asks for target_modules.
+  // gemma2 and gemma3_text alike; it has no entry for smollm3, olmo2, granite or phi3 (PEFT
+  // 0.21.2), where PEFT asks for target_modules.
   switch (config.model_type) {
     case ModelType::kLlama:
     case ModelType::kMistral:
@@ -105,7 +134,8 @@ std::vector<std::string> lora_default_targets(const ModelConfig& config) {
       fail("lora", "PEFT has no default LoRA target modules for model_type " +
                        std::string(model_type_name(config.model_type)) +
                        (config.fused_projections
-                            ? " (hint: name them, e.g. --lora_target_modules o_proj down_proj)"
+                            ? " (hint: name them, e.g. --lora_target_modules qkv_proj "
+                              "gate_up_proj, or all-linear)"
                             : " (hint: name them, e.g. --lora_target_modules q_proj v_proj, or "
                               "all-linear)"));
   }
@@ -113,21 +143,20 @@ std::vector<std::string> lora_default_targets(const ModelConfig& config) {
 
 namespace {
 
-// Phi-3's fused qkv_proj and gate_up_proj take one lora_A and one lora_B in PEFT; sft's
-// adapters sit on the parts (q, k, v; gate, up), so it refuses those targets rather than train
-// a different adapter. o_proj and down_proj are plain projections there.
+// Phi-3 has no q_proj ... up_proj modules (PEFT would find no such module): the fused ones
+// are the targets there, each with one lora_A and one lora_B.
 void check_fused_targets(const LoraConfig& c, const ModelConfig& mc, const std::string& what) {
   if (!mc.fused_projections) return;
   for (const std::string& t : c.target_modules) {
     const std::string leaf = t.substr(t.rfind('.') + 1);
-    const bool all = leaf == "all-linear" || leaf == "all_linear";
-    if (all || leaf == "qkv_proj" || leaf == "gate_up_proj" || leaf == "q_proj" ||
-        leaf == "k_proj" || leaf == "v_proj" || leaf == "gate_proj" || leaf == "up_proj")
+    const bool attn = leaf == "q_proj" || leaf == "k_proj" || leaf == "v_proj";
+    if (attn || leaf == "gate_proj" || leaf == "up_proj")
       fail("lora", what + ": target module '" + t + "': model_type " +
                        std::string(model_type_name(mc.model_type)) +
-                       " stores self_attn.qkv_proj and mlp.gate_up_proj fused, and sft has no "
-                       "LoRA on fused projections yet (hint: --lora_target_modules o_proj "
-                       "down_proj)");
+                       " stores self_attn.qkv_proj and mlp.gate_up_proj fused, so it has no " +
+                       leaf + " module (hint: --lora_target_modules " +
+                       (attn ? "qkv_proj" : "gate_up_proj") +
+                       ", which PEFT adapts as one projection)");
   }
 }
 
@@ -142,7 +171,7 @@ std::vector<std::string> resolve_lora_targets(const LoraConfig& c, const ModelCo
   if (c.dropout < 0 || c.dropout >= 1)
     fail("lora", what + ": lora_dropout " + std::to_string(c.dropout) + " must be in [0, 1)");
   if (c.target_modules.empty()) return lora_default_targets(mc);
-  const auto& all = lora_projection_names();
+  const auto& all = lora_projection_names(mc);
   if (c.target_modules.size() == 1 &&
       (c.target_modules[0] == "all-linear" || c.target_modules[0] == "all_linear"))
     return all;
@@ -183,13 +212,26 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
     const std::string path = module_path(p.spec.name);
     bool hit = false;
     for (const std::string& t : targets_) hit = hit || module_matches(path, t);
-    if (!hit) continue;
-    const int64_t O = p.spec.shape[0], I = p.spec.shape[1];
-    specs.push_back(
-        {peft_key(p.spec.name, "lora_A"), {config.r, I}, p.spec.role, p.spec.layer, p.spec.slot});
-    specs.push_back(
-        {peft_key(p.spec.name, "lora_B"), {O, config.r}, p.spec.role, p.spec.layer, p.spec.slot});
-    adapted_.push_back(&p);
+    if (hit) adapted_.push_back(&p);
+  }
+  // PEFT's order (the init draws follow it); the layout's differs only for Phi-3 (qkv_proj
+  // before o_proj).
+  std::stable_sort(adapted_.begin(), adapted_.end(), [](const Parameter* x, const Parameter* y) {
+    if (x->spec.layer != y->spec.layer) return x->spec.layer < y->spec.layer;
+    return peft_module_rank(x->spec.slot) < peft_module_rank(y->spec.slot);
+  });
+  for (const Parameter* p : adapted_) {
+    const int64_t O = p->spec.shape[0], I = p->spec.shape[1];
+    specs.push_back({peft_key(p->spec.name, "lora_A"),
+                     {config.r, I},
+                     p->spec.role,
+                     p->spec.layer,
+                     p->spec.slot});
+    specs.push_back({peft_key(p->spec.name, "lora_B"),
+                     {O, config.r},
+                     p->spec.role,
+                     p->spec.layer,
+                     p->spec.slot});
   }
   std::vector<const Parameter*> saved_base;
   for (const std::string& m : config.modules_to_save) {
@@ -241,6 +283,7 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
     ad.training = &training_;
     adapters_.push_back(ad);
   }
+  bind_fused_parts(base);
   for (size_t i = 0; i < saved_base.size(); ++i) {
     const Parameter& copy = ps[2 * adapted_.size() + i];
     std::memcpy(copy.value.data, saved_base[i]->value.data,
@@ -249,10 +292,52 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
   }
 }
 
+void LoraModel::bind_fused_parts(const ParameterSet& base) {
+  // The blocks compute a fused tensor's row blocks as projections of their own (ParameterSet's
+  // parts: q, k, v of qkv_proj; gate, up of gate_up_proj). Each part gets a copy of the fused
+  // adapter that adds only its rows of B: (x Aᵀ) B_partᵀ is the part's columns of (x Aᵀ) Bᵀ,
+  // and the parts' dA and dx contributions sum to the fused adapter's. The copies share A, B,
+  // the dropout stream (so one mask for all parts, as PEFT's one dropout) and the key.
+  struct Part {
+    ParamSlot fused, part;
+  };
+  static constexpr Part kParts[] = {{ParamSlot::kQKV, ParamSlot::kQ},
+                                    {ParamSlot::kQKV, ParamSlot::kK},
+                                    {ParamSlot::kQKV, ParamSlot::kV},
+                                    {ParamSlot::kGateUp, ParamSlot::kGate},
+                                    {ParamSlot::kGateUp, ParamSlot::kUp}};
+  for (size_t i = 0; i < adapted_.size(); ++i) {
+    const Parameter& fused = *adapted_[i];
+    for (const Part& k : kParts) {
+      if (fused.spec.slot != k.fused) continue;
+      const Parameter& part = base.at(k.part, fused.spec.layer);
+      LoraAdapter ad = adapters_[i];
+      ad.b_begin = (part.offset - fused.offset) / fused.value.cols;
+      ad.b_rows = part.value.rows;
+      part_adapters_.push_back(ad);
+      part_weights_.push_back(&part);
+    }
+  }
+}
+
 LoraAdapter* LoraModel::adapter_for(const Parameter* base_weight) {
   for (size_t i = 0; i < adapted_.size(); ++i)
     if (adapted_[i] == base_weight) return &adapters_[i];
+  for (size_t i = 0; i < part_weights_.size(); ++i)
+    if (part_weights_[i] == base_weight) return &part_adapters_[i];
   return nullptr;
+}
+
+const Parameter* LoraModel::base_of(const LoraAdapter* adapter) const {
+  for (size_t i = 0; i < adapters_.size(); ++i)
+    if (&adapters_[i] == adapter) return adapted_[i];
+  for (size_t i = 0; i < part_adapters_.size(); ++i)
+    if (&part_adapters_[i] == adapter) return part_weights_[i];
+  return nullptr;
+}
+
+ops::View LoraAdapter::b_part(const ops::View& v) const {
+  return b_rows == 0 || v.empty() ? v : v.row_range(b_begin, b_rows);
 }
 
 const Parameter* LoraModel::saved_copy_of(const Parameter* base) const {
@@ -281,7 +366,7 @@ void LoraAdapter::forward(ops::View y, ops::View x) {
     u_view_ = grown(u16_, N, r);
     ops::cast(u_view_, u);
   }
-  ops::matmul(y, u_view_, bf16 ? b->bf16 : b->value, false, true, true);
+  ops::matmul(y, u_view_, b_part(bf16 ? b->bf16 : b->value), false, true, true);
 }
 
 void LoraAdapter::backward(ops::View dx, ops::View dy, ops::View dy16, ops::View x) {
@@ -289,10 +374,10 @@ void LoraAdapter::backward(ops::View dx, ops::View dy, ops::View dy16, ops::View
   const bool bf16 = x.dtype == DType::kBF16;
   const ops::View g = bf16 ? dy16 : dy;
   // dB += gᵀ (scale · u).
-  ops::matmul(b->grad, g, u_view_.first(N, r), true, false, true);
+  ops::matmul(b_part(b->grad), g, u_view_.first(N, r), true, false, true);
   // du = scale · g B; dA += duᵀ drop(x); d drop(x) = du A.
   ops::View du = grown(du_, N, r);
-  ops::matmul(du, g, bf16 ? b->bf16 : b->value, false, false, false);
+  ops::matmul(du, g, b_part(bf16 ? b->bf16 : b->value), false, false, false);
   ops::scale(du, scale);
   if (bf16) {
     const ops::View du16 = grown(du16_, N, r);

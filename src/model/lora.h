@@ -14,7 +14,9 @@
 // Target names follow PEFT: a module path matches a name when it equals it or ends with
 // "." + name; "all-linear" = the seven projections (never the LM head). Without targets the
 // per-architecture default of PEFT 0.21 applies (q_proj, v_proj for llama, mistral, qwen2,
-// qwen3).
+// qwen3). Phi-3's fused qkv_proj and gate_up_proj are one adapted Linear each, as in PEFT (one
+// A (r, C), one B of the fused rows); all-linear there is qkv_proj, o_proj, gate_up_proj,
+// down_proj, and PEFT has no default.
 #pragma once
 
 #include <cstdint>
@@ -38,8 +40,8 @@ struct LoraConfig {
   std::string base_model_name_or_path;
 };
 
-// The seven projections' module names, in layer order.
-const std::vector<std::string>& lora_projection_names();
+// The projections' module names, in layer order: the seven, or Phi-3's four stored ones.
+const std::vector<std::string>& lora_projection_names(const ModelConfig& config);
 // PEFT 0.21's default targets for the architecture.
 std::vector<std::string> lora_default_targets(const ModelConfig& config);
 // The projection names `config` targets (checked: unknown names and r <= 0 are refused, with
@@ -59,6 +61,12 @@ struct LoraAdapter {
   uint64_t seed = 0, stream = 0;   // dropout mask stream of this adapter
   const uint64_t* key = nullptr;   // the dropout key of the current micro-batch (LoraModel)
   const bool* training = nullptr;  // dropout applies in training forwards only
+  // A part of a fused projection (q of qkv_proj, ...) adds only B's rows [b_begin, b_begin +
+  // b_rows); b_rows 0: all of B.
+  int64_t b_begin = 0, b_rows = 0;
+
+  // The rows of a (O, r) view of B (value, grad or bf16 copy) this adapter adds with.
+  ops::View b_part(const ops::View& v) const;
 
   // y (N, O) f32 += scale · (drop(x) Aᵀ) Bᵀ; x (N, I) f32 or bf16 (bf16 copies of A and B).
   void forward(ops::View y, ops::View x);
@@ -93,13 +101,17 @@ class LoraModel {
   ParameterSet& params() { return params_; }
   const ParameterSet& params() const { return params_; }
 
-  // The adapter of a base weight, or null.
+  // The adapter of a base weight (a fused tensor's part included: its rows of the fused
+  // adapter), or null.
   LoraAdapter* adapter_for(const Parameter* base_weight);
+  // The base weight an adapter of adapter_for adds to (a part's own rows), or null.
+  const Parameter* base_of(const LoraAdapter* adapter) const;
   // The trained copy of a base parameter (modules_to_save), or null.
   const Parameter* saved_copy_of(const Parameter* base) const;
   // Pairs (base, trained copy) of modules_to_save.
   const std::vector<std::pair<const Parameter*, const Parameter*>>& saved() const { return saved_; }
-  // Base weight of each adapter, in adapter order.
+  // Base weight of each adapter, in adapter order (PEFT's module order; the fused tensors'
+  // own adapters, not their parts').
   const std::vector<const Parameter*>& adapted_weights() const { return adapted_; }
   std::vector<LoraAdapter>& adapters() { return adapters_; }
   const std::vector<LoraAdapter>& adapters() const { return adapters_; }
@@ -108,12 +120,17 @@ class LoraModel {
   void set_dropout_key(uint64_t key) { key_ = key; }
 
  private:
+  void bind_fused_parts(const ParameterSet& base);
+
   LoraConfig config_;
   std::vector<std::string> targets_;
   ParameterSet params_;
   std::vector<LoraAdapter> adapters_;
   std::vector<const Parameter*> adapted_;
   std::vector<std::pair<const Parameter*, const Parameter*>> saved_;
+  // The fused tensors' parts: their adapters and weights.
+  std::vector<LoraAdapter> part_adapters_;
+  std::vector<const Parameter*> part_weights_;
   uint64_t key_ = 0;
   bool training_ = false;
 };

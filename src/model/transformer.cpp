@@ -118,11 +118,8 @@ void Transformer::merge_lora() {
   for (DecoderLayer& d : layers_) {
     for (Linear* lin : d.linears()) {
       if (!lin->lora) continue;
-      std::vector<float> merged(
-          static_cast<size_t>(lin->lora->b->value.rows * lin->lora->a->value.cols));
-      const Parameter* base = nullptr;
-      for (size_t i = 0; i < lora_->adapters().size(); ++i)
-        if (&lora_->adapters()[i] == lin->lora) base = lora_->adapted_weights()[i];
+      const Parameter* base = lora_->base_of(lin->lora);  // a fused tensor's part: its rows
+      std::vector<float> merged(static_cast<size_t>(base->value.numel()));
       lin->merged_weight(ops::view_of(merged.data(), base->value.rows, base->value.cols));
       std::memcpy(base->value.data, merged.data(), merged.size() * sizeof(float));
       lin->lora = nullptr;

@@ -422,8 +422,11 @@ void validate_lora_args(const TrainingArgs& a) {
   if (a.lora_dropout < 0 || a.lora_dropout >= 1)
     fail_usage(kComponent, "--lora_dropout must be in [0, 1), got " + number_text(a.lora_dropout));
   require_one_of("lora_task_type", a.lora_task_type, {"CAUSAL_LM"});
-  static const std::vector<std::string> kProjections = {
-      "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+  // The split projections and Phi-3's fused ones (which a model has, resolve_lora_targets
+  // checks once the config is known).
+  static const std::vector<std::string> kProjections = {"q_proj",    "k_proj",    "v_proj",
+                                                        "o_proj",    "gate_proj", "up_proj",
+                                                        "down_proj", "qkv_proj",  "gate_up_proj"};
   const auto& t = a.lora_target_modules;
   if (t.size() == 1 && (t[0] == "all-linear" || t[0] == "all_linear")) return;
   for (const std::string& m : t) {
@@ -432,7 +435,8 @@ void validate_lora_args(const TrainingArgs& a) {
       fail_usage(kComponent,
                  "--lora_target_modules: '" + m +
                      "' is not a projection sft can adapt (hint: q_proj, k_proj, v_proj, o_proj, "
-                     "gate_proj, up_proj, down_proj, or all-linear; the LM head is never adapted)");
+                     "gate_proj, up_proj, down_proj, Phi-3's qkv_proj and gate_up_proj, or "
+                     "all-linear; the LM head is never adapted)");
   }
 }
 

@@ -113,8 +113,8 @@ sft(2 train --model_name_or_path "${MODEL}" ${COMMON} --output_dir "${WORK}/e1" 
     --lora_r 0)
 expect_message("--lora_r must be a positive rank")
 sft(2 train --model_name_or_path "${MODEL}" ${COMMON} --output_dir "${WORK}/e2" --use_peft true
-    --lora_target_modules q_proj qkv_proj)
-expect_message("--lora_target_modules: 'qkv_proj' is not a projection")
+    --lora_target_modules q_proj qkvo_proj)
+expect_message("--lora_target_modules: 'qkvo_proj' is not a projection")
 sft(1 train --model_name_or_path "${MODEL}" ${COMMON} --output_dir "${WORK}/e3" --use_peft true
     --lora_modules_to_save nothing_here)
 expect_message("modules_to_save 'nothing_here' matches no module")

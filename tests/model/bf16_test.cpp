@@ -23,9 +23,10 @@ namespace sft::model {
 namespace {
 
 const char* const kFixtures[] = {
-    "llama_dynamic",    "llama_biases",        "llama_mha_untied",    "llama_gqa_tied_llama3",
-    "mistral_sliding",  "qwen2_bias_yarn",     "qwen3_qknorm_linear", "smollm3_nope_sliding",
-    "olmo2_post_norms", "granite_multipliers", "phi3_longrope_short", "phi3_longrope_long"};
+    "llama_dynamic",        "llama_biases",        "llama_mha_untied",    "llama_gqa_tied_llama3",
+    "mistral_sliding",      "qwen2_bias_yarn",     "qwen3_qknorm_linear", "smollm3_nope_sliding",
+    "olmo2_post_norms",     "granite_multipliers", "phi3_longrope_short", "phi3_longrope_long",
+    "ministral_layer_types"};
 
 std::vector<int64_t> ids(const SafetensorsFile& f, const std::string& name) {
   auto v = f.tensor(name).values<int64_t>();

@@ -210,8 +210,10 @@ TEST(ModelConfig, Phi3FusedProjectionsAndLongropeAreData) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("one self_attn.qkv_proj"), std::string::npos) << e.what();
   }
+  // LoRA: PEFT has no default targets for phi3 and no q_proj ... up_proj modules there; the
+  // fused modules are targets, and all-linear is the four stored projections.
   for (const std::vector<std::string>& targets :
-       {std::vector<std::string>{}, {"qkv_proj"}, {"all-linear"}, {"gate_proj"}}) {
+       {std::vector<std::string>{}, {"q_proj"}, {"o_proj", "mlp.gate_proj"}}) {
     model::LoraConfig lc;
     lc.target_modules = targets;
     try {
@@ -226,6 +228,39 @@ TEST(ModelConfig, Phi3FusedProjectionsAndLongropeAreData) {
   model::LoraConfig plain;
   plain.target_modules = {"o_proj", "down_proj"};
   EXPECT_EQ(model::resolve_lora_targets(plain, c, "--use_peft").size(), 2u);
+  plain.target_modules = {"all-linear"};
+  EXPECT_EQ(model::resolve_lora_targets(plain, c, "--use_peft"),
+            (std::vector<std::string>{"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}));
+}
+
+// MinistralConfig: Mistral's defaults (32 layers, 8 KV heads, window 4096, rope_theta 1e4,
+// rms_norm_eps 1e-6, untied); every layer slides without layer_types, and layer_types picks
+// them when present (and round-trips).
+TEST(ModelConfig, MinistralLayerTypesAreData) {
+  const ModelConfig d = parse(R"({"model_type": "ministral"})");
+  EXPECT_EQ(d.model_type, ModelType::kMinistral);
+  EXPECT_EQ(d.num_hidden_layers, 32);
+  EXPECT_EQ(d.num_key_value_heads, 8);
+  EXPECT_EQ(d.head_dim, 128);
+  EXPECT_EQ(d.sliding_window, 4096);
+  EXPECT_EQ(d.rope.theta, 10000.0);
+  EXPECT_EQ(d.rms_norm_eps, 1e-6);
+  EXPECT_FALSE(d.tie_word_embeddings);
+  EXPECT_FALSE(d.qkv_bias);
+  EXPECT_EQ(std::count(d.layer_sliding_window.begin(), d.layer_sliding_window.end(), true), 32);
+
+  const ModelConfig c = parse(R"({"model_type": "ministral", "hidden_size": 64,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 3, "sliding_window": 5,
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]})");
+  EXPECT_EQ(c.layer_sliding_window, (std::vector<bool>{true, false, true}));
+  const ModelConfig again = parse_model_config(model_config_to_json(c), "again");
+  EXPECT_EQ(again.model_type, ModelType::kMinistral);
+  EXPECT_EQ(again.layer_sliding_window, c.layer_sliding_window);
+  EXPECT_EQ(again.sliding_window, 5);
+  EXPECT_NE(error_of(R"({"model_type": "ministral", "num_hidden_layers": 2,
+    "layer_types": ["sliding_attention"]})")
+                .find("layer_types"),
+            std::string::npos);
 }
 
 TEST(ModelConfig, ParsesEveryRopeType) {
@@ -249,7 +284,7 @@ TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
       error_of(R"({"model_type": "gpt2"})"),
       "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
       "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, "
-      "gemma2, gemma3_text)");
+      "ministral, gemma2, gemma3_text)");
   // A slip gets the near name; another family only the list.
   EXPECT_NE(error_of(R"({"model_type": "Qwen-3"})").find("(hint: did you mean 'qwen3'? supported"),
             std::string::npos);

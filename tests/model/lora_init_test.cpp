@@ -97,6 +97,48 @@ TEST(LoraInit, TheParityGoldensStartFromTheSameAdapters) {
   }
 }
 
+// Phi-3's fused qkv_proj and gate_up_proj: one A (r, C) and one B (fused rows, r) each under
+// PEFT's key, drawn in PEFT's module order (o_proj before qkv_proj), so the adapters equal the
+// adapter_init folders of the fused and all-linear goldens bit for bit; the parts (q, k, v;
+// gate, up) bind their rows of the fused B.
+TEST(LoraInit, Phi3FusedAdaptersArePeftsBitForBit) {
+  for (const char* config : {"phi3_fused_bfd_gas4", "phi3_all_linear_bfd_gas4"}) {
+    LoraConfig c;
+    c.r = 8;
+    c.alpha = 16;
+    c.dropout = 0;
+    c.target_modules = std::string(config) == "phi3_fused_bfd_gas4"
+                           ? std::vector<std::string>{"qkv_proj", "gate_up_proj"}
+                           : std::vector<std::string>{"all-linear"};
+    Transformer m = Transformer::load(test::source_path("tests/fixtures/trl_parity/phi3_model"));
+    LoraModel& lora = m.enable_lora(c, 42, "test");
+    const SafetensorsFile want = SafetensorsFile::open(test::source_path(
+        std::string("tests/fixtures/lora/") + config + "/adapter_init/adapter_model.safetensors"));
+    expect_a_matrices(lora, want, config);
+    for (const LoraAdapter& ad : lora.adapters()) {
+      ASSERT_NE(want.find(ad.b->spec.name), nullptr) << ad.b->spec.name;
+      EXPECT_EQ(want.tensor(ad.b->spec.name).shape(), ad.b->spec.shape) << ad.b->spec.name;
+    }
+    const ModelConfig& mc = m.config();
+    const int64_t q = mc.num_attention_heads * mc.head_dim,
+                  kv = mc.num_key_value_heads * mc.head_dim;
+    const std::pair<ParamSlot, std::pair<int64_t, int64_t>> parts[] = {
+        {ParamSlot::kQ, {0, q}},
+        {ParamSlot::kK, {q, kv}},
+        {ParamSlot::kV, {q + kv, kv}},
+        {ParamSlot::kGate, {0, mc.intermediate_size}},
+        {ParamSlot::kUp, {mc.intermediate_size, mc.intermediate_size}}};
+    for (const auto& [slot, rows] : parts) {
+      const Parameter& part = m.params().at(slot, 1);
+      const LoraAdapter* ad = lora.adapter_for(&part);
+      ASSERT_NE(ad, nullptr) << config << " slot " << static_cast<int>(slot);
+      EXPECT_EQ(ad->b_begin, rows.first);
+      EXPECT_EQ(ad->b_rows, rows.second);
+      EXPECT_EQ(lora.base_of(ad), &part);
+    }
+  }
+}
+
 // torch.Generator().manual_seed(42) then torch.empty(4).uniform_(-0.25, 0.25): the generator's
 // first words are 1608637542, 3421126067, 4083286876, 787846414 (std::mt19937(42)); masked to 24
 // bits and scaled, x · 0.5 − 0.25 — exact here, the span being a power of two.

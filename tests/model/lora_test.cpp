@@ -5,6 +5,8 @@
 //     gradient G of W' = W + s·B·A: dB = s·G·Aᵀ, dA = s·Bᵀ·G (the full fine-tuning backward is
 //     verified against transformers elsewhere), and the frozen base gets no gradient arena;
 //   - merged logits equal the adapted model's; rsLoRA scales by alpha / sqrt(r);
+//   - the chain rule, merge, dropout and bf16 checks run on Phi-3's fused layout too (one
+//     adapter on qkv_proj / gate_up_proj, its parts adding their rows of B);
 //   - dropout masks are a pure function of the key (same key, same loss; another key, another
 //     loss), and forward and backward use the same mask (finite differences);
 //   - bf16 compute with adapters stays close to fp32, and is bit for bit the same when the
@@ -38,6 +40,16 @@ ModelConfig tiny_config() {
   c.qk_norm = true;
   c.max_position_embeddings = 64;
   c.tie_word_embeddings = true;
+  return c;
+}
+
+// Phi-3's layout: qkv_proj and gate_up_proj fused, one adapter each (their parts add their rows
+// of its B).
+ModelConfig tiny_phi3_config() {
+  ModelConfig c = tiny_config();
+  c.model_type = ModelType::kPhi3;
+  c.qk_norm = false;
+  c.fused_projections = true;
   return c;
 }
 
@@ -108,16 +120,44 @@ TEST(Lora, FreshAdapterLeavesTheModelUnchangedAndIsPeftInitialised) {
             2 * 4 * ((32 + 32) + (32 + 16) * 2 + (32 + 32) + (32 + 48) * 2 + (48 + 32)));
 }
 
+void expect_chain_rule_through_merged_weight(const ModelConfig& config);
+void expect_dropout_keyed_and_shared(const ModelConfig& config, size_t index);
+void expect_bf16_tracks_fp32(const ModelConfig& config);
+
 TEST(Lora, GradientsFollowTheChainRuleThroughTheMergedWeight) {
+  for (const ModelConfig& config : {tiny_config(), tiny_phi3_config()})
+    expect_chain_rule_through_merged_weight(config);
+}
+
+TEST(Lora, MergedModelGivesTheSameLogitsAndRsloraScales) {
   const Batch batch = tiny_batch();
-  Transformer m = Transformer::random(tiny_config(), 3);
+  for (const ModelConfig& config : {tiny_config(), tiny_phi3_config()})
+    for (bool rslora : {false, true}) {
+      LoraConfig c = all_linear(4, 8);
+      c.use_rslora = rslora;
+      EXPECT_DOUBLE_EQ(lora_scale(c), rslora ? 4.0 : 2.0);
+      Transformer m = Transformer::random(config, 3);
+      m.enable_lora(c, 5, "test");
+      EXPECT_EQ(m.lora()->adapters().size(), config.fused_projections ? 8u : 14u);
+      randomize_b(m, 11);
+      const std::vector<float> adapted = logits_of(m, batch);
+      m.merge_lora();
+      EXPECT_EQ(m.lora(), nullptr);
+      EXPECT_LT(max_abs_diff(logits_of(m, batch), adapted), 1e-5);
+    }
+}
+
+void expect_chain_rule_through_merged_weight(const ModelConfig& config) {
+  SCOPED_TRACE(model_type_name(config.model_type));
+  const Batch batch = tiny_batch();
+  Transformer m = Transformer::random(config, 3);
   m.enable_lora(all_linear(4, 8), 5, "test");
   randomize_b(m, 9);
   const LossStats s = m.forward(batch, nullptr, 1.0);
   m.backward(1.0);
   EXPECT_FALSE(m.params().has_grads());  // the frozen base has no gradient arena
 
-  Transformer merged = Transformer::random(tiny_config(), 3);
+  Transformer merged = Transformer::random(config, 3);
   merged.enable_lora(all_linear(4, 8), 5, "test");
   randomize_b(merged, 9);
   merged.merge_lora();
@@ -158,25 +198,21 @@ TEST(Lora, GradientsFollowTheChainRuleThroughTheMergedWeight) {
   EXPECT_LT(worst, 1e-4);
 }
 
-TEST(Lora, MergedModelGivesTheSameLogitsAndRsloraScales) {
-  const Batch batch = tiny_batch();
-  for (bool rslora : {false, true}) {
-    LoraConfig c = all_linear(4, 8);
-    c.use_rslora = rslora;
-    EXPECT_DOUBLE_EQ(lora_scale(c), rslora ? 4.0 : 2.0);
-    Transformer m = Transformer::random(tiny_config(), 3);
-    m.enable_lora(c, 5, "test");
-    randomize_b(m, 11);
-    const std::vector<float> adapted = logits_of(m, batch);
-    m.merge_lora();
-    EXPECT_EQ(m.lora(), nullptr);
-    EXPECT_LT(max_abs_diff(logits_of(m, batch), adapted), 1e-5);
-  }
+TEST(Lora, DropoutMasksAreKeyedAndSharedByForwardAndBackward) {
+  // Layer 0's o_proj; on Phi-3 its qkv_proj, whose q, k, v parts share the one mask and A.
+  for (const auto& [config, index] : {std::pair{tiny_config(), 3}, {tiny_phi3_config(), 1}})
+    expect_dropout_keyed_and_shared(config, static_cast<size_t>(index));
 }
 
-TEST(Lora, DropoutMasksAreKeyedAndSharedByForwardAndBackward) {
+TEST(Lora, Bf16ComputeTracksFp32) {
+  for (const ModelConfig& config : {tiny_config(), tiny_phi3_config()})
+    expect_bf16_tracks_fp32(config);
+}
+
+void expect_dropout_keyed_and_shared(const ModelConfig& config, size_t index) {
+  SCOPED_TRACE(model_type_name(config.model_type));
   const Batch batch = tiny_batch();
-  Transformer m = Transformer::random(tiny_config(), 3);
+  Transformer m = Transformer::random(config, 3);
   m.enable_lora(all_linear(4, 8, 0.3), 5, "test");
   randomize_b(m, 13);
   auto loss = [&](uint64_t key) {
@@ -198,7 +234,7 @@ TEST(Lora, DropoutMasksAreKeyedAndSharedByForwardAndBackward) {
   m.set_lora_dropout_key(7);
   m.forward(batch, nullptr, 1.0);
   m.backward(1.0);
-  const LoraAdapter& ad = m.lora()->adapters()[3];
+  const LoraAdapter& ad = m.lora()->adapters()[index];
   float* a0 = ad.a->value.as<float>();
   const double analytic = ad.a->grad.as<float>()[0];
   const float h = 1e-2f, keep = a0[0];
@@ -211,14 +247,15 @@ TEST(Lora, DropoutMasksAreKeyedAndSharedByForwardAndBackward) {
   EXPECT_NEAR(analytic, numeric, 2e-2 * std::fabs(numeric) + 1e-4);
 }
 
-TEST(Lora, Bf16ComputeTracksFp32) {
+void expect_bf16_tracks_fp32(const ModelConfig& config) {
+  SCOPED_TRACE(model_type_name(config.model_type));
   const Batch batch = tiny_batch();
-  Transformer f32 = Transformer::random(tiny_config(), 3);
+  Transformer f32 = Transformer::random(config, 3);
   f32.enable_lora(all_linear(), 5, "test");
   randomize_b(f32, 17);
   const double want = f32.forward(batch, nullptr, 1.0).loss_sum;
   f32.backward(1.0);
-  Transformer b16 = Transformer::random(tiny_config(), 3);
+  Transformer b16 = Transformer::random(config, 3);
   b16.enable_lora(all_linear(), 5, "test");
   randomize_b(b16, 17);
   b16.set_compute_dtype(DType::kBF16);
