@@ -60,8 +60,8 @@ const Allocator& cuda_allocator() {
   return allocator;
 }
 const Allocator& pinned_host_allocator() {
-  static const Allocator allocator{"pinned host", Device::kCpu, no_pinned_allocate, no_release,
-                                   no_copy,       no_copy,      no_zero};
+  static const Allocator allocator{
+      "pinned host", Device::kCpu, no_pinned_allocate, no_release, no_copy, no_copy, no_zero};
   return allocator;
 }
 
