@@ -75,11 +75,12 @@ class Arena {
   int64_t allocations_ = 0;
 };
 
-// Hands out consecutive aligned pieces of the memory at `base` (only addresses are computed,
-// so it serves any device's arena); with a null base it only measures.
+// Hands out consecutive aligned pieces of the memory at `base` on `device` (only addresses are
+// computed, so it serves any device's arena; views taken from it name its device); with a null
+// base it only measures.
 class Carver {
  public:
-  explicit Carver(std::byte* base) : base_(base) {}
+  explicit Carver(std::byte* base, Device device = Device::kCpu) : base_(base), device_(device) {}
   template <typename T>
   T* take(int64_t n) {
     const size_t at = used_;
@@ -88,19 +89,21 @@ class Carver {
     return base_ ? reinterpret_cast<T*>(base_ + at) : nullptr;
   }
   size_t used() const { return used_; }
+  Device device() const { return device_; }
 
  private:
   std::byte* base_;
+  Device device_;
   size_t used_ = 0;
 };
 
 // Runs layout(Carver&) twice: measuring, then carving views out of `arena` grown to fit.
 template <typename Layout>
 void carve(Arena& arena, Layout&& layout) {
-  Carver measure(nullptr);
+  Carver measure(nullptr, arena.device());
   layout(measure);
   arena.reserve(measure.used());
-  Carver real(arena.data());
+  Carver real(arena.data(), arena.device());
   layout(real);
 }
 
