@@ -1,4 +1,6 @@
-// Arena allocation. CUDA arenas come from the CUDA backend; this build refuses them clearly.
+// Arena allocation through the device's Allocator, and the CPU's allocator. The CUDA and pinned
+// host allocators come from the CUDA backend (ops/cuda/cuda_memory.cpp), or refuse clearly in a
+// build without it (ops/cuda/without_cuda.cpp).
 #include "core/arena.h"
 
 #include <cstdlib>
@@ -10,12 +12,57 @@
 
 namespace sft {
 
+namespace {
+
+std::byte* cpu_allocate(size_t bytes) {
+  auto* data = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, bytes));
+  if (!data)
+    fail("arena", "out of memory allocating " + std::to_string(bytes >> 20) +
+                      " MiB (hint: a smaller batch, --gradient_checkpointing or a shorter "
+                      "--max_length)");
+  std::memset(data, 0, bytes);
+  return data;
+}
+
+void cpu_release(std::byte* data) noexcept {
+  std::free(data);
+}
+
+void cpu_copy(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memmove(dst, src, bytes);
+}
+
+void cpu_zero(void* data, size_t bytes) {
+  if (bytes) std::memset(data, 0, bytes);
+}
+
+}  // namespace
+
+const Allocator& cpu_allocator() {
+  static const Allocator allocator{"cpu",    Device::kCpu, cpu_allocate, cpu_release,
+                                   cpu_copy, cpu_copy,     cpu_zero};
+  return allocator;
+}
+
+const Allocator& allocator_for(Device device) {
+  return device == Device::kCuda ? cuda_allocator() : cpu_allocator();
+}
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+  if (!bytes) return;
+  // One side is host memory, or both are the device's (the device's copy handles that too).
+  if (dst_device == Device::kCpu)
+    allocator_for(src_device).to_host(dst, src, bytes);
+  else
+    allocator_for(dst_device).from_host(dst, src, bytes);
+}
+
 Arena::~Arena() {
   release();
 }
 
 Arena::Arena(Arena&& other) noexcept
-    : device_(other.device_),
+    : allocator_(other.allocator_),
       data_(std::exchange(other.data_, nullptr)),
       capacity_(std::exchange(other.capacity_, 0)),
       allocations_(other.allocations_) {}
@@ -23,7 +70,7 @@ Arena::Arena(Arena&& other) noexcept
 Arena& Arena::operator=(Arena&& other) noexcept {
   if (this != &other) {
     release();
-    device_ = other.device_;
+    allocator_ = other.allocator_;
     data_ = std::exchange(other.data_, nullptr);
     capacity_ = std::exchange(other.capacity_, 0);
     allocations_ = other.allocations_;
@@ -31,27 +78,26 @@ Arena& Arena::operator=(Arena&& other) noexcept {
   return *this;
 }
 
-void Arena::release() {
-  std::free(data_);
+void Arena::release() noexcept {
+  if (data_) allocator_->release(data_);
   data_ = nullptr;
   capacity_ = 0;
 }
 
 void Arena::reserve(size_t bytes) {
   if (bytes <= capacity_) return;
-  if (device_ != Device::kCpu)
-    fail("arena", std::string("no allocator for device ") + device_name(device_) +
-                      " in this build; rebuild with -DSFT_CUDA=ON");
   release();
   const size_t rounded = (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-  data_ = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, rounded));
-  if (!data_)
-    fail("arena", "out of memory allocating " + std::to_string(rounded >> 20) +
-                      " MiB (hint: a smaller batch, --gradient_checkpointing or a shorter "
-                      "--max_length)");
-  std::memset(data_, 0, rounded);
+  data_ = allocator_->allocate(rounded);
   capacity_ = rounded;
   ++allocations_;
+}
+
+void Arena::zero(size_t bytes) {
+  if (bytes > capacity_)
+    fail("arena", "zero(" + std::to_string(bytes) + " bytes) past the capacity of " +
+                      std::to_string(capacity_));
+  allocator_->zero(data_, bytes);
 }
 
 }  // namespace sft

@@ -1,8 +1,6 @@
 // ParameterSet: layout of the arenas and the views into them. See parameters.h.
 #include "model/parameters.h"
 
-#include <cstring>
-
 #include "core/error.h"
 #include "ops/ops.h"
 
@@ -126,7 +124,18 @@ void ParameterSet::allocate_grads() {
 
 void ParameterSet::zero_grads() {
   if (!has_grads()) return allocate_grads();  // a fresh arena is zero-filled
-  std::memset(grads_.data(), 0, size() * sizeof(float));
+  grads_.zero(size() * sizeof(float));
+}
+
+void ParameterSet::copy_values_from(const ParameterSet& other) {
+  check_fp32_whole("copy_values_from");
+  other.check_fp32_whole("copy_values_from");
+  if (other.numel_ != numel_ || other.params_.size() != params_.size())
+    fail("model", "copy_values_from: a parameter set of " + std::to_string(other.numel_) +
+                      " values into one of " + std::to_string(numel_));
+  copy_bytes(values_.data(), device(), other.values_.data(), other.device(),
+             size() * sizeof(float));
+  if (has_bf16_copies()) refresh_bf16_copies();
 }
 
 void ParameterSet::enable_bf16_copies() {
@@ -163,7 +172,8 @@ void ParameterSet::release_fp32_matrices(bool (*keep_fp32)(const ParamSpec&)) {
       p.value.data = nullptr;  // the shape stays (Linear reads its in/out features from it)
       continue;
     }
-    std::memcpy(next, p.value.data, static_cast<size_t>(p.value.numel()) * sizeof(float));
+    copy_bytes(next, compact.device(), p.value.data, values_.device(),
+               static_cast<size_t>(p.value.numel()) * sizeof(float));
     p.value.data = next;
     next += p.value.numel();
   }

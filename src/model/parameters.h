@@ -50,6 +50,11 @@ class ParameterSet {
   const Parameter& named(const std::string& name) const;
 
   int64_t numel() const { return numel_; }
+  // Where the arenas live (the views name it; spans over a device's arenas are device memory).
+  Device device() const { return values_.device(); }
+  // The fp32 values of `other` (the same layout, on any device) copied into this set's arena:
+  // how a model loaded on the host reaches the device.
+  void copy_values_from(const ParameterSet& other);
   std::span<float> values() {
     check_fp32_whole("values");
     return {reinterpret_cast<float*>(values_.data()), size()};

@@ -21,19 +21,7 @@ Transformer::Transformer(ModelConfig config, const TensorParallel& tp)
       tp_(tp),
       layout_(parameter_layout(config_, tp.rank, tp.size)),
       params_(layout_) {
-  ops::View norm_scratch;
-  if (config_.norm_weight_offset != 0) {
-    const int64_t n = std::max(config_.hidden_size, config_.head_dim);
-    norm_weight_scratch_.resize(static_cast<size_t>(n));
-    norm_scratch = ops::view_of(norm_weight_scratch_.data(), 1, n);
-  }
-  for (int l = 0; l < config_.num_hidden_layers; ++l)
-    layers_.push_back(DecoderLayer::bind(params_, config_, l, tp_, norm_scratch));
-  embed_ = &params_.at(ParamSlot::kEmbed);
-  vocab_shard_ = {embed_->spec.tp_begin, tp_.group, config_.vocab_size};
-  final_norm_ = &params_.at(ParamSlot::kFinalNorm);
-  const Parameter* head = params_.find(ParamSlot::kLmHead);
-  lm_head_ = Linear{head ? head : embed_, nullptr};  // tied: the embedding matrix
+  bind_layers();
   rope_ = rope_frequencies(config_, 0);
   if (config_.sliding_rope) {
     sliding_config_ = config_;
@@ -49,6 +37,43 @@ Transformer::Transformer(ModelConfig config, const TensorParallel& tp)
     if (config_.dtype == DType::kF16) s = f16_to_f32(f32_to_f16(s));
     embed_scale_ *= s;
   }
+}
+
+void Transformer::bind_layers() {
+  layers_.clear();
+  ops::View norm_scratch;
+  if (config_.norm_weight_offset != 0) {
+    const int64_t n = std::max(config_.hidden_size, config_.head_dim);
+    norm_weight_scratch_.resize(static_cast<size_t>(n));
+    norm_scratch = ops::view_of(norm_weight_scratch_.data(), 1, n);
+  }
+  for (int l = 0; l < config_.num_hidden_layers; ++l)
+    layers_.push_back(DecoderLayer::bind(params_, config_, l, tp_, norm_scratch));
+  embed_ = &params_.at(ParamSlot::kEmbed);
+  vocab_shard_ = {embed_->spec.tp_begin, tp_.group, config_.vocab_size};
+  final_norm_ = &params_.at(ParamSlot::kFinalNorm);
+  const Parameter* head = params_.find(ParamSlot::kLmHead);
+  lm_head_ = Linear{head ? head : embed_, nullptr};  // tied: the embedding matrix
+}
+
+void Transformer::to_device(Device device) {
+  if (device == params_.device()) return;
+  if (lora_ || params_.has_grads() || params_.has_bf16_copies())
+    fail("model", std::string("to_device(") + device_name(device) +
+                      "): the model already has LoRA adapters, bf16 copies or gradients (hint: "
+                      "move it right after loading, before enabling any of them)");
+  if (!norm_weight_scratch_.empty())
+    fail("model", std::string("to_device(") + device_name(device) +
+                      "): (1 + w) norms keep their weight scratch on the host; not on a device "
+                      "yet");
+  ParameterSet moved(layout_, device);
+  moved.copy_values_from(params_);
+  params_ = std::move(moved);
+  bind_layers();
+  acts_ = Arena(device);
+  bwd_ = Arena(device);
+  decode_ = Arena(device);
+  has_forward_ = false;
 }
 
 RmsNormBlock Transformer::final_norm() const {

@@ -73,6 +73,11 @@ class Transformer {
   ~Transformer();
 
   const ModelConfig& config() const { return config_; }
+  // Moves the parameters (copied from the host) and the activation arenas onto `device`; the
+  // step then runs there, batches and logits staying host data (copied in and out). Call it
+  // right after load/random/zeros: before LoRA, bf16 compute or gradients.
+  void to_device(Device device);
+  Device device() const { return params_.device(); }
   // This rank's parameters (slices under tensor parallelism; spec.full_shape is the whole).
   const std::vector<ParamSpec>& layout() const { return layout_; }
   const TensorParallel& tensor_parallel() const { return tp_; }
@@ -159,6 +164,8 @@ class Transformer {
 
  private:
   Transformer(ModelConfig config, const TensorParallel& tp);
+  // Points the layers, the embedding, the final norm and the LM head at params_.
+  void bind_layers();
   void check_batch(const Batch& batch) const;
   void prepare(const Batch& batch, bool logits);
   void layer_forward(int64_t l);
@@ -200,6 +207,11 @@ class Transformer {
   // State of the last forward (views into acts_; host vectors reuse their capacity).
   int64_t T_ = 0, T_real_ = 0;  // tokens in the arenas (padded under bf16), tokens of the batch
   std::vector<int64_t> tokens_, targets_, positions_;
+  // tokens_ and targets_ in acts_, on the model's device (what the kernels read), and the
+  // logits there when the caller asked for them (copied out after the head).
+  int64_t* device_tokens_ = nullptr;
+  int64_t* device_targets_ = nullptr;
+  ops::View device_logits_;
   std::vector<ops::AttentionSegment> segments_;
   RopeFrequencies rope_, rope_long_;
   ModelConfig sliding_config_;  // config_ with its sliding_rope as rope (when it has one)

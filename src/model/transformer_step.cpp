@@ -2,6 +2,7 @@
 // the packed batch. See transformer.h.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -15,7 +16,7 @@ namespace {
 
 template <typename T>
 ops::View take(Carver& cv, int64_t rows, int64_t cols) {
-  return ops::view_of(cv.take<T>(rows * cols), rows, cols);
+  return ops::view_of(cv.take<T>(rows * cols), rows, cols, cv.device());
 }
 
 }  // namespace
@@ -99,6 +100,12 @@ void Transformer::prepare(const Batch& b, bool logits) {
       sin_sliding_ = take<float>(cv, T, R / 2);
     }
     acts_bytes_ = cv.used();  // what backward reads; the forward's scratch follows
+    // The ids the kernels read, on the arena's device (a copy of T ids, also on the CPU).
+    device_tokens_ = cv.take<int64_t>(T);
+    device_targets_ = cv.take<int64_t>(T);
+    device_logits_ = logits && cv.device() != Device::kCpu
+                         ? take<float>(cv, T_real, lm_head_.weight->value.rows)
+                         : ops::View{};
     scratch_ = carve_layer_scratch(cv, shape, LayerPass::kTrainForward);
     // The LM head's workspace (forward, and backward's unfused head): T rows of lnf_.
     const ops::View& w = lm_head_.weight->value;
@@ -110,6 +117,11 @@ void Transformer::prepare(const Batch& b, bool logits) {
                                           .logits = logits,
                                           .shard = vocab_shard_.group != nullptr}));
   });
+  const Device device = acts_.device();
+  copy_bytes(device_tokens_, device, tokens_.data(), Device::kCpu,
+             static_cast<size_t>(T) * sizeof(int64_t));
+  copy_bytes(device_targets_, device, targets_.data(), Device::kCpu,
+             static_cast<size_t>(T) * sizeof(int64_t));
   // Per document: dynamic scaling depends on the sequence length, and a packed document must
   // see the frequencies it would see alone (transformers rescales per forward call).
   // longrope (Phi-3) picks its factor set once per forward call from max(position_ids) + 1
@@ -119,17 +131,37 @@ void Transformer::prepare(const Batch& b, bool logits) {
   int64_t max_position = 0;
   for (int64_t t = 0; t < T_real; ++t)
     max_position = std::max(max_position, positions_[static_cast<size_t>(t)]);
+  // The tables are made on the host (a staging copy when the arena is a device's), then copied.
+  const bool on_host = device == Device::kCpu;
+  const auto table_bytes = static_cast<size_t>(cos_.numel()) * sizeof(float);
+  std::vector<float> staging(on_host ? 0 : 4 * static_cast<size_t>(cos_.numel()));
+  const auto staged = [&](const ops::View& v, size_t k) {
+    if (on_host || v.empty()) return v;
+    ops::View h = v;
+    h.device = Device::kCpu;
+    h.data = staging.data() + k * static_cast<size_t>(cos_.numel());
+    return h;
+  };
+  const ops::View host[4] = {staged(cos_, 0), staged(sin_, 1), staged(cos_sliding_, 2),
+                             staged(sin_sliding_, 3)};
+  const auto rows = [](const ops::View& v, const ops::AttentionSegment& seg) {
+    return v.empty() ? ops::View{} : v.row_range(seg.q_begin, seg.q_len);
+  };
   for (const ops::AttentionSegment& seg : segments_) {
     const int64_t n = config_.rope.type == RopeType::kLongrope ? max_position + 1 : seg.q_len;
-    fill_rope_tables(
-        {cos_.row_range(seg.q_begin, seg.q_len),
-         cos_sliding_.empty() ? ops::View{} : cos_sliding_.row_range(seg.q_begin, seg.q_len)},
-        {sin_.row_range(seg.q_begin, seg.q_len),
-         sin_sliding_.empty() ? ops::View{} : sin_sliding_.row_range(seg.q_begin, seg.q_len)},
-        positions_.data() + seg.q_begin, seg.q_len, n);
+    fill_rope_tables({rows(host[0], seg), rows(host[2], seg)},
+                     {rows(host[1], seg), rows(host[3], seg)}, positions_.data() + seg.q_begin,
+                     seg.q_len, n);
   }
-  T_ = T;
-  T_real_ = T_real;
+  if (!on_host) {
+    const ops::View* on_device[4] = {&cos_, &sin_, &cos_sliding_, &sin_sliding_};
+    for (size_t k = 0; k < 4; ++k)
+      if (!on_device[k]->empty())
+        copy_bytes(on_device[k]->data, device, host[k].data, Device::kCpu, table_bytes);
+  }
+}
+T_ = T;
+T_real_ = T_real;
 }
 
 void Transformer::fill_rope_tables(const ops::View (&cos)[2], const ops::View (&sin)[2],
@@ -185,6 +217,10 @@ void Transformer::layer_forward(int64_t l) {
 
 void Transformer::add_embedding_noise(int64_t T) {
   const int64_t C = config_.hidden_size;
+  if (resid_.device != Device::kCpu)
+    fail("model",
+         std::string("NEFTune noise on ") + device_name(resid_.device) +
+             ": not yet (its Philox draw runs on the host; hint: no --neftune_noise_alpha)");
   const float magnitude = static_cast<float>(noise_.magnitude);
   float* out = resid_.as<float>();
   ops::parallel_for_rows(T, 64, [&](int64_t begin, int64_t end) {
@@ -203,7 +239,7 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   const int64_t T = T_, L = config_.num_hidden_layers;
   if (loss_scale && !trainable().has_grads()) trainable().allocate_grads();
   if (lora_) lora_->set_training(loss_scale.has_value());
-  ops::embedding_forward(resid_.row_range(0, T), tokens_.data(), embed_->value, vocab_shard_);
+  ops::embedding_forward(resid_.row_range(0, T), device_tokens_, embed_->value, vocab_shard_);
   // Granite: the embeddings (NEFTune's noise included, as its hook sits on embed_tokens) times
   // embedding_multiplier. Gemma scales inside embed_tokens (Gemma3TextScaledWordEmbedding), so
   // there the noise comes after the scale.
@@ -228,12 +264,16 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
 LossStats Transformer::head(float* logits, double scale, bool train) {
   // The LM head sees the batch's own rows; the padding rows get no gradient.
   const int64_t Tr = T_real_;
-  const ops::View logits_view = logits ? ops::view_of(logits, Tr, config_.vocab_size) : ops::View{};
+  ops::View logits_view = logits ? ops::view_of(logits, Tr, config_.vocab_size) : ops::View{};
+  if (logits && !device_logits_.empty()) logits_view = device_logits_;  // copied out below
   if (logits && tp_.on())
     fail("model", "full logits of a tensor-parallel model (each rank holds a vocabulary slice)");
   const LossStats s = lm_head_.cross_entropy(
-      dlnf_.row_range(0, Tr), logits_view, lnf_.row_range(0, Tr), targets_.data(), scale, train,
+      dlnf_.row_range(0, Tr), logits_view, lnf_.row_range(0, Tr), device_targets_, scale, train,
       head_ws_, vocab_shard_, config_.final_logit_softcapping);
+  if (logits && logits_view.data != logits)
+    copy_bytes(logits, Device::kCpu, logits_view.data, logits_view.device,
+               static_cast<size_t>(logits_view.numel()) * sizeof(float));
   if (train && T_ > Tr) ops::zero(dlnf_.row_range(Tr, T_ - Tr));
   return s;
 }
@@ -261,7 +301,7 @@ void Transformer::backward(double scale) {
   }
   if (!embed_->grad.empty()) {
     if (embed_scale_ != 1) ops::scale(g.dres, embed_scale_);
-    ops::embedding_backward(embed_->grad, g.dres, tokens_.data(), vocab_shard_);
+    ops::embedding_backward(embed_->grad, g.dres, device_tokens_, vocab_shard_);
   }
   head_grad_scale_.reset();
 }

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 
 #include "core/error.h"
+#include "ops/backend.h"
 
 namespace sft {
 namespace {
@@ -40,9 +42,34 @@ TEST(Arena, GrowsOnlyForALargerLayout) {
   EXPECT_EQ(arena.allocations(), 2);
 }
 
+TEST(Arena, ZeroAndCopyBytesOnTheCpu) {
+  Arena arena;
+  EXPECT_STREQ(arena.allocator().name, "cpu");
+  arena.reserve(64);
+  const float src[4] = {1, 2, 3, 4};
+  copy_bytes(arena.data(), Device::kCpu, src, Device::kCpu, sizeof(src));
+  arena.zero(4);
+  const auto* f = reinterpret_cast<const float*>(arena.data());
+  EXPECT_EQ(f[0], 0.0f);
+  EXPECT_EQ(f[3], 4.0f);
+  EXPECT_THROW(arena.zero(65), Error);
+}
+
+// A build without CUDA names the device's arena but refuses to allocate it, saying how to
+// rebuild (a CUDA build's allocators are tested in tests/cuda/memory_test.cpp).
 TEST(Arena, RefusesADeviceThisBuildHasNoAllocatorFor) {
-  Arena arena(Device::kCuda);
-  EXPECT_THROW(arena.reserve(16), Error);
+  if (compiled_backends() != "cpu") GTEST_SKIP() << "this build has the CUDA allocator";
+  for (const Allocator* allocator : {&cuda_allocator(), &pinned_host_allocator()}) {
+    Arena arena(*allocator);
+    try {
+      arena.reserve(16);
+      ADD_FAILURE() << allocator->name << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("rebuild with -DSFT_CUDA=ON"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(Arena(Device::kCuda).device(), Device::kCuda);
 }
 
 }  // namespace

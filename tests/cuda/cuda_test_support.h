@@ -106,7 +106,7 @@ class DeviceTensor {
  private:
   DType dtype_;
   int64_t rows_, cols_;
-  ops::cuda::DeviceArena arena_;
+  Arena arena_{cuda_allocator()};
 };
 
 // Token ids in device memory.
@@ -119,7 +119,7 @@ class DeviceIds {
   const int64_t* data() const { return reinterpret_cast<const int64_t*>(arena_.data()); }
 
  private:
-  ops::cuda::DeviceArena arena_;
+  Arena arena_{cuda_allocator()};
 };
 
 // A (rows, cols) tensor on the CPU, in f64 (the reference) or f32 (the CPU kernel).

@@ -69,13 +69,13 @@ TEST(CudaGemmTiming, DISABLED_Qwen3_0_6B_Shapes) {
   for (const Gemm& g : list) {
     const int64_t ar = g.ta ? g.K : g.M, ac = g.ta ? g.M : g.K;
     const int64_t br = g.tb ? g.N : g.K, bc = g.tb ? g.K : g.N;
-    cuda::DeviceArena arena;
+    Arena arena(cuda_allocator());
     uint16_t *a = nullptr, *b = nullptr;
     float* c = nullptr;
-    carve(arena, [&](auto& carver) {
-      a = carver.template take<uint16_t>(ar * ac);
-      b = carver.template take<uint16_t>(br * bc);
-      c = carver.template take<float>(g.M * g.N);
+    carve(arena, [&](Carver& carver) {
+      a = carver.take<uint16_t>(ar * ac);
+      b = carver.take<uint16_t>(br * bc);
+      c = carver.take<float>(g.M * g.N);
     });
     fill_random(a, ar * ac, pool);  // random data: zeros run faster (894 vs 788 measured)
     fill_random(b, br * bc, pool);

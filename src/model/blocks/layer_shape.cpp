@@ -19,8 +19,10 @@ LayerShape LayerShape::of(const ModelConfig& c, int64_t tokens, DType compute, i
 }
 
 ops::View take_view(Carver& cv, DType dtype, int64_t rows, int64_t cols) {
-  if (dtype == DType::kBF16) return ops::view_of(cv.take<uint16_t>(rows * cols), rows, cols);
-  if (dtype == DType::kF32) return ops::view_of(cv.take<float>(rows * cols), rows, cols);
+  if (dtype == DType::kBF16)
+    return ops::view_of(cv.take<uint16_t>(rows * cols), rows, cols, cv.device());
+  if (dtype == DType::kF32)
+    return ops::view_of(cv.take<float>(rows * cols), rows, cols, cv.device());
   fail("model", "activations are f32 or bf16, not " + std::string(dtype_name(dtype)));
 }
 

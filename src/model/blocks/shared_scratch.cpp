@@ -28,6 +28,7 @@ SharedScratch SharedScratch::take(Carver& cv, size_t bytes) {
   SharedScratch s;
   s.data_ = cv.take<std::byte>(static_cast<int64_t>(bytes));
   s.bytes_ = bytes;
+  s.device_ = cv.device();
   return s;
 }
 
@@ -38,11 +39,11 @@ ops::View SharedScratch::role(DType dtype, int64_t rows, int64_t cols, size_t of
                       " bytes is too small for a (" + std::to_string(rows) + ", " +
                       std::to_string(cols) + ") " + std::string(dtype_name(dtype)) +
                       " role at offset " + std::to_string(offset));
-  return ops::View{data_ + offset, dtype, rows, cols};
+  return ops::View{data_ + offset, dtype, rows, cols, device_};
 }
 
 void SharedScratch::hand_over() const {
-  if (data_ && scratch_checks_on()) std::memset(data_, 0xFF, bytes_);
+  if (data_ && device_ == Device::kCpu && scratch_checks_on()) std::memset(data_, 0xFF, bytes_);
 }
 
 }  // namespace sft::model

@@ -42,6 +42,7 @@ class SharedScratch {
  private:
   std::byte* data_ = nullptr;
   size_t bytes_ = 0;
+  Device device_ = Device::kCpu;  // the carver's: roles are views on it
 };
 
 }  // namespace sft::model

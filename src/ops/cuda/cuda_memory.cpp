@@ -1,21 +1,21 @@
-// Device arenas, pinned buffers, copies and scratch. See cuda_memory.h.
+// The CUDA and pinned host allocators, copies and scratch. See cuda_memory.h.
 #include "ops/cuda/cuda_memory.h"
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <cstring>
 #include <string>
-#include <utility>
 
 #include "core/error.h"
 #include "ops/cuda/cuda_check.h"
 
-namespace sft::ops::cuda {
+namespace sft {
+namespace ops::cuda {
 
 namespace {
 
-size_t round_up(size_t bytes) {
-  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-}
+std::atomic<int64_t> g_device_allocations{0};
 
 void require_copy(const char* op, const View& dst, Device dst_device, const View& src,
                   Device src_device) {
@@ -49,6 +49,7 @@ void* device_alloc(size_t bytes) {
                      "--max_length)");
   }
   SFT_CUDA_CHECK(status);
+  g_device_allocations.fetch_add(1, std::memory_order_relaxed);
   return data;
 }
 
@@ -56,72 +57,78 @@ void device_free(void* data) noexcept {
   if (data) cudaFree(data);  // no throw from destructors; a failing free leaves nothing to do
 }
 
-DeviceArena::~DeviceArena() {
-  release();
+int64_t device_allocations() {
+  return g_device_allocations.load(std::memory_order_relaxed);
 }
 
-DeviceArena::DeviceArena(DeviceArena&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)),
-      capacity_(std::exchange(other.capacity_, 0)),
-      allocations_(other.allocations_) {}
+namespace {
 
-DeviceArena& DeviceArena::operator=(DeviceArena&& other) noexcept {
-  if (this != &other) {
-    release();
-    data_ = std::exchange(other.data_, nullptr);
-    capacity_ = std::exchange(other.capacity_, 0);
-    allocations_ = other.allocations_;
-  }
-  return *this;
+std::byte* cuda_allocate(size_t bytes) {
+  void* data = device_alloc(bytes);
+  SFT_CUDA_CHECK(cudaMemset(data, 0, bytes));
+  return static_cast<std::byte*>(data);
 }
 
-void DeviceArena::release() noexcept {
-  device_free(data_);
-  data_ = nullptr;
-  capacity_ = 0;
+void cuda_release(std::byte* data) noexcept {
+  device_free(data);
 }
 
-void DeviceArena::reserve(size_t bytes) {
-  if (bytes <= capacity_) return;
-  release();
-  const size_t rounded = round_up(bytes);
-  data_ = static_cast<std::byte*>(device_alloc(rounded));
-  SFT_CUDA_CHECK(cudaMemset(data_, 0, rounded));
-  capacity_ = rounded;
-  ++allocations_;
+// cudaMemcpyDefault: with unified addressing the runtime tells host from device pointers, so
+// these serve device-to-device copies as well (copy_bytes, core/arena.h).
+void cuda_copy(void* dst, const void* src, size_t bytes) {
+  if (bytes) SFT_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }
 
-PinnedBuffer::~PinnedBuffer() {
-  release();
+void cuda_zero(void* data, size_t bytes) {
+  if (bytes) SFT_CUDA_CHECK(cudaMemset(data, 0, bytes));
 }
 
-PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), capacity_(std::exchange(other.capacity_, 0)) {}
-
-PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
-  if (this != &other) {
-    release();
-    data_ = std::exchange(other.data_, nullptr);
-    capacity_ = std::exchange(other.capacity_, 0);
-  }
-  return *this;
-}
-
-void PinnedBuffer::release() noexcept {
-  if (data_) cudaFreeHost(data_);
-  data_ = nullptr;
-  capacity_ = 0;
-}
-
-void PinnedBuffer::reserve(size_t bytes) {
-  if (bytes <= capacity_) return;
-  release();
-  const size_t rounded = round_up(bytes);
+std::byte* pinned_allocate(size_t bytes) {
   void* data = nullptr;
-  SFT_CUDA_CHECK(cudaMallocHost(&data, rounded));
-  data_ = static_cast<std::byte*>(data);
-  capacity_ = rounded;
+  SFT_CUDA_CHECK(cudaMallocHost(&data, bytes));
+  std::memset(data, 0, bytes);
+  return static_cast<std::byte*>(data);
 }
+
+void pinned_release(std::byte* data) noexcept {
+  if (data) cudaFreeHost(data);
+}
+
+void host_copy(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memmove(dst, src, bytes);
+}
+
+void host_zero(void* data, size_t bytes) {
+  if (bytes) std::memset(data, 0, bytes);
+}
+
+}  // namespace
+
+}  // namespace ops::cuda
+
+const Allocator& cuda_allocator() {
+  static const Allocator allocator{"cuda",
+                                   Device::kCuda,
+                                   ops::cuda::cuda_allocate,
+                                   ops::cuda::cuda_release,
+                                   ops::cuda::cuda_copy,
+                                   ops::cuda::cuda_copy,
+                                   ops::cuda::cuda_zero};
+  return allocator;
+}
+
+const Allocator& pinned_host_allocator() {
+  static const Allocator allocator{"pinned host",
+                                   Device::kCpu,
+                                   ops::cuda::pinned_allocate,
+                                   ops::cuda::pinned_release,
+                                   ops::cuda::host_copy,
+                                   ops::cuda::host_copy,
+                                   ops::cuda::host_zero};
+  return allocator;
+}
+
+namespace ops::cuda {
 
 void copy_to_device(void* device_dst, const void* host_src, size_t bytes) {
   if (bytes) SFT_CUDA_CHECK(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
@@ -147,9 +154,10 @@ void synchronize() {
 
 void* scratch(size_t bytes) {
   // Freed by the driver at exit: destroying device memory after the context is gone would fail.
-  static DeviceArena* arena = new DeviceArena();
+  static Arena* arena = new Arena(cuda_allocator());
   arena->reserve(bytes);
   return arena->data();
 }
 
-}  // namespace sft::ops::cuda
+}  // namespace ops::cuda
+}  // namespace sft

@@ -1,7 +1,7 @@
-// Device memory for the CUDA backend: DeviceArena (core/arena.h's Arena for Device::kCuda: one
-// cudaMalloc per growth, zero-filled, only grows; core's carve() lays views out in it),
-// PinnedBuffer (page-locked host memory for transfers), copies between host and device views, and
-// the backend's per-process scratch.
+// Device memory for the CUDA backend: the allocators behind core/arena.h's Arena for CUDA memory
+// (cuda_allocator(): one cudaMalloc per growth, zero-filled) and page-locked host memory
+// (pinned_host_allocator(): cudaMallocHost, for transfers at full bus speed), copies between host
+// and device views, and the backend's per-process scratch.
 //
 // Everything runs on the default stream; the copies here return when the data has arrived.
 // Nothing in this header needs the CUDA headers, so tests and callers stay plain C++.
@@ -16,55 +16,13 @@
 
 namespace sft::ops::cuda {
 
-// Raw device memory; device_alloc fails with "[cuda] ... out of memory ... (hint: ...)".
+// Raw device memory; device_alloc fails with "[cuda] ... out of memory ... (hint: ...)". Every
+// arena on the device (core/arena.h's Arena with cuda_allocator()) allocates through it.
 void* device_alloc(size_t bytes);
 void device_free(void* data) noexcept;
-
-class DeviceArena {
- public:
-  DeviceArena() = default;
-  ~DeviceArena();
-  DeviceArena(DeviceArena&& other) noexcept;
-  DeviceArena& operator=(DeviceArena&& other) noexcept;
-  DeviceArena(const DeviceArena&) = delete;
-  DeviceArena& operator=(const DeviceArena&) = delete;
-
-  // At least `bytes` of capacity; reallocates (zero-filled, contents lost) only when larger.
-  void reserve(size_t bytes);
-  std::byte* data() const { return data_; }
-  size_t capacity() const { return capacity_; }
-  Device device() const { return Device::kCuda; }
-  int64_t allocations() const { return allocations_; }
-
- private:
-  void release() noexcept;
-
-  std::byte* data_ = nullptr;
-  size_t capacity_ = 0;
-  int64_t allocations_ = 0;
-};
-
-// Page-locked host memory (cudaMallocHost): transfers from it run at full bus speed and can
-// overlap compute later. Only grows, like the arenas.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  ~PinnedBuffer();
-  PinnedBuffer(PinnedBuffer&& other) noexcept;
-  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-
-  void reserve(size_t bytes);
-  std::byte* data() const { return data_; }
-  size_t capacity() const { return capacity_; }
-
- private:
-  void release() noexcept;
-
-  std::byte* data_ = nullptr;
-  size_t capacity_ = 0;
-};
+// cudaMalloc calls made so far by this process (device_alloc's), so that tests can check that
+// a step loop allocates nothing once it has seen its largest batch.
+int64_t device_allocations();
 
 // Byte copies (synchronous: they return when the bytes have arrived).
 void copy_to_device(void* device_dst, const void* host_src, size_t bytes);

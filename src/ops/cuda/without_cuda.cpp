@@ -1,9 +1,11 @@
 // Built when SFT_CUDA is OFF: the CUDA entry points exist and say how to get them. The CUDA
 // kernel table is empty and marked not built, so a CUDA view fails in the dispatcher naming its
-// op; the raw memory calls are here for callers that pick a backend at run time
-// (tests/conformance), which check cuda_available() first.
+// op, and the CUDA and pinned allocators (core/arena.h) refuse every use; the raw memory calls
+// are here for callers that pick a backend at run time (tests/conformance), which check
+// cuda_available() first.
 #include <string>
 
+#include "core/arena.h"
 #include "core/error.h"
 #include "ops/backend.h"
 #include "ops/cuda/cuda_memory.h"
@@ -38,6 +40,39 @@ const ops::KernelTable& ops::cuda_kernels() {
   return table;
 }
 
+namespace {
+
+[[noreturn]] void no_cuda_memory(const char* what) {
+  fail("arena", std::string(what) + ": sft was built without CUDA; rebuild with -DSFT_CUDA=ON");
+}
+std::byte* no_allocate(size_t) {
+  no_cuda_memory("allocating CUDA memory");
+}
+std::byte* no_pinned_allocate(size_t) {
+  no_cuda_memory("allocating pinned host memory");
+}
+void no_release(std::byte*) noexcept {}  // nothing was allocated
+void no_copy(void*, const void*, size_t) {
+  no_cuda_memory("copying CUDA memory");
+}
+void no_zero(void*, size_t) {
+  no_cuda_memory("zeroing CUDA memory");
+}
+
+}  // namespace
+
+// The allocators exist so that an Arena for CUDA can be named; using one fails clearly.
+const Allocator& cuda_allocator() {
+  static const Allocator allocator{"cuda",  Device::kCuda, no_allocate, no_release,
+                                   no_copy, no_copy,       no_zero};
+  return allocator;
+}
+const Allocator& pinned_host_allocator() {
+  static const Allocator allocator{
+      "pinned host", Device::kCpu, no_pinned_allocate, no_release, no_copy, no_copy, no_zero};
+  return allocator;
+}
+
 namespace ops::cuda {
 
 namespace {
@@ -52,6 +87,9 @@ void* device_alloc(size_t) {
   without_cuda("device_alloc");
 }
 void device_free(void*) noexcept {}  // nothing was allocated
+int64_t device_allocations() {
+  return 0;  // nothing can be allocated
+}
 void copy_to_device(void*, const void*, size_t) {
   without_cuda("copy_to_device");
 }

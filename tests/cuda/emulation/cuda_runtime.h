@@ -25,7 +25,12 @@ inline constexpr cudaError_t cudaErrorInsufficientDriver = 35;
 inline constexpr cudaError_t cudaErrorNoDevice = 100;
 inline constexpr cudaError_t cudaErrorInvalidDevice = 101;
 using cudaStream_t = void*;
-enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
+enum cudaMemcpyKind {
+  cudaMemcpyHostToDevice,
+  cudaMemcpyDeviceToHost,
+  cudaMemcpyDeviceToDevice,
+  cudaMemcpyDefault
+};
 
 inline const char* cudaGetErrorString(cudaError_t) {
   return "emulated failure";
