@@ -159,9 +159,8 @@ void Transformer::prepare(const Batch& b, bool logits) {
       if (!on_device[k]->empty())
         copy_bytes(on_device[k]->data, device, host[k].data, Device::kCpu, table_bytes);
   }
-}
-T_ = T;
-T_real_ = T_real;
+  T_ = T;
+  T_real_ = T_real;
 }
 
 void Transformer::fill_rope_tables(const ops::View (&cos)[2], const ops::View (&sin)[2],
