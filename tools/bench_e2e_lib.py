@@ -34,6 +34,13 @@ SHAPES = {
                            num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=4,
                            partial_rotary_factor=0.75, max_position_embeddings=4096,
                            original_max_position_embeddings=4096),
+    # Gemma 3 1B's layer (four (1 + w) norms, q/k norms, GELU-tanh, five sliding layers of 512 per
+    # full one, the sliding layers' own RoPE, √hidden embeddings, its 262k vocabulary, tied) at the
+    # 103M shape's width and depth: 159M parameters, 134M of them the embedding.
+    "gemma3-1b-103m": dict(model_type="gemma3_text", vocab_size=262144, hidden_size=512,
+                           intermediate_size=1536, num_hidden_layers=8, num_attention_heads=8,
+                           num_key_value_heads=4, head_dim=64, query_pre_attn_scalar=64,
+                           sliding_window=512, max_position_embeddings=4096),
 }
 # Qwen3's settings for the shapes without a model_type; the others take their config class's defaults
 # but for these.
@@ -266,12 +273,12 @@ def trl_worker(spec: dict) -> None:
                         train_dataset=load_dataset("json", data_files=spec["data"], split="train"))
     base = trainer.model.get_base_model() if peft_config else trainer.model
 
-    def hook(module, args, output):  # what the first projection really computes in
+    def hook(module, args, output):  # what a projection really computes in (o_proj: every family has one)
         if not probe:
             probe.update(output_dtype=str(output.dtype), autocast=torch.is_autocast_enabled("cpu"),
                          autocast_dtype=str(torch.get_autocast_dtype("cpu")), weight_dtype=str(module.weight.dtype))
 
-    handle = base.model.layers[0].self_attn.q_proj.register_forward_hook(hook)
+    handle = base.model.layers[0].self_attn.o_proj.register_forward_hook(hook)
     trainer.train()
     handle.remove()
     Path(spec["result"]).write_text(json.dumps(dict(

@@ -4,12 +4,14 @@
 One invocation runs, for one --shape and one --workload, up to four modes, each in its own child process:
   sft-fp32 (`--bf16 false`), sft-bf16 (`--bf16 true`), trl-fp32 (SFTConfig(bf16=False)), trl-bf16
   (SFTConfig(bf16=True, use_cpu=True): accelerate's CPU autocast to bfloat16 with fp32 master weights; the
-  worker checks it with a forward hook on the first q_proj and prints the output dtype it saw, which is
+  worker checks it with a forward hook on the first o_proj (every family has one) and prints the output dtype it saw, which is
   torch.bfloat16 under autocast and torch.float32 otherwise).
-Shapes (random-init Qwen3, saved by transformers to --workdir, Qwen3 tokenizer and chat template from
-../shared/assets/tokenizers/qwen3, tied embeddings, fp32 weights):
-  103m        8 layers, hidden 512, intermediate 1536, 8 heads / 4 kv heads of 64, vocab 151,936 (103.2M);
-  qwen3-0.6b  Qwen/Qwen3-0.6B's config: 28 layers, hidden 1024, intermediate 3072, 16 / 8 heads of 128.
+Shapes (random init, saved by transformers to --workdir, Qwen3 tokenizer and chat template from
+../shared/assets/tokenizers/qwen3, tied embeddings, fp32 weights; Qwen3 unless named):
+  103m            8 layers, hidden 512, intermediate 1536, 8 heads / 4 kv heads of 64, vocab 151,936 (103.2M);
+  qwen3-0.6b      Qwen/Qwen3-0.6B's config: 28 layers, hidden 1024, intermediate 3072, 16 / 8 heads of 128;
+  phi4-mini-103m  Phi-3 (Phi-4-mini's layer: fused projections, 3/4 rotary) at 103m's size, vocab 200,064;
+  gemma3-1b-103m  Gemma 3 text (Gemma 3 1B's layer: 5 sliding : 1 full) at 103m's size, vocab 262,144.
 Workloads:
   random  2 × 512 pre-tokenized random ids per step (`input_ids` only: labels = input_ids, no padding);
   chat    packed synthetic Capybara-like chat (a seeded `messages` JSONL: 1–5 user/assistant exchanges of
@@ -138,7 +140,7 @@ def report(a, results: dict, stats: dict, peak: float | None, peak_src: str, n_m
               f"{worst:.2e}")
     for mode, r in results.items():
         if "probe" in r:
-            print(f"  {mode}: accelerate mixed_precision={r['mixed_precision']}; first q_proj computed "
+            print(f"  {mode}: accelerate mixed_precision={r['mixed_precision']}; first o_proj computed "
                   f"{r['probe'].get('output_dtype')} (autocast {r['probe'].get('autocast')}, "
                   f"{r['probe'].get('autocast_dtype')}; weights {r['probe'].get('weight_dtype')})")
             want = "torch.bfloat16" if mode == "trl-bf16" else "torch.float32"
