@@ -155,9 +155,8 @@ void dequantize_4bit(std::span<const uint8_t> packed, std::span<const float> abs
   check_sizes("packed", packed.size(), static_cast<size_t>((n + 1) / 2));
   const std::array<float, 16>& code = quant4_code(type);
   for (int64_t i = 0; i < n; ++i) {
-    const uint8_t byte = packed[static_cast<size_t>(i / 2)];
-    const uint8_t q = i % 2 == 0 ? byte >> 4 : byte & 0xF;
-    out[static_cast<size_t>(i)] = code[q] * absmax[static_cast<size_t>(i / blocksize)];
+    out[static_cast<size_t>(i)] =
+        quant4_element(packed.data(), absmax.data(), code.data(), i, blocksize);
   }
 }
 

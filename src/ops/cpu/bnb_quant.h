@@ -39,6 +39,13 @@ int64_t quant_block_count(int64_t n, int64_t blocksize);
 // Quantizes x into packed (ceil(n / 2) bytes) and absmax (quant_block_count floats).
 void quantize_4bit(std::span<const float> x, int64_t blocksize, Quant4Type type,
                    std::span<uint8_t> packed, std::span<float> absmax);
+// Element i of a packed 4-bit tensor, dequantized: code[index i] × absmax[i / blocksize] in f32
+// (the even element in the high nibble). The one place the packing is decoded.
+inline float quant4_element(const uint8_t* packed, const float* absmax, const float* code,
+                            int64_t i, int64_t blocksize) {
+  const uint8_t byte = packed[i / 2];
+  return code[i % 2 == 0 ? byte >> 4 : byte & 0xF] * absmax[i / blocksize];
+}
 // The inverse: out[i] = code[index i] × absmax[i / blocksize], in f32.
 void dequantize_4bit(std::span<const uint8_t> packed, std::span<const float> absmax,
                      int64_t blocksize, Quant4Type type, std::span<float> out);

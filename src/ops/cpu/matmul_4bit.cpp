@@ -4,7 +4,9 @@
 // 4-bit base fits where its f32 copy does not. Panels are ~1 MiB; the sum over panels of
 // a · W (the input gradient) runs in panel order, so results are deterministic.
 #include <algorithm>
+#include <array>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -37,9 +39,7 @@ void dequantize_rows(const Weight4Bit& w, int64_t r0, int64_t r1, T* out) {
     for (int64_t r = r0 + b; r < r0 + e; ++r) {
       T* row = out + (r - r0) * w.cols;
       for (int64_t c = 0; c < w.cols; ++c) {
-        const int64_t i = r * w.cols + c;
-        const uint8_t byte = packed[i / 2];
-        const float v = code[i % 2 == 0 ? byte >> 4 : byte & 0xF] * absmax[i / w.blocksize];
+        const float v = quant4_element(packed, absmax, code.data(), r * w.cols + c, w.blocksize);
         if constexpr (std::is_same_v<T, float>)
           row[c] = v;
         else
