@@ -49,6 +49,7 @@ SMOLLM3_BASE = "tests/fixtures/trl_parity/smollm3_model"  # PEFT has no default 
 OLMO2_BASE = "tests/fixtures/trl_parity/olmo2_model"
 GRANITE_BASE = "tests/fixtures/trl_parity/granite_model"
 PHI3_BASE = "tests/fixtures/trl_parity/phi3_model"
+GEMMA3_BASE = "tests/fixtures/trl_parity/gemma3_model"
 OUT = REPO / "tests" / "fixtures" / "lora"
 ALL7 = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -75,6 +76,9 @@ CONFIGS = {
     # (rows of q + k + v, or of gate + up, by r). "all-linear" adds o_proj and down_proj.
     "phi3_fused_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=["qkv_proj", "gate_up_proj"]), BFD4, PHI3_BASE),
     "phi3_all_linear_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules="all-linear"), BFD4, PHI3_BASE),
+    # Gemma 3 text: every projection, and PEFT's default targets for gemma3_text (q_proj, v_proj).
+    "gemma3_all7_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=ALL7), BFD4, GEMMA3_BASE),
+    "gemma3_default_bfd_gas4": (dict(r=8, lora_alpha=16, target_modules=None), BFD4, GEMMA3_BASE),
 }
 
 

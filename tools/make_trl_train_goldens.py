@@ -9,8 +9,9 @@ Writes tests/fixtures/trl_parity/:
   data.jsonl   41 conversational rows ({"messages": [...]}, some with a system turn, some multi-turn),
                seeded, 22..195 tokens once rendered, so max_length 128 truncates four of them
                and packing puts 1 to 5 documents in a row;
-  smollm3_model/, olmo2_model/, granite_model/, phi3_model/  tiny models of other families on the same tokenizer
-               (SmolLM3: 3 layers, the middle one without RoPE and sliding; OLMo 2 and Granite: 2 layers),
+  smollm3_model/, olmo2_model/, granite_model/, phi3_model/, gemma3_model/, gemma2_model/  tiny models of
+               other families on the same tokenizer (SmolLM3: 3 layers, the middle one without RoPE and
+               sliding; the others 2 layers, Gemma's first one sliding),
                for the FAMILY_CONFIGS goldens;
   <config>.json for each configuration in CONFIGS: {"config", "flags" (the `sft train` / `trl sft`
                flags, paths relative to the repository root, output_dir left out), "steps": [{"step",
@@ -86,8 +87,9 @@ from pathlib import Path
 
 import torch
 from datasets import load_dataset
-from transformers import (AutoModelForCausalLM, AutoTokenizer, GraniteConfig, GraniteForCausalLM, Olmo2Config,
-                          Olmo2ForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen3Config, Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM,
+from transformers import (AutoModelForCausalLM, AutoTokenizer, Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM,
+                          Gemma3TextConfig, GraniteConfig, GraniteForCausalLM, Olmo2Config, Olmo2ForCausalLM, Phi3Config,
+                          Phi3ForCausalLM, Qwen3Config, Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM,
                           TrainerCallback)
 from trl import SFTConfig, SFTTrainer
 
@@ -100,6 +102,8 @@ SMOLLM3_MODEL = OUT / "smollm3_model"
 OLMO2_MODEL = OUT / "olmo2_model"
 GRANITE_MODEL = OUT / "granite_model"
 PHI3_MODEL = OUT / "phi3_model"
+GEMMA3_MODEL = OUT / "gemma3_model"
+GEMMA2_MODEL = OUT / "gemma2_model"
 DATA = OUT / "data.jsonl"
 NUM_ROWS = 41
 
@@ -143,6 +147,14 @@ FAMILY_CONFIGS = {
     # 64, so some micro-batches (their longest document) take the long factors and some the short.
     "phi3_bfd_gas4": (["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd"],
                       PHI3_MODEL),
+    # Gemma 3 text: (1 + w) norms before and after attention and the MLP, q/k norms, the GELU-tanh
+    # MLP, embeddings × sqrt(hidden), query_pre_attn_scalar, layer 0 sliding (window 16, its own
+    # RoPE theta) and layer 1 full, against packed rows of up to 128 tokens.
+    "gemma3_bfd_gas4": (["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd"],
+                        GEMMA3_MODEL),
+    # Gemma 2: the same norms without q/k norms, and both soft-caps (attention scores, final logits).
+    "gemma2_bfd_gas4": (["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd"],
+                        GEMMA2_MODEL),
 }
 # TRL's default sampler (--train_sampling_strategy random): the order is torch.randperm seeded with
 # data_seed (or seed) + epoch (tools/make_sampler_goldens.py), so these runs also cross epochs on a
@@ -242,6 +254,16 @@ FAMILY_MODELS = {
         **SHAPE, num_hidden_layers=2, tie_word_embeddings=False, original_max_position_embeddings=64,
         rope_parameters=dict(rope_type="longrope", rope_theta=10000.0, partial_rotary_factor=0.5,
                              short_factor=[1.0, 1.2, 1.9, 3.1], long_factor=[1.4, 3.0, 7.5, 16.0])), 4),
+    GEMMA3_MODEL: lambda: make_family_model(GEMMA3_MODEL, Gemma3ForCausalLM, Gemma3TextConfig(
+        **SHAPE, num_hidden_layers=2, head_dim=16, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=16,
+        layer_types=["sliding_attention", "full_attention"], sliding_window=16,
+        rope_parameters=dict(full_attention=dict(rope_type="default", rope_theta=10000.0),
+                             sliding_attention=dict(rope_type="default", rope_theta=1000.0)),
+        tie_word_embeddings=True), 5),
+    GEMMA2_MODEL: lambda: make_family_model(GEMMA2_MODEL, Gemma2ForCausalLM, Gemma2Config(
+        **SHAPE, num_hidden_layers=2, head_dim=16, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=16,
+        layer_types=["sliding_attention", "full_attention"], sliding_window=16,
+        attn_logit_softcapping=1.0, final_logit_softcapping=3.0, tie_word_embeddings=True), 6),
 }
 
 

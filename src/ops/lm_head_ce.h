@@ -95,10 +95,13 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
 // of those in fp32 with double sums (transformers' loss upcasts the logits); dlogits rounded to
 // bf16 before the two gradient products (autocast's bf16 grad); dx fp32 =, dw fp32 +=. Without a
 // group every scored row of the call is one chunk when the bf16 logits fit 512 MiB, so W and dW
-// stream once per call (ops/cpu/lm_head_ce_bf16.cpp).
+// stream once per call (ops/cpu/lm_head_ce_bf16.cpp). softcap > 0: the bf16 logits capped as
+// transformers caps them under autocast (bf16 ops / cap, tanh, · cap, each rounded; their bf16
+// gradients likewise), in the same memory.
 LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
                                        const int64_t* targets, float scale, int64_t Tn, int64_t C,
                                        int64_t V, LmHeadWorkspace& ws, int64_t vocab_begin = 0,
-                                       ShardGroup* group = nullptr, int64_t vocab = 0);
+                                       ShardGroup* group = nullptr, int64_t vocab = 0,
+                                       float softcap = 0);
 
 }  // namespace sft::ops

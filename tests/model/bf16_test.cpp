@@ -22,11 +22,18 @@
 namespace sft::model {
 namespace {
 
-const char* const kFixtures[] = {
-    "llama_dynamic",        "llama_biases",        "llama_mha_untied",    "llama_gqa_tied_llama3",
-    "mistral_sliding",      "qwen2_bias_yarn",     "qwen3_qknorm_linear", "smollm3_nope_sliding",
-    "olmo2_post_norms",     "granite_multipliers", "phi3_longrope_short", "phi3_longrope_long",
-    "ministral_layer_types"};
+const char* const kFixtures[] = {"llama_dynamic",         "llama_biases",
+                                 "llama_mha_untied",      "llama_gqa_tied_llama3",
+                                 "mistral_sliding",       "qwen2_bias_yarn",
+                                 "qwen3_qknorm_linear",   "smollm3_nope_sliding",
+                                 "olmo2_post_norms",      "granite_multipliers",
+                                 "phi3_longrope_short",   "phi3_longrope_long",
+                                 "ministral_layer_types", "ministral3_query_scaling"};
+// Not yet listed: gemma3_sliding_softcap and gemma2_softcaps (their expected_bf16 goldens are
+// committed). Our bf16 Gemma layers are further from autocast than the bounds above allow
+// (gemma3: 0.29 from fp32 against autocast's 0.20, agreement 0.24 against 0.12; the embedding
+// gradient 6.6% from fp32), not yet explained; the soft-capped bf16 LM head itself is checked
+// op by op in tests/ops/lm_head_ce_test.cpp.
 
 std::vector<int64_t> ids(const SafetensorsFile& f, const std::string& name) {
   auto v = f.tensor(name).values<int64_t>();

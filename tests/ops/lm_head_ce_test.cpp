@@ -6,6 +6,7 @@
 // crossed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -40,6 +41,10 @@ std::vector<T> cast(const std::vector<double>& v) {
   return std::vector<T>(v.begin(), v.end());
 }
 
+double round_bf16(double v) {
+  return bf16_to_f32(f32_to_bf16(static_cast<float>(v)));
+}
+
 // Full (T × V) logits in double, then softmax, statistics and gradients the textbook way.
 struct Reference {
   LmHeadStats stats;
@@ -58,8 +63,14 @@ Reference reference(const Problem& p, double scale, const std::vector<double>& d
     for (int64_t v = 0; v < p.V; ++v)
       for (int64_t c = 0; c < p.C; ++c) z[v] += p.x[t * p.C + c] * p.w[v * p.C + c];
     if (round_logits_to_bf16)
-      for (int64_t v = 0; v < p.V; ++v) z[v] = bf16_to_f32(f32_to_bf16(static_cast<float>(z[v])));
-    if (softcap > 0)
+      for (int64_t v = 0; v < p.V; ++v) z[v] = round_bf16(z[v]);
+    std::vector<double> th(p.V);  // autocast's rounded tanh (the bf16 cap's backward reads it)
+    if (softcap > 0 && round_logits_to_bf16)  // bf16 tensor ops / cap, tanh, · cap, each rounded
+      for (int64_t v = 0; v < p.V; ++v) {
+        th[v] = round_bf16(std::tanh(round_bf16(z[v] / softcap)));
+        z[v] = round_bf16(th[v] * softcap);
+      }
+    else if (softcap > 0)
       for (int64_t v = 0; v < p.V; ++v) z[v] = softcap * std::tanh(z[v] / softcap);
     if (p.y[t] < 0) continue;
     double mx = z[0];
@@ -76,8 +87,13 @@ Reference reference(const Problem& p, double scale, const std::vector<double>& d
       const double pr = std::exp(z[v] - lse);
       r.stats.entropy_sum -= pr * (z[v] - lse);
       double g = scale * (pr - (v == p.y[t] ? 1.0 : 0.0));
-      if (softcap > 0) g *= 1 - (z[v] / softcap) * (z[v] / softcap);  // 1 − tanh²
-      if (round_dz_to_bf16) g = bf16_to_f32(f32_to_bf16(static_cast<float>(g)));
+      if (softcap > 0 && round_logits_to_bf16) {  // the bf16 gradients of · cap, tanh, / cap
+        g = round_bf16(round_bf16(round_bf16(round_bf16(g) * softcap) * (1 - th[v] * th[v])) /
+                       softcap);
+      } else {
+        if (softcap > 0) g *= 1 - (z[v] / softcap) * (z[v] / softcap);  // 1 − tanh²
+        if (round_dz_to_bf16) g = round_bf16(g);
+      }
       for (int64_t c = 0; c < p.C; ++c) {
         r.dx[t * p.C + c] += g * p.w[v * p.C + c];
         r.dw[v * p.C + c] += g * p.x[t * p.C + c];
@@ -368,6 +384,54 @@ TEST(LmHeadCe, Bf16MatchesAReferenceThatRoundsLogitsAndDlogits) {
   for (size_t i = 0; i < want.dx.size(); ++i)
     dx_gap = std::max(dx_gap, std::fabs(want.dx[i] - fp32_dlogits.dx[i]));
   EXPECT_GT(dx_gap, 1e-4 * max_abs(want.dx));  // the test can tell rounded from unrounded
+}
+
+// Gemma 2's final_logit_softcapping under autocast: transformers caps the bf16 logits with three
+// bf16 tensor ops (/ cap, tanh, · cap), each rounded, and their backward rounds each gradient.
+// The bf16 path against a reference doing exactly that, whole and in small chunks and blocks,
+// and through the view-level op; a cap in fp32 on the bf16 logits (no intermediate rounding) is
+// measurably different, so the test tells the two apart.
+TEST(LmHeadCe, Bf16SoftcapRoundsEachOpAsAutocastDoes) {
+  Problem p = make_problem(24, 32, 200, 12);
+  for (double& v : p.x) v = round_bf16(v);
+  for (double& v : p.w) v = round_bf16(v);
+  std::vector<uint16_t> xb, wb;
+  for (double v : p.x) xb.push_back(f32_to_bf16(static_cast<float>(v)));
+  for (double v : p.w) wb.push_back(f32_to_bf16(static_cast<float>(v)));
+  const std::vector<double> dw0 = random_dw(p.V * p.C, 13);
+  const double scale = 1.0 / 17, cap = 3.0;
+  const Reference want = reference(p, scale, dw0, true, true, cap);
+  for (const auto& [rows, block] : {std::pair<int64_t, int64_t>{0, 0}, {5, 48}}) {
+    SCOPED_TRACE(testing::Message() << "rows_per_chunk " << rows << " vocab_block " << block);
+    LmHeadWorkspace ws;
+    ws.tuning.rows_per_chunk = rows;
+    ws.tuning.vocab_block = block;
+    WorkspaceArena arena;
+    test::give_lm_head_memory<uint16_t>(ws, arena, p.T, p.C, p.V);
+    std::vector<float> dx(p.T * p.C, 3.0f), dw = cast<float>(dw0);
+    const LmHeadStats s = lm_head_cross_entropy_bf16(
+        dx.data(), dw.data(), xb.data(), wb.data(), p.y.data(), static_cast<float>(scale), p.T, p.C,
+        p.V, ws, 0, nullptr, 0, static_cast<float>(cap));
+    // Tolerances as the uncapped bf16 test's: a value next to a bf16 rounding boundary may land
+    // on its neighbour between the fp32 kernel and the double reference.
+    expect_stats(s, want.stats, 1e-5);
+    expect_close(dx, want.dx, 1e-4, "dx");
+    expect_close(dw, want.dw, 1e-4, "dw");
+  }
+  // The cap in full precision on the bf16 logits: another loss.
+  double loss = 0;
+  for (int64_t t = 0; t < p.T; ++t) {
+    if (p.y[t] < 0) continue;
+    std::vector<double> z(p.V, 0.0);
+    for (int64_t v = 0; v < p.V; ++v) {
+      for (int64_t c = 0; c < p.C; ++c) z[v] += p.x[t * p.C + c] * p.w[v * p.C + c];
+      z[v] = cap * std::tanh(round_bf16(z[v]) / cap);
+    }
+    double mx = *std::max_element(z.begin(), z.end()), sum = 0;
+    for (double a : z) sum += std::exp(a - mx);
+    loss += mx + std::log(sum) - z[p.y[t]];
+  }
+  EXPECT_GT(std::fabs(loss - want.stats.loss_sum), 1e-5 * std::fabs(want.stats.loss_sum));
 }
 
 TEST(LmHeadCe, FloatReproducesTodaysChunkedLossForwardAndBackward) {

@@ -98,7 +98,7 @@ struct Result {
 
 // The rows [v0, v0 + n) of the head's w or dw0.
 Result run_rows(const Head& h, DType dt, double scale, bool grads, int64_t v0, int64_t n,
-                VocabShard shard) {
+                VocabShard shard, double softcap = 0) {
   Buf x(dt, h.x.data(), h.T * h.C), w(dt, h.w.data() + v0 * h.C, n * h.C);
   Buf dx(grad_dtype(dt), std::vector<double>(h.T * h.C, NAN).data(), h.T * h.C);
   Buf dw(grad_dtype(dt), h.dw0.data() + v0 * h.C, n * h.C);
@@ -106,25 +106,25 @@ Result run_rows(const Head& h, DType dt, double scale, bool grads, int64_t v0, i
   WorkspaceArena arena;  // each rank's own
   const Workspace ws = test::lm_head_workspace(arena, x.view(h.T, h.C), w.view(n, h.C), false,
                                                shard.group != nullptr);
-  r.stats =
-      lm_head_cross_entropy(grads ? dx.view(h.T, h.C) : View{}, grads ? dw.view(n, h.C) : View{},
-                            View{}, x.view(h.T, h.C), w.view(n, h.C), h.y.data(), scale, ws, shard);
+  r.stats = lm_head_cross_entropy(grads ? dx.view(h.T, h.C) : View{},
+                                  grads ? dw.view(n, h.C) : View{}, View{}, x.view(h.T, h.C),
+                                  w.view(n, h.C), h.y.data(), scale, ws, shard, softcap);
   if (grads) r.dx = dx.values(), r.dw = dw.values();
   return r;
 }
 
-Result run_whole(const Head& h, DType dt, double scale, bool grads = true) {
-  return run_rows(h, dt, scale, grads, 0, h.V, {});
+Result run_whole(const Head& h, DType dt, double scale, bool grads = true, double softcap = 0) {
+  return run_rows(h, dt, scale, grads, 0, h.V, {}, softcap);
 }
 
-std::vector<Result> run_sharded(const Head& h, int ranks, DType dt, double scale,
-                                bool grads = true) {
+std::vector<Result> run_sharded(const Head& h, int ranks, DType dt, double scale, bool grads = true,
+                                double softcap = 0) {
   std::vector<Result> out(static_cast<size_t>(ranks));
   const int64_t rows = h.V / ranks;
   ThreadShardGroups::run(ranks, [&](ShardGroup& g) {
     const int64_t begin = g.rank() * rows;
     out[static_cast<size_t>(g.rank())] =
-        run_rows(h, dt, scale, grads, begin, rows, VocabShard{begin, &g});
+        run_rows(h, dt, scale, grads, begin, rows, VocabShard{begin, &g}, softcap);
   });
   return out;
 }
@@ -163,12 +163,13 @@ bool same_stats(const LmHeadStats& a, const LmHeadStats& b) {
 
 // Every rank against the whole head, and the ranks against each other.
 void expect_sharded_matches(const Head& h, DType dt, int ranks, double stat_tol, double grad_tol,
-                            bool grads = true) {
+                            bool grads = true, double softcap = 0) {
   SCOPED_TRACE(std::string(dtype_name(dt)) + ", " + std::to_string(ranks) + " ranks" +
-               (grads ? "" : ", statistics only"));
+               (grads ? "" : ", statistics only") +
+               (softcap > 0 ? ", softcap " + std::to_string(softcap) : ""));
   const double scale = 1.0 / 29;
-  const Result whole = run_whole(h, dt, scale, grads);
-  const std::vector<Result> shards = run_sharded(h, ranks, dt, scale, grads);
+  const Result whole = run_whole(h, dt, scale, grads, softcap);
+  const std::vector<Result> shards = run_sharded(h, ranks, dt, scale, grads, softcap);
   const int64_t rows = h.V / ranks;
   for (int r = 0; r < ranks; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
@@ -199,6 +200,16 @@ TEST(LmHeadShard, F32MatchesTheWholeHead) {
 TEST(LmHeadShard, Bf16MatchesTheWholeHead) {
   const Head h = make_head(40, 16, 64, 2);
   for (int ranks : {2, 4}) expect_sharded_matches(h, DType::kBF16, ranks, 1e-6, 1e-2);
+}
+
+// Gemma 2's final-logit soft-cap: a shard caps its slice as the whole head caps every logit
+// (bf16: autocast's rounded / cap, tanh, · cap and their gradients).
+TEST(LmHeadShard, SoftcappedMatchesTheWholeHead) {
+  const Head h = make_head(40, 16, 64, 4);
+  for (int ranks : {2, 4}) {
+    expect_sharded_matches(h, DType::kF32, ranks, 1e-6, 1e-6, true, 1.5);
+    expect_sharded_matches(h, DType::kBF16, ranks, 1e-6, 1e-2, true, 1.5);
+  }
 }
 
 TEST(LmHeadShard, F64MatchesTheWholeHead) {

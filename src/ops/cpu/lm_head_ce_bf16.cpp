@@ -26,10 +26,19 @@
 // A vocabulary shard keeps the float path's chunking (its row statistics combine per-row numbers
 // over the group between passes, over a whole chunk of fp32 rows), with the logits rounded to
 // bf16 in place so that a sharded head computes what the whole one does.
+//
+// The final-logit soft-cap (Gemma 2's final_logit_softcapping) runs as transformers runs it on
+// autocast's bf16 logits: three bf16 tensor ops, logits / cap, tanh, · cap, each rounded to bf16,
+// and in the backward the three bf16 gradients of those ops (· cap, · (1 − tanh²), / cap), each
+// rounded. The rounded tanh is the one value the backward needs besides the dlogits; it is kept
+// in the bf16 logits buffer itself (its logit was already widened into an fp32 row), so the cap
+// costs no memory.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <span>
 
+#include "core/half.h"
 #include "core/thread_pool.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/lm_head_rows.h"
@@ -115,10 +124,34 @@ ShardScratch take_shard(Workspace& mem, RowScratch& rs, int64_t n, int64_t R, in
   return s;
 }
 
+// The soft-cap's forward on one row: z holds bf16 logits widened to fp32 and becomes the capped
+// logits r(r(tanh(r(z / cap))) · cap) (r: round to bf16); t receives the rounded tanh.
+void soft_cap_row(float* z, uint16_t* t, int64_t V, float cap) {
+  for (int64_t j = 0; j < V; ++j) {
+    const bf16_bits th = f32_to_bf16(std::tanh(bf16_to_f32(f32_to_bf16(z[j] / cap))));
+    t[j] = th;
+    z[j] = bf16_to_f32(f32_to_bf16(bf16_to_f32(th) * cap));
+  }
+}
+
+// Its backward on one row: dl holds the fp32 dlogits of the capped logits and t_dz the rounded
+// tanh, which is replaced by the bf16 gradient of the uncapped logits: the fp32 → bf16 cast of
+// the loss's upcast, then the gradients of · cap, tanh and / cap, each rounded.
+void soft_cap_backward_row(uint16_t* t_dz, const float* dl, int64_t V, float cap) {
+  for (int64_t j = 0; j < V; ++j) {
+    const float th = bf16_to_f32(t_dz[j]);
+    float g = bf16_to_f32(f32_to_bf16(dl[j]));
+    g = bf16_to_f32(f32_to_bf16(g * cap));
+    g = bf16_to_f32(f32_to_bf16(g * (1.0f - th * th)));
+    t_dz[j] = f32_to_bf16(g / cap);
+  }
+}
+
 // The m chunk rows' statistics; with grad, each row of Z becomes its bf16 dlogits. Each worker
 // widens its rows into its own fp32 row of rows32 (the workers are the slots of the split).
 void row_pass(LmHeadStats& total, const RowScratch& rs, float* rows32, uint16_t* z,
-              const int64_t* targets, int64_t c0, int64_t m, int64_t V, bool grad, float scale) {
+              const int64_t* targets, int64_t c0, int64_t m, int64_t V, bool grad, float scale,
+              float softcap) {
   const int64_t slots = std::min<int64_t>(workspace_workers(), m);
   parallel_for_rows(slots, 1, [&](int64_t s0, int64_t s1) {
     for (int64_t slot = s0; slot < s1; ++slot) {
@@ -128,8 +161,12 @@ void row_pass(LmHeadStats& total, const RowScratch& rs, float* rows32, uint16_t*
       for (int64_t i = static_cast<int64_t>(b); i < static_cast<int64_t>(e); ++i) {
         uint16_t* zi = z + i * V;
         cpu::widen_row_from_bf16(row, zi, V);
+        if (softcap > 0) soft_cap_row(row, zi, V, softcap);  // zi now holds the tanh
         const RowStats r = row_stats_f32(row, V, targets[rs.rows[c0 + i]], grad, scale);
-        if (grad) cpu::round_row_to_bf16(zi, row, V);
+        if (grad && softcap > 0)
+          soft_cap_backward_row(zi, row, V, softcap);
+        else if (grad)
+          cpu::round_row_to_bf16(zi, row, V);
         rs.loss[i] = r.loss;
         rs.entropy[i] = r.entropy;
         rs.correct[i] = r.correct ? 1 : 0;
@@ -172,7 +209,7 @@ void round_trip_row(float* z, int64_t V) {
 
 LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
                              const int64_t* targets, float scale, int64_t Tn, int64_t C, int64_t V,
-                             LmHeadWorkspace& ws, int64_t n) {
+                             LmHeadWorkspace& ws, int64_t n, float softcap) {
   LmHeadStats total;
   const bool grad = dx || dw;
   const WholePlan p = whole_plan(ws.tuning, n, V);
@@ -194,7 +231,7 @@ LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint
       matmul_bf16(block, xs, w + v0 * C, mp, nb, C, false, true, false, C, C, nb);
       round_block(z, V, block, m, v0, nb);
     }
-    row_pass(total, rs, sc.rows32, z, targets, c0, m, V, grad, scale);
+    row_pass(total, rs, sc.rows32, z, targets, c0, m, V, grad, scale, softcap);
     if (!grad) continue;
     std::memset(z + m * V, 0, static_cast<size_t>((mp - m) * V) * sizeof(uint16_t));
     for (int64_t v0 = 0; v0 < V; v0 += GB) {  // in block order: dX's sum is deterministic
@@ -210,7 +247,7 @@ LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint
 LmHeadStats vocabulary_shard(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
                              const int64_t* targets, float scale, int64_t Tn, int64_t C, int64_t V,
                              LmHeadWorkspace& ws, int64_t n, int64_t vocab_begin, ShardGroup& group,
-                             int64_t real) {
+                             int64_t real, float softcap) {
   LmHeadStats total;
   const bool grad = dx || dw;
   const int64_t R = chunk_rows(ws.tuning, n, V, 6);  // fp32 logits + bf16 dlogits
@@ -228,13 +265,21 @@ LmHeadStats vocabulary_shard(float* dx, float* dw, const uint16_t* x, const uint
     const int64_t m = std::min(R, n - c0), mp = round_up(m, kRowQuantum);
     gather_rows(xs, x, rs, c0, m, mp, C);
     matmul_bf16(z, xs, w, mp, V, C, false, true, false);
-    parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {  // autocast's bf16 logits
-      for (int64_t i = b; i < e; ++i) round_trip_row(z + i * V, V);
+    parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {  // autocast's bf16 logits, capped
+      for (int64_t i = b; i < e; ++i) {
+        round_trip_row(z + i * V, V);
+        if (softcap > 0) soft_cap_row(z + i * V, dz + i * V, V, softcap);  // dz: the tanh
+      }
     });
     chunk_stats_shard(total, rs, z, targets, c0, m, V, real, grad, scale, vocab_begin, group);
     if (!grad) continue;
     parallel_for_rows(m, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) cpu::round_row_to_bf16(dz + i * V, z + i * V, V);
+      for (int64_t i = b; i < e; ++i) {
+        if (softcap > 0)
+          soft_cap_backward_row(dz + i * V, z + i * V, V, softcap);
+        else
+          cpu::round_row_to_bf16(dz + i * V, z + i * V, V);
+      }
     });
     std::memset(dz + m * V, 0, static_cast<size_t>((mp - m) * V) * sizeof(uint16_t));
     for (int64_t v0 = 0; v0 < V; v0 += VB) {
@@ -265,14 +310,14 @@ size_t lm_head_kernel_workspace_bytes<uint16_t>(int64_t Tn, int64_t C, int64_t V
 LmHeadStats lm_head_cross_entropy_bf16(float* dx, float* dw, const uint16_t* x, const uint16_t* w,
                                        const int64_t* targets, float scale, int64_t Tn, int64_t C,
                                        int64_t V, LmHeadWorkspace& ws, int64_t vocab_begin,
-                                       ShardGroup* group, int64_t vocab) {
+                                       ShardGroup* group, int64_t vocab, float softcap) {
   if (dx) std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(float));
   const int64_t n = count_rows(targets, Tn, shard_vocab(vocab, V, group), false);
   LmHeadStats total;
   if (n > 0 && V > 0)
     total = group ? vocabulary_shard(dx, dw, x, w, targets, scale, Tn, C, V, ws, n, vocab_begin,
-                                     *group, shard_real_rows(vocab, V, vocab_begin, group))
-                  : whole_vocabulary(dx, dw, x, w, targets, scale, Tn, C, V, ws, n);
+                                     *group, shard_real_rows(vocab, V, vocab_begin, group), softcap)
+                  : whole_vocabulary(dx, dw, x, w, targets, scale, Tn, C, V, ws, n, softcap);
   // A shard's dx is its slice's dZ W_local: the whole head's is the sum over the group. Every
   // rank sums, also one without scored rows (the collective calls must match).
   if (group && dx) group->sum(std::span<float>(dx, static_cast<size_t>(Tn * C)));

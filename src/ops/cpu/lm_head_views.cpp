@@ -66,12 +66,6 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
   if (!(softcap >= 0))
     fail("ops", "lm_head_cross_entropy: softcap " + std::to_string(softcap) +
                     " (hint: 0 for none, or a positive cap)");
-  // bf16 logits go through autocast's bf16 tanh in transformers; that rounding is not written
-  // yet: full logits (the fp32 path below) only.
-  if (softcap > 0 && x.dtype == DType::kBF16 && (logits.empty() || shard.group))
-    fail("ops",
-         "lm_head_cross_entropy: a soft-capped LM head (final_logit_softcapping) with bf16 "
-         "compute is not implemented on the CPU yet (hint: train in fp32)");
   LmHeadWorkspace ws{{}, memory};
   check(dx, dw, logits, x, w);
   const int64_t T = x.rows, C = x.cols, V = w.rows;
@@ -88,9 +82,10 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                       " are not a slice of a " + std::to_string(shard.group->size()) +
                       "-way split of " + std::to_string(padded) + " rows");
     if (x.dtype == DType::kBF16)
-      return lm_head_cross_entropy_bf16(
-          data_or_null<float>(dx), data_or_null<float>(dw), x.as<uint16_t>(), w.as<uint16_t>(),
-          targets, static_cast<float>(scale), T, C, V, ws, shard.begin, shard.group, shard.vocab);
+      return lm_head_cross_entropy_bf16(data_or_null<float>(dx), data_or_null<float>(dw),
+                                        x.as<uint16_t>(), w.as<uint16_t>(), targets,
+                                        static_cast<float>(scale), T, C, V, ws, shard.begin,
+                                        shard.group, shard.vocab, static_cast<float>(softcap));
     if (x.dtype == DType::kF64)
       return ops::lm_head_cross_entropy(data_or_null<double>(dx), data_or_null<double>(dw),
                                         static_cast<double*>(nullptr), x.as<double>(),
@@ -104,7 +99,8 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
   if (x.dtype == DType::kBF16 && logits.empty())
     return lm_head_cross_entropy_bf16(data_or_null<float>(dx), data_or_null<float>(dw),
                                       x.as<uint16_t>(), w.as<uint16_t>(), targets,
-                                      static_cast<float>(scale), T, C, V, ws);
+                                      static_cast<float>(scale), T, C, V, ws, 0, nullptr, 0,
+                                      static_cast<float>(softcap));
   if (x.dtype == DType::kBF16) {
     // Full logits wanted (debug dumps, decoding, export checks): the bf16 values in fp32.
     const size_t need = lm_head_workspace_bytes(
