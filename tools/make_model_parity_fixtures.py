@@ -43,6 +43,8 @@ from transformers import (
     GraniteForCausalLM,
     LlamaConfig,
     LlamaForCausalLM,
+    Ministral3Config,
+    Ministral3ForCausalLM,
     MinistralConfig,
     MinistralForCausalLM,
     MistralConfig,
@@ -219,6 +221,17 @@ def fixtures():
         layer_types=["sliding_attention", "full_attention", "sliding_attention"],
         tie_word_embeddings=False,
     ), [14, 9, 12]
+    # Ministral 3: Mistral's layers with YaRN, and Llama 4's query scaling after RoPE, 1 + β·log(1 +
+    # ⌊position / 8⌋) with the original length shrunk to 8, so the documents cross three blocks of
+    # positions and the cached generation continues past them.
+    yield "ministral3_query_scaling", Ministral3Config, Ministral3ForCausalLM, dict(
+        num_key_value_heads=2,
+        head_dim=16,
+        rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=2.0, original_max_position_embeddings=8,
+                             beta_fast=32.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0,
+                             llama_4_scaling_beta=0.5),
+        tie_word_embeddings=False,
+    ), [21, 9, 13]
 
 
 def randomise(model, gen):

@@ -84,6 +84,8 @@ Json to_json(const ModelSummary& s) {
       {"lm_head_parameters", s.counts.lm_head},
       {"parameters_per_layer", s.counts.per_layer},
       {"stored_elements", s.stored_elements},
+      {"other_parts_tensors", s.other_parts.size()},
+      {"other_parts_elements", s.other_parts_elements},
       {"weight_files", s.weight_files},
       {"dtypes_on_disk", disk},
       {"checkpoint_matches_config", s.mismatch.ok()},
@@ -137,6 +139,11 @@ std::string to_text(const ModelSummary& s) {
     o << "              " << dtype << ": " << st.tensors << " tensors, " << grouped(st.elements)
       << " elements, " << human_bytes(st.bytes) << "\n";
   }
+  if (!s.other_parts.empty())
+    o << "              a multimodal folder: the text model above, beside " << s.other_parts.size()
+      << " tensors (" << grouped(s.other_parts_elements)
+      << " elements) of other parts (vision tower, projector), which training leaves unchanged "
+         "and the export copies\n";
   if (s.mismatch.ok()) {
     o << "              every tensor matches the config\n";
   } else {

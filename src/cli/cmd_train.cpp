@@ -38,6 +38,7 @@
 #include "data/prepare.h"
 #include "io/hub/upload.h"
 #include "model/model_dir.h"
+#include "model/text_model_names.h"
 #include "model/transformer.h"
 #include "ops/profile.h"
 #include "parallel/comm.h"
@@ -332,6 +333,14 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
                                  ? init_from_config(dir, static_cast<uint64_t>(args.seed), ranks.tp)
                                  : model::Transformer::load(dir.path, ranks.tp);
   if (args.use_peft && !from_adapter) {
+    // PEFT's targets match the vision tower's projections too (q_proj, v_proj, ...), so its
+    // adapter for a multimodal folder has modules sft does not hold.
+    if (!args.init_from_config && model::is_multimodal_folder(dir.path))
+      fail("train", "--use_peft: " + dir.path +
+                        " is a multimodal Gemma 3 model, and PEFT's target modules would also "
+                        "match its vision tower, which sft does not load (hint: train it without "
+                        "--use_peft, or save its text model alone with Gemma3ForCausalLM and "
+                        "train that folder with LoRA)");
     model::LoraConfig lc;
     lc.r = args.lora_r;
     lc.alpha = static_cast<double>(args.lora_alpha);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -164,10 +165,20 @@ class SafetensorsCheckpoint {
   // Where the checkpoint came from (index or file path), for messages.
   const std::string& source() const { return source_; }
 
+  // The same files with their tensors listed under other names: `rename` maps a name of `ckpt` to
+  // the name the view lists it under, or to "" to leave the tensor out (a multimodal folder's
+  // text model seen under the text model's own names, model/text_model_names.h). entry() still
+  // describes the tensor as its file stores it.
+  static SafetensorsCheckpoint renamed(
+      SafetensorsCheckpoint ckpt, const std::function<std::string(const std::string&)>& rename);
+
  private:
+  const std::string& stored_name(const std::string& name) const;
+
   std::string source_;
   std::vector<SafetensorsFile> files_;
-  std::map<std::string, size_t> where_;  // name → index into files_
+  std::map<std::string, size_t> where_;              // name → index into files_
+  std::map<std::string, std::string> stored_names_;  // a renamed view's name → its stored name
 };
 
 }  // namespace sft

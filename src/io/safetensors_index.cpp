@@ -117,12 +117,35 @@ const SafetensorsFile& SafetensorsCheckpoint::file_of(const std::string& name) c
   return files_[it->second];
 }
 
+const std::string& SafetensorsCheckpoint::stored_name(const std::string& name) const {
+  auto it = stored_names_.find(name);
+  return it == stored_names_.end() ? name : it->second;
+}
+
 const TensorEntry& SafetensorsCheckpoint::entry(const std::string& name) const {
-  return *file_of(name).find(name);
+  return *file_of(name).find(stored_name(name));
 }
 
 Tensor SafetensorsCheckpoint::tensor(const std::string& name) const {
-  return file_of(name).tensor(name);
+  return file_of(name).tensor(stored_name(name));
+}
+
+SafetensorsCheckpoint SafetensorsCheckpoint::renamed(
+    SafetensorsCheckpoint ckpt, const std::function<std::string(const std::string&)>& rename) {
+  SafetensorsCheckpoint out;
+  out.source_ = ckpt.source_;
+  out.files_ = std::move(ckpt.files_);
+  for (const auto& [name, slot] : ckpt.where_) {
+    const std::string& stored = ckpt.stored_name(name);
+    std::string shown = rename(name);
+    if (shown.empty()) continue;
+    if (!out.where_.emplace(shown, slot).second)
+      reject(SafetensorsErrc::kInvalidIndex, out.source_, "tensor '" + stored + "'",
+             "two tensors would both be read as '" + shown + "'",
+             "the checkpoint holds the same model part twice; save it again");
+    if (shown != stored) out.stored_names_.emplace(std::move(shown), stored);
+  }
+  return out;
 }
 
 }  // namespace sft

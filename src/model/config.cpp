@@ -51,6 +51,9 @@ struct TypeKeys {
   // query_pre_attn_scalar, the two soft-caps, sqrt(hidden_size) embeddings, a default window and
   // layer_types pattern; Gemma 3 adds q/k norms and the sliding layers' own rope parameters.
   int gemma = 0;
+  // Ministral 3: without rope_parameters, Ministral3Config's YaRN (factor 16 over 16384
+  // positions, theta 1e6) with llama_4_scaling_beta 0.1, which only this type applies.
+  bool ministral3 = false;
 };
 
 // One row per model type. The reader and the writer (model_config_to_json) both follow this
@@ -62,7 +65,7 @@ struct TypeTraits {
   TypeKeys keys;
 };
 
-constexpr std::array<TypeTraits, 11> kTypes = {{
+constexpr std::array<TypeTraits, 12> kTypes = {{
     {ModelType::kLlama,
      "llama",
      {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
@@ -95,6 +98,11 @@ constexpr std::array<TypeTraits, 11> kTypes = {{
     // MinistralConfig: Mistral's layout and defaults; layer_types (default: every layer sliding
     // when sliding_window is set) picks the sliding layers.
     {ModelType::kMinistral, "ministral", {32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, 4096}, {}},
+    // Ministral3Config: Mistral's layers, YaRN by default, Llama 4's query scaling.
+    {ModelType::kMinistral3,
+     "ministral3",
+     {131072, 4096, 14336, 34, 32, 8, 128, 262144, 0, false, 1000000.0, 1e-5},
+     {.ministral3 = true}},
     {ModelType::kGemma2,
      "gemma2",
      {256000, 2304, 9216, 26, 8, 4, 256, 8192, 4096, true, 10000.0, 1e-6},
@@ -238,6 +246,8 @@ void read_rope_params(const Reader& r, RopeConfig& rope, const Json& params, con
     rope.truncate = v->is_boolean() ? v->get<bool>() : true;
   rope.partial_rotary_factor =
       r.number_or(params, "partial_rotary_factor", rope.partial_rotary_factor);
+  rope.llama_4_scaling_beta =
+      r.number_or(params, "llama_4_scaling_beta", rope.llama_4_scaling_beta);
   if (phi3 && rope.type == RopeType::kLongrope) {
     rope.short_factor = parse_factor_list(r, params, key + ".short_factor");
     rope.long_factor = parse_factor_list(r, params, key + ".long_factor");
@@ -250,6 +260,21 @@ void read_rope_params(const Reader& r, RopeConfig& rope, const Json& params, con
   if (rope.type == RopeType::kLlama3 && rope.original_max_position_embeddings <= 0) {
     r.bad(key + ".original_max_position_embeddings", "llama3 rope scaling needs a positive value");
   }
+}
+
+// Ministral3Config.__post_init__'s rope_parameters when config.json has none.
+RopeConfig ministral3_default_rope() {
+  RopeConfig rope;
+  rope.type = RopeType::kYarn;
+  rope.theta = 1000000.0;
+  rope.factor = 16.0;
+  rope.original_max_position_embeddings = 16384;
+  rope.beta_fast = 32.0;
+  rope.beta_slow = 1.0;
+  rope.mscale = 1.0;
+  rope.mscale_all_dim = 1.0;
+  rope.llama_4_scaling_beta = 0.1;
+  return rope;
 }
 
 // Reads rope settings from either `rope_parameters` (5.x) or `rope_theta` + `rope_scaling` (4.x).
@@ -475,6 +500,9 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
     }
     ModelConfig c = parse_model_config(text, source + " (text_config)");
     c.architectures = {"Gemma3ForCausalLM"};  // the text model: what sft loads and exports
+    // Gemma3ForConditionalGeneration's forward never applies text_config's
+    // final_logit_softcapping (transformers 5.24 caps the logits in Gemma3ForCausalLM only).
+    c.final_logit_softcapping = 0;
     return c;
   }
   const TypeTraits* traits = nullptr;
@@ -522,6 +550,12 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   c.rms_norm_eps = r.get("rms_norm_eps") ? r.number(*r.get("rms_norm_eps"), "rms_norm_eps")
                                          : defaults.rms_norm_eps;
   c.rope = parse_rope(r, defaults.rope_theta, keys.phi3);
+  if (keys.ministral3 && !r.get("rope_parameters") && !r.get("rope_scaling"))
+    c.rope = ministral3_default_rope();
+  if (!keys.ministral3) c.rope.llama_4_scaling_beta = 0;  // other attentions ignore the key
+  if (c.rope.llama_4_scaling_beta != 0 && c.rope.original_max_position_embeddings <= 0)
+    r.bad("rope_parameters.original_max_position_embeddings",
+          "llama_4_scaling_beta scales queries by position over this length: it must be positive");
   if (c.rope.type == RopeType::kLongrope && !keys.phi3)  // its factors come with Phi3Config
     r.bad("rope_parameters.rope_type", "rope type 'longrope' is read for model_type phi3 only",
           "supported rope types: default, linear, dynamic, llama3, yarn");
@@ -641,6 +675,7 @@ Json rope_to_json(const RopeConfig& r) {
     if (r.mscale_all_dim) j["mscale_all_dim"] = *r.mscale_all_dim;
     j["truncate"] = r.truncate;
   }
+  if (r.llama_4_scaling_beta != 0) j["llama_4_scaling_beta"] = r.llama_4_scaling_beta;
   if (r.type == RopeType::kLongrope) {
     if (r.attention_factor) j["attention_factor"] = *r.attention_factor;
     j["short_factor"] = r.short_factor;

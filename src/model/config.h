@@ -31,6 +31,7 @@ enum class ModelType {
   kGranite,
   kPhi3,
   kMinistral,
+  kMinistral3,
   kGemma2,
   kGemma3Text,
 };
@@ -57,6 +58,9 @@ struct RopeConfig {
   std::optional<double> mscale_all_dim;  // yarn
   bool truncate = true;                  // yarn
   double partial_rotary_factor = 1.0;
+  // Ministral 3 (Llama 4's attention scaling): after RoPE each query is multiplied by
+  // 1 + β·log(1 + ⌊position / original_max_position_embeddings⌋); 0 = none.
+  double llama_4_scaling_beta = 0;
 };
 
 struct ModelConfig {

@@ -49,6 +49,7 @@ DecoderLayer DecoderLayer::bind(const ParameterSet& p, const ModelConfig& c, int
             .scale = plan.attention_scale,
             .softcap = plan.softcap};
   a.rotary_dims = plan.rotary_dims;
+  a.query_scaling = plan.query_scaling;
   if (plan.sinks) a.sinks = &p.at(ParamSlot::kSinks, layer);
 
   GatedMlpBlock& m = d.mlp;

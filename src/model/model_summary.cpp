@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "model/text_model_names.h"
+
 namespace sft {
 
 FullFinetuneMemory full_finetune_memory(int64_t parameters, bool bf16) {
@@ -21,7 +23,7 @@ ModelSummary summarize_model(const std::string& name_or_path) {
   s.dir = open_model_dir(name_or_path);
   s.layout = parameter_layout(s.dir.config);
   s.counts = count_parameters(s.layout);
-  const SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint::open_dir(s.dir.path);
+  SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint::open_dir(s.dir.path);
   for (const SafetensorsFile& f : checkpoint.files()) {
     s.weight_files.push_back(std::filesystem::path(f.path()).filename().string());
     for (const TensorEntry& e : f.entries()) {
@@ -34,7 +36,12 @@ ModelSummary summarize_model(const std::string& name_or_path) {
     }
   }
   std::sort(s.weight_files.begin(), s.weight_files.end());
-  s.mismatch = compare_with_layout(checkpoint, s.layout);
+  // A multimodal folder: the text model under its own names (the other parts are not sft's).
+  const model::TextModelNames names = model::text_model_names(checkpoint);
+  s.other_parts = model::other_parts(checkpoint, names);
+  for (const std::string& name : s.other_parts)
+    s.other_parts_elements += shape_numel(checkpoint.entry(name).shape);
+  s.mismatch = compare_with_layout(model::text_model_view(std::move(checkpoint), names), s.layout);
   s.tokenizer_files = present_tokenizer_files(s.dir.path);
   return s;
 }

@@ -35,6 +35,8 @@ struct ModelSummary {
   std::vector<std::string> weight_files;          // file names relative to dir.path
   std::map<std::string, DiskDTypeStats> on_disk;  // by safetensors dtype name
   int64_t stored_elements = 0;                    // every tensor in the checkpoint
+  std::vector<std::string> other_parts;  // a multimodal folder's tensors beside the text model
+  int64_t other_parts_elements = 0;
   LayoutMismatch mismatch;
   std::vector<std::string> tokenizer_files;
 };

@@ -12,6 +12,7 @@
 #include "core/rng.h"
 #include "model/model_dir.h"
 #include "model/param_slices.h"
+#include "model/text_model_names.h"
 #include "ops/ops.h"
 
 namespace sft::model {
@@ -177,18 +178,10 @@ Transformer Transformer::load(const std::string& model_dir, const TensorParallel
   const ModelDir dir = open_model_dir(model_dir);
   if (tp.on()) check_tensor_parallel(dir.config, tp.size, dir.path + "/config.json");
   Transformer m(dir.config, tp);
-  const SafetensorsCheckpoint ckpt = SafetensorsCheckpoint::open_dir(dir.path);
-  // A gemma3 folder's text model sits under model.language_model. beside the vision tower
-  // (Gemma3ForConditionalGeneration); sft reads the text model's own names only.
-  if (!ckpt.contains("model.embed_tokens.weight") &&
-      (ckpt.contains("model.language_model.embed_tokens.weight") ||
-       ckpt.contains("language_model.model.embed_tokens.weight")))
-    fail_in_file("model", {ckpt.source(), ""},
-                 "the weights are a multimodal Gemma 3 checkpoint (the text model under "
-                 "language_model, beside a vision tower); loading its text part is not supported "
-                 "yet",
-                 "save the text model alone (Gemma3ForCausalLM, model_type gemma3_text) with "
-                 "transformers and train that folder");
+  // A multimodal Gemma 3 folder's text model is read under the text model's own names.
+  SafetensorsCheckpoint stored = SafetensorsCheckpoint::open_dir(dir.path);
+  const TextModelNames names = text_model_names(stored);
+  const SafetensorsCheckpoint ckpt = text_model_view(std::move(stored), names);
   const LayoutMismatch mm = compare_with_layout(ckpt, parameter_layout(m.config_));
   if (!mm.ok()) {
     fail_in_file("model", {ckpt.source(), ""},

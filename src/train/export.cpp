@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -14,6 +15,7 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/model_dir.h"
+#include "model/text_model_names.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_config.h"
 #include "train/adapter_io.h"
@@ -208,6 +210,33 @@ ExportOptions export_options_from_args(const TrainingArgs& args, const std::stri
   return o;
 }
 
+namespace {
+
+// A multimodal source folder (model/text_model_names.h): the names its text model is stored
+// under, and its other parts (vision tower, projector), which the export copies through in the
+// saved dtype as save_pretrained writes the whole model. The checkpoint stays open: the other
+// parts' tensors borrow from its mapping until they are written.
+struct SourceParts {
+  model::TextModelNames names;
+  std::vector<std::string> others;
+  std::optional<SafetensorsCheckpoint> checkpoint;
+};
+
+SourceParts source_parts(const std::string& source_dir) {
+  SourceParts parts;
+  const fs::path src(source_dir);
+  if (source_dir.empty() || !(fs::is_regular_file(src / "model.safetensors") ||
+                              fs::is_regular_file(src / "model.safetensors.index.json")))
+    return parts;  // random init, or a source without weights: the text model's own names
+  parts.checkpoint = SafetensorsCheckpoint::open_dir(source_dir);
+  parts.names = model::text_model_names(*parts.checkpoint);
+  parts.others = model::other_parts(*parts.checkpoint, parts.names);
+  if (!parts.names.multimodal()) parts.checkpoint.reset();
+  return parts;
+}
+
+}  // namespace
+
 void export_hf_model(const model::Transformer& model, const std::string& out_dir,
                      const ExportOptions& options) {
   // Read every source first, so a bad input fails before anything is written.
@@ -255,10 +284,15 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
                          " (hint: check the path and its permissions)");
 
   // Weights first and config.json last: a folder with a config is a complete one.
+  const SourceParts source = source_parts(options.source_model_dir);
+  auto saved = [&](const Tensor& t) {
+    return t.dtype() == options.dtype ? t : t.to(options.dtype);
+  };
   std::vector<NamedTensor> weights;
   for (const NamedTensor& p : model.parameters())
-    weights.push_back(
-        {p.name, options.dtype == DType::kF32 ? p.tensor : p.tensor.to(options.dtype)});
+    weights.push_back({source.names.stored(p.name), saved(p.tensor)});
+  for (const std::string& name : source.others)
+    weights.push_back({name, saved(source.checkpoint->tensor(name))});
   std::vector<std::string> written;
   try {
     written =

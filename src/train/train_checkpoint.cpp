@@ -9,6 +9,7 @@
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
 #include "model/param_slices.h"
+#include "model/text_model_names.h"
 #include "train/adapter_io.h"
 
 namespace sft {
@@ -193,10 +194,13 @@ void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snaps
   std::optional<TrainerState> trainer_state;
   if (snapshot.trainer_state) trainer_state = load_trainer_state(folder);
   std::vector<PendingCopy> copies;
-  const SafetensorsCheckpoint weights =
+  SafetensorsCheckpoint stored =
       snapshot.model->lora()
           ? SafetensorsCheckpoint::open_file((dir / kAdapterWeightsFile).string())
           : SafetensorsCheckpoint::open_dir(folder);
+  // A multimodal model's checkpoint stores its text model as the source folder does.
+  const model::TextModelNames names = model::text_model_names(stored);
+  const SafetensorsCheckpoint weights = model::text_model_view(std::move(stored), names);
   plan_weights(weights, *snapshot.model, copies);
   std::optional<SafetensorsFile> optimizer_file;
   int64_t step = 0;

@@ -233,6 +233,37 @@ TEST(ModelConfig, Phi3FusedProjectionsAndLongropeAreData) {
             (std::vector<std::string>{"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}));
 }
 
+// Ministral3Config: Mistral's layers with its own defaults, YaRN (factor 16 over 16384
+// positions, theta 1e6, mscale 1) with Llama 4's query scaling (beta 0.1) when config.json has no
+// rope_parameters; the scaling round-trips, and another family's llama_4_scaling_beta is ignored
+// as its attention ignores it.
+TEST(ModelConfig, Ministral3DefaultsAndQueryScaling) {
+  const ModelConfig d = parse(R"({"model_type": "ministral3"})");
+  EXPECT_EQ(d.model_type, ModelType::kMinistral3);
+  EXPECT_EQ(d.num_hidden_layers, 34);
+  EXPECT_EQ(d.head_dim, 128);
+  EXPECT_EQ(d.vocab_size, 131072);
+  EXPECT_FALSE(d.sliding_window);
+  EXPECT_EQ(d.rms_norm_eps, 1e-5);
+  EXPECT_EQ(d.rope.type, RopeType::kYarn);
+  EXPECT_EQ(d.rope.theta, 1e6);
+  EXPECT_EQ(d.rope.factor, 16.0);
+  EXPECT_EQ(d.rope.original_max_position_embeddings, 16384);
+  EXPECT_EQ(d.rope.llama_4_scaling_beta, 0.1);
+  const ModelConfig again = parse_model_config(model_config_to_json(d), "again");
+  EXPECT_EQ(again.model_type, ModelType::kMinistral3);
+  EXPECT_EQ(again.rope.llama_4_scaling_beta, 0.1);
+  EXPECT_EQ(again.rope.original_max_position_embeddings, 16384);
+
+  const ModelConfig m = parse(R"({"model_type": "mistral", "rope_parameters": {"rope_type": "yarn",
+    "factor": 2.0, "original_max_position_embeddings": 8, "llama_4_scaling_beta": 0.5}})");
+  EXPECT_EQ(m.rope.llama_4_scaling_beta, 0.0);
+  EXPECT_NE(error_of(R"({"model_type": "ministral3", "rope_parameters": {"rope_type": "default",
+    "llama_4_scaling_beta": 0.5}})")
+                .find("original_max_position_embeddings"),
+            std::string::npos);
+}
+
 // MinistralConfig: Mistral's defaults (32 layers, 8 KV heads, window 4096, rope_theta 1e4,
 // rms_norm_eps 1e-6, untied); every layer slides without layer_types, and layer_types picks
 // them when present (and round-trips).
@@ -284,7 +315,7 @@ TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
       error_of(R"({"model_type": "gpt2"})"),
       "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
       "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, "
-      "ministral, gemma2, gemma3_text)");
+      "ministral, ministral3, gemma2, gemma3_text)");
   // A slip gets the near name; another family only the list.
   EXPECT_NE(error_of(R"({"model_type": "Qwen-3"})").find("(hint: did you mean 'qwen3'? supported"),
             std::string::npos);

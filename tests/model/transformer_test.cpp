@@ -194,27 +194,54 @@ TEST(Transformer, Phi3ConfigOverSplitWeightsNamesTheTensors) {
   }
 }
 
-// A gemma3 folder (Gemma3ForConditionalGeneration) parses to its text model, but its weights
-// are named under model.language_model.: refused, naming the file and the way out.
-TEST(Transformer, MultimodalGemma3WeightsAreRefusedClearly) {
-  const std::string dir = test::fresh_output_dir("gemma3_multimodal_weights");
-  const std::string src = fixture("gemma3_sliding_softcap");
-  Json config = {{"model_type", "gemma3"},
-                 {"architectures", {"Gemma3ForConditionalGeneration"}},
-                 {"text_config", read_json_file(src + "/config.json", "test")}};
-  write_file_atomically(dir + "/config.json", config.dump());
-  std::vector<float> embed(256 * 64, 0.0f);
-  write_safetensors(dir + "/model.safetensors",
-                    {{"model.language_model.embed_tokens.weight",
-                      Tensor::borrow(DType::kF32, {256, 64}, embed.data(), nullptr)}});
-  try {
-    Transformer::load(dir);
-    ADD_FAILURE() << "loaded";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("multimodal Gemma 3 checkpoint"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("model.safetensors"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("Gemma3ForCausalLM"), std::string::npos) << msg;
+// A multimodal gemma3 folder (Gemma3ForConditionalGeneration,
+// tools/make_gemma3_multimodal_fixture.py) holds the parity fixture's text model under
+// language_model.model.* beside a vision tower. Loaded, it is that text model without the
+// final-logit soft-cap (transformers applies it in Gemma3ForCausalLM only): its logits and loss are
+// transformers' for the multimodal model (the parity tolerances).
+TEST(Transformer, MultimodalGemma3LoadsItsTextModel) {
+  const std::string dir = test::source_path("tests/fixtures/models/gemma3_multimodal");
+  Transformer mm = Transformer::load(dir);
+  EXPECT_EQ(mm.config().final_logit_softcapping, 0.0);
+  const SafetensorsFile expected = SafetensorsFile::open(dir + "/expected.safetensors");
+  const Batch b = fixture_batch(dir);
+  const int64_t V = mm.config().vocab_size;
+  std::vector<float> logits(b.tokens.size() * static_cast<size_t>(V));
+  const LossStats s = mm.forward(b, logits.data());
+  const std::vector<float> want = expected.tensor("logits").to_f32_vector();
+  ASSERT_EQ(want.size(), logits.size());
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    worst = std::max(worst, std::fabs(double(want[i]) - logits[i]));
+  EXPECT_LE(worst, 5e-5);
+  const double loss = s.loss_sum / static_cast<double>(s.count);
+  EXPECT_NEAR(loss, expected.tensor("loss").to_f32_vector()[0], 1e-5);
+}
+
+// The same text model stored as transformers names it in memory (model.language_model.*,
+// lm_head.weight at the top) loads too.
+TEST(Transformer, MultimodalGemma3InMemoryNamesLoad) {
+  const std::string src = test::source_path("tests/fixtures/models/gemma3_multimodal");
+  const std::string dir = test::fresh_output_dir("gemma3_multimodal_memory_names");
+  std::filesystem::copy_file(src + "/config.json", dir + "/config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  const SafetensorsFile f = SafetensorsFile::open(src + "/model.safetensors");
+  std::vector<NamedTensor> renamed;
+  for (const TensorEntry& e : f.entries()) {
+    std::string name = e.name;
+    if (name.rfind("language_model.model.", 0) == 0)
+      name = "model.language_model." + name.substr(sizeof("language_model.model.") - 1);
+    else
+      name = "model." + name;  // vision_tower.*, multi_modal_projector.*
+    renamed.push_back({name, f.tensor(e)});
+  }
+  write_safetensors(dir + "/model.safetensors", renamed);
+  Transformer a = Transformer::load(dir), b = Transformer::load(src);
+  const std::vector<NamedTensor> pa = a.parameters(), pb = b.parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(pa[i].name, pb[i].name);
+    EXPECT_EQ(pa[i].tensor.to_f32_vector(), pb[i].tensor.to_f32_vector()) << pa[i].name;
   }
 }
 

@@ -343,7 +343,8 @@ TEST_F(Export, FoldersForTheTransformersCheck) {
   for (const char* name :
        {"models/qwen3", "models/llama", "parity/smollm3_nope_sliding", "parity/olmo2_post_norms",
         "parity/granite_multipliers", "parity/phi3_longrope_short", "parity/phi3_longrope_long",
-        "parity/gemma3_sliding_softcap", "parity/gemma2_softcaps"}) {
+        "parity/gemma3_sliding_softcap", "parity/gemma2_softcaps", "models/gemma3_multimodal",
+        "parity/ministral3_query_scaling"}) {
     const std::string src = test::source_path("tests/fixtures/") + name;
     const std::string folder = fs::path(name).filename().string();
     const std::string dir = test::fresh_output_dir("export_fixture_" + folder);
@@ -368,6 +369,32 @@ TEST_F(Export, FoldersForTheTransformersCheck) {
   export_hf_model(*model_, dir + "/model", o);
   EXPECT_NO_THROW(verify_export(*model_, dir + "/model", DType::kF32));
   write_sft_logits(*model_, dir + "/sft_logits.safetensors");
+}
+
+// A multimodal Gemma 3 source: the text model goes back under the names the source stores it
+// as (language_model.model.*), and the vision tower and projector are copied through in the
+// saved dtype (bf16 here), so the folder has the source's tensors, no more and no fewer.
+TEST_F(Export, MultimodalGemma3KeepsTheOtherParts) {
+  const std::string src = test::source_path("tests/fixtures/models/gemma3_multimodal");
+  const std::string dir = test::fresh_output_dir("export_gemma3_multimodal_bf16");
+  model::Transformer m = model::Transformer::load(src);
+  ExportOptions o;
+  o.source_model_dir = src;
+  o.dtype = DType::kBF16;
+  export_hf_model(m, dir, o);
+  EXPECT_NO_THROW(verify_export(m, dir, DType::kBF16));
+  const SafetensorsCheckpoint in = SafetensorsCheckpoint::open_dir(src);
+  const SafetensorsCheckpoint out = SafetensorsCheckpoint::open_dir(dir);
+  EXPECT_EQ(out.names(), in.names());
+  int others = 0;
+  for (const std::string& name : in.names()) {
+    if (name.rfind("language_model.", 0) == 0) continue;
+    ++others;
+    EXPECT_EQ(out.entry(name).dtype, DType::kBF16) << name;
+    EXPECT_EQ(out.tensor(name).to_f32_vector(), in.tensor(name).to(DType::kBF16).to_f32_vector())
+        << name;
+  }
+  EXPECT_GT(others, 10);  // the vision tower and the projector
 }
 
 TEST_F(Export, OptionsFromTrainingArgs) {

@@ -2,6 +2,8 @@
 // attention_block.h.
 #include "model/blocks/attention_block.h"
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "model/blocks/shared_scratch.h"
@@ -135,6 +137,29 @@ void AttentionBlock::rope_backward(ops::View dx, const AttentionInputs& in) cons
   if (rotary_dims > 0) ops::rope_backward(dx, in.cos, in.sin, dims.D);
 }
 
+void AttentionBlock::scale_queries(ops::View q, const AttentionInputs& in) const {
+  if (query_scaling.beta == 0) return;
+  const int64_t period = query_scaling.period;
+  for (const ops::AttentionSegment& seg : in.segments) {
+    // Query i of the segment sits at position q_offset + i; the factor is constant over each
+    // run of `period` positions and 1 over the first, so short documents are untouched.
+    for (int64_t block = seg.q_offset / period + (seg.q_offset / period == 0);
+         block * period < seg.q_offset + seg.q_len; ++block) {
+      const int64_t first = std::max(block * period, seg.q_offset) - seg.q_offset;
+      const int64_t last = std::min((block + 1) * period, seg.q_offset + seg.q_len) - seg.q_offset;
+      // In fp32, as transformers computes the factor before casting it to the queries' dtype.
+      const float factor = 1.0f + static_cast<float>(query_scaling.beta) *
+                                      std::log(1.0f + static_cast<float>(block));
+      const ops::View rows = q.row_range(seg.q_begin + first, last - first);
+      if (rows.dense()) {
+        ops::scale(rows, factor);
+      } else {  // q is a column block of the stacked q/k/v product: each row is contiguous
+        for (int64_t r = 0; r < rows.rows; ++r) ops::scale(rows.row_range(r, 1), factor);
+      }
+    }
+  }
+}
+
 void AttentionBlock::attend(ops::View att, Saved& a, const Scratch& s,
                             const AttentionInputs& in) const {
   ops::attention_forward(att, a.lse, a.q, in.k_all, in.v_all, in.segments, dims, s.kernel);
@@ -152,6 +177,7 @@ void AttentionBlock::forward_fp32_qkv(Saved& a, const Scratch& s, ops::View ln,
   }
   rope_forward(a.q, in);
   rope_forward(a.k, in);
+  scale_queries(a.q, in);
   // Against in's keys and values (the layer's own rows, or the decode cache); under bf16
   // decoding attention writes scratch and att_in is its bf16 copy.
   const ops::View att = a.att.empty() ? s.att32.first(a.q.rows, a.q.cols) : a.att;
@@ -187,6 +213,7 @@ void AttentionBlock::forward_bf16_qkv(Saved& a, const Scratch& s, ops::View ln,
   }
   rope_forward(qf, in);
   rope_forward(kf, in);
+  scale_queries(qf, in);
   ops::cast(a.q, qf);
   ops::cast(a.k, kf);
   ops::cast(a.v, vf);
@@ -209,6 +236,7 @@ void AttentionBlock::backward(ops::View dln, const Scratch& s, const BlockGradSc
     ops::attention_sinks_backward(g.grad_or_sink(*sinks), s.datt, att, a.lse, sinks->value);
   ops::attention_backward(s.dq, s.dk, s.dv, s.datt, att, a.lse, a.q, in.k_all, in.v_all,
                           in.segments, dims, s.kernel);
+  scale_queries(s.dq, in);
   rope_backward(s.dq, in);
   rope_backward(s.dk, in);
   ops::View dq = s.dq, dk = s.dk;

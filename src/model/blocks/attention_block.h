@@ -34,6 +34,13 @@
 namespace sft::model {
 
 // Where attention reads keys and values from and how the rows pair up.
+// Llama 4's attention scaling (Ministral 3): each query times 1 + beta·log(1 + ⌊position /
+// period⌋) after RoPE, as Ministral3Attention scales query_states; beta 0 = none.
+struct QueryScaling {
+  double beta = 0;
+  int64_t period = 0;
+};
+
 struct AttentionInputs {
   ops::View k_all, v_all;  // (Tk, Hkv·D), including this call's rows
   std::span<const ops::AttentionSegment> segments;
@@ -52,6 +59,7 @@ struct AttentionBlock {
   ops::AttentionDims dims;
   int64_t rotary_dims = 0;           // the dims of a head RoPE turns (0: no RoPE)
   const Parameter* sinks = nullptr;  // (H) this rank's heads' sink logits, or null
+  QueryScaling query_scaling;        // Ministral 3: queries scaled by position after RoPE
   // Tensor parallelism: q, k, v are column-parallel, so ln's gradient is summed over this group
   // (o sums its output itself); null without.
   ShardGroup* tp_group = nullptr;
@@ -99,6 +107,8 @@ struct AttentionBlock {
   ops::View norm_rstd(const ops::View& rstd, const ops::View& v) const;
   void rope_forward(ops::View x, const AttentionInputs& in) const;
   void rope_backward(ops::View dx, const AttentionInputs& in) const;
+  // Queries (or their gradient) times their position's QueryScaling factor, in place.
+  void scale_queries(ops::View q, const AttentionInputs& in) const;
   // att = attention(a.q, in's keys and values) [with the sinks]; a.lse saved.
   void attend(ops::View att, Saved& a, const Scratch& s, const AttentionInputs& in) const;
   void forward_fp32_qkv(Saved& a, const Scratch& s, ops::View ln, const AttentionInputs& in) const;

@@ -48,6 +48,8 @@ LayerPlan LayerPlan::of(const ModelConfig& c, int layer, const std::string& sour
     fail("model",
          source + ": attn_logit_softcapping must be positive or absent, got " + number(p.softcap));
   p.sinks = c.attention_sinks;
+  if (c.rope.llama_4_scaling_beta != 0)
+    p.query_scaling = {c.rope.llama_4_scaling_beta, c.rope.original_max_position_embeddings};
   p.residual_multiplier = static_cast<float>(c.residual_multiplier);
   if (p.residual_multiplier != 1 && p.norms.post)
     fail("model", source +
@@ -77,6 +79,8 @@ std::string describe(const LayerPlan& p, int64_t head_dim) {
   if (p.attention_scale > 0) attention += "scale " + number(p.attention_scale) + ", ";
   if (p.softcap > 0) attention += "soft-cap " + number(p.softcap) + ", ";
   if (p.sinks) attention += "sinks, ";
+  if (p.query_scaling.beta != 0)
+    attention += "queries scaled by position (beta " + number(p.query_scaling.beta) + "), ";
   attention += p.window ? "window " + std::to_string(p.window) : "causal";
   const std::string norm = p.norm_weight_offset != 0 ? "(1 + w) norm" : "norm";
   const std::string pre = p.norms.pre ? norm + " · " : "";

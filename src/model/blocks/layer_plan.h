@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "model/blocks/attention_block.h"
 #include "model/blocks/mlp_block.h"
 #include "model/config.h"
 
@@ -35,6 +36,7 @@ struct LayerPlan {
   double attention_scale = 0;            // 0 = 1/sqrt(D)
   double softcap = 0;                    // attention scores' soft-cap, 0 = none
   bool sinks = false;                    // a learnable sink logit per head
+  QueryScaling query_scaling;            // Ministral 3's position-dependent query scale
   float residual_multiplier = 1;         // each branch's output times this (Granite)
   MlpActivation activation = MlpActivation::kSilu;
 
