@@ -5,9 +5,10 @@
 # adapter and compare metrics.jsonl with TRL's values as train_trl_parity.cmake does.
 # MODE picks the goldens and the tolerances (loss / grad_norm relative; measured in brackets):
 #   plain   NF4 and FP4, adapters fp32: 1e-4 / 1e-4  [1e-7 / 1.4e-7]
-#   nested  NF4 nested, adapters fp32: 1e-4 / 1e-3  [4.8e-6 / 2.8e-4; the absmax after the
-#           nested round trip are within 2 ulps of bitsandbytes' (tests/model/quant4_load_test)
-#           and the plain runs agree to 1e-7, so where the rest of the gap comes from is open]
+#   nested  NF4 nested, adapters fp32: 1e-4 / 1e-3  [4.8e-6 / 2.8e-4: bitsandbytes' CPU 8-bit
+#           blockwise quantizer is not round-to-nearest within ~1e-5 of a midpoint (about 0.1% of
+#           values take the neighbour code), so 2 of this model's 1,152 nested absmax codes
+#           differ from sft's nearest code (1% on those blocks); the bnb4 fixtures hit none]
 #   trl     NF4 nested as TRL runs it, its adapters cast to bf16 (see the tool): 1e-3 / 2e-2
 #           [1.3e-4 / 9.1e-3; TRL's grad_norm is of bf16 gradients]
 # Usage: cmake -DSFT=path/to/sft -DROOT=repo -DWORK=scratch_dir -DMODE=plain|nested|trl
