@@ -8,6 +8,11 @@
 // The base is the adapter's base_model_name_or_path (a folder, or a Hub id in the cache), or
 // --base to point elsewhere (its shapes are checked against the adapter). After writing, the
 // folder is reloaded and its logits compared with the in-memory merged model (verify_export).
+//
+// QLoRA: when the base folder is a bitsandbytes 4-bit checkpoint, or with --load_in_4bit (and
+// --bnb_4bit_quant_type / --use_bnb_nested_quant as `sft train` took them), the adapter is
+// folded into the dequantized base (model/quant4_dequantize.h): the weights the adapter was
+// trained on, written in --dtype (float32 or bfloat16) as a plain HF model.
 #include <cstdio>
 #include <string>
 
@@ -17,10 +22,12 @@
 #include "core/log.h"
 #include "io/options.h"
 #include "model/model_dir.h"
+#include "model/quant4_dequantize.h"
 #include "model/transformer.h"
 #include "train/adapter_io.h"
 #include "train/args.h"
 #include "train/export.h"
+#include "train/quant_args.h"
 
 namespace sft::cli {
 
@@ -34,6 +41,7 @@ constexpr const char* kUsage =
 struct MergeFlags {
   std::string adapter, output_dir, base, dtype = "float32";
   std::string max_shard_size = "5GB";
+  QuantArgs quant;
 };
 
 OptionSet merge_options(MergeFlags& f) {
@@ -45,6 +53,7 @@ OptionSet merge_options(MergeFlags& f) {
   o.add_string("dtype", &f.dtype, "output",
                "float32, bfloat16, float16, or auto (the base config's dtype)");
   o.add_string("max_shard_size", &f.max_shard_size, "output", "largest safetensors shard");
+  add_quant_options(o, f.quant);
   return o;
 }
 
@@ -61,7 +70,13 @@ int run_merge(const Args& args) {
   ModelSource source = resolve_model_source(f.adapter);
   if (!f.base.empty()) source.model_dir = open_model_dir(f.base).path;
   model::LoraConfig lora = read_adapter_config(f.adapter);
-  model::Transformer m = model::Transformer::load(source.model_dir);
+  std::vector<std::string> notices;
+  validate_quant_args(f.quant, true, notices);
+  const std::optional<model::Quant4Plan> quant4 =
+      quant4_plan_for(f.quant, "float32", true, source.model_dir);
+  model::Transformer m =
+      quant4 ? model::dequantized_model(model::Transformer::load_4bit(source.model_dir, *quant4))
+             : model::Transformer::load(source.model_dir);
   m.enable_lora(lora, 0, f.adapter + "/" + kAdapterConfigFile);
   load_adapter_weights(m, f.adapter);
   const size_t adapters = m.lora()->adapters().size();

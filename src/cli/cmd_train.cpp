@@ -74,10 +74,14 @@ constexpr const char* kUsage =
     "ScriptArguments). Flags after --config override the YAML file.\n";
 
 model::Transformer init_from_config(const ModelDir& dir, uint64_t seed,
-                                    const model::TensorParallel& tp) {
+                                    const model::TensorParallel& tp,
+                                    const std::optional<model::Quant4Plan>& quant4) {
   const Json raw = read_json_file(dir.path + "/config.json", "train");
   const double std = raw.value("initializer_range", 0.02);
-  model::Transformer m = model::Transformer::random(dir.config, seed, static_cast<float>(std), tp);
+  // QLoRA: the 4-bit weights drawn and quantized one at a time (never the fp32 model whole).
+  model::Transformer m =
+      quant4 ? model::Transformer::random_4bit(dir.config, seed, static_cast<float>(std), *quant4)
+             : model::Transformer::random(dir.config, seed, static_cast<float>(std), tp);
   // nn.Embedding(padding_idx=pad_token_id): _init_weights zeroes the pad row (on the rank
   // whose vocabulary slice holds it).
   const int64_t first = m.params().at(ParamSlot::kEmbed).spec.tp_begin;
@@ -318,9 +322,15 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
                       "(hint: --tp_size 1)");
   std::string base_path;
   std::optional<model::Transformer> loaded;
+  // QLoRA: --load_in_4bit, or a base folder saved 4-bit (train/quant_args.h).
+  const std::optional<model::Quant4Plan> quant4 = quant4_plan_for(
+      args.quant, args.dtype, args.use_peft || from_adapter,
+      from_adapter ? resolve_model_source(args.model_name_or_path, args.model_revision).model_dir
+                   : open_model_dir(args.model_name_or_path, args.model_revision).path);
   if (from_adapter) {
     loaded.emplace(load_model_with_adapter(args.model_name_or_path, args.model_revision, &base_path,
-                                           static_cast<uint64_t>(args.seed)));
+                                           static_cast<uint64_t>(args.seed),
+                                           quant4 ? &*quant4 : nullptr));
     if (args.use_peft && ranks.main())
       log_info("[train] ", args.model_name_or_path,
                " is a PEFT adapter: its adapter_config.json defines the adapter (the --lora_* "
@@ -328,10 +338,12 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
   }
   ModelDir dir =
       open_model_dir(from_adapter ? base_path : args.model_name_or_path, args.model_revision);
-  model::Transformer model = loaded ? std::move(*loaded)
-                             : args.init_from_config
-                                 ? init_from_config(dir, static_cast<uint64_t>(args.seed), ranks.tp)
-                                 : model::Transformer::load(dir.path, ranks.tp);
+  model::Transformer model =
+      loaded ? std::move(*loaded)
+      : args.init_from_config
+          ? init_from_config(dir, static_cast<uint64_t>(args.seed), ranks.tp, quant4)
+      : quant4 ? model::Transformer::load_4bit(dir.path, *quant4)
+               : model::Transformer::load(dir.path, ranks.tp);
   if (args.use_peft && !from_adapter) {
     // PEFT's targets match the vision tower's projections too (q_proj, v_proj, ...), so its
     // adapter for a multimodal folder has modules sft does not hold.

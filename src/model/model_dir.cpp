@@ -4,6 +4,7 @@
 #include <set>
 
 #include "io/hf_hub.h"
+#include "model/quant4_weight.h"
 
 namespace sft {
 
@@ -48,14 +49,21 @@ LayoutMismatch compare_with_layout(const SafetensorsCheckpoint& checkpoint,
       result.missing.push_back(p.name);
       continue;
     }
-    const Shape& actual = checkpoint.entry(p.name).shape;
+    // A bitsandbytes 4-bit weight stores packed bytes; its quant_state holds the shape.
+    const SafetensorsFile& file = checkpoint.file_of(p.name);
+    const Shape actual = model::is_quant4_weight(file, p.name)
+                             ? model::read_quant4_state(file, p.name).shape
+                             : checkpoint.entry(p.name).shape;
     if (actual != p.shape) {
       result.wrong_shape.push_back(p.name + ": checkpoint " + shape_to_string(actual) +
                                    ", config implies " + shape_to_string(p.shape));
     }
   }
   for (const std::string& name : checkpoint.names()) {
-    if (!expected.count(name) && name != "lm_head.weight") result.unexpected.push_back(name);
+    if (!expected.count(name) && name != "lm_head.weight" &&
+        !(model::is_quant4_piece(name) &&
+          expected.count(name.substr(0, name.find(".weight.") + 7))))
+      result.unexpected.push_back(name);
     if (name == "lm_head.weight" && !expected.count(name) &&
         checkpoint.entry(name).shape != layout.front().shape) {
       result.wrong_shape.push_back(name + ": tied to the embeddings but stored with shape " +

@@ -41,6 +41,55 @@ ParameterSet::ParameterSet(const std::vector<ParamSpec>& layout, Device device)
   bind_parts();
 }
 
+ParameterSet::ParameterSet(const std::vector<ParamSpec>& layout,
+                           const std::function<bool(const ParamSpec&)>& without_fp32)
+    : values_(Device::kCpu), grads_(Device::kCpu), bf16_(Device::kCpu) {
+  int64_t kept = 0;
+  for (const ParamSpec& spec : layout) {
+    Parameter p;
+    p.spec = spec;
+    p.offset = numel_;
+    p.decay = weight_decay_applies(spec.role);
+    numel_ += shape_numel(spec.shape);
+    if (!without_fp32(spec)) kept += shape_numel(spec.shape);
+    params_.push_back(std::move(p));
+  }
+  // Only the kept values, back to back: the compact arena release_fp32_matrices leaves.
+  values_.reserve(static_cast<size_t>(kept) * sizeof(float));
+  float* next = reinterpret_cast<float*>(values_.data());
+  for (Parameter& p : params_) {
+    const auto [rows, cols] = matrix_shape(p.spec.shape);
+    p.value = ops::view_of(without_fp32(p.spec) ? nullptr : next, rows, cols);
+    if (p.value.data) next += p.value.numel();
+  }
+  fp32_released_ = kept != numel_;
+  bind_parts();
+}
+
+void ParameterSet::set_quant4(size_t index, std::vector<uint8_t> packed, std::vector<float> absmax,
+                              int64_t blocksize, ops::Quant4Type type) {
+  Parameter& p = params_.at(index);
+  if (p.spec.shape.size() != 2 || !p.bf16.empty() || !p.grad.empty())
+    fail("model", "set_quant4: '" + p.spec.name +
+                      "' must be a matrix without bf16 copy or gradient to become 4-bit");
+  const int64_t n = p.value.numel();
+  if (static_cast<int64_t>(packed.size()) != (n + 1) / 2 ||
+      static_cast<int64_t>(absmax.size()) != (n + blocksize - 1) / blocksize)
+    fail("model", "set_quant4: '" + p.spec.name + "' got " + std::to_string(packed.size()) +
+                      " bytes and " + std::to_string(absmax.size()) + " absmax for " +
+                      std::to_string(n) + " elements");
+  quant4_packed_.push_back(std::move(packed));
+  quant4_absmax_.push_back(std::move(absmax));
+  std::vector<uint8_t>& bytes = quant4_packed_.back();
+  std::vector<float>& scales = quant4_absmax_.back();
+  p.quant4.packed = ops::view_of(bytes.data(), 1, static_cast<int64_t>(bytes.size()));
+  p.quant4.absmax = ops::view_of(scales.data(), 1, static_cast<int64_t>(scales.size()));
+  p.quant4.rows = p.value.rows;
+  p.quant4.cols = p.value.cols;
+  p.quant4.blocksize = blocksize;
+  p.quant4.type = type;
+}
+
 void ParameterSet::bind_parts() {
   struct Block {
     ParamSlot fused, part;
@@ -140,11 +189,21 @@ void ParameterSet::copy_values_from(const ParameterSet& other) {
 
 void ParameterSet::enable_bf16_copies() {
   if (has_bf16_copies()) return;
-  bf16_.reserve(size() * sizeof(uint16_t));
+  // 4-bit bases have no bf16 copy (matmul_4bit dequantizes into bf16 itself); with them the
+  // copies of the rest are packed densely, since offsets span the whole model.
+  auto copied = [](const Parameter& p) { return is_matmul_weight(p.spec) && !p.is_4bit(); };
+  int64_t dense = 0;
+  for (const Parameter& p : params_)
+    if (copied(p)) dense += p.value.numel();
+  bf16_.reserve((has_4bit() ? static_cast<size_t>(dense) : size()) * sizeof(uint16_t));
   uint16_t* base = reinterpret_cast<uint16_t*>(bf16_.data());
-  for (Parameter& p : params_)
-    if (is_matmul_weight(p.spec))
-      p.bf16 = ops::view_of(base + p.offset, p.value.rows, p.value.cols, p.value.device);
+  uint16_t* next = base;
+  for (Parameter& p : params_) {
+    if (!copied(p)) continue;
+    uint16_t* at = has_4bit() ? next : base + p.offset;
+    next += p.value.numel();
+    p.bf16 = ops::view_of(at, p.value.rows, p.value.cols, p.value.device);
+  }
   bind_parts();
   refresh_bf16_copies();
 }
@@ -159,8 +218,10 @@ void ParameterSet::check_fp32_whole(const char* what) const {
 void ParameterSet::release_fp32_matrices(bool (*keep_fp32)(const ParamSpec&)) {
   if (!has_bf16_copies() || has_grads())
     fail("model", "release_fp32_matrices needs bf16 copies and a set without gradients");
-  if (fp32_released_) return;
-  auto released = [&](const Parameter& p) { return !p.bf16.empty() && !keep_fp32(p.spec); };
+  // A set built without some fp32 values (4-bit bases) releases the rest the same way.
+  auto released = [&](const Parameter& p) {
+    return p.value.data == nullptr || (!p.bf16.empty() && !keep_fp32(p.spec));
+  };
   int64_t kept = 0;
   for (const Parameter& p : params_)
     if (!released(p)) kept += p.value.numel();
@@ -183,9 +244,11 @@ void ParameterSet::release_fp32_matrices(bool (*keep_fp32)(const ParamSpec&)) {
 }
 
 void ParameterSet::refresh_bf16_copies() {
-  check_fp32_whole("refresh_bf16_copies");
-  for (const Parameter& p : params_)
-    if (!p.bf16.empty()) ops::cast(p.bf16, p.value);
+  for (const Parameter& p : params_) {
+    if (p.bf16.empty()) continue;
+    if (!p.value.data) check_fp32_whole("refresh_bf16_copies");  // its master is gone
+    ops::cast(p.bf16, p.value);
+  }
 }
 
 std::vector<NamedTensor> ParameterSet::named_values() const {

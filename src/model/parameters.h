@@ -10,6 +10,7 @@
 // every change of the master values.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,6 +41,11 @@ struct Parameter {
 class ParameterSet {
  public:
   explicit ParameterSet(const std::vector<ParamSpec>& layout, Device device = Device::kCpu);
+  // QLoRA: the parameters `without_fp32` selects get no fp32 storage (their value keeps its
+  // shape, no data, as after release_fp32_matrices); each must then receive its 4-bit form
+  // (set_quant4) before use, so a 4-bit base never exists in fp32 whole.
+  ParameterSet(const std::vector<ParamSpec>& layout,
+               const std::function<bool(const ParamSpec&)>& without_fp32);
   ParameterSet(ParameterSet&&) = default;
   ParameterSet& operator=(ParameterSet&&) = default;
 
@@ -87,9 +93,16 @@ class ParameterSet {
   bool fp32_released() const { return fp32_released_; }
   // The bf16 arena (same offsets as values(), room for every parameter; only matmul weights
   // have views into it), for an optimizer that writes the copies itself; null without copies.
+  // A set with 4-bit bases packs its bf16 copies densely instead (no arena to offer): null.
   uint16_t* bf16_arena() {
-    return has_bf16_copies() ? reinterpret_cast<uint16_t*>(bf16_.data()) : nullptr;
+    return has_bf16_copies() && !has_4bit() ? reinterpret_cast<uint16_t*>(bf16_.data()) : nullptr;
   }
+
+  // QLoRA: parameter `index` of all() becomes a frozen 4-bit base (Parameter::quant4) whose
+  // bytes the set owns; matmuls read those instead of value / bf16 (model/linear.cpp).
+  void set_quant4(size_t index, std::vector<uint8_t> packed, std::vector<float> absmax,
+                  int64_t blocksize, ops::Quant4Type type);
+  bool has_4bit() const { return !quant4_packed_.empty(); }
 
   // Borrowed views under HF names, for checkpoints and export.
   std::vector<NamedTensor> named_values() const;
@@ -112,6 +125,9 @@ class ParameterSet {
   int64_t numel_ = 0;
   Arena values_, grads_, bf16_;
   bool fp32_released_ = false;
+  // The 4-bit bases' bytes (set_quant4); moving the set keeps their buffers, so views stay.
+  std::vector<std::vector<uint8_t>> quant4_packed_;
+  std::vector<std::vector<float>> quant4_absmax_;
 };
 
 }  // namespace sft::model

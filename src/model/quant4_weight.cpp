@@ -55,23 +55,39 @@ bool is_quant4_weight(const SafetensorsFile& file, const std::string& weight_nam
   return find_state(file, weight_name) != nullptr;
 }
 
-Quant4Weight read_quant4_weight(const SafetensorsFile& file, const std::string& weight_name) {
+bool is_quant4_piece(const std::string& name) {
+  for (const char* suffix : {".weight.absmax", ".weight.quant_map", ".weight.nested_absmax",
+                             ".weight.nested_quant_map"}) {
+    const std::string_view s(suffix);
+    if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0)
+      return true;
+  }
+  return name.find(".weight" + std::string(kStateSuffix)) != std::string::npos;
+}
+
+Quant4State read_quant4_state(const SafetensorsFile& file, const std::string& weight_name) {
   const std::string where = file.path() + ": tensor '" + weight_name + "'";
   const TensorEntry* state_entry = find_state(file, weight_name);
   if (!state_entry) refuse_quant4(where, "no quant_state tensor: the weight is not 4-bit");
   const Tensor state_bytes = file.tensor(*state_entry);
   if (state_bytes.dtype() != DType::kU8)
     refuse_quant4(where, "the quant_state tensor must be uint8");
-  Quant4Weight w;
-  w.state = parse_quant4_state(
+  Quant4State state = parse_quant4_state(
       std::string_view(reinterpret_cast<const char*>(state_bytes.bytes()), state_bytes.nbytes()),
       file.path() + ": tensor '" + state_entry->name + "'");
   if (state_entry->name.substr(state_entry->name.size() - 3) !=
-      ops::cpu::quant4_type_name(w.state.type))
+      ops::cpu::quant4_type_name(state.type))
     refuse_quant4(where, "the quant_state's name says " +
                              state_entry->name.substr(state_entry->name.size() - 3) +
                              ", its quant_type " +
-                             std::string(ops::cpu::quant4_type_name(w.state.type)));
+                             std::string(ops::cpu::quant4_type_name(state.type)));
+  return state;
+}
+
+Quant4Weight read_quant4_weight(const SafetensorsFile& file, const std::string& weight_name) {
+  const std::string where = file.path() + ": tensor '" + weight_name + "'";
+  Quant4Weight w;
+  w.state = read_quant4_state(file, weight_name);
 
   // The packed indices: any storage dtype, read as bytes.
   const Tensor packed = file.tensor(require(file, weight_name, weight_name));

@@ -35,6 +35,11 @@ struct Quant4Weight {
 
 // Whether the file holds `weight_name` ("model.layers.0.mlp.up_proj.weight") in 4-bit form.
 bool is_quant4_weight(const SafetensorsFile& file, const std::string& weight_name);
+// The quant_state alone (its shape is the weight's), checked as read_quant4_weight checks it.
+Quant4State read_quant4_state(const SafetensorsFile& file, const std::string& weight_name);
+// Whether `name` is one of the tensors a 4-bit weight stores beside its packed bytes
+// ("...weight.absmax", "...weight.quant_state.bitsandbytes__nf4", ...).
+bool is_quant4_piece(const std::string& name);
 Quant4Weight read_quant4_weight(const SafetensorsFile& file, const std::string& weight_name);
 
 }  // namespace sft::model

@@ -18,10 +18,18 @@
 namespace sft::model {
 
 Transformer::Transformer(ModelConfig config, const TensorParallel& tp)
+    : Transformer(std::move(config), tp, nullptr) {}
+
+Transformer::Transformer(ModelConfig config,
+                         const std::function<bool(const ParamSpec&)>& without_fp32)
+    : Transformer(std::move(config), TensorParallel{}, &without_fp32) {}
+
+Transformer::Transformer(ModelConfig config, const TensorParallel& tp,
+                         const std::function<bool(const ParamSpec&)>* without_fp32)
     : config_(std::move(config)),
       tp_(tp),
       layout_(parameter_layout(config_, tp.rank, tp.size)),
-      params_(layout_) {
+      params_(without_fp32 ? ParameterSet(layout_, *without_fp32) : ParameterSet(layout_)) {
   bind_layers();
   rope_ = rope_frequencies(config_, 0);
   if (config_.sliding_rope) {

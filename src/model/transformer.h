@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "model/lora.h"
 #include "model/param_layout.h"
 #include "model/parameters.h"
+#include "model/quant4_plan.h"
 #include "model/rope.h"
 #include "model/tensor_parallel.h"
 #include "ops/ops.h"
@@ -65,6 +67,13 @@ class Transformer {
   // slices of the unsplit one.
   static Transformer random(const ModelConfig& config, uint64_t seed, float std = 0.02f,
                             const TensorParallel& tp = {});
+  // QLoRA (model/quant4_load.cpp): the decoder layers' Linear weights held in bitsandbytes'
+  // 4-bit format, never whole in fp32: a bitsandbytes checkpoint's 4-bit groups as stored, any
+  // other weight `plan` selects quantized at load one tensor at a time. No tensor parallelism.
+  static Transformer load_4bit(const std::string& model_dir, const Quant4Plan& plan);
+  // random() drawing the same values, each 4-bit weight quantized as it is drawn.
+  static Transformer random_4bit(const ModelConfig& config, uint64_t seed, float std,
+                                 const Quant4Plan& plan);
   // All weights zero (the destination of a gather).
   static Transformer zeros(const ModelConfig& config, const TensorParallel& tp = {});
 
@@ -164,6 +173,10 @@ class Transformer {
 
  private:
   Transformer(ModelConfig config, const TensorParallel& tp);
+  // QLoRA: the parameters `without_fp32` selects get no fp32 storage (ParameterSet).
+  Transformer(ModelConfig config, const std::function<bool(const ParamSpec&)>& without_fp32);
+  Transformer(ModelConfig config, const TensorParallel& tp,
+              const std::function<bool(const ParamSpec&)>* without_fp32);
   // Points the layers, the embedding, the final norm and the LM head at params_.
   void bind_layers();
   void check_batch(const Batch& batch) const;

@@ -188,11 +188,12 @@ std::string resolve_adapter_base(const model::LoraConfig& c, const std::string& 
 
 model::Transformer load_model_with_adapter(const std::string& adapter_dir,
                                            const std::string& revision, std::string* base_dir,
-                                           uint64_t seed) {
+                                           uint64_t seed, const model::Quant4Plan* quant4) {
   const model::LoraConfig c = read_adapter_config(adapter_dir);
   const std::string base = resolve_adapter_base(c, adapter_dir, revision);
   if (base_dir) *base_dir = base;
-  model::Transformer m = model::Transformer::load(base);
+  model::Transformer m =
+      quant4 ? model::Transformer::load_4bit(base, *quant4) : model::Transformer::load(base);
   m.enable_lora(c, seed, (fs::path(adapter_dir) / kAdapterConfigFile).string());
   load_adapter_weights(m, adapter_dir);
   log_info("[adapter] ", adapter_dir, ": LoRA r ", c.r, " on ", m.lora()->adapters().size(),

@@ -45,9 +45,11 @@ std::string resolve_adapter_base(const model::LoraConfig& config, const std::str
 // An adapter folder as model_name_or_path: loads its base, enables LoRA with the adapter's
 // config and loads its weights. `base_dir` receives the base folder.
 // `seed` seeds the adapters' dropout masks (the loaded weights replace A's initialisation).
+// With `quant4` the base is loaded 4-bit (QLoRA, Transformer::load_4bit).
 model::Transformer load_model_with_adapter(const std::string& adapter_dir,
                                            const std::string& revision, std::string* base_dir,
-                                           uint64_t seed = 0);
+                                           uint64_t seed = 0,
+                                           const model::Quant4Plan* quant4 = nullptr);
 
 // Where a model given to generate / evaluate / debug / merge comes from: a model folder or
 // Hub id, or an adapter folder (then model_dir is its base, tokenizer_dir the adapter folder

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "data/mixture.h"
 #include "optim/schedule.h"
+#include "train/adapter_io.h"
 #include "train/args_trl_flags.h"
 
 namespace sft {
@@ -253,6 +254,7 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_bool("use_rslora", &a.use_rslora, lora, "rank-stabilised scale alpha / sqrt(r)");
   o.add_bool("use_dora", &a.use_dora, lora, "weight-decomposed LoRA (not supported: refused)");
   o.add_string("lora_task_type", &a.lora_task_type, lora, "PEFT task type (CAUSAL_LM only)");
+  add_quant_options(o, a.quant);
 
   o.add_string("max_shard_size", &a.max_shard_size, ours,
                "largest safetensors shard of the exported model");
@@ -379,6 +381,7 @@ void validate_training_args(TrainingArgs& a, const OptionSet* given) {
   require_one_of("hub_strategy", a.hub_strategy, {"end", "every_save"});
   validate_distributed_args(a);
   validate_lora_args(a);
+  validate_quant_args(a.quant, a.use_peft || is_adapter_dir(a.model_name_or_path), a.notices);
 }
 
 void validate_distributed_args(TrainingArgs& a) {

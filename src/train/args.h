@@ -17,6 +17,7 @@
 
 #include "io/json.h"
 #include "io/options.h"
+#include "train/quant_args.h"
 
 namespace sft {
 
@@ -35,6 +36,7 @@ struct TrainingArgs {
   bool use_rslora = false;
   bool use_dora = false;                     // refused: DoRA is not implemented
   std::string lora_task_type = "CAUSAL_LM";  // the only task sft trains
+  QuantArgs quant;  // QLoRA: --load_in_4bit, --bnb_4bit_* (train/quant_args.h)
 
   // Data (TRL ScriptArguments + SFTConfig)
   std::string dataset_name;

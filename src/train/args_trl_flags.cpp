@@ -46,10 +46,8 @@ constexpr TrlFlag kFlags[] = {
     {"bf16", K::kImplemented, T::kBool, "", ""},
     {"bf16_full_eval", K::kNotice, T::kBool, "false",
      "has no effect in sft.cpp: evaluation uses the training precision (--bf16)"},
-    {"bnb_4bit_quant_storage", K::kNotice, T::kString, "None",
-     "has no effect in sft.cpp: it is used only with --load_in_4bit, which is not supported yet"},
-    {"bnb_4bit_quant_type", K::kNotice, T::kString, "nf4",
-     "has no effect in sft.cpp: it is used only with --load_in_4bit, which is not supported yet"},
+    {"bnb_4bit_quant_storage", K::kImplemented, T::kString, "", ""},
+    {"bnb_4bit_quant_type", K::kImplemented, T::kString, "", ""},
     {"chat_template_path", K::kImplemented, T::kString, "", ""},
     {"completion_only_loss", K::kImplemented, T::kBool, "", ""},
     {"data_seed", K::kImplemented, T::kInt, "", ""},
@@ -147,8 +145,8 @@ constexpr TrlFlag kFlags[] = {
     {"load_best_model_at_end", K::kRefused, T::kBool, "false",
      "loading the best checkpoint at the end is not supported yet (hint: the checkpoints and "
      "their eval_loss in trainer_state.json are kept; pick one with --save_total_limit None)"},
-    {"load_in_4bit", K::kRefused, T::kBool, "false", "QLoRA (4-bit loading) is not supported yet"},
-    {"load_in_8bit", K::kRefused, T::kBool, "false", "8-bit loading is not supported yet"},
+    {"load_in_4bit", K::kImplemented, T::kBool, "", ""},
+    {"load_in_8bit", K::kImplemented, T::kBool, "", ""},  // refused in train/quant_args.cpp
     {"local_rank", K::kNotice, T::kInt, "-1",
      "has no effect in sft.cpp: the rank comes from the MPI environment"},
     {"log_level", K::kImplemented, T::kString, "", ""},
@@ -240,8 +238,7 @@ constexpr TrlFlag kFlags[] = {
     {"trust_remote_code", K::kNotice, T::kBool, "false",
      "has no effect in sft.cpp: it runs no model code from the Hub (the architectures are built "
      "in)"},
-    {"use_bnb_nested_quant", K::kNotice, T::kBool, "false",
-     "has no effect in sft.cpp: it is used only with --load_in_4bit, which is not supported yet"},
+    {"use_bnb_nested_quant", K::kImplemented, T::kBool, "", ""},
     {"use_cache", K::kNotice, T::kBool, "false",
      "has no effect in sft.cpp: training keeps no KV cache"},
     {"use_cpu", K::kImplemented, T::kBool, "", ""},

@@ -48,6 +48,9 @@ void set_token(Json& object, const char* key, const std::string& content) {
 Json export_config(Json config, DType dtype, const TokenIds& ids) {
   if (!config.is_object()) fail("export", "config.json is not a JSON object");
   config.erase("torch_dtype");
+  // The weights written are dense (a QLoRA merge dequantizes its 4-bit base): a base's
+  // bitsandbytes quantization_config would make transformers expect 4-bit tensors.
+  config.erase("quantization_config");
   config["dtype"] = torch_dtype_name(dtype);
   if (ids.eos) config["eos_token_id"] = *ids.eos;
   if (ids.pad) config["pad_token_id"] = *ids.pad;

@@ -85,7 +85,15 @@ train_expect(2 "is not one of: bfd" ${OUT} --packing_strategy ffd)
 train_expect(2 "unknown lr_scheduler_type 'cosin'" ${OUT} --lr_scheduler_type cosin)
 train_expect(2 "did you mean --learning_rate?" ${OUT} --lerning_rate 1e-4)
 train_expect(2 "--output_dir cannot be empty" --output-dir=)
-train_expect(2 "--load_in_4bit true: QLoRA" ${OUT} --load_in_4bit)
+train_expect(2 "--load_in_4bit true without --use_peft: a 4-bit base cannot be trained" ${OUT}
+             --load_in_4bit)
+train_expect(2 "--bnb_4bit_quant_type 'int4' is not a bitsandbytes 4-bit type" ${OUT}
+             --load_in_4bit --use_peft --bnb_4bit_quant_type int4)
+train_expect(2 "--load_in_8bit true: 8-bit (LLM.int8) loading is not supported" ${OUT}
+             --load_in_8bit)
+# A folder saved 4-bit (bitsandbytes quantization_config) trains only with adapters.
+train_expect(2 "is a bitsandbytes 4-bit checkpoint: its frozen 4-bit weights cannot be trained"
+             ${OUT} --model_name_or_path "${CMAKE_CURRENT_LIST_DIR}/../fixtures/bnb4/qwen3_nf4_nested")
 train_expect(2 "takes only --flags" ${OUT} extra)
 train_expect(2 "unknown lr_scheduler_kwargs key 'bogus'" ${OUT} --lr_scheduler_kwargs "{\"bogus\": 1}")
 # Dash spellings and a notice, then a dataset path that does not exist: file not found.

@@ -56,7 +56,11 @@ const std::map<std::string, std::string> kSamples = {
     {"report_to", "tensorboard"},
     {"datasets", R"([{"path": "a.jsonl"}])"},
     {"use_dora", "false"},
-    {"hub_strategy", "end"},  // an option; true is refused by validate_lora_args
+    {"bnb_4bit_quant_type", "fp4"},
+    {"bnb_4bit_quant_storage", "bfloat16"},
+    {"load_in_4bit", "false"},  // true needs --use_peft (validate_quant_args)
+    {"load_in_8bit", "false"},  // true is refused by validate_quant_args
+    {"hub_strategy", "end"},    // an option; true is refused by validate_lora_args
     {"model_init_kwargs", R"({"dtype": "bfloat16"})"},
     {"gradient_checkpointing_kwargs", R"({"use_reentrant": false})"},
     {"test_split_size", "0.1"},
@@ -195,11 +199,13 @@ TEST(TrlFlags, EveryFieldParsesAndIsImplementedNoticedOrRefused) {
 
 TEST(TrlFlags, ClearReasons) {
   try {
-    parse_training_args(command("--load_in_4bit", "true"));
-    FAIL() << "--load_in_4bit must be refused";
+    parse_training_args(command("--load_in_8bit", "true"));
+    FAIL() << "--load_in_8bit must be refused";
   } catch (const UsageError& e) {
     EXPECT_STREQ(e.what(),
-                 "[args] --load_in_4bit true: QLoRA (4-bit loading) is not supported yet");
+                 "[args] --load_in_8bit true: 8-bit (LLM.int8) loading is not supported in "
+                 "sft.cpp (hint: --load_in_4bit true --use_peft true trains QLoRA on a 4-bit "
+                 "base)");
   }
   const TrainingArgs a = parse_training_args(command("--torch_compile", ""));
   ASSERT_EQ(a.notices.size(), 1u);
