@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/device.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "optim/clip.h"
 #include "train/trainer.h"
 
@@ -32,6 +34,11 @@ double tp_weighted_sum_of_squares(const model::ParameterSet& params, std::span<c
 }  // namespace
 
 void Trainer::init_zero23() {
+  // The non-own parts are zeroed and their pages released on the host (optim/zero_memory.h).
+  if (model_.device() != Device::kCpu)
+    fail("train", "--zero_stage " + std::to_string(args_.zero_stage) + " on " +
+                      device_name(model_.device()) +
+                      ": ZeRO-2/3 shard host memory only (hint: --zero_stage 1, or --use_cpu)");
   model::ParameterSet& t = model_.trainable();
   std::vector<ParamPlace> places;
   for (const model::Parameter& p : t.all())
@@ -42,6 +49,10 @@ void Trainer::init_zero23() {
   zero2_ = std::make_unique<Zero2Grads>(n, runs, *comm_);
   zero2_->release_others(t.grads());
   if (args_.zero_stage == 3) zero3_ = std::make_unique<Zero3Params>(n, runs, *comm_);
+  if (is_main() && runs.empty())
+    log_info(
+        "[train] ZeRO-2: the layers' parameters are not one run each, so the gradients "
+        "are reduced after the whole backward");
   model::Transformer::LayerHooks hooks;
   hooks.after_backward = [this](int64_t l) {
     zero2_->layer_done(model_.trainable().grads(), l);
