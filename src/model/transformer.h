@@ -150,6 +150,15 @@ class Transformer {
     noise_ = {magnitude, seed, stream};
   }
 
+  // Around each decoder layer's pass (layer index given), for sharded data parallelism
+  // (ZeRO-2 reduces a layer's gradients as soon as its backward is done; ZeRO-3 gathers its
+  // weights before and frees them after). before_backward comes before gradient
+  // checkpointing's recomputation. Empty functions are not called.
+  struct LayerHooks {
+    std::function<void(int64_t)> before_forward, after_forward, before_backward, after_backward;
+  };
+  void set_layer_hooks(LayerHooks hooks) { hooks_ = std::move(hooks); }
+
   // Keep only each layer's input and recompute the rest during backward (transformers'
   // gradient_checkpointing): activation memory of one layer instead of L, one extra forward.
   void set_gradient_checkpointing(bool on) { gradient_checkpointing_ = on; }
@@ -196,6 +205,7 @@ class Transformer {
   LossStats head(float* logits, double scale, bool train);
 
   ModelConfig config_;
+  LayerHooks hooks_;
   TensorParallel tp_;
   std::vector<ParamSpec> layout_;
   ParameterSet params_;

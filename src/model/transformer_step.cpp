@@ -247,7 +247,11 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   if (noise_.magnitude > 0) add_embedding_noise(T);
   if (!config_.embedding_scale_sqrt_hidden && embed_scale_ != 1)
     ops::scale(resid_.row_range(0, T), embed_scale_);
-  for (int64_t l = 0; l < L; ++l) layer_forward(l);
+  for (int64_t l = 0; l < L; ++l) {
+    if (hooks_.before_forward) hooks_.before_forward(l);
+    layer_forward(l);
+    if (hooks_.after_forward) hooks_.after_forward(l);
+  }
   const ops::View norm_out = lnf_.dtype == DType::kBF16 ? dlnf_ : lnf_;
   final_norm().forward(norm_out, rstdf_, resid_.row_range(L * T, T));
   // Granite's logits / logits_scaling, as the LM head's input times 1 / logits_scaling (the
@@ -294,9 +298,11 @@ void Transformer::backward(double scale) {
   if (c.logits_scaling != 1) ops::scale(dlnf_, static_cast<float>(1.0 / c.logits_scaling));
   final_norm().backward(g.dres, g.grad, dlnf_, resid_.row_range(L * T, T), rstdf_);
   for (int64_t l = L - 1; l >= 0; --l) {
+    if (hooks_.before_backward) hooks_.before_backward(l);
     if (gradient_checkpointing_) layer_forward(l);
     decoder_layer_backward(g, la_[static_cast<size_t>(l)], resid_.row_range(l * T, T),
                            attention_inputs(l), layers_[static_cast<size_t>(l)]);
+    if (hooks_.after_backward) hooks_.after_backward(l);
   }
   if (!embed_->grad.empty()) {
     if (embed_scale_ != 1) ops::scale(g.dres, embed_scale_);

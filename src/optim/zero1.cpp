@@ -37,6 +37,10 @@ void Zero1::reduce_scatter(std::span<float> grads) {
 
 double Zero1::reduce_gradients(std::span<float> grads) {
   reduce_scatter(grads);
+  return shard_grad_norm(grads);
+}
+
+double Zero1::shard_grad_norm(std::span<const float> grads) {
   const int64_t n = static_cast<int64_t>(shard_.size());
   std::vector<double> sq = {
       n > 0 ? ops::sum_of_squares(ops::view_of(grads.data() + shard_.begin, 1, n)) : 0.0};
@@ -46,11 +50,12 @@ double Zero1::reduce_gradients(std::span<float> grads) {
 
 void Zero1::step(std::span<float> params, std::span<const float> grads,
                  std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies,
-                 float grad_scale) {
+                 float grad_scale, bool gather_weights) {
   const std::vector<ParamSlice> own = slices_in_shard(slices, shard_);
   shard_adam_.step(params.subspan(shard_.begin, shard_.size()),
                    grads.subspan(shard_.begin, shard_.size()), own, lr,
                    bf16_copies ? bf16_copies + shard_.begin : nullptr, grad_scale);
+  if (!gather_weights) return;
   dp_.all_gather(params);
   if (bf16_copies) dp_.all_gather(std::span<uint16_t>(bf16_copies, num_params_));
 }

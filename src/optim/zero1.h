@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "core/param_slice.h"
-#include "parallel/comm.h"
 #include "optim/adamw.h"
+#include "parallel/comm.h"
 
 namespace sft {
 
@@ -34,11 +34,15 @@ class Zero1 {
   // Only the reduce-scatter of reduce_gradients (for a caller that computes the norm itself,
   // e.g. over tensor-parallel slices).
   void reduce_scatter(std::span<float> grads);
+  // The global L2 norm of gradients already reduce-scattered (ZeRO-2 reduces them per
+  // micro-batch, optim/zero2.h): Σ g² of the own shard, summed over ranks in rank order.
+  double shard_grad_norm(std::span<const float> grads);
   // AdamW on the own shard (each gradient times grad_scale, the clip coefficient of
-  // optim/clip.h), then every rank gets the whole updated weights (and bf16 copies).
+  // optim/clip.h), then every rank gets the whole updated weights (and bf16 copies), unless
+  // !gather_weights (ZeRO-3 gathers a layer's weights when it is used: optim/zero3.h).
   void step(std::span<float> params, std::span<const float> grads,
             std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies,
-            float grad_scale = 1.0f);
+            float grad_scale = 1.0f, bool gather_weights = true);
 
   ShardRange shard() const { return shard_; }
   AdamW& shard_optimizer() { return shard_adam_; }

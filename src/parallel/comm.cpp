@@ -76,16 +76,18 @@ Layout bucket_of_shards(size_t n, size_t b0, size_t len, int size) {
 }  // namespace
 
 template <typename T, typename Acc, bool kMax>
-void Comm::reduce_shards(std::span<T> values, bool gather, const char* what) {
+void Comm::reduce_shards(std::span<T> values, bool gather, const char* what, size_t begin,
+                         size_t end) {
   const int n_ranks = size();
-  if (n_ranks == 1 || values.empty()) return;
-  CollectiveScope scope(watchdog_.get(), &collective_s_, what, values.size());
+  end = std::min(end, values.size());
+  if (n_ranks == 1 || begin >= end) return;
+  CollectiveScope scope(watchdog_.get(), &collective_s_, what, end - begin);
   // An all-reduce splits every bucket evenly over the ranks (all of them work on each
   // bucket). A reduce-scatter must leave the whole-array shards (ZeRO-1's layout), so each
   // bucket carries the parts of those shards that fall inside it.
   std::vector<T> recv;
-  for (size_t b0 = 0; b0 < values.size(); b0 += kBucketElements) {
-    const size_t len = std::min(kBucketElements, values.size() - b0);
+  for (size_t b0 = begin; b0 < end; b0 += kBucketElements) {
+    const size_t len = std::min(kBucketElements, end - b0);
     T* data = values.data() + b0;
     const Layout send =
         gather ? shard_layout(len, n_ranks) : bucket_of_shards(values.size(), b0, len, n_ranks);
@@ -129,6 +131,15 @@ void Comm::gather_shards(std::span<T> values, const char* what) {
   gather_all(values.data(), l.counts, l.displs, sizeof(T));
 }
 
+template <typename T>
+void Comm::gather_shard_range(std::span<T> values, size_t begin, size_t end, const char* what) {
+  end = std::min(end, values.size());
+  if (size() == 1 || begin >= end) return;
+  CollectiveScope scope(watchdog_.get(), &collective_s_, what, end - begin);
+  const Layout l = bucket_of_shards(values.size(), begin, end - begin, size());
+  gather_all(values.data() + begin, l.counts, l.displs, sizeof(T));
+}
+
 void Comm::all_reduce_sum(std::span<float> v) {
   reduce_shards<float, double>(v, true, "all_reduce_sum(f32)");
 }
@@ -149,6 +160,15 @@ void Comm::all_reduce_max(std::span<double> v) {
 }
 void Comm::reduce_scatter_sum(std::span<float> v) {
   reduce_shards<float, double>(v, false, "reduce_scatter_sum(f32)");
+}
+void Comm::reduce_scatter_sum(std::span<float> v, size_t begin, size_t end) {
+  reduce_shards<float, double>(v, false, "reduce_scatter_sum(f32, range)", begin, end);
+}
+void Comm::all_gather(std::span<float> v, size_t begin, size_t end) {
+  gather_shard_range(v, begin, end, "all_gather(f32, range)");
+}
+void Comm::all_gather(std::span<uint16_t> v, size_t begin, size_t end) {
+  gather_shard_range(v, begin, end, "all_gather(16-bit, range)");
 }
 void Comm::all_gather(std::span<float> v) {
   gather_shards(v, "all_gather(f32)");

@@ -60,6 +60,12 @@ class Comm {
   // `values` holds every rank's shard.
   void all_gather(std::span<float> values);
   void all_gather(std::span<uint16_t> values);
+  // The same two on [begin, end) of `values` only, keeping the whole array's shard layout:
+  // each rank owns the part of its whole-array shard inside the range (ZeRO-2 reduces a
+  // layer's gradients as its backward completes, ZeRO-3 gathers a layer's weights).
+  void reduce_scatter_sum(std::span<float> values, size_t begin, size_t end);
+  void all_gather(std::span<float> values, size_t begin, size_t end);
+  void all_gather(std::span<uint16_t> values, size_t begin, size_t end);
   // Root's values on every rank.
   void broadcast(std::span<float> values, int root);
   void broadcast(std::span<int64_t> values, int root);
@@ -91,10 +97,14 @@ class Comm {
   virtual void do_barrier() = 0;
 
  private:
+  // Over [begin, end) of `values` (end = npos: its size).
   template <typename T, typename Acc, bool kMax = false>
-  void reduce_shards(std::span<T> values, bool gather, const char* what);
+  void reduce_shards(std::span<T> values, bool gather, const char* what, size_t begin = 0,
+                     size_t end = static_cast<size_t>(-1));
   template <typename T>
   void gather_shards(std::span<T> values, const char* what);
+  template <typename T>
+  void gather_shard_range(std::span<T> values, size_t begin, size_t end, const char* what);
 
   std::unique_ptr<CollectiveWatchdog> watchdog_;
   double collective_s_ = 0;

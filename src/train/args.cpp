@@ -10,6 +10,7 @@
 #include "data/mixture.h"
 #include "optim/schedule.h"
 #include "train/adapter_io.h"
+#include "train/args_sharding.h"
 #include "train/args_trl_flags.h"
 
 namespace sft {
@@ -270,9 +271,21 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_optional_int("nproc_per_node", &a.nproc_per_node, dist,
                      "run N processes on this host (re-launches under mpirun -np N)");
   o.add_int("zero_stage", &a.zero_stage, dist,
-            "0: data parallel; 1: ZeRO-1 (Adam moments sharded over the ranks)");
-  o.add_optional_string("accelerate_config", &a.accelerate_config, dist,
-                        "TRL's accelerate config name: zero1, multi_gpu or single_gpu");
+            "0: data parallel; 1: ZeRO-1 (Adam moments sharded over the ranks); 2: ZeRO-2 "
+            "(gradients too); 3: ZeRO-3 (and the layers' parameters)");
+  o.add_optional_string(
+      "accelerate_config", &a.accelerate_config, dist,
+      "TRL's accelerate config name: zero1, zero2, zero3, fsdp1, fsdp2, multi_gpu or "
+      "single_gpu");
+  o.add_optional_string("fsdp", &a.fsdp, dist,
+                        "TrainingArguments' FSDP options: full_shard (ZeRO-3), shard_grad_op "
+                        "(ZeRO-2), no_shard, offload, auto_wrap");
+  o.add_optional_string("fsdp_config", &a.fsdp_config, dist,
+                        "FSDP config, a JSON file or object (reshard_after_forward, "
+                        "sharding_strategy; other keys ignored with a notice)");
+  o.add_optional_string("deepspeed", &a.deepspeed, dist,
+                        "DeepSpeed JSON file (or object): zero_optimization.stage; other keys "
+                        "ignored with a notice");
   o.add_float("ddp_timeout", &a.ddp_timeout, dist,
               "seconds one collective may wait before every rank stops (0: never)");
   o.add_int("tp_size", &a.tp_size, dist,
@@ -385,19 +398,7 @@ void validate_training_args(TrainingArgs& a, const OptionSet* given) {
 }
 
 void validate_distributed_args(TrainingArgs& a) {
-  if (a.accelerate_config) {
-    const std::string& c = *a.accelerate_config;
-    if (c == "zero1")
-      a.zero_stage = 1;
-    else if (c != "multi_gpu" && c != "single_gpu" && c != "ddp")
-      fail_usage(kComponent, "--accelerate_config " + c +
-                                 ": sft.cpp implements zero1 and plain data parallel (multi_gpu, "
-                                 "single_gpu) (hint: --accelerate_config zero1)");
-  }
-  if (a.zero_stage != 0 && a.zero_stage != 1)
-    fail_usage(kComponent, "--zero_stage " + std::to_string(a.zero_stage) +
-                               ": only ZeRO stages 0 and 1 are implemented (hint: --zero_stage 1 "
-                               "shards the optimizer state; stages 2 and 3 are not available)");
+  resolve_sharding_args(a);
   if (a.ddp_timeout < 0) fail_usage(kComponent, "--ddp_timeout must be >= 0 seconds (0: no limit)");
   if (a.nproc_per_node && *a.nproc_per_node < 1)
     fail_usage(kComponent, "--nproc_per_node must be at least 1");

@@ -133,10 +133,14 @@ struct TrainingArgs {
 
   // Distributed (torchrun's, accelerate's and TrainingArguments' names)
   std::optional<int64_t> nproc_per_node;         // re-launch under mpirun with this many ranks
-  int64_t zero_stage = 0;                        // 0: plain data parallel, 1: ZeRO-1
-  std::optional<std::string> accelerate_config;  // TRL's names: zero1, multi_gpu, ...
+  int64_t zero_stage = 0;                        // 0: plain data parallel, 1-3: ZeRO stage
+  std::optional<std::string> accelerate_config;  // TRL's names: zero1, zero3, multi_gpu, ...
   double ddp_timeout = 1800;                     // seconds one collective may take
   int64_t tp_size = 1;                           // tensor parallel ranks (TP_SIZE)
+  // TRL's other spellings of a stage (train/sharding_config.h), resolved into zero_stage.
+  std::optional<std::string> fsdp;         // "full_shard auto_wrap", "shard_grad_op", ...
+  std::optional<std::string> fsdp_config;  // a JSON file or inline object
+  std::optional<std::string> deepspeed;    // a DeepSpeed JSON file or inline object
   // TRL flags kept only to compare with TRL's default (train/args_trl_flags.h), as given.
   std::map<std::string, std::string> trl_compat;
   // One line per flag accepted without effect, for cmd_train to print before any work.
@@ -155,7 +159,7 @@ TrainingArgs parse_training_args(const std::vector<std::string>& tokens);
 // --dtype from --model_init_kwargs); `given` says which flags were set explicitly (nullptr:
 // none known). Adds the notices of accepted-without-effect flags to args.notices.
 void validate_training_args(TrainingArgs& args, const OptionSet* given = nullptr);
-// The distributed flags: --accelerate_config names, ZeRO stage, tp_size ($TP_SIZE).
+// The distributed flags: the ZeRO stage and its spellings (args_sharding.h), tp_size ($TP_SIZE).
 void validate_distributed_args(TrainingArgs& args);
 // The LoRA flags (--use_peft, --lora_*, --use_dora): rank, dropout, task type, target names.
 void validate_lora_args(const TrainingArgs& args);

@@ -70,10 +70,12 @@ void Trainer::init_model_and_optimizer() {
   ao.weight_decay = args_.weight_decay;
   // Only what trains has moments: with LoRA, the adapters (the frozen base has none).
   const size_t n_params = static_cast<size_t>(model_.trainable().numel());
-  if (args_.zero_stage == 1)
+  if (args_.zero_stage >= 1)
     zero1_ = std::make_unique<Zero1>(n_params, ao, *comm_);
   else
     optimizer_ = std::make_unique<AdamW>(n_params, ao);
+  // Stage 2: the gradients too; stage 3: and the layers' parameters (trainer_parallel.cpp).
+  if (args_.zero_stage >= 2) init_zero23();
   const int64_t warmup =
       resolve_warmup_steps(args_.warmup_steps, args_.warmup_ratio, plan_.max_steps);
   const Json kwargs =
@@ -125,7 +127,9 @@ void Trainer::init_log() {
   log_ = std::make_unique<MetricsLog>(mo);
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  model_.set_layer_hooks({});  // they call into this trainer
+}
 
 // NEFTune as transformers' hook: alpha / sqrt(L * hidden), L the length the embedding output
 // has there — the padded row length, or every token for padding-free (one row) batches. The
@@ -216,6 +220,7 @@ StepCounts Trainer::run_micro_batches(const std::vector<MicroBatch>& mbs, double
     const model::LossStats ls =
         n_global > 0 ? model_.forward(mbs[i].batch, nullptr, scale) : model_.forward(mbs[i].batch);
     if (n_global > 0) model_.backward(scale);
+    if (zero2_ && n_global > 0) zero2_->finish_micro_batch(model_.trainable().grads());
     if (!reported_activations_ && log_) {
       reported_activations_ = true;
       log_->message(
@@ -235,8 +240,9 @@ StepCounts Trainer::run_micro_batches(const std::vector<MicroBatch>& mbs, double
 }
 
 // The counts summed over the data-parallel ranks (one all-reduce), then the gradients: the
-// tensor-parallel partial ones over the group, and (without ZeRO-1, which reduce-scatters in
-// apply_update) all of them over the data-parallel ranks, once per optimizer step.
+// tensor-parallel partial ones over the group, and (without ZeRO, which reduce-scatters in
+// apply_update, or after each micro-batch under stage 2) all of them over the data-parallel
+// ranks, once per optimizer step.
 void Trainer::reduce_step(StepCounts& counts) {
   const int64_t step = state_.global_step + 1;
   test_faults_.after_micro_batches(step, counts.loss_sum);
@@ -270,12 +276,16 @@ void Trainer::apply_update(StepStats& st) {
     // Under bf16 compute the update also rounds the new weights into their bf16 copies.
     if (zero1_)
       zero1_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena(),
-                   norm.clip_scale);
+                   norm.clip_scale, /*gather_weights=*/!zero3_);
     else
       optimizer_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena(),
                        norm.clip_scale);
+    if (zero3_) zero3_->gather_outside_layers(params.values(), bf16_span());
   }
-  model_.zero_grad();
+  if (zero2_)  // only the own shard holds anything (and only its pages are resident)
+    zero2_->zero_own(model_.trainable().grads());
+  else
+    model_.zero_grad();
 }
 
 void Trainer::log_train(const StepStats& last, double step_time_s) {
@@ -323,6 +333,8 @@ TrainResult Trainer::train() {
     resume(resume_path);
   else if (log_)
     log_->truncate_after(0);  // a fresh run (--overwrite_output_dir) starts a fresh metrics.jsonl
+  // ZeRO-3: from here on each rank holds its shard of the layers (gathered per layer).
+  if (zero3_) zero3_->release_layers(model_.trainable().values(), bf16_span());
   if (log_) {
     log_->message(
         "training: " + std::to_string(plan_.max_steps) + " steps (" +
@@ -336,7 +348,7 @@ TrainResult Trainer::train() {
         ", " + std::to_string(comm_->size()) + " data-parallel rank(s)" +
         (tp_comm_ ? " × " + std::to_string(tp_comm_->size()) + " tensor-parallel" : "") +
         ", optimizer state " + std::to_string(optimizer_state_bytes()) + " bytes per rank" +
-        (zero1_ ? " (ZeRO-1)" : "") +
+        (zero1_ ? " (ZeRO-" + std::to_string(args_.zero_stage) + ")" : "") +
         (resume_path.empty()
              ? ""
              : ", resumed from " + resume_path + " at step " + std::to_string(state_.global_step)));
@@ -394,12 +406,14 @@ TrainResult Trainer::train() {
     const bool stop = stop_votes[0] > 0;
     if ((save_steps && (step % plan_.save_steps == 0 || last)) || (save_epoch && epoch_hook) ||
         stop)
-      save();
+      save_whole();
     if (stop) {
       result.interrupted = true;
       break;
     }
   }
+  // The export (and whatever reads the model after training) sees the whole model.
+  if (zero3_) zero3_->gather_everything(model_.trainable().values(), bf16_span());
   if (!result.interrupted) log_final(now_s() - start);
   if (is_main() && !result.interrupted) {
     save_trainer_state(state_, args_.output_dir);

@@ -44,7 +44,10 @@
 // the same update and the logs equal a one-process run. Only rank 0 writes logs, checkpoints and
 // the export. A non-finite loss or gradient on one rank is non-finite in the sums on all,
 // so all stop before the update. With --zero_stage 1 the gradients are reduce-scattered
-// instead and optim/zero1.h updates each rank's shard.
+// instead and optim/zero1.h updates each rank's shard; with --zero_stage 2 they are
+// reduce-scattered per layer as the backward completes it (optim/zero2.h), and with
+// --zero_stage 3 the layers' weights are sharded too, gathered around each pass
+// (optim/zero3.h); checkpoints and the export still hold the whole model.
 //
 // Test hooks (SFT_TEST_FAULT, SFT_TEST_KILL_DURING_SAVE): train/test_faults.h, called at its
 // named points of a step and a save.
@@ -64,6 +67,8 @@
 #include "optim/adamw.h"
 #include "optim/schedule.h"
 #include "optim/zero1.h"
+#include "optim/zero2.h"
+#include "optim/zero3.h"
 #include "parallel/comm.h"
 #include "train/args.h"
 #include "train/batch.h"
@@ -146,6 +151,12 @@ class Trainer {
   void continue_trl_run(const std::string& checkpoint);
   void finish_resume();
   int64_t optimizer_state_bytes() const;  // trainer_parallel.cpp
+  // trainer_parallel.cpp: zero2_ (and zero3_) and the model's layer hooks.
+  void init_zero23();
+  // save(), under ZeRO-3 with the whole model gathered for it and freed after.
+  std::string save_whole();
+  Json evaluate_whole();            // evaluate(), the same way
+  std::span<uint16_t> bf16_span();  // the trainable bf16 arena, or empty
   std::string resolve_resume_path() const;
   Json training_state_json() const;
   void restore_training_state(const Json& state, const std::string& source);
@@ -178,8 +189,10 @@ class Trainer {
   StepPlanInput plan_input_;
   StepPlan plan_;
   std::unique_ptr<data::Loader> loader_;
-  std::unique_ptr<AdamW> optimizer_;  // null under ZeRO-1
-  std::unique_ptr<Zero1> zero1_;      // --zero_stage 1: moments sharded over the DP ranks
+  std::unique_ptr<AdamW> optimizer_;    // null under ZeRO-1
+  std::unique_ptr<Zero1> zero1_;        // --zero_stage >= 1: moments sharded over the DP ranks
+  std::unique_ptr<Zero2Grads> zero2_;   // --zero_stage >= 2: gradients reduced per layer
+  std::unique_ptr<Zero3Params> zero3_;  // --zero_stage 3: the layers' weights gathered per use
   std::vector<ParamSlice> slices_;
   ScheduleConfig schedule_;
   TrainerState state_;

@@ -19,6 +19,9 @@ double round_to(double v, int digits) {
 
 Json Trainer::evaluate() {
   if (!eval_) return Json::object();
+  // ZeRO-3: ranks score different numbers of batches, so per-layer gathers would not pair up;
+  // the evaluation runs on the whole model, gathered for it (trainer_parallel.cpp).
+  if (zero3_ && zero3_->sharded()) return evaluate_whole();
   const double t0 = now_s();
   const uint64_t bs = static_cast<uint64_t>(args_.per_device_eval_batch_size);
   const uint64_t n = eval_->num_rows();

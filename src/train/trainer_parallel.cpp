@@ -1,9 +1,12 @@
-// The distributed parts of the trainer that are not the step itself: the gradient norm over
-// data- and tensor-parallel ranks and the optimizer memory it reports.
+// The distributed parts of the trainer that are not the step itself: ZeRO-2's gradient
+// sharding (its layer hook), the gradient norm over data- and tensor-parallel ranks and the
+// optimizer memory it reports.
 #include <algorithm>
 #include <cmath>
 
+#include "core/device.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "optim/clip.h"
 #include "train/trainer.h"
 
@@ -30,6 +33,65 @@ double tp_weighted_sum_of_squares(const model::ParameterSet& params, std::span<c
 
 }  // namespace
 
+void Trainer::init_zero23() {
+  // The non-own parts are zeroed and their pages released on the host (optim/zero_memory.h).
+  if (model_.device() != Device::kCpu)
+    fail("train", "--zero_stage " + std::to_string(args_.zero_stage) + " on " +
+                      device_name(model_.device()) +
+                      ": ZeRO-2/3 shard host memory only (hint: --zero_stage 1, or --use_cpu)");
+  model::ParameterSet& t = model_.trainable();
+  std::vector<ParamPlace> places;
+  for (const model::Parameter& p : t.all())
+    places.push_back(
+        {p.spec.layer, static_cast<size_t>(p.offset), static_cast<size_t>(p.value.numel())});
+  const std::vector<ShardRange> runs = layer_runs(places, model_.config().num_hidden_layers);
+  const size_t n = static_cast<size_t>(t.numel());
+  zero2_ = std::make_unique<Zero2Grads>(n, runs, *comm_);
+  zero2_->release_others(t.grads());
+  if (args_.zero_stage == 3) zero3_ = std::make_unique<Zero3Params>(n, runs, *comm_);
+  if (is_main() && runs.empty())
+    log_info(
+        "[train] ZeRO-2: the layers' parameters are not one run each, so the gradients "
+        "are reduced after the whole backward");
+  model::Transformer::LayerHooks hooks;
+  hooks.after_backward = [this](int64_t l) {
+    zero2_->layer_done(model_.trainable().grads(), l);
+    if (zero3_) zero3_->release_layer(model_.trainable().values(), bf16_span(), l);
+  };
+  if (zero3_) {
+    auto gather = [this](int64_t l) {
+      zero3_->gather_layer(model_.trainable().values(), bf16_span(), l);
+    };
+    hooks.before_forward = gather;
+    hooks.before_backward = gather;
+    hooks.after_forward = [this](int64_t l) {
+      zero3_->release_layer(model_.trainable().values(), bf16_span(), l);
+    };
+  }
+  model_.set_layer_hooks(std::move(hooks));
+}
+
+Json Trainer::evaluate_whole() {
+  zero3_->gather_everything(model_.trainable().values(), bf16_span());
+  const Json metrics = evaluate();
+  zero3_->release_layers(model_.trainable().values(), bf16_span());
+  return metrics;
+}
+
+std::span<uint16_t> Trainer::bf16_span() {
+  model::ParameterSet& t = model_.trainable();
+  uint16_t* b = t.bf16_arena();
+  return b ? std::span<uint16_t>(b, static_cast<size_t>(t.numel())) : std::span<uint16_t>();
+}
+
+std::string Trainer::save_whole() {
+  if (!zero3_) return save();
+  zero3_->gather_everything(model_.trainable().values(), bf16_span());
+  const std::string path = save();
+  zero3_->release_layers(model_.trainable().values(), bf16_span());
+  return path;
+}
+
 void Trainer::sum_partial_grads_over_tp() {
   for (const model::Parameter& p : model_.trainable().all())
     if (p.spec.tp_partial_grad && !p.grad.empty())
@@ -42,12 +104,13 @@ Trainer::GradNorm Trainer::reduce_grad_norm() {
   const double max_norm = args_.max_grad_norm;
   auto with_clip = [&](double norm) { return GradNorm{norm, clip_coefficient(norm, max_norm)}; };
   if (!tp_comm_) {  // the one-group paths (their sums in the order the goldens were made with)
+    if (zero2_) return with_clip(zero1_->shard_grad_norm(grads));  // reduced per micro-batch
     if (zero1_) return with_clip(zero1_->reduce_gradients(grads));
     return with_clip(global_grad_norm(std::span<const float>(grads)));
   }
   ShardRange mine = {0, grads.size()};
   if (zero1_) {
-    zero1_->reduce_scatter(grads);
+    if (!zero2_) zero1_->reduce_scatter(grads);
     mine = zero1_->shard();
   }
   std::vector<double> sq = {tp_weighted_sum_of_squares(model_.trainable(), grads, mine.begin,

@@ -5,6 +5,7 @@
 // leave the other ranks waiting in the next collective); the watchdog ends a hang.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -125,6 +126,38 @@ TEST(Comm, ReduceScatterOverSeveralBucketsKeepsTheWholeArrayShards) {
   for (size_t i = 0; i < n; ++i) {
     const bool own = i >= mine.begin && i < mine.end;
     bad += v[i] != float(i % 1000) * float(own ? rank_sum(c.size()) : c.rank() + 1);
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+// A range of a larger array (ZeRO-2/3 per layer): only the range moves, and each rank's part of
+// it is where its whole-array shard says, even when the range crosses shard boundaries.
+TEST(Comm, RangeCollectivesKeepTheWholeArrayShards) {
+  Comm& c = world();
+  const size_t n = 1009, begin = 211, end = 877;
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = float(i) * float(c.rank() + 1);
+  c.reduce_scatter_sum(v, begin, end);
+  const ShardRange mine = c.my_shard(n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool summed = i >= std::max(begin, mine.begin) && i < std::min(end, mine.end);
+    bad += v[i] != float(i) * float(summed ? rank_sum(c.size()) : c.rank() + 1);
+  }
+  EXPECT_EQ(bad, 0u);
+  std::vector<float> g(n, -1.0f);
+  std::vector<uint16_t> h(n, 0xffff);
+  for (size_t i = mine.begin; i < mine.end; ++i) {
+    g[i] = float(i) * 10;
+    h[i] = uint16_t(i);
+  }
+  c.all_gather(std::span<float>(g), begin, end);
+  c.all_gather(std::span<uint16_t>(h), begin, end);
+  bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const bool filled = (i >= begin && i < end) || (i >= mine.begin && i < mine.end);
+    bad += g[i] != (filled ? float(i) * 10 : -1.0f);
+    bad += h[i] != (filled ? uint16_t(i) : uint16_t(0xffff));
   }
   EXPECT_EQ(bad, 0u);
 }

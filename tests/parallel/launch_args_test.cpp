@@ -28,8 +28,10 @@ TEST(DistributedArgs, AccelerateZero1IsStageOne) {
 }
 
 TEST(DistributedArgs, OtherStagesAndBadSizesAreRefused) {
-  EXPECT_THROW(parse({"--zero_stage", "2"}), Error);
-  EXPECT_THROW(parse({"--accelerate_config", "zero3"}), Error);
+  EXPECT_EQ(parse({"--zero_stage", "2"}).zero_stage, 2);
+  EXPECT_THROW(parse({"--zero_stage", "4"}), Error);
+  // ZeRO-3 on one data-parallel rank (whatever mpirun this binary runs under).
+  EXPECT_THROW(parse({"--accelerate_config", "zero3", "--nproc_per_node", "1"}), Error);
   EXPECT_THROW(parse({"--tp_size", "0"}), Error);
   EXPECT_THROW(parse({"--tp_size", "2", "--use_peft", "true"}), Error);  // LoRA is not split
   EXPECT_THROW(parse({"--ddp_timeout", "-1"}), Error);

@@ -5,7 +5,18 @@
 #            10 steps, final weights within 1e-5; eval metrics of np 1 vs 2
 #   zero1    --zero_stage 1 vs plain DP on 2 ranks (same tolerances; in fact the same weights),
 #            also in bf16 with gradient checkpointing; optimizer state per rank halves;
-#            --accelerate_config zero1 is the same run; stage 2 is refused
+#            --accelerate_config zero1 is the same run; stage 3 on one process is refused
+#   zero2    --zero_stage 2 on np 2 and np 4 (and np 2 × 2 micro-batches) vs one process within
+#            1e-5 over 10 steps; bit-equal to ZeRO-1 at one micro-batch
+#   zero2_compose --deepspeed (the keys it ignores named), --accelerate_config zero2 and --fsdp
+#            shard_grad_op are the same run; with LoRA; tp 2 × dp 2; a killed rank; a DeepSpeed
+#            file that is not JSON or has stage 4 refused before any work
+#   zero3    --zero_stage 3 (and --accelerate_config zero3, --fsdp "full_shard auto_wrap") on
+#            np 2, np 4, np 2 × 2 micro-batches vs one process within 1e-5 over 10 steps; the
+#            same bits as ZeRO-1; bf16 + gradient checkpointing + evaluation the same bits as
+#            DP; LoRA; tp 2 × dp 2
+#   zero3_resume a ZeRO-3 checkpoint resumed under ZeRO-3 (bit for bit) and without ZeRO; a
+#            killed rank
 #   tp       tensor parallel: tp 2 (np 2) and tp 2 × dp 2 (np 4) vs one process, tp 4 on an
 #            8-head model, ZeRO-1 with tp 2 × dp 2, bf16 + packing + gradient checkpointing
 #            with tp 2; the same tolerances (bf16: 2e-3); the export is one HF model; an odd
@@ -14,8 +25,8 @@
 #   tp_resume a tp 2 run resumed from its checkpoint-3 equals the uninterrupted run bit for
 #            bit; the same checkpoint resumed with tp 1 and with tp 2 × dp 1 re-shards
 #   packing  np 1 vs 2 with --packing
-#   resume   a 2-rank run resumed from its checkpoint-3 equals the uninterrupted run bit for
-#            bit; resuming it on 1 rank fails naming both world sizes
+#   resume   a 2-rank run (ZeRO 0, 1, 2) resumed from its checkpoint-3 equals the uninterrupted
+#            run bit for bit; resuming it on 1 rank fails naming both world sizes
 #   faults   a rank SIGKILLed, a rank hung (with --ddp_timeout 3), a NaN loss on one rank:
 #            every run exits non-zero in bounded time with the cause named, no process left;
 #            SIGTERM to one rank: all stop after the same step, checkpoint saved, exit 0, and
@@ -125,10 +136,157 @@ elseif(CASE STREQUAL "zero1")
   run(2 0 ${COMMON} ${B} --output_dir "${WORK}/z1_bf16" --zero_stage 1)
   same_metrics("${WORK}/dp_bf16" "${WORK}/z1_bf16" 1e-12)
   same_weights("${WORK}/dp_bf16" "${WORK}/z1_bf16" 0)
-  run(0 fail ${COMMON} ${STEPS} --output_dir "${WORK}/z2" --zero_stage 2)
-  if(NOT run_out MATCHES "only ZeRO stages 0 and 1")
-    message(FATAL_ERROR "--zero_stage 2 is not refused clearly:\n${run_out}")
+  # ZeRO-3 on one process: refused before any work, nothing written.
+  run(0 fail ${COMMON} ${STEPS} --output_dir "${WORK}/z3" --zero_stage 3)
+  if(NOT run_out MATCHES "--zero_stage 3 asks for ZeRO-3.*with 1 process\\(es\\).*hint: launch several"
+     OR EXISTS "${WORK}/z3")
+    message(FATAL_ERROR "--zero_stage 3 on one process is not refused clearly:\n${run_out}")
   endif()
+elseif(CASE STREQUAL "zero2")
+  # np 2 and np 4 vs one process at the same global batch of 4 rows, and the same global batch
+  # in 2 micro-batches (the reduce-scatter after each adds into the own shard).
+  run(0 0 ${COMMON} ${STEPS} --per_device_train_batch_size 4 --output_dir "${WORK}/np1")
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/z2np2"
+      --zero_stage 2)
+  string(REGEX MATCH "optimizer state ([0-9]+) bytes per rank \\(ZeRO-2\\)" _ "${run_out}")
+  set(z2_bytes "${CMAKE_MATCH_1}")
+  run(4 0 ${COMMON} ${STEPS} --per_device_train_batch_size 1 --output_dir "${WORK}/z2np4"
+      --zero_stage 2)
+  run(0 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --gradient_accumulation_steps 2
+      --output_dir "${WORK}/gas_np1")
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 1 --gradient_accumulation_steps 2
+      --output_dir "${WORK}/gas_z2np2" --zero_stage 2)
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/z1np2"
+      --zero_stage 1)
+  string(REGEX MATCH "optimizer state ([0-9]+) bytes per rank \\(ZeRO-1\\)" _ "${run_out}")
+  if(NOT z2_bytes OR NOT z2_bytes EQUAL CMAKE_MATCH_1)
+    message(FATAL_ERROR "ZeRO-2 keeps ${z2_bytes} bytes of optimizer state per rank, ZeRO-1 ${CMAKE_MATCH_1}")
+  endif()
+  foreach(other z2np2 z2np4)
+    same_metrics("${WORK}/np1" "${WORK}/${other}" 1e-5)
+    same_weights("${WORK}/np1" "${WORK}/${other}" 1e-5)
+  endforeach()
+  same_metrics("${WORK}/gas_np1" "${WORK}/gas_z2np2" 1e-5)
+  same_weights("${WORK}/gas_np1" "${WORK}/gas_z2np2" 1e-5)
+  # One micro-batch a step: the same sums as ZeRO-1's reduce-scatter, so the same bits.
+  same_weights("${WORK}/z1np2" "${WORK}/z2np2" 0)
+elseif(CASE STREQUAL "zero2_compose")
+  # TRL's spellings of stage 2 are the same run.
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/z2np2"
+      --zero_stage 2)
+  file(WRITE "${WORK}/ds_zero2.json"
+       "{\"zero_optimization\": {\"stage\": 2, \"overlap_comm\": true}, \"bf16\": {\"enabled\": \"auto\"}}")
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/ds"
+      --deepspeed "${WORK}/ds_zero2.json")
+  if(NOT run_out MATCHES "key 'zero_optimization.overlap_comm' is ignored"
+     OR NOT run_out MATCHES "key 'bf16' is ignored")
+    message(FATAL_ERROR "--deepspeed does not name the keys it ignores:\n${run_out}")
+  endif()
+  same_weights("${WORK}/z2np2" "${WORK}/ds" 0)
+  foreach(spelling "--accelerate_config;zero2" "--fsdp;shard_grad_op auto_wrap")
+    string(MD5 tag "${spelling}")
+    run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/${tag}"
+        ${spelling})
+    same_weights("${WORK}/z2np2" "${WORK}/${tag}" 0)
+  endforeach()
+  # With LoRA (only the adapters train, and only they are sharded; no dropout, whose masks
+  # depend on the rank).
+  set(L ${STEPS} --use_peft true --lora_r 4 --lora_alpha 8 --lora_dropout 0 --learning_rate 1e-3)
+  run(0 0 ${COMMON} ${L} --per_device_train_batch_size 4 --output_dir "${WORK}/lora_np1")
+  run(2 0 ${COMMON} ${L} --per_device_train_batch_size 2 --output_dir "${WORK}/lora_z2"
+      --zero_stage 2)
+  same_metrics("${WORK}/lora_np1" "${WORK}/lora_z2" 1e-5)
+  # Inside the data-parallel group of tp 2 × dp 2.
+  run(0 0 ${COMMON} ${STEPS} --per_device_train_batch_size 4 --output_dir "${WORK}/np1")
+  run(4 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/tp2z2"
+      --tp_size 2 --zero_stage 2)
+  same_metrics("${WORK}/np1" "${WORK}/tp2z2" 1e-5)
+  same_weights("${WORK}/np1" "${WORK}/tp2z2" 1e-5)
+  # A killed rank ends the job, the last checkpoint intact, no process left.
+  set(ENV{SFT_TEST_FAULT} "kill:1:3")
+  run(2 fail ${COMMON} --max_steps 6 --save_steps 2 --per_device_train_batch_size 2
+      --output_dir "${WORK}/kill" --zero_stage 2)
+  unset(ENV{SFT_TEST_FAULT})
+  if(NOT EXISTS "${WORK}/kill/checkpoint-2/sft_checkpoint.json")
+    message(FATAL_ERROR "after a killed ZeRO-2 rank checkpoint-2 is not intact:\n${run_out}")
+  endif()
+  no_leftovers()
+  # Bad input: refused before any work, nothing written.
+  file(WRITE "${WORK}/broken.json" "{\n  \"zero_optimization\": {\"stage\": 2,}\n}\n")
+  run(2 fail ${COMMON} ${STEPS} --output_dir "${WORK}/broken" --deepspeed "${WORK}/broken.json")
+  if(NOT run_out MATCHES "${WORK}/broken.json.*line 2, column" OR EXISTS "${WORK}/broken")
+    message(FATAL_ERROR "a DeepSpeed file that is not JSON is not refused clearly:\n${run_out}")
+  endif()
+  file(WRITE "${WORK}/four.json" "{\"zero_optimization\": {\"stage\": 4}}")
+  run(0 fail ${COMMON} ${STEPS} --output_dir "${WORK}/four" --deepspeed "${WORK}/four.json")
+  if(NOT run_out MATCHES "zero_optimization.stage.*must be 0, 1, 2 or 3, got 4" OR EXISTS "${WORK}/four")
+    message(FATAL_ERROR "DeepSpeed stage 4 is not refused clearly:\n${run_out}")
+  endif()
+  no_leftovers()
+elseif(CASE STREQUAL "zero3")
+  run(0 0 ${COMMON} ${STEPS} --per_device_train_batch_size 4 --output_dir "${WORK}/np1")
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/z3np2"
+      --zero_stage 3)
+  if(NOT run_out MATCHES "bytes per rank \\(ZeRO-3\\)")
+    message(FATAL_ERROR "the ZeRO-3 run does not say so:\n${run_out}")
+  endif()
+  run(4 0 ${COMMON} ${STEPS} --per_device_train_batch_size 1 --output_dir "${WORK}/z3np4"
+      --accelerate_config zero3)
+  run(0 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --gradient_accumulation_steps 2
+      --output_dir "${WORK}/gas_np1")
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 1 --gradient_accumulation_steps 2
+      --output_dir "${WORK}/gas_z3np2" --fsdp "full_shard auto_wrap")
+  foreach(pair "np1;z3np2" "np1;z3np4" "gas_np1;gas_z3np2")
+    list(GET pair 0 a)
+    list(GET pair 1 b)
+    same_metrics("${WORK}/${a}" "${WORK}/${b}" 1e-5)
+    same_weights("${WORK}/${a}" "${WORK}/${b}" 1e-5)
+  endforeach()
+  # One micro-batch a step: the same sums as ZeRO-1 and ZeRO-2, so the same bits.
+  run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/z1np2"
+      --zero_stage 1)
+  same_weights("${WORK}/z1np2" "${WORK}/z3np2" 0)
+  # bf16 compute with gradient checkpointing (the bf16 copies gathered with the weights, the
+  # recomputation inside the gathered layer), with evaluation (its forward gathers too).
+  set(B ${STEPS} --per_device_train_batch_size 2 --bf16 true --gradient_checkpointing true
+      --eval_strategy steps --eval_steps 5 --eval_split_ratio 0.25)
+  run(2 0 ${COMMON} ${B} --output_dir "${WORK}/dp_bf16")
+  run(2 0 ${COMMON} ${B} --output_dir "${WORK}/z3_bf16" --zero_stage 3)
+  same_metrics("${WORK}/dp_bf16" "${WORK}/z3_bf16" 1e-12)
+  same_weights("${WORK}/dp_bf16" "${WORK}/z3_bf16" 0)
+  # LoRA (the adapters sharded) and tp 2 × dp 2.
+  set(L ${STEPS} --use_peft true --lora_r 4 --lora_alpha 8 --lora_dropout 0 --learning_rate 1e-3)
+  run(0 0 ${COMMON} ${L} --per_device_train_batch_size 4 --output_dir "${WORK}/lora_np1")
+  run(2 0 ${COMMON} ${L} --per_device_train_batch_size 2 --output_dir "${WORK}/lora_z3"
+      --zero_stage 3)
+  same_metrics("${WORK}/lora_np1" "${WORK}/lora_z3" 1e-5)
+  run(4 0 ${COMMON} ${STEPS} --per_device_train_batch_size 2 --output_dir "${WORK}/tp2z3"
+      --tp_size 2 --zero_stage 3)
+  same_metrics("${WORK}/np1" "${WORK}/tp2z3" 1e-5)
+  same_weights("${WORK}/np1" "${WORK}/tp2z3" 1e-5)
+elseif(CASE STREQUAL "zero3_resume")
+  # Checkpoints hold the whole model: resumed under ZeRO-3 it continues bit for bit, and the
+  # same checkpoint resumes without ZeRO (the files are the same as a plain run's).
+  set(R ${COMMON} --max_steps 6 --save_steps 3 --per_device_train_batch_size 2)
+  run(2 0 ${R} --output_dir "${WORK}/full" --zero_stage 3)
+  file(COPY "${WORK}/full/checkpoint-3" DESTINATION "${WORK}/resumed")
+  run(2 0 ${R} --output_dir "${WORK}/resumed" --resume_from_checkpoint true --zero_stage 3)
+  same_metrics("${WORK}/full" "${WORK}/resumed" 0)
+  same_weights("${WORK}/full" "${WORK}/resumed" 0)
+  file(COPY "${WORK}/full/checkpoint-3" DESTINATION "${WORK}/plain")
+  run(2 0 ${R} --output_dir "${WORK}/plain" --resume_from_checkpoint true)
+  same_metrics("${WORK}/full" "${WORK}/plain" 1e-5)
+  same_weights("${WORK}/full" "${WORK}/plain" 1e-5)
+  same_weights("${WORK}/full/checkpoint-3" "${WORK}/plain/checkpoint-3" 0)
+  # A killed rank ends the job, the last checkpoint intact, no process left.
+  set(ENV{SFT_TEST_FAULT} "kill:1:3")
+  run(2 fail ${COMMON} --max_steps 6 --save_steps 2 --per_device_train_batch_size 2
+      --output_dir "${WORK}/kill" --zero_stage 3)
+  unset(ENV{SFT_TEST_FAULT})
+  if(NOT EXISTS "${WORK}/kill/checkpoint-2/sft_checkpoint.json")
+    message(FATAL_ERROR "after a killed ZeRO-3 rank checkpoint-2 is not intact:\n${run_out}")
+  endif()
+  no_leftovers()
 elseif(CASE STREQUAL "tp")
   run(0 0 ${COMMON} ${STEPS} --per_device_train_batch_size 4 --output_dir "${WORK}/np1")
   run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 4 --output_dir "${WORK}/tp2"
@@ -231,7 +389,7 @@ elseif(CASE STREQUAL "packing")
   same_metrics("${WORK}/np1" "${WORK}/np2" 1e-5)
   same_weights("${WORK}/np1" "${WORK}/np2" 1e-5)
 elseif(CASE STREQUAL "resume")
-  foreach(z 0 1)
+  foreach(z 0 1 2)
     set(R --max_steps 6 --save_steps 3 --per_device_train_batch_size 2 --zero_stage ${z})
     run(2 0 ${COMMON} ${R} --output_dir "${WORK}/full${z}")
     file(COPY "${WORK}/full${z}/checkpoint-3" DESTINATION "${WORK}/resumed${z}")

@@ -66,6 +66,8 @@ const std::map<std::string, std::string> kSamples = {
     {"test_split_size", "0.1"},
     {"lora_target_modules", "q_proj v_proj"},
     {"lora_modules_to_save", "lm_head"},
+    {"deepspeed", R"({"zero_optimization": {"stage": 2}})"},
+    {"fsdp", "shard_grad_op"},
 };
 
 // A sample value of the field's type that differs from TRL's default (so notices and refusals

@@ -1,0 +1,98 @@
+#include "optim/zero2.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "optim/zero_memory.h"
+
+namespace sft {
+
+Zero2Grads::Zero2Grads(size_t num_params, std::vector<ShardRange> layer_ranges, Comm& dp)
+    : dp_(dp),
+      num_params_(num_params),
+      shard_(dp.my_shard(num_params)),
+      layers_(std::move(layer_ranges)) {
+  std::vector<ShardRange> sorted;
+  for (const ShardRange& r : layers_)
+    if (r.size() > 0) sorted.push_back(r);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ShardRange& a, const ShardRange& b) { return a.begin < b.begin; });
+  size_t at = 0;
+  for (const ShardRange& r : sorted) {
+    if (r.begin < at || r.end > num_params_)
+      fail("optim", "ZeRO-2: layer runs overlap or pass the end of the parameters");
+    if (r.begin > at) rest_.push_back({at, r.begin});
+    at = r.end;
+  }
+  if (at < num_params_) rest_.push_back({at, num_params_});
+}
+
+void Zero2Grads::check(std::span<float> grads) const {
+  if (grads.size() != num_params_)
+    fail("optim", "ZeRO-2 was built for " + std::to_string(num_params_) + " parameters, given " +
+                      std::to_string(grads.size()) + " grads");
+}
+
+void Zero2Grads::reduce(std::span<float> grads, ShardRange r) {
+  if (r.size() == 0) return;
+  dp_.reduce_scatter_sum(grads, r.begin, r.end);
+  if (dp_.size() == 1) return;
+  // Other ranks' parts: their owners now hold this rank's contribution.
+  const size_t own_lo = std::clamp(shard_.begin, r.begin, r.end);
+  const size_t own_hi = std::clamp(shard_.end, r.begin, r.end);
+  zero_and_release(grads.data() + r.begin, (own_lo - r.begin) * sizeof(float));
+  zero_and_release(grads.data() + own_hi, (r.end - own_hi) * sizeof(float));
+}
+
+void Zero2Grads::layer_done(std::span<float> grads, int64_t layer) {
+  check(grads);
+  if (layer >= 0 && static_cast<size_t>(layer) < layers_.size())
+    reduce(grads, layers_[static_cast<size_t>(layer)]);
+}
+
+void Zero2Grads::finish_micro_batch(std::span<float> grads) {
+  check(grads);
+  for (const ShardRange& r : rest_) reduce(grads, r);
+}
+
+void Zero2Grads::zero_own(std::span<float> grads) {
+  check(grads);
+  std::fill(grads.begin() + static_cast<std::ptrdiff_t>(shard_.begin),
+            grads.begin() + static_cast<std::ptrdiff_t>(shard_.end), 0.0f);
+}
+
+void Zero2Grads::release_others(std::span<float> grads) {
+  check(grads);
+  if (dp_.size() == 1) return;
+  zero_and_release(grads.data(), shard_.begin * sizeof(float));
+  zero_and_release(grads.data() + shard_.end, (num_params_ - shard_.end) * sizeof(float));
+}
+
+std::vector<ShardRange> layer_runs(std::span<const ParamPlace> params, int64_t num_layers) {
+  std::vector<ShardRange> runs(static_cast<size_t>(std::max<int64_t>(num_layers, 0)));
+  std::vector<bool> seen(runs.size(), false);
+  for (const ParamPlace& p : params) {
+    if (p.layer < 0 || p.size == 0) continue;
+    if (static_cast<size_t>(p.layer) >= runs.size()) return {};
+    ShardRange& r = runs[static_cast<size_t>(p.layer)];
+    if (!seen[static_cast<size_t>(p.layer)]) {
+      r = {p.offset, p.offset + p.size};
+      seen[static_cast<size_t>(p.layer)] = true;
+    } else {
+      r.begin = std::min(r.begin, p.offset);
+      r.end = std::max(r.end, p.offset + p.size);
+    }
+  }
+  // One run per layer: no other parameter inside it.
+  for (const ParamPlace& p : params) {
+    if (p.size == 0) continue;
+    for (size_t l = 0; l < runs.size(); ++l) {
+      if (!seen[l] || static_cast<int64_t>(l) == p.layer) continue;
+      if (p.offset < runs[l].end && p.offset + p.size > runs[l].begin) return {};
+    }
+  }
+  return runs;
+}
+
+}  // namespace sft

@@ -1,0 +1,88 @@
+#include "optim/zero3.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "optim/zero_memory.h"
+
+namespace sft {
+
+Zero3Params::Zero3Params(size_t num_params, std::vector<ShardRange> layer_ranges, Comm& dp)
+    : dp_(dp),
+      num_params_(num_params),
+      shard_(dp.my_shard(num_params)),
+      layers_(std::move(layer_ranges)) {
+  std::vector<ShardRange> sorted;
+  for (const ShardRange& r : layers_)
+    if (r.size() > 0) sorted.push_back(r);
+  if (sorted.empty())
+    fail("optim", "ZeRO-3 needs each decoder layer's parameters in one run of the arena");
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ShardRange& a, const ShardRange& b) { return a.begin < b.begin; });
+  size_t at = 0;
+  for (const ShardRange& r : sorted) {
+    if (r.begin < at || r.end > num_params_)
+      fail("optim", "ZeRO-3: layer runs overlap or pass the end of the parameters");
+    if (r.begin > at) outside_.push_back({at, r.begin});
+    at = r.end;
+  }
+  if (at < num_params_) outside_.push_back({at, num_params_});
+}
+
+void Zero3Params::check(std::span<float> values, std::span<uint16_t> bf16) const {
+  if (values.size() != num_params_ || (!bf16.empty() && bf16.size() != num_params_))
+    fail("optim", "ZeRO-3 was built for " + std::to_string(num_params_) + " parameters, given " +
+                      std::to_string(values.size()));
+}
+
+void Zero3Params::gather_layer(std::span<float> values, std::span<uint16_t> bf16, int64_t l) {
+  check(values, bf16);
+  if (!sharded_ || l < 0 || static_cast<size_t>(l) >= layers_.size()) return;
+  const ShardRange r = layers_[static_cast<size_t>(l)];
+  dp_.all_gather(values, r.begin, r.end);
+  if (!bf16.empty()) dp_.all_gather(bf16, r.begin, r.end);
+}
+
+void Zero3Params::release(std::span<float> values, std::span<uint16_t> bf16, ShardRange r) {
+  if (dp_.size() == 1 || r.size() == 0) return;
+  const size_t own_lo = std::clamp(shard_.begin, r.begin, r.end);
+  const size_t own_hi = std::clamp(shard_.end, r.begin, r.end);
+  zero_and_release(values.data() + r.begin, (own_lo - r.begin) * sizeof(float));
+  zero_and_release(values.data() + own_hi, (r.end - own_hi) * sizeof(float));
+  if (bf16.empty()) return;
+  zero_and_release(bf16.data() + r.begin, (own_lo - r.begin) * sizeof(uint16_t));
+  zero_and_release(bf16.data() + own_hi, (r.end - own_hi) * sizeof(uint16_t));
+}
+
+void Zero3Params::release_layer(std::span<float> values, std::span<uint16_t> bf16, int64_t l) {
+  check(values, bf16);
+  if (!sharded_ || l < 0 || static_cast<size_t>(l) >= layers_.size()) return;
+  release(values, bf16, layers_[static_cast<size_t>(l)]);
+}
+
+void Zero3Params::release_layers(std::span<float> values, std::span<uint16_t> bf16) {
+  check(values, bf16);
+  for (const ShardRange& r : layers_) release(values, bf16, r);
+  sharded_ = true;
+}
+
+void Zero3Params::gather_everything(std::span<float> values, std::span<uint16_t> bf16) {
+  check(values, bf16);
+  if (!sharded_) return;
+  for (const ShardRange& r : layers_) {
+    dp_.all_gather(values, r.begin, r.end);
+    if (!bf16.empty()) dp_.all_gather(bf16, r.begin, r.end);
+  }
+  sharded_ = false;
+}
+
+void Zero3Params::gather_outside_layers(std::span<float> values, std::span<uint16_t> bf16) {
+  check(values, bf16);
+  for (const ShardRange& r : outside_) {
+    dp_.all_gather(values, r.begin, r.end);
+    if (!bf16.empty()) dp_.all_gather(bf16, r.begin, r.end);
+  }
+}
+
+}  // namespace sft

@@ -1,0 +1,116 @@
+// ZeRO-2's per-layer gradient reduction and ZeRO-3's per-layer weight gathering on however
+// many ranks this binary runs (alone, and under mpirun -np 2 / 3 via mpi_tests.cmake), against
+// the plain sums and the whole arrays: after each micro-batch only the own shard holds (the
+// sum of) anything, and a gathered layer equals the whole weights.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "optim/zero2.h"
+#include "optim/zero3.h"
+#include "optim/zero_memory.h"
+#include "parallel/comm.h"
+
+namespace sft {
+namespace {
+
+Comm& world() {
+  static std::unique_ptr<Comm> w = [] {
+    std::unique_ptr<Comm> c = make_comm_from_environment();
+    c->set_timeout(60);
+    return c;
+  }();
+  return *w;
+}
+
+// A 3-layer arena: 5 outside, layer runs of 301, 0 and 4099 (past a page), 7 outside.
+const std::vector<ShardRange> kRuns = {{5, 306}, {306, 306}, {306, 4405}};
+constexpr size_t kN = 4412;
+
+float grad_of(int rank, int micro_batch, size_t i) {
+  return float((i % 97) + 1) / 64.0f * float(rank + 1) + float(micro_batch);
+}
+
+TEST(Zero2Grads, PerLayerReductionLeavesTheOwnShardsSums) {
+  Comm& c = world();
+  std::vector<float> g(kN, 0.0f);
+  Zero2Grads z(kN, kRuns, c);
+  z.release_others(g);
+  for (int mb = 0; mb < 2; ++mb) {
+    for (size_t i = 0; i < kN; ++i) g[i] += grad_of(c.rank(), mb, i);
+    for (int64_t l = 2; l >= 0; --l) z.layer_done(g, l);  // in backward order
+    z.finish_micro_batch(g);
+  }
+  const ShardRange mine = c.my_shard(kN);
+  size_t bad = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    double want = 0;
+    if (i >= mine.begin && i < mine.end)
+      for (int r = 0; r < c.size(); ++r) want += grad_of(r, 0, i) + grad_of(r, 1, i);
+    if (c.size() == 1) want = grad_of(0, 0, i) + grad_of(0, 1, i);
+    bad += std::fabs(g[i] - want) > 1e-6 * std::fabs(want);
+  }
+  EXPECT_EQ(bad, 0u);
+  z.zero_own(g);
+  for (float v : g) bad += v != 0.0f;
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(Zero3Params, LayersAreWholeWhileGatheredAndOwnShardsOtherwise) {
+  Comm& c = world();
+  std::vector<float> whole(kN), v(kN);
+  std::vector<uint16_t> whole_h(kN), h(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    whole[i] = v[i] = float(i) * 0.5f + 1;
+    whole_h[i] = h[i] = uint16_t(i + 1);
+  }
+  Zero3Params z(kN, kRuns, c);
+  z.release_layers(v, h);
+  EXPECT_TRUE(z.sharded());
+  const ShardRange mine = c.my_shard(kN);
+  auto own_or_outside = [&](size_t i) {
+    const bool in_layer = i >= 5 && i < 4405;
+    return c.size() == 1 || !in_layer || (i >= mine.begin && i < mine.end);
+  };
+  size_t bad = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    bad += v[i] != (own_or_outside(i) ? whole[i] : 0.0f);
+    bad += h[i] != (own_or_outside(i) ? whole_h[i] : uint16_t(0));
+  }
+  EXPECT_EQ(bad, 0u);
+  z.gather_layer(v, h, 2);
+  for (size_t i = 306; i < 4405; ++i) bad += v[i] != whole[i] || h[i] != whole_h[i];
+  EXPECT_EQ(bad, 0u);
+  z.release_layer(v, h, 2);
+  for (size_t i = 306; i < 4405; ++i) bad += v[i] != (own_or_outside(i) ? whole[i] : 0.0f);
+  EXPECT_EQ(bad, 0u);
+  z.gather_everything(v, h);
+  EXPECT_FALSE(z.sharded());
+  EXPECT_EQ(v, whole);
+  EXPECT_EQ(h, whole_h);
+}
+
+TEST(LayerRuns, OneRunPerLayerOrNone) {
+  const std::vector<ParamPlace> good = {{-1, 0, 10}, {0, 10, 5}, {0, 15, 5}, {1, 20, 8}};
+  const std::vector<ShardRange> runs = layer_runs(good, 2);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].begin, 10u);
+  EXPECT_EQ(runs[0].end, 20u);
+  EXPECT_EQ(runs[1].begin, 20u);
+  EXPECT_EQ(runs[1].end, 28u);
+  // Layer 1's tensor between layer 0's: no per-layer runs.
+  const std::vector<ParamPlace> interleaved = {{0, 0, 5}, {1, 5, 5}, {0, 10, 5}};
+  EXPECT_TRUE(layer_runs(interleaved, 2).empty());
+}
+
+TEST(ZeroMemory, ReleasedPagesReadAsZero) {
+  std::vector<float> v(5000, 3.0f);
+  zero_and_release(v.data() + 7, 4000 * sizeof(float));
+  size_t bad = 0;
+  for (size_t i = 0; i < v.size(); ++i) bad += v[i] != (i >= 7 && i < 4007 ? 0.0f : 3.0f);
+  EXPECT_EQ(bad, 0u);
+}
+
+}  // namespace
+}  // namespace sft
