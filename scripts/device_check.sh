@@ -7,7 +7,9 @@
 # On the GPU machine it prints nvidia-smi, gets the CUDA test binary, runs every tests/cuda test
 # (nothing may skip there: a skip means no device was seen, and fails the check), runs them again
 # under compute-sanitizer (memcheck; racecheck on the kernels with shared memory) when it is
-# installed, and times the cuBLASLt bf16 GEMMs at the Qwen3-0.6B shapes (TFLOP/s vs 989). The log
+# installed, runs `sft train` on the GPU (the TRL parity fixtures against TRL's logged values, one
+# short run under compute-sanitizer memcheck), and times the cuBLASLt bf16 GEMMs at the
+# Qwen3-0.6B shapes (TFLOP/s vs 989). The log
 # goes to $OUT/device_check.log when $OUT is set (else build-cuda-check/). Exit status 0 only when
 # every step passed; the summary at the end lists each step.
 #
@@ -31,13 +33,13 @@ source_stamp() {
 # ---- --bundle: on the build machine ---------------------------------------------------------
 if [ "${1:-}" = "--bundle" ]; then
   set -e
-  SFT_BUILD_TARGET="sft_cuda_tests sft_conformance_tests" scripts/build.sh build-cuda \
+  SFT_BUILD_TARGET="sft_cuda_tests sft_conformance_tests sft" scripts/build.sh build-cuda \
     -DSFT_CUDA=ON -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=OFF
   staging=$(mktemp -d)
   mkdir -p "$staging/lib"
-  cp build-cuda/tests/sft_cuda_tests build-cuda/tests/sft_conformance_tests "$staging/"
+  cp build-cuda/tests/sft_cuda_tests build-cuda/tests/sft_conformance_tests build-cuda/sft "$staging/"
   # Everything ldd resolves except what every Linux (and the GPU machine's CUDA) has.
-  ldd build-cuda/tests/sft_cuda_tests | awk '$3 ~ /^\// {print $3}' |
+  ldd build-cuda/tests/sft_cuda_tests build-cuda/sft | awk '$3 ~ /^\// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libdl|librt|libpthread|libresolv|libnsl|libutil|libanl|libstdc\+\+|libgcc_s|libcuda|libcublasLt|libcublas|ld-linux[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" "$staging/lib/"; done
   source_stamp > "$staging/STAMP"
@@ -94,16 +96,17 @@ check() {
   [ -d /usr/include/nlohmann ] || missing+=("nlohmann-json")
 
   binary=""
+  sft=""
   if [ "${SFT_DEVICE_CHECK_USE_BUNDLE:-0}" = 1 ]; then
     echo "== no build: SFT_DEVICE_CHECK_USE_BUNDLE=1"
   elif [ ${#missing[@]} = 0 ]; then
     echo "== build (build-cuda, $(nproc) cores)"
     command -v clang++ > /dev/null || export CC=gcc CXX=g++
-    SFT_BUILD_TARGET="sft_cuda_tests sft_conformance_tests" timeout 360 scripts/build.sh \
+    SFT_BUILD_TARGET="sft_cuda_tests sft_conformance_tests sft" timeout 360 scripts/build.sh \
       build-cuda -DSFT_CUDA=ON -DSFT_BUILD_TESTS=ON -DSFT_BUILD_BENCH=OFF
     rc=$?
     step "build (scripts/build.sh build-cuda)" $rc
-    [ $rc = 0 ] && binary=build-cuda/tests/sft_cuda_tests
+    [ $rc = 0 ] && binary=build-cuda/tests/sft_cuda_tests && sft=build-cuda/sft
   else
     echo "== no build here: missing ${missing[*]}"
   fi
@@ -119,6 +122,7 @@ check() {
     fi
     step "bundle matches the sources" 0
     binary=$unpacked/sft_cuda_tests
+    sft=$unpacked/sft
     export LD_LIBRARY_PATH="$unpacked/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
   if [ -z "$binary" ]; then
@@ -177,6 +181,33 @@ check() {
     step "compute-sanitizer racecheck" $?
   else
     echo "== compute-sanitizer: ${sanitizer:-not installed}; skipped at $(elapsed) s"
+  fi
+
+  # `sft train` on the GPU: the device line, then the TRL parity fixtures' logged values within
+  # tests/cli/train_trl_parity.cmake's bounds (1e-4 relative), then one short run under memcheck.
+  echo "== sft train on the GPU (tests/fixtures/trl_parity/bfd_gas1, 20 steps)"
+  train_flags=(--model_name_or_path tests/fixtures/trl_parity/model --dataset_name
+    tests/fixtures/trl_parity/data.jsonl --per_device_train_batch_size 2 --max_length 128
+    --learning_rate 1e-3 --seed 42 --bf16 false --train_sampling_strategy sequential
+    --report_to none --packing --packing_strategy bfd --logging_steps 1 --disable_tqdm true)
+  timeout 120 "$sft" train "${train_flags[@]}" --max_steps 20 --output_dir "$log_dir/train" \
+    2>&1 | tee "$log_dir/train.log"
+  step "sft train on the GPU" "${PIPESTATUS[0]}"
+  if grep -q '\[device\] cuda:' "$log_dir/train.log"; then step "sft train chose the GPU" 0; else
+    step "sft train chose the GPU" 1
+  fi
+  if command -v cmake > /dev/null && [ "$(elapsed)" -lt 400 ]; then
+    timeout 150 cmake -DSFT="$(realpath "$sft")" -DROOT="$PWD" -DWORK="$PWD/$log_dir/trl_parity" \
+      -DCONFIGS="bfd_gas1;bfd_gas4;nopack_gas4;smollm3_bfd_gas4" \
+      -P tests/cli/train_trl_parity.cmake 2>&1 | tee "$log_dir/trl_parity.log"
+    step "sft train on the GPU vs TRL (4 fixtures)" "${PIPESTATUS[0]}"
+  fi
+  if [ -n "$sanitizer" ] && [ "$(elapsed)" -lt 420 ]; then
+    timeout 90 "$sanitizer" --tool memcheck --error-exitcode 1 "$sft" train "${train_flags[@]}" \
+      --max_steps 3 --output_dir "$log_dir/train_memcheck" > "$log_dir/train_memcheck.log" 2>&1
+    rc=$?
+    tail -5 "$log_dir/train_memcheck.log"
+    step "compute-sanitizer memcheck of sft train (3 steps)" $rc
   fi
 
   echo "== cuBLASLt bf16 GEMM timing, Qwen3-0.6B shapes (8 × 1024 tokens)"

@@ -344,6 +344,19 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
           ? init_from_config(dir, static_cast<uint64_t>(args.seed), ranks.tp, quant4)
       : quant4 ? model::Transformer::load_4bit(dir.path, *quant4)
                : model::Transformer::load(dir.path, ranks.tp);
+  // A GPU chosen (train/device_choice.h): the weights move there before bf16 compute makes its
+  // copies (train/device_step.h: what runs there; the rest is refused naming it).
+  if (const DeviceChoice device = choose_device(device_environment(), args.use_cpu);
+      device.device == Device::kCuda) {
+    if (args.use_peft || from_adapter)
+      fail("train", "LoRA (--use_peft) is not on the CUDA device yet (hint: --use_cpu)");
+    if (args.bf16.value_or(false))
+      fail("train",
+           "bf16 compute (--bf16; fp32 runs there: --bf16 false) is not on the CUDA device yet "
+           "(hint: --use_cpu)");
+    cuda_init(device.gpu);
+    model.to_device(Device::kCuda);
+  }
   if (args.use_peft && !from_adapter) {
     // PEFT's targets match the vision tower's projections too (q_proj, v_proj, ...), so its
     // adapter for a multimodal folder has modules sft does not hold.
@@ -532,6 +545,8 @@ int train_checked(const Args& argv, TrainingArgs& args, std::unique_ptr<Comm> wo
                  resume_command(argv, result.last_checkpoint).c_str());
     return 0;
   }
+  // A device run's weights come back to the host for the export (and its verification).
+  model.model.to_device(Device::kCpu);
   export_outputs(args, model.model, setup.export_options, result, ranks);
   return 0;
 }

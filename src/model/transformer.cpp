@@ -50,12 +50,11 @@ Transformer::Transformer(ModelConfig config, const TensorParallel& tp,
 
 void Transformer::bind_layers() {
   layers_.clear();
-  ops::View norm_scratch;
-  if (config_.norm_weight_offset != 0) {
-    const int64_t n = std::max(config_.hidden_size, config_.head_dim);
-    norm_weight_scratch_.resize(static_cast<size_t>(n));
-    norm_scratch = ops::view_of(norm_weight_scratch_.data(), 1, n);
-  }
+  norm_weight_scratch_ = Arena(params_.device());
+  if (config_.norm_weight_offset != 0)
+    norm_weight_scratch_.reserve(
+        static_cast<size_t>(std::max(config_.hidden_size, config_.head_dim)) * sizeof(float));
+  const ops::View norm_scratch = norm_weight_view();
   for (int l = 0; l < config_.num_hidden_layers; ++l)
     layers_.push_back(DecoderLayer::bind(params_, config_, l, tp_, norm_scratch));
   embed_ = &params_.at(ParamSlot::kEmbed);
@@ -65,33 +64,39 @@ void Transformer::bind_layers() {
   lm_head_ = Linear{head ? head : embed_, nullptr};  // tied: the embedding matrix
 }
 
+ops::View Transformer::norm_weight_view() const {
+  if (config_.norm_weight_offset == 0) return {};
+  const int64_t n = std::max(config_.hidden_size, config_.head_dim);
+  return ops::view_of(reinterpret_cast<float*>(norm_weight_scratch_.data()), 1, n,
+                      norm_weight_scratch_.device());
+}
+
 void Transformer::to_device(Device device) {
   if (device == params_.device()) return;
-  if (lora_ || params_.has_grads() || params_.has_bf16_copies())
+  if (lora_)
+    fail("model", std::string("LoRA adapters are not on the ") +
+                      (device == Device::kCuda ? "CUDA" : device_name(device)) +
+                      " device yet (hint: --use_cpu)");
+  if (params_.fp32_released())
     fail("model", std::string("to_device(") + device_name(device) +
-                      "): the model already has LoRA adapters, bf16 copies or gradients (hint: "
-                      "move it right after loading, before enabling any of them)");
-  if (!norm_weight_scratch_.empty())
-    fail("model", std::string("to_device(") + device_name(device) +
-                      "): (1 + w) norms keep their weight scratch on the host; not on a device "
-                      "yet");
+                      "): the fp32 matrices were released (keep_frozen_base_in_bf16)");
+  const bool grads = params_.has_grads(), bf16 = params_.has_bf16_copies();
   ParameterSet moved(layout_, device);
   moved.copy_values_from(params_);
+  if (bf16) moved.enable_bf16_copies();  // rounded from the moved fp32 values, on the device
+  if (grads) moved.allocate_grads();     // zero-filled: the next step accumulates afresh
   params_ = std::move(moved);
   bind_layers();
   acts_ = Arena(device);
   bwd_ = Arena(device);
   decode_ = Arena(device);
+  staging_ = device == Device::kCpu ? Arena() : Arena(pinned_host_allocator());
   has_forward_ = false;
 }
 
 RmsNormBlock Transformer::final_norm() const {
-  ops::View scratch;
-  if (!norm_weight_scratch_.empty())
-    scratch = ops::view_of(norm_weight_scratch_.data(), 1,
-                           static_cast<int64_t>(norm_weight_scratch_.size()));
   return {final_norm_, config_.rms_norm_eps, static_cast<float>(config_.norm_weight_offset),
-          scratch};
+          norm_weight_view()};
 }
 
 Transformer::Transformer(Transformer&&) noexcept = default;

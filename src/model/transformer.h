@@ -82,9 +82,11 @@ class Transformer {
   ~Transformer();
 
   const ModelConfig& config() const { return config_; }
-  // Moves the parameters (copied from the host) and the activation arenas onto `device`; the
-  // step then runs there, batches and logits staying host data (copied in and out). Call it
-  // right after load/random/zeros: before LoRA, bf16 compute or gradients.
+  // Moves the parameters (their fp32 values copied over) and the activation arenas onto
+  // `device` (Device::kCpu brings a device model back, e.g. for the export); the step then
+  // runs there, batches and logits staying host data (copied in and out). Gradients, if any,
+  // start again at zero there and the bf16 copies are remade from the moved values. Refused
+  // with LoRA adapters (not on a device yet: "... is not on the CUDA device yet").
   void to_device(Device device);
   Device device() const { return params_.device(); }
   // This rank's parameters (slices under tensor parallelism; spec.full_shape is the whole).
@@ -216,8 +218,9 @@ class Transformer {
   ops::VocabShard vocab_shard_;  // the embedding's (and LM head's) vocabulary rows
   const Parameter* final_norm_ = nullptr;
   // (1 + w) norms' weight, written before each norm's use (blocks/norm_block.h): max(C, D)
-  // floats, allocated with the model; empty for plain norms.
-  std::vector<float> norm_weight_scratch_;
+  // floats on the model's device, allocated with the model; empty for plain norms.
+  Arena norm_weight_scratch_;
+  ops::View norm_weight_view() const;
   RmsNormBlock final_norm() const;
   DType compute_ = DType::kF32;
   struct EmbeddingNoise {
@@ -243,6 +246,9 @@ class Transformer {
   // Granite's embedding_multiplier; 1 for the others.
   float embed_scale_ = 1;
   Arena acts_, bwd_, decode_;
+  // On a device: the pinned host mirror of the batch's inputs in acts_ (the rope tables, then
+  // the token and target ids, consecutive there), so they cross in one copy per forward.
+  Arena staging_;
   ops::Workspace head_ws_;  // the LM head's, in acts_ (carved with the forward's scratch)
   size_t acts_bytes_ = 0;
   ops::View resid_;               // (L + 1, T, C): embedding output, then each layer's output

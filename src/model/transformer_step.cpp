@@ -1,6 +1,7 @@
 // Transformer training step: batch checks, the activation arena, forward and backward over
 // the packed batch. See transformer.h.
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -117,11 +118,20 @@ void Transformer::prepare(const Batch& b, bool logits) {
                                           .logits = logits,
                                           .shard = vocab_shard_.group != nullptr}));
   });
+  // The ids and the rope tables are written on the host: into the arena itself on the CPU, on
+  // a device into staging_ (pinned), the mirror of their span of acts_, which then crosses in
+  // one copy (they are consecutive there: cos_ ... sin_sliding_, device_tokens_, device_targets_).
   const Device device = acts_.device();
-  copy_bytes(device_tokens_, device, tokens_.data(), Device::kCpu,
-             static_cast<size_t>(T) * sizeof(int64_t));
-  copy_bytes(device_targets_, device, targets_.data(), Device::kCpu,
-             static_cast<size_t>(T) * sizeof(int64_t));
+  const bool on_host = device == Device::kCpu;
+  std::byte* const span = reinterpret_cast<std::byte*>(cos_.data);
+  const size_t span_bytes =
+      static_cast<size_t>(reinterpret_cast<std::byte*>(device_targets_ + T) - span);
+  if (!on_host) staging_.reserve(span_bytes);
+  const auto host_of = [&](void* p) -> void* {
+    return on_host ? p : staging_.data() + (static_cast<std::byte*>(p) - span);
+  };
+  std::memcpy(host_of(device_tokens_), tokens_.data(), static_cast<size_t>(T) * sizeof(int64_t));
+  std::memcpy(host_of(device_targets_), targets_.data(), static_cast<size_t>(T) * sizeof(int64_t));
   // Per document: dynamic scaling depends on the sequence length, and a packed document must
   // see the frequencies it would see alone (transformers rescales per forward call).
   // longrope (Phi-3) picks its factor set once per forward call from max(position_ids) + 1
@@ -131,19 +141,15 @@ void Transformer::prepare(const Batch& b, bool logits) {
   int64_t max_position = 0;
   for (int64_t t = 0; t < T_real; ++t)
     max_position = std::max(max_position, positions_[static_cast<size_t>(t)]);
-  // The tables are made on the host (a staging copy when the arena is a device's), then copied.
-  const bool on_host = device == Device::kCpu;
-  const auto table_bytes = static_cast<size_t>(cos_.numel()) * sizeof(float);
-  std::vector<float> staging(on_host ? 0 : 4 * static_cast<size_t>(cos_.numel()));
-  const auto staged = [&](const ops::View& v, size_t k) {
+  const auto staged = [&](const ops::View& v) {
     if (on_host || v.empty()) return v;
     ops::View h = v;
     h.device = Device::kCpu;
-    h.data = staging.data() + k * static_cast<size_t>(cos_.numel());
+    h.data = host_of(v.data);
     return h;
   };
-  const ops::View host[4] = {staged(cos_, 0), staged(sin_, 1), staged(cos_sliding_, 2),
-                             staged(sin_sliding_, 3)};
+  const ops::View host[4] = {staged(cos_), staged(sin_), staged(cos_sliding_),
+                             staged(sin_sliding_)};
   const auto rows = [](const ops::View& v, const ops::AttentionSegment& seg) {
     return v.empty() ? ops::View{} : v.row_range(seg.q_begin, seg.q_len);
   };
@@ -153,12 +159,7 @@ void Transformer::prepare(const Batch& b, bool logits) {
                      {rows(host[1], seg), rows(host[3], seg)}, positions_.data() + seg.q_begin,
                      seg.q_len, n);
   }
-  if (!on_host) {
-    const ops::View* on_device[4] = {&cos_, &sin_, &cos_sliding_, &sin_sliding_};
-    for (size_t k = 0; k < 4; ++k)
-      if (!on_device[k]->empty())
-        copy_bytes(on_device[k]->data, device, host[k].data, Device::kCpu, table_bytes);
-  }
+  if (!on_host) copy_bytes(span, device, staging_.data(), Device::kCpu, span_bytes);
   T_ = T;
   T_real_ = T_real;
 }

@@ -1,21 +1,68 @@
 #include "optim/adamw.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "core/error.h"
 #include "ops/ops.h"
 
 namespace sft {
 
-AdamW::AdamW(size_t num_params, AdamWOptions options)
-    : options_(options),
-      exp_avg_(Tensor::zeros(DType::kF32, {static_cast<int64_t>(num_params)})),
-      exp_avg_sq_(Tensor::zeros(DType::kF32, {static_cast<int64_t>(num_params)})) {}
+namespace {
+
+// exp_avg_sq's place in a device optimizer's arena: after exp_avg, aligned.
+size_t second_moment_at(size_t n) {
+  return (n * sizeof(float) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
+}  // namespace
+
+AdamW::AdamW(size_t num_params, AdamWOptions options, Device device)
+    : options_(options), device_(device), num_params_(num_params), device_moments_(device) {
+  if (device == Device::kCpu) {
+    exp_avg_ = Tensor::zeros(DType::kF32, {static_cast<int64_t>(num_params)});
+    exp_avg_sq_ = Tensor::zeros(DType::kF32, {static_cast<int64_t>(num_params)});
+  } else {
+    // One allocation for both moments, zero-filled as torch's zeros_like state.
+    device_moments_.reserve(std::max<size_t>(kArenaAlignment, 2 * second_moment_at(num_params)));
+  }
+}
+
+void AdamW::check_host() const {
+  if (device_ != Device::kCpu)
+    fail("optim", std::string("AdamW's moments are on the ") + device_name(device_) +
+                      " device; read them through copy_to(Device::kCpu)");
+}
+
+float* AdamW::moment_data(int which) {
+  if (device_ == Device::kCpu)
+    return (which == 0 ? exp_avg_ : exp_avg_sq_).mutable_values<float>().data();
+  return reinterpret_cast<float*>(device_moments_.data() +
+                                  (which == 0 ? 0 : second_moment_at(num_params_)));
+}
+
+AdamW AdamW::copy_to(Device device) const {
+  AdamW out(num_params_, options_, device);
+  out.copy_state_from(*this);
+  return out;
+}
+
+void AdamW::copy_state_from(const AdamW& other) {
+  if (other.num_params_ != num_params_)
+    fail("optim", "AdamW state of " + std::to_string(other.num_params_) +
+                      " parameters loaded into an optimizer of " + std::to_string(num_params_));
+  for (int which = 0; which < 2; ++which)
+    copy_bytes(moment_data(which), device_, other.moment_data(which), other.device_,
+               num_params_ * sizeof(float));
+  options_ = other.options_;
+  steps_ = other.steps_;
+}
 
 void AdamW::step(std::span<float> params, std::span<const float> grads,
                  std::span<const ParamSlice> slices, double lr, uint16_t* bf16_copies,
                  float grad_scale) {
-  const size_t n = static_cast<size_t>(exp_avg_.numel());
+  const size_t n = num_params_;
   if (params.size() != n || grads.size() != n) {
     fail("optim", "AdamW was built for " + std::to_string(n) + " parameters, stepped with " +
                       std::to_string(params.size()) + " parameters and " +
@@ -36,14 +83,16 @@ void AdamW::step(std::span<float> params, std::span<const float> grads,
   const float decay_factor = static_cast<float>(1.0 - lr * options_.weight_decay);
   const bool use_decay = options_.weight_decay != 0.0;
 
-  float* m = exp_avg_.mutable_values<float>().data();
-  float* v = exp_avg_sq_.mutable_values<float>().data();
+  float* m = moment_data(0);
+  float* v = moment_data(1);
   ops::AdamWScalars k{neg_step_size,   bc2_sqrt,     eps,   lerp_weight, beta2,
                       one_minus_beta2, decay_factor, false, grad_scale};
   for (const ParamSlice& slice : slices) {
     k.decay = use_decay && slice.decay;
     const int64_t n = static_cast<int64_t>(slice.size);
-    auto view = [&](auto* base) { return ops::view_of(base + slice.offset, 1, n); };
+    // Views on the optimizer's device: the parameters, gradients and copies are that
+    // device's memory too (the ParameterSet's arenas), which the dispatcher checks.
+    auto view = [&](auto* base) { return ops::view_of(base + slice.offset, 1, n, device_); };
     const ops::View copy = bf16_copies ? view(bf16_copies) : ops::View{};
     ops::adamw_update(view(params.data()), view(grads.data()), view(m), view(v), k, copy);
   }

@@ -6,9 +6,9 @@
 
 namespace sft {
 
-double global_grad_norm(std::span<const float> grads) {
-  return std::sqrt(
-      ops::sum_of_squares(ops::view_of(grads.data(), 1, static_cast<int64_t>(grads.size()))));
+double global_grad_norm(std::span<const float> grads, Device device) {
+  return std::sqrt(ops::sum_of_squares(
+      ops::view_of(grads.data(), 1, static_cast<int64_t>(grads.size()), device)));
 }
 
 double clip_grad_norm(std::span<float> grads, double max_norm) {

@@ -3,11 +3,14 @@
 
 #include <span>
 
+#include "core/device.h"
+
 namespace sft {
 
 // The L2 norm of all gradients, summed in double in a fixed order (deterministic for any
-// thread count). Non-finite gradients give a non-finite norm.
-double global_grad_norm(std::span<const float> grads);
+// thread count; on CUDA the kernel's fixed blocks, ops/cuda/optimizer_kernels.cu). Non-finite
+// gradients give a non-finite norm. `device`: where the gradients' memory is.
+double global_grad_norm(std::span<const float> grads, Device device = Device::kCpu);
 
 // Scales grads by max_norm / (norm + 1e-6) when that is below 1, as torch does; returns the
 // norm before clipping (what HF logs as grad_norm). max_norm <= 0 disables clipping. (The

@@ -7,8 +7,8 @@
 //
 // The choice is a pure function of the environment it is given (tests inject the GPU count and
 // the variables); device_report gives the run's first log lines: the device, its name and
-// memory. Choosing selects nothing on the device: the model does not run on CUDA yet, so a CUDA
-// choice is reported together with the line that training stays on the CPU for now.
+// memory. Choosing selects nothing on the device: `sft train` then calls cuda_init and moves the
+// model there (train/device_step.h says what runs on it); the report's second line says so.
 #pragma once
 
 #include <functional>
@@ -45,7 +45,7 @@ DeviceChoice choose_device(const DeviceEnvironment& env, bool use_cpu);
 
 // The first log lines of a run (without a component prefix): the device with its name and
 // memory (`gpu`: cuda_device_info of the chosen device; `cpu_name`, `cpu_memory`: the host's),
-// and for a CUDA choice the line saying training stays on the CPU for now.
+// and for a CUDA choice the line saying what of the step runs on the GPU.
 std::vector<std::string> device_report(const DeviceChoice& choice, const DeviceEnvironment& env,
                                        const CudaDeviceInfo& gpu, const std::string& cpu_name,
                                        size_t cpu_memory);

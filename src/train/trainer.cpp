@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "optim/clip.h"
 #include "train/checkpoint_dir.h"
+#include "train/device_step.h"
 #include "train/stop_signal.h"
 #include "train/tensorboard_args.h"
 #include "train/tensorboard_writer.h"
@@ -54,6 +55,7 @@ void Trainer::init_loader_and_plan() {
 }
 
 void Trainer::init_model_and_optimizer() {
+  check_device_training(args_, model_, *comm_, tp_comm_);
   model_.zero_grad();
   model_.set_gradient_checkpointing(args_.gradient_checkpointing);
   // HF's get_decay_parameter_names: no weight decay for biases and norm weights.
@@ -73,7 +75,7 @@ void Trainer::init_model_and_optimizer() {
   if (args_.zero_stage >= 1)
     zero1_ = std::make_unique<Zero1>(n_params, ao, *comm_);
   else
-    optimizer_ = std::make_unique<AdamW>(n_params, ao);
+    optimizer_ = std::make_unique<AdamW>(n_params, ao, model_.trainable().device());
   // Stage 2: the gradients too; stage 3: and the layers' parameters (trainer_parallel.cpp).
   if (args_.zero_stage >= 2) init_zero23();
   const int64_t warmup =
@@ -254,7 +256,7 @@ void Trainer::reduce_step(StepCounts& counts) {
 
 void Trainer::apply_update(StepStats& st) {
   const int64_t step = state_.global_step + 1;
-  const GradNorm norm = reduce_grad_norm();
+  const GradNorm norm = on_device() ? device_grad_norm() : reduce_grad_norm();
   st.grad_norm = norm.norm;
   const bool finite = std::isfinite(st.loss) && std::isfinite(st.grad_norm);
   if (!finite) {

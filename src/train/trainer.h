@@ -32,6 +32,11 @@
 // scheduler step, loader cursor and the logging accumulators; resume_from_checkpoint (a
 // path, or "true" for the latest in output_dir) continues bit for bit on CPU.
 //
+// Device (the model moved by Transformer::to_device, e.g. `sft train` on a GPU): the step runs
+// there — forward, backward, the gradient norm, clipping and AdamW with its moments on the
+// device (train/device_step.h); checkpoints are written from host copies streamed off the
+// device and a resume uploads them. What is not on the device yet is refused at construction.
+//
 // Tensor parallel (`tp_comm`, tensor_parallel.h): the model holds this rank's slices and
 // combines them itself; the ranks of a tensor-parallel group see the same batch, loss and
 // statistics. The gradient norm sums the split parameters over the group and counts the
@@ -173,6 +178,10 @@ class Trainer {
     float clip_scale = 1.0f;
   };
   GradNorm reduce_grad_norm();
+  // A model on a device (Transformer::to_device): the norm there, one process only
+  // (train/device_step.cpp).
+  bool on_device() const { return model_.trainable().device() != Device::kCpu; }
+  GradNorm device_grad_norm();
   // q_norm / k_norm under tensor parallelism: each rank's gradient covers its own heads.
   void sum_partial_grads_over_tp();
   double step_flops(const model::Batch& batch) const;

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "train/agreed_failure.h"
 #include "train/checkpoint_dir.h"
+#include "train/device_step.h"
 #include "train/tp_gather.h"
 #include "train/train_checkpoint.h"
 #include "train/trainer.h"
@@ -216,8 +217,21 @@ void Trainer::resume_unagreed(const std::string& path) {
                                     zero1_->shard_optimizer().options());
     snapshot.optimizer = whole.get();
   }
+  // A device run reads into host copies, then uploads them (train/device_step.h).
+  std::optional<model::Transformer> host_model;
+  std::optional<AdamW> host_optimizer;
+  if (on_device()) {
+    host_model.emplace(host_copy(model_));
+    host_optimizer.emplace(optimizer_->copy_to(Device::kCpu));
+    snapshot.model = &*host_model;
+    snapshot.optimizer = &*host_optimizer;
+  }
   read_training_checkpoint(path, snapshot);
   if (zero1_) zero1_->load_from(*whole);
+  if (host_model) {
+    model_.params().copy_values_from(host_model->params());
+    optimizer_->copy_state_from(*host_optimizer);
+  }
   restore_training_state(snapshot.training_state, path + "/training_state.json");
   finish_resume();
 }
@@ -250,14 +264,20 @@ std::string Trainer::save() {
   const model::TensorParallel& tp = model_.tensor_parallel();
   std::optional<model::Transformer> full_model;
   std::optional<AdamW> full_optimizer;
+  // A device run: the weights and moments streamed to the host, written as a CPU run's.
+  if (on_device() && is_main()) {
+    full_model.emplace(host_copy(model_));
+    if (optimizer) full_optimizer.emplace(optimizer->copy_to(Device::kCpu));
+  }
   if (tp.on() && comm_->rank() == 0) {
     full_model = gather_full_model(model_, *tp.group);
     if (optimizer) full_optimizer = gather_full_moments(model_, *optimizer, *tp.group);
   }
   if (is_main()) {
     TrainingSnapshot snapshot;
-    snapshot.model = tp.on() ? &*full_model : &model_;
-    snapshot.optimizer = tp.on() ? (full_optimizer ? &*full_optimizer : nullptr) : optimizer;
+    const bool copied = tp.on() || on_device();
+    snapshot.model = copied ? &*full_model : &model_;
+    snapshot.optimizer = copied ? (full_optimizer ? &*full_optimizer : nullptr) : optimizer;
     snapshot.trainer_state = &state_;
     snapshot.training_state = training_state_json();
     try {

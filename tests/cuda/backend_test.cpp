@@ -69,7 +69,7 @@ TEST(CudaBackend, TheRunsDeviceIsTheVisibleGpu) {
                 "cuda:" + std::to_string(c.gpu) + " (" + cuda_device_info(c.gpu).name + ", ", 0),
             0u)
       << lines[0];
-  EXPECT_EQ(lines[1].rfind("training stays on the CPU for now", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[1].rfind("the training step runs on the GPU", 0), 0u) << lines[1];
   EXPECT_EQ(choose_device(env, true).device, Device::kCpu);
 }
 

@@ -6,6 +6,8 @@
 // memory.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -75,13 +77,17 @@ TEST_P(CudaModel, StepOnTheDeviceEqualsTheCpuStep) {
   EXPECT_LE(logits_err, 1e-5) << "logits";
   EXPECT_LE(std::abs(got.loss - ref.loss), 1e-5 * std::abs(ref.loss))
       << "loss " << got.loss << " vs " << ref.loss;
+  // Gemma 3 (sqrt(hidden) embedding scale, soft-capped sliding attention, four norms a layer):
+  // the fp32 summation orders' differences reach 1.6e-5 in the first layer's and the
+  // embedding's gradients (measured; a wrong kernel is off by orders more), so 3e-5 there.
+  const double grad_bound = std::string(GetParam()) == "gemma3_sliding_softcap" ? 3e-5 : 1e-5;
   ASSERT_EQ(got.grads.size(), ref.grads.size());
   double worst = 0;
   std::string worst_name;
   for (size_t i = 0; i < ref.grads.size(); ++i) {
     ASSERT_EQ(got.grads[i].first, ref.grads[i].first);
     const double err = relative_error(got.grads[i].second, ref.grads[i].second);
-    EXPECT_LE(err, 1e-5) << "gradient of " << ref.grads[i].first;
+    EXPECT_LE(err, grad_bound) << "gradient of " << ref.grads[i].first;
     if (err > worst) worst = err, worst_name = ref.grads[i].first;
   }
   std::printf("[cuda model] %s: logits %.3g, loss %.3g, worst gradient %.3g (%s)\n", GetParam(),
@@ -99,14 +105,47 @@ TEST_P(CudaModel, StepOnTheDeviceEqualsTheCpuStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModel,
-                         ::testing::Values("llama_gqa_tied_llama3", "qwen3_qknorm_linear"));
+                         ::testing::Values("llama_gqa_tied_llama3", "qwen3_qknorm_linear",
+                                           // (1 + w) norms: their weight scratch on the device
+                                           "gemma2_softcaps", "gemma3_sliding_softcap"));
 
-TEST(CudaModelMove, RefusesAModelThatAlreadyHasGradients) {
+// Gradient checkpointing on the device (each layer's activations recomputed from its saved
+// input in the backward) against the CPU run of the same mode, at the bar above. (bf16 compute
+// is refused on the device for now: train/device_step.h.)
+TEST(CudaModelModes, GradientCheckpointingOnTheDeviceEqualsTheCpu) {
+  SFT_SKIP_WITHOUT_CUDA();
+  const std::string dir = test::source_path("tests/fixtures/parity/qwen3_qknorm_linear");
+  const SafetensorsFile expected = SafetensorsFile::open(dir + "/expected.safetensors");
+  const Batch batch{ids(expected, "input_ids"), ids(expected, "labels"),
+                    ids(expected, "doc_lengths")};
+  Transformer cpu = Transformer::load(dir), gpu = Transformer::load(dir);
+  gpu.to_device(Device::kCuda);
+  cpu.set_gradient_checkpointing(true);
+  gpu.set_gradient_checkpointing(true);
+  const StepResult ref = run_step(cpu, batch), got = run_step(gpu, batch);
+  const double logits_err = relative_error(got.logits, ref.logits);
+  EXPECT_LE(logits_err, 1e-5) << "logits";
+  EXPECT_LE(std::abs(got.loss - ref.loss), 1e-5 * std::abs(ref.loss));
+  double worst = 0;
+  for (size_t i = 0; i < ref.grads.size(); ++i) {
+    const double err = relative_error(got.grads[i].second, ref.grads[i].second);
+    EXPECT_LE(err, 1e-5) << "gradient of " << ref.grads[i].first;
+    worst = std::max(worst, err);
+  }
+  std::printf("[cuda model] gradient checkpointing: logits %.3g, loss %.3g, worst gradient %.3g\n",
+              logits_err, std::abs(got.loss - ref.loss), worst);
+}
+
+TEST(CudaModelMove, RefusesLoraNamingIt) {
   SFT_SKIP_WITHOUT_CUDA();
   Transformer m =
       Transformer::load(test::source_path("tests/fixtures/parity/llama_gqa_tied_llama3"));
-  m.zero_grad();
-  cuda_test::expect_error("already has", [&] { m.to_device(Device::kCuda); });
+  LoraConfig lc;
+  lc.r = 2;
+  lc.target_modules = {"q_proj"};
+  m.enable_lora(lc, 1, "test");
+  cuda_test::expect_error("LoRA adapters are not on the CUDA device yet (hint: --use_cpu)",
+                          [&] { m.to_device(Device::kCuda); });
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The optimizer's CUDA kernels: adamw_update equals the CPU kernel bit for bit (the same fp32
 // operations in the same order, no fused multiply-adds), the bf16 copy included, for several
-// steps; sum_of_squares within 1e-12 of the f64 sum (f32 squares are exact in double) and
-// identical bits run to run.
+// steps; sum_of_squares within 1e-12 of the f64 sum (f32 squares are exact in double), the CPU
+// kernel's bits (the same summation order) and identical bits run to run.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -77,6 +77,11 @@ TEST(CudaOptimizer, SumOfSquaresMatchesTheF64Sum) {
     const double second = ops::cuda::sum_of_squares(X.view());
     EXPECT_EQ(std::memcmp(&first, &second, sizeof(double)), 0) << "n " << n;
     EXPECT_LE(std::abs(first - want), 1e-12 * want) << "n " << n;
+    // The CPU kernel's summation order, so a device run's grad_norm has the CPU's bits.
+    HostTensor H(DType::kF32, 1, n, x);
+    const double cpu = ops::sum_of_squares(H.view());
+    EXPECT_EQ(std::memcmp(&first, &cpu, sizeof(double)), 0)
+        << "n " << n << ": " << first << " vs " << cpu;
   }
 }
 

@@ -3,9 +3,8 @@
 // AdamW follows ops/cpu/optimizer_kernels.cpp operation by operation (torch's single-tensor
 // order) with every step an explicitly rounded intrinsic (__fmul_rn, __fadd_rn, __fdiv_rn,
 // __fsqrt_rn): nvcc may not fuse them into multiply-adds, so the result is the CPU's bit for bit.
-// sum_of_squares: pass 1 sums fixed 16384-element blocks (as the CPU's kNormBlock) in double,
-// each by a fixed thread stride and block_sum; pass 2 sums the block partials the same way in
-// one block. The order depends only on n, never on the device.
+// sum_of_squares: the CPU kernel's order exactly (fixed 16384-element blocks of 8 lanes, in
+// double), so its bits are the CPU's; the order depends only on n, never on the device.
 #include <cuda_runtime.h>
 
 #include <string>
@@ -42,23 +41,38 @@ __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, uint1
   if (copy) copy[i] = f32_to_bf16(pn);
 }
 
-__global__ void block_squares_kernel(double* partial, const float* a, int64_t n) {
-  const int64_t begin = static_cast<int64_t>(blockIdx.x) * kNormBlock;
+// sum_of_squares in the CPU's order (ops/cpu/optimizer_kernels.cpp), so a device run's
+// grad_norm has the CPU's bits: in each 16384-element block, lane l (of 8) sums the squares of
+// the elements ≡ l mod 8 in index order (one thread per lane); then each block adds its lanes
+// 0..7 from 0; then the block sums are added in block order from 0 (one thread: the order is
+// serial by definition, and it is one double add per 16384 elements).
+constexpr int kLanes = 8;
+
+__global__ void lane_squares_kernel(double* lanes, const float* a, int64_t n, int64_t blocks) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (t >= blocks * kLanes) return;
+  const int64_t begin = t / kLanes * kNormBlock;
   const int64_t end = begin + kNormBlock < n ? begin + kNormBlock : n;
   double acc = 0.0;
-  for (int64_t i = begin + threadIdx.x; i < end; i += kReduceThreads) {
+  for (int64_t i = begin + t % kLanes; i < end; i += kLanes) {
     const double x = a[i];
-    acc += x * x;  // exact: an f32 square fits a double
+    acc = __dadd_rn(acc, __dmul_rn(x, x));  // the square is exact; no fused add
   }
-  acc = block_sum(acc);
-  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+  lanes[t] = acc;
+}
+
+__global__ void block_lanes_kernel(double* partial, const double* lanes, int64_t blocks) {
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (b >= blocks) return;
+  double sum = 0.0;
+  for (int l = 0; l < kLanes; ++l) sum = __dadd_rn(sum, lanes[b * kLanes + l]);
+  partial[b] = sum;
 }
 
 __global__ void sum_partials_kernel(double* total, const double* partial, int64_t blocks) {
   double acc = 0.0;
-  for (int64_t b = threadIdx.x; b < blocks; b += kReduceThreads) acc += partial[b];
-  acc = block_sum(acc);
-  if (threadIdx.x == 0) *total = acc;
+  for (int64_t b = 0; b < blocks; ++b) acc = __dadd_rn(acc, partial[b]);
+  *total = acc;
 }
 
 void require_f32(const char* op, std::initializer_list<View> views, int64_t n) {
@@ -92,12 +106,16 @@ double sum_of_squares(View x) {
   require_f32("sum_of_squares", {x}, n);
   if (n == 0) return 0.0;
   const int64_t blocks = (n + kNormBlock - 1) / kNormBlock;
-  auto* partial = static_cast<double*>(scratch(static_cast<size_t>(blocks + 1) * sizeof(double)));
+  auto* lanes = static_cast<double*>(
+      scratch(static_cast<size_t>(blocks * (kLanes + 1) + 1) * sizeof(double)));
+  double* partial = lanes + blocks * kLanes;
   double* total = partial + blocks;
-  block_squares_kernel<<<static_cast<unsigned>(blocks), kReduceThreads>>>(partial, x.as<float>(),
-                                                                          n);
+  lane_squares_kernel<<<blocks_for(blocks * kLanes, kThreads), kThreads>>>(lanes, x.as<float>(), n,
+                                                                           blocks);
   SFT_CUDA_CHECK(cudaGetLastError());
-  sum_partials_kernel<<<1, kReduceThreads>>>(total, partial, blocks);
+  block_lanes_kernel<<<blocks_for(blocks, kThreads), kThreads>>>(partial, lanes, blocks);
+  SFT_CUDA_CHECK(cudaGetLastError());
+  sum_partials_kernel<<<1, 1>>>(total, partial, blocks);
   SFT_CUDA_CHECK(cudaGetLastError());
   double result = 0.0;
   copy_to_host(&result, total, sizeof(double));

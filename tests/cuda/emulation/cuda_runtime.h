@@ -7,6 +7,7 @@
 // (memory model, warp scheduling, nvcc's code generation). Only the emulation includes this.
 #pragma once
 
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <bit>
@@ -115,15 +116,23 @@ struct emu_uint3 {
 
 namespace emu {
 
-// The threads of one block of a synchronizing kernel, as fibers (ucontext) on the calling
-// thread: each runs until its next __syncthreads (or its end), then the next one; a round over
-// all of them is one barrier phase. Deterministic, and no OS threads to busy a shared CPU.
+// The threads of one block of a synchronizing kernel, as fibers on the calling thread: each runs
+// until its next __syncthreads (or its end), then the next one; a round over all of them is one
+// barrier phase. Deterministic, and no OS threads to busy a shared CPU. A fiber's stack is made
+// once (ucontext) and then reused for every block; switching is _setjmp/_longjmp, which saves
+// no signal mask, so a barrier costs no system call (swapcontext's two made a training step
+// of the emulated device take minutes).
+struct Jump {
+  jmp_buf at;
+};
 struct Fibers {
   static constexpr size_t kStackBytes = 256 * 1024;
-  std::vector<ucontext_t> context;
+  std::vector<ucontext_t> context;  // each fiber's first entry only
   std::vector<std::unique_ptr<char[]>> stacks;
-  std::vector<char> done;
-  ucontext_t scheduler;
+  std::vector<Jump> start;   // parked at the top of its loop, ready for a block
+  std::vector<Jump> resume;  // parked in __syncthreads
+  std::vector<char> begun, done;
+  jmp_buf scheduler;
   unsigned current = 0;
   const std::function<void()>* body = nullptr;
 };
@@ -133,9 +142,35 @@ inline emu_uint3 thread_idx;
 inline emu_uint3 block_idx;
 inline dim3 block_dim;
 
+// A fiber's whole life: park at the top (back to the scheduler), run one thread's body when a
+// block resumes it there, mark it done, park again. Only globals across the jumps.
 inline void fiber_main() {
-  (*fibers.body)();
-  fibers.done[fibers.current] = 1;  // returning resumes the scheduler (uc_link)
+  for (;;) {
+    if (_setjmp(fibers.start[fibers.current].at) == 0) _longjmp(fibers.scheduler, 1);
+    fibers.begun[fibers.current] = 1;
+    (*fibers.body)();
+    fibers.done[fibers.current] = 1;
+  }
+}
+
+// Fibers for `threads` threads: new ones entered once, to park at their start.
+inline void ensure_fibers(unsigned threads) {
+  while (fibers.stacks.size() < threads) {
+    const unsigned tx = static_cast<unsigned>(fibers.stacks.size());
+    fibers.stacks.push_back(std::make_unique<char[]>(Fibers::kStackBytes));
+    fibers.context.resize(tx + 1);
+    fibers.start.resize(tx + 1);
+    fibers.resume.resize(tx + 1);
+    ucontext_t& c = fibers.context[tx];
+    getcontext(&c);
+    c.uc_stack.ss_sp = fibers.stacks[tx].get();
+    c.uc_stack.ss_size = Fibers::kStackBytes;
+    c.uc_link = nullptr;  // never returns: it parks
+    makecontext(&c, fiber_main, 0);
+    fibers.current = tx;
+    ucontext_t here;
+    if (_setjmp(fibers.scheduler) == 0) swapcontext(&here, &c);
+  }
 }
 
 // Runs f (one thread's body) for every thread of every block, blocks one after another.
@@ -145,6 +180,7 @@ template <typename F>
 void launch(dim3 grid, dim3 block, bool sync, F&& f) {
   block_dim = block;
   const std::function<void()> body = f;
+  if (sync) ensure_fibers(block.x);
   for (unsigned by = 0; by < grid.y; ++by)
     for (unsigned bx = 0; bx < grid.x; ++bx) {
       block_idx = {bx, by, 0};
@@ -156,18 +192,8 @@ void launch(dim3 grid, dim3 block, bool sync, F&& f) {
         continue;
       }
       fibers.body = &body;
-      fibers.context.resize(block.x);
+      fibers.begun.assign(block.x, 0);
       fibers.done.assign(block.x, 0);
-      while (fibers.stacks.size() < block.x)
-        fibers.stacks.push_back(std::make_unique<char[]>(Fibers::kStackBytes));
-      for (unsigned tx = 0; tx < block.x; ++tx) {
-        ucontext_t& c = fibers.context[tx];
-        getcontext(&c);
-        c.uc_stack.ss_sp = fibers.stacks[tx].get();
-        c.uc_stack.ss_size = Fibers::kStackBytes;
-        c.uc_link = &fibers.scheduler;
-        makecontext(&c, fiber_main, 0);
-      }
       for (bool running = true; running;) {
         running = false;
         for (unsigned tx = 0; tx < block.x; ++tx) {
@@ -175,7 +201,8 @@ void launch(dim3 grid, dim3 block, bool sync, F&& f) {
           running = true;
           fibers.current = tx;
           thread_idx = {tx, 0, 0};
-          swapcontext(&fibers.scheduler, &fibers.context[tx]);
+          if (_setjmp(fibers.scheduler) == 0)
+            _longjmp(fibers.begun[tx] ? fibers.resume[tx].at : fibers.start[tx].at, 1);
         }
       }
     }
@@ -187,7 +214,7 @@ void launch(dim3 grid, dim3 block, bool sync, F&& f) {
 #define blockDim (::emu::block_dim)
 
 inline void __syncthreads() {
-  swapcontext(&emu::fibers.context[emu::fibers.current], &emu::fibers.scheduler);
+  if (_setjmp(emu::fibers.resume[emu::fibers.current].at) == 0) _longjmp(emu::fibers.scheduler, 1);
 }
 
 inline float __uint_as_float(uint32_t u) {
@@ -211,4 +238,10 @@ inline float __fdiv_rn(float a, float b) {
 }
 inline float __fsqrt_rn(float a) {
   return std::sqrt(a);
+}
+inline double __dadd_rn(double a, double b) {
+  return a + b;
+}
+inline double __dmul_rn(double a, double b) {
+  return a * b;
 }

@@ -1,0 +1,56 @@
+// The trainer on a device: its refusals, the gradient norm there and the host copies of a
+// checkpoint. See device_step.h.
+#include "train/device_step.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "optim/clip.h"
+#include "train/trainer.h"
+
+namespace sft {
+
+namespace {
+
+[[noreturn]] void not_on_device(Device device, const std::string& what) {
+  fail("train", what + " is not on the " +
+                    (device == Device::kCuda ? "CUDA" : device_name(device)) +
+                    " device yet (hint: --use_cpu)");
+}
+
+}  // namespace
+
+void check_device_training(const TrainingArgs& args, const model::Transformer& model,
+                           const Comm& dp, const Comm* tp) {
+  const Device device = model.trainable().device();
+  if (device == Device::kCpu) return;
+  // The collectives move host spans; NCCL behind Comm comes later (docs/cuda.md).
+  if (dp.size() > 1)
+    not_on_device(device, "data parallelism over " + std::to_string(dp.size()) + " ranks");
+  if (tp != nullptr || model.tensor_parallel().on())
+    not_on_device(device, "tensor parallelism (--tp_size)");
+  if (args.zero_stage != 0)
+    not_on_device(device, "--zero_stage " + std::to_string(args.zero_stage));
+  if (model.lora()) not_on_device(device, "LoRA (--use_peft)");
+  // Its stacked q/k/v product hands column blocks to cast and rope, and the CUDA kernels take
+  // dense views only (ops/device_dispatch.h).
+  if (model.compute_dtype() == DType::kBF16)
+    not_on_device(device, "bf16 compute (--bf16; fp32 runs there: --bf16 false)");
+  // Its Philox draw runs on the host (model/transformer_step.cpp).
+  if (args.neftune_noise_alpha && *args.neftune_noise_alpha > 0)
+    not_on_device(device, "NEFTune (--neftune_noise_alpha)");
+}
+
+Trainer::GradNorm Trainer::device_grad_norm() {
+  const std::span<float> grads = model_.trainable().grads();
+  const double norm = global_grad_norm(grads, model_.trainable().device());
+  return {norm, clip_coefficient(norm, args_.max_grad_norm)};
+}
+
+model::Transformer host_copy(const model::Transformer& model) {
+  model::Transformer host = model::Transformer::zeros(model.config(), model.tensor_parallel());
+  host.params().copy_values_from(model.params());
+  return host;
+}
+
+}  // namespace sft

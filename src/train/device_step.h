@@ -1,0 +1,32 @@
+// The trainer's step on a device (a model moved by Transformer::to_device, one process): what
+// runs there and what is refused, and the host copies a checkpoint is written from.
+//
+// On the device: forward and backward (the model's activation arenas are there), the gradient
+// norm (ops::sum_of_squares on the gradient arena: the CPU kernel's order, so the CPU's bits),
+// clipping folded into AdamW (optim/adamw.h with its moments in a device arena) and the bf16
+// copies the update rounds. Only the loss statistics, the norm and the token ids cross the bus
+// per step. Refused, each with "... is not on the CUDA device yet (hint: --use_cpu)": several
+// data-parallel ranks, tensor parallelism, ZeRO-1, LoRA (the model refuses to move with it),
+// bf16 compute (column blocks of the stacked q/k/v product), NEFTune.
+//
+// Checkpoints: host_copy streams the weights into a host model; AdamW::copy_to(kCpu) the
+// moments. The files are then written as a CPU run writes them (atomically, checkpoint_dir.h),
+// so a checkpoint of a device run resumes on either device, and on the device bit for bit.
+#pragma once
+
+#include "model/transformer.h"
+#include "parallel/comm.h"
+#include "train/args.h"
+
+namespace sft {
+
+// Fails naming the first feature of this run that does not run on the model's device yet;
+// nothing for a model on the CPU.
+void check_device_training(const TrainingArgs& args, const model::Transformer& model,
+                           const Comm& dp, const Comm* tp);
+
+// The model's fp32 weights in a new host model of the same configuration (no LoRA, no
+// tensor-parallel slices: the device refuses both).
+model::Transformer host_copy(const model::Transformer& model);
+
+}  // namespace sft
