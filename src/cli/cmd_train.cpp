@@ -338,6 +338,15 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
   }
   ModelDir dir =
       open_model_dir(from_adapter ? base_path : args.model_name_or_path, args.model_revision);
+  // PEFT's targets match the vision tower's projections too (q_proj, v_proj, ...), so its
+  // adapter for a multimodal folder has modules sft does not hold.
+  if (args.use_peft && !from_adapter && !args.init_from_config &&
+      model::is_multimodal_folder(dir.path))
+    fail("train", "--use_peft: " + dir.path +
+                      " is a multimodal Gemma 3 model, and PEFT's target modules would also "
+                      "match its vision tower, which sft does not load (hint: train it without "
+                      "--use_peft, or save its text model alone with Gemma3ForCausalLM and "
+                      "train that folder with LoRA)");
   model::Transformer model =
       loaded ? std::move(*loaded)
       : args.init_from_config
@@ -358,14 +367,6 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
     model.to_device(Device::kCuda);
   }
   if (args.use_peft && !from_adapter) {
-    // PEFT's targets match the vision tower's projections too (q_proj, v_proj, ...), so its
-    // adapter for a multimodal folder has modules sft does not hold.
-    if (!args.init_from_config && model::is_multimodal_folder(dir.path))
-      fail("train", "--use_peft: " + dir.path +
-                        " is a multimodal Gemma 3 model, and PEFT's target modules would also "
-                        "match its vision tower, which sft does not load (hint: train it without "
-                        "--use_peft, or save its text model alone with Gemma3ForCausalLM and "
-                        "train that folder with LoRA)");
     model::LoraConfig lc;
     lc.r = args.lora_r;
     lc.alpha = static_cast<double>(args.lora_alpha);

@@ -94,6 +94,9 @@ train_expect(2 "--load_in_8bit true: 8-bit (LLM.int8) loading is not supported" 
 # A folder saved 4-bit (bitsandbytes quantization_config) trains only with adapters.
 train_expect(2 "is a bitsandbytes 4-bit checkpoint: its frozen 4-bit weights cannot be trained"
              ${OUT} --model_name_or_path "${CMAKE_CURRENT_LIST_DIR}/../fixtures/bnb4/qwen3_nf4_nested")
+# PEFT's targets would reach a multimodal folder's vision tower, which sft does not load.
+train_expect(1 "is a multimodal Gemma 3 model, and PEFT's target modules would also match" ${OUT}
+             --use_peft --model_name_or_path "${CMAKE_CURRENT_LIST_DIR}/../fixtures/models/gemma3_multimodal")
 train_expect(2 "takes only --flags" ${OUT} extra)
 train_expect(2 "unknown lr_scheduler_kwargs key 'bogus'" ${OUT} --lr_scheduler_kwargs "{\"bogus\": 1}")
 # Dash spellings and a notice, then a dataset path that does not exist: file not found.
