@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "model/moe_checkpoint.h"
+
 namespace sft {
 
 FullFinetuneMemory full_finetune_memory(int64_t parameters, bool bf16) {
@@ -34,7 +36,7 @@ ModelSummary summarize_model(const std::string& name_or_path) {
     }
   }
   std::sort(s.weight_files.begin(), s.weight_files.end());
-  s.mismatch = compare_with_layout(checkpoint, s.layout);
+  s.mismatch = compare_with_layout(checkpoint, model::checkpoint_layout(s.layout, checkpoint));
   s.tokenizer_files = present_tokenizer_files(s.dir.path);
   return s;
 }

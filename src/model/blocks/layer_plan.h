@@ -37,6 +37,7 @@ struct LayerPlan {
   bool sinks = false;                    // a learnable sink logit per head
   float residual_multiplier = 1;         // each branch's output times this (Granite)
   MlpActivation activation = MlpActivation::kSilu;
+  bool experts = false;  // the MLP is a mixture of experts (blocks/moe_block.h)
 
   // Throws "[model] ..." naming `source` (the config file, or what built the config) and the
   // field when the config asks for a layer no block implements.
