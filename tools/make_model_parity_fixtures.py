@@ -49,6 +49,8 @@ from transformers import (
     MinistralForCausalLM,
     MistralConfig,
     MistralForCausalLM,
+    OlmoeConfig,
+    OlmoeForCausalLM,
     Olmo2Config,
     Olmo2ForCausalLM,
     Phi3Config,
@@ -57,6 +59,8 @@ from transformers import (
     Qwen2ForCausalLM,
     Qwen3Config,
     Qwen3ForCausalLM,
+    Qwen3MoeConfig,
+    Qwen3MoeForCausalLM,
     SmolLM3Config,
     SmolLM3ForCausalLM,
 )
@@ -221,6 +225,47 @@ def fixtures():
         layer_types=["sliding_attention", "full_attention", "sliding_attention"],
         tie_word_embeddings=False,
     ), [14, 9, 12]
+    # Qwen3-MoE: 4 experts, 2 per token, renormalised top-k weights (norm_topk_prob), the
+    # experts in layers 0 and 2 and a dense MLP in layer 1 (mlp_only_layers); q/k norms as Qwen3.
+    # The eager experts loop (transformers' reference form) is the oracle.
+    yield "qwen3_moe_topk_norm", Qwen3MoeConfig, Qwen3MoeForCausalLM, dict(
+        num_key_value_heads=2,
+        num_hidden_layers=3,
+        head_dim=16,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        norm_topk_prob=True,
+        mlp_only_layers=[1],
+        tie_word_embeddings=False,
+        experts_implementation="eager",
+    ), [13, 10, 12]
+    # Qwen3-MoE: 8 experts, 3 per token, the raw top-k probabilities as weights, experts every
+    # second layer (decoder_sparse_step 2: layer 1 of 2), tied embeddings.
+    yield "qwen3_moe_sparse_step", Qwen3MoeConfig, Qwen3MoeForCausalLM, dict(
+        num_key_value_heads=2,
+        num_hidden_layers=2,
+        num_experts=8,
+        num_experts_per_tok=3,
+        moe_intermediate_size=24,
+        norm_topk_prob=False,
+        decoder_sparse_step=2,
+        tie_word_embeddings=True,
+        experts_implementation="eager",
+    ), [11, 14, 9]
+    # OLMoE: the same router and experts (4 experts of intermediate_size, 2 per token, raw top-k
+    # weights) in every layer, q/k norms over the whole q and k projections with pre norms.
+    yield "olmoe_experts", OlmoeConfig, OlmoeForCausalLM, dict(
+        num_key_value_heads=2,
+        num_hidden_layers=2,
+        intermediate_size=32,
+        num_experts=4,
+        num_experts_per_tok=2,
+        norm_topk_prob=False,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        experts_implementation="eager",
+    ), [12, 9, 13]
     # Ministral 3: Mistral's layers with YaRN, and Llama 4's query scaling after RoPE, 1 + β·log(1 +
     # ⌊position / 8⌋) with the original length shrunk to 8, so the documents cross three blocks of
     # positions and the cached generation continues past them.
@@ -263,6 +308,32 @@ def shifted_ce_sum(logits, labels):
     if keep.sum() == 0:
         return logits.sum() * 0.0, 0
     return torch.nn.functional.cross_entropy(lg[keep], tgt[keep], reduction="sum"), int(keep.sum())
+
+
+def add_router_aux_loss(model, config, ids, doc_lengths, tensors):
+    """Mixtures of experts: transformers' load_balancing_loss_func over the batch's tokens (each
+    document's router logits, concatenated per layer: routing is per token, so this is the packed
+    batch's), unweighted, as aux_loss, and its gradient alone as aux_grad.<name>."""
+    import importlib
+
+    module = importlib.import_module(type(model).__module__)
+    model.zero_grad()
+    per_layer, start = None, 0
+    for n in doc_lengths:
+        fresh_rope(model)
+        out = model(input_ids=ids[start : start + n][None], output_router_logits=True)
+        logits = [lg.reshape(-1, lg.shape[-1]) for lg in out.router_logits]
+        per_layer = logits if per_layer is None else [torch.cat(p) for p in zip(per_layer, logits)]
+        start += n
+    aux = module.load_balancing_loss_func(
+        tuple(per_layer), config.num_experts, config.num_experts_per_tok, None
+    )
+    aux.backward()
+    tensors["aux_loss"] = aux.detach().reshape(1).float()
+    for pname, p in model.named_parameters():
+        if p.grad is not None:
+            tensors["aux_grad." + pname] = p.grad.detach().float().contiguous()
+    model.zero_grad()
 
 
 def make(name, config_cls, model_cls, overrides, doc_lengths, seed):
@@ -318,6 +389,9 @@ def make(name, config_cls, model_cls, overrides, doc_lengths, seed):
     }
     for pname, p in model.named_parameters():
         tensors["grad." + pname] = p.grad.detach().float().contiguous()
+
+    if hasattr(config, "output_router_logits"):
+        add_router_aux_loss(model, config, ids, doc_lengths, tensors)
 
     prompt = ids[:6]
     with torch.no_grad():

@@ -1,7 +1,7 @@
 // ModelConfig: the typed content of an HF config.json for the decoder family sft trains
 // (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, ministral, gemma2,
-// gemma3_text, and the text part of a gemma3 folder: its config.json nests gemma3_text under
-// text_config).
+// gemma3_text, qwen3_moe, olmoe, and the text part of a gemma3 folder: its config.json nests
+// gemma3_text under text_config).
 //
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
@@ -34,6 +34,8 @@ enum class ModelType {
   kMinistral3,
   kGemma2,
   kGemma3Text,
+  kQwen3Moe,
+  kOlmoe,
 };
 std::string_view model_type_name(ModelType type);
 
@@ -115,6 +117,25 @@ struct ModelConfig {
   // (Gemma3TextScaledWordEmbedding), and the logits soft-capped, cap · tanh(z / cap) (0 = none).
   bool embedding_scale_sqrt_hidden = false;
   double final_logit_softcapping = 0;
+
+  // Mixture of experts (qwen3_moe): num_experts experts of moe_intermediate_size each replace
+  // the dense MLP in the layers layer_moe marks (transformers: not in mlp_only_layers and
+  // (layer + 1) % decoder_sparse_step == 0); the router takes num_experts_per_tok of them per
+  // token, renormalising their weights with norm_topk_prob. router_aux_loss_coef scales the
+  // load-balancing loss, which the model adds when output_router_logits (TRL turns it on).
+  int64_t num_experts = 0;            // E; 0 = a dense MLP in every layer
+  int64_t num_experts_per_tok = 0;    // k
+  int64_t moe_intermediate_size = 0;  // an expert's I
+  bool norm_topk_prob = false;
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
+  std::vector<bool> layer_moe;  // per layer; empty = none
+  double router_aux_loss_coef = 0;
+  bool output_router_logits = false;
+  bool has_experts() const { return num_experts > 0; }
+  bool layer_has_experts(int64_t layer) const {
+    return static_cast<size_t>(layer) < layer_moe.size() && layer_moe[static_cast<size_t>(layer)];
+  }
 
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // config.json allows an int or a list

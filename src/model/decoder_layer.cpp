@@ -53,10 +53,23 @@ DecoderLayer DecoderLayer::bind(const ParameterSet& p, const ModelConfig& c, int
   if (plan.sinks) a.sinks = &p.at(ParamSlot::kSinks, layer);
 
   GatedMlpBlock& m = d.mlp;
-  m.gate = linear(p, ParamSlot::kGate, ParamSlot::kGateBias, layer);
-  m.up = linear(p, ParamSlot::kUp, ParamSlot::kUpBias, layer);
-  m.down = linear(p, ParamSlot::kDown, ParamSlot::kDownBias, layer);
   m.activation = plan.activation;
+  if (plan.experts) {
+    MoeMlpBlock& e = d.moe;
+    e.router = Linear{&p.at(ParamSlot::kRouter, layer), nullptr};
+    e.gate_up = &p.at(ParamSlot::kExpertsGateUp, layer);
+    e.down = &p.at(ParamSlot::kExpertsDown, layer);
+    e.experts = c.num_experts;
+    e.top_k = c.num_experts_per_tok;
+    e.I = c.moe_intermediate_size;
+    e.normalize = c.norm_topk_prob;
+    if (plan.activation != MlpActivation::kSilu)
+      fail("model", "the experts' MLP is SwiGLU (hidden_act silu), not " + c.hidden_act);
+  } else {
+    m.gate = linear(p, ParamSlot::kGate, ParamSlot::kGateBias, layer);
+    m.up = linear(p, ParamSlot::kUp, ParamSlot::kUpBias, layer);
+    m.down = linear(p, ParamSlot::kDown, ParamSlot::kDownBias, layer);
+  }
 
   a.o.sum_output = m.down.sum_output = a.tp_group = m.tp_group = tp.group;
   return d;
@@ -74,7 +87,8 @@ LayerActivations carve_layer_activations(Carver& cv, const LayerShape& s, bool o
   a.x_mid = take_f32(cv, s.T, s.C);
   a.ln2 = take_view(cv, s.compute, s.T, s.C);
   a.rstd2 = take_f32(cv, s.T, 1);
-  a.mlp = GatedMlpBlock::carve_saved(cv, s);
+  if (s.dense_mlp) a.mlp = GatedMlpBlock::carve_saved(cv, s);
+  if (s.moe_mlp) a.moe = MoeMlpBlock::carve_saved(cv, s);
   if (s.post_norms) {
     a.mlp_out = take_f32(cv, s.T, s.C);
     a.mlp_out_rstd = take_f32(cv, s.T, 1);
@@ -89,7 +103,8 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, LayerPass pass
   else
     g.y = take_f32(cv, s.T, s.C);
   g.attn = AttentionBlock::carve_scratch(cv, s, pass);
-  g.mlp = GatedMlpBlock::carve_scratch(cv, s, pass == LayerPass::kTrainBackward);
+  if (s.dense_mlp) g.mlp = GatedMlpBlock::carve_scratch(cv, s, pass == LayerPass::kTrainBackward);
+  if (s.moe_mlp) g.moe = MoeMlpBlock::carve_scratch(cv, s, pass == LayerPass::kTrainBackward);
   if (pass != LayerPass::kTrainBackward) return g;
   g.dres = take_f32(cv, s.T, s.C);
   g.dtmp = take_f32(cv, s.T, s.C);
@@ -99,6 +114,17 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, LayerPass pass
 }
 
 namespace {
+
+// The layer's MLP branch: the dense gated MLP or the experts.
+void mlp_forward(const DecoderLayer& w, ops::View out, LayerActivations& a, LayerScratch& s) {
+  if (w.plan.experts) return w.moe.forward(out, a.moe, s.moe, a.ln2);
+  w.mlp.forward(out, a.mlp, s.mlp, a.ln2);
+}
+
+void mlp_backward(const DecoderLayer& w, LayerScratch& g, const LayerActivations& a, ops::View dy) {
+  if (w.plan.experts) return w.moe.backward(g.dln, g.moe, a.moe, dy, g.moe_dprobs, a.ln2);
+  w.mlp.backward(g.dln, g.mlp, g.grad, a.mlp, dy, a.ln2);
+}
 
 // ln = norm(x), or x itself in the compute dtype when the branch has no pre norm.
 void pre_norm(const RmsNormBlock& norm, ops::View ln, ops::View rstd, ops::View x) {
@@ -134,7 +160,7 @@ void forward_pre_norms(ops::View out, LayerActivations& a, LayerScratch& s, ops:
   w.attention.forward(y, a.attn, s.attn, a.ln1, attn);
   if (m != 1) ops::scale(y, m);  // Granite: residual + branch · residual_multiplier
   w.mlp_norm.add_forward(a.x_mid, a.ln2, a.rstd2, y, x);
-  w.mlp.forward(out, a.mlp, s.mlp, a.ln2);
+  mlp_forward(w, out, a, s);
   if (m != 1) ops::scale(out, m);
   ops::add(out, a.x_mid);
 }
@@ -150,7 +176,7 @@ void backward_pre_norms(LayerScratch& g, const LayerActivations& a, ops::View x,
     return g.dtmp;
   };
   // g.dres is d(out): the MLP's output gradient and, through the residual, x_mid's.
-  w.mlp.backward(g.dln, g.mlp, g.grad, a.mlp, branch_grad(), a.ln2);
+  mlp_backward(w, g, a, branch_grad());
   w.mlp_norm.backward(g.dtmp, g.grad, g.dln, a.x_mid, a.rstd2);
   // d x_mid; under bf16 the add also writes its rounding, o's bf16 output gradient (when the
   // branch reads the stream's gradient itself).
@@ -169,7 +195,7 @@ void forward_post_norms(ops::View out, LayerActivations& a, LayerScratch& s, ops
   w.attention.forward(a.attn_out, a.attn, s.attn, a.ln1, attn);
   add_post_norm(w.attn_out_norm, a.x_mid, z, a.attn_out_rstd, a.attn_out, x);
   pre_norm(w.mlp_norm, a.ln2, a.rstd2, a.x_mid);
-  w.mlp.forward(a.mlp_out, a.mlp, s.mlp, a.ln2);
+  mlp_forward(w, a.mlp_out, a, s);
   add_post_norm(w.mlp_out_norm, out, z, a.mlp_out_rstd, a.mlp_out, a.x_mid);
 }
 
@@ -177,7 +203,7 @@ void backward_post_norms(LayerScratch& g, const LayerActivations& a, ops::View x
                          const AttentionInputs& attn, const DecoderLayer& w) {
   // g.dres is d(out): d(x_mid) through the residual, and the MLP's post norm's output gradient.
   w.mlp_out_norm.backward(g.dtmp, g.grad, g.dres, a.mlp_out, a.mlp_out_rstd);
-  w.mlp.backward(g.dln, g.mlp, g.grad, a.mlp, g.dtmp, a.ln2);
+  mlp_backward(w, g, a, g.dtmp);
   pre_norm_backward(w.mlp_norm, g.dres, g.dtmp, g.grad, g.dln, a.x_mid, a.rstd2);
   // g.dres is d(x_mid): d(x) through the residual, and attention's post norm's output gradient.
   w.attn_out_norm.backward(g.dtmp, g.grad, g.dres, a.attn_out, a.attn_out_rstd);

@@ -27,6 +27,7 @@
 #include "model/blocks/layer_plan.h"
 #include "model/blocks/layer_shape.h"
 #include "model/blocks/mlp_block.h"
+#include "model/blocks/moe_block.h"
 #include "model/blocks/norm_block.h"
 #include "model/config.h"
 #include "model/parameters.h"
@@ -41,6 +42,7 @@ struct DecoderLayer {
   RmsNormBlock attn_out_norm;  // post_attention_layernorm of the post-norm families
   RmsNormBlock mlp_norm;  // Llama's post_attention_layernorm, Gemma's pre_feedforward_layernorm
   GatedMlpBlock mlp;
+  MoeMlpBlock moe;            // in place of mlp where the layer has experts (plan.experts)
   RmsNormBlock mlp_out_norm;  // post_feedforward_layernorm (post norms)
 
   // params holds this rank's slices (tensor_parallel.h); o and down then sum over tp.group.
@@ -69,6 +71,7 @@ struct LayerActivations {
   ops::View x_mid;                    // (T, C) f32 residual after attention
   ops::View ln2, rstd2;               // (T, C) compute dtype, (T, 1)
   GatedMlpBlock::Saved mlp;
+  MoeMlpBlock::Saved moe;           // a layer with experts
   ops::View mlp_out, mlp_out_rstd;  // (T, C) f32, (T, 1): post norms only
 };
 
@@ -78,6 +81,10 @@ struct LayerScratch {
   ops::View z;  // (T, C) compute dtype: a post norm's output before its add (post norms)
   AttentionBlock::Scratch attn;
   GatedMlpBlock::Scratch mlp;
+  MoeMlpBlock::Scratch moe;
+  // Backward, a layer with experts: the load-balancing loss's gradient on its router's
+  // probabilities (T, E) f32, set by the model before the layer's backward; empty = none.
+  ops::View moe_dprobs;
   // Backward: the residual stream's gradient and the blocks' shared scratch.
   ops::View dres, dtmp, dln;  // (T, C) f32
   BlockGradScratch grad;

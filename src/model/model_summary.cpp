@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "model/moe_checkpoint.h"
 #include "model/text_model_names.h"
 
 namespace sft {
@@ -36,12 +37,14 @@ ModelSummary summarize_model(const std::string& name_or_path) {
     }
   }
   std::sort(s.weight_files.begin(), s.weight_files.end());
-  // A multimodal folder: the text model under its own names (the other parts are not sft's).
+  // A multimodal folder: the text model under its own names (the other parts are not sft's);
+  // experts stored per expert on disk and stacked in sft (moe_checkpoint.h).
   const model::TextModelNames names = model::text_model_names(checkpoint);
   s.other_parts = model::other_parts(checkpoint, names);
   for (const std::string& name : s.other_parts)
     s.other_parts_elements += shape_numel(checkpoint.entry(name).shape);
-  s.mismatch = compare_with_layout(model::text_model_view(std::move(checkpoint), names), s.layout);
+  const SafetensorsCheckpoint text = model::text_model_view(std::move(checkpoint), names);
+  s.mismatch = compare_with_layout(text, model::checkpoint_layout(s.layout, text));
   s.tokenizer_files = present_tokenizer_files(s.dir.path);
   return s;
 }

@@ -43,13 +43,37 @@ constexpr LayerTensor kLayerTensors[] = {
     {ParamSlot::kUpBias, "mlp.up_proj.bias", ParamRole::kBias},
     {ParamSlot::kDown, "mlp.down_proj.weight", ParamRole::kMlp},
     {ParamSlot::kDownBias, "mlp.down_proj.bias", ParamRole::kBias},
+    {ParamSlot::kExpertsGateUp, "mlp.experts.gate_up_proj", ParamRole::kMlp},
+    {ParamSlot::kExpertsDown, "mlp.experts.down_proj", ParamRole::kMlp},
+    {ParamSlot::kRouter, "mlp.gate.weight", ParamRole::kMlp},
 };
 
 std::optional<Shape> fused_tensor_shape(const ModelConfig& c, ParamSlot slot);
 
 // The shape of a layer tensor under this config, or {} when the config has no such tensor.
-Shape layer_tensor_shape(const ModelConfig& c, ParamSlot slot) {
+Shape layer_tensor_shape(const ModelConfig& c, ParamSlot slot, int layer) {
   const int64_t C = c.hidden_size, I = c.intermediate_size;
+  const bool experts = c.layer_has_experts(layer);
+  const int64_t E = c.num_experts, Ie = c.moe_intermediate_size;
+  switch (slot) {
+    case ParamSlot::kRouter:
+      return experts ? Shape{E, C} : Shape{};
+    case ParamSlot::kExpertsGateUp:
+      return experts ? Shape{E, 2 * Ie, C} : Shape{};
+    case ParamSlot::kExpertsDown:
+      return experts ? Shape{E, C, Ie} : Shape{};
+    case ParamSlot::kGate:
+    case ParamSlot::kUp:
+    case ParamSlot::kDown:
+    case ParamSlot::kGateBias:
+    case ParamSlot::kUpBias:
+    case ParamSlot::kDownBias:
+    case ParamSlot::kGateUp:
+      if (experts) return {};
+      break;
+    default:
+      break;
+  }
   const int64_t Q = c.num_attention_heads * c.head_dim, KV = c.num_key_value_heads * c.head_dim;
   if (const std::optional<Shape> fused = fused_tensor_shape(c, slot)) return *fused;
   switch (slot) {
@@ -176,7 +200,7 @@ std::vector<ParamSpec> parameter_layout(const ModelConfig& c, int tp_rank, int t
   for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
     const std::string prefix = "model.layers." + std::to_string(layer) + ".";
     for (const LayerTensor& t : kLayerTensors) {
-      Shape shape = layer_tensor_shape(c, t.slot);
+      Shape shape = layer_tensor_shape(c, t.slot, layer);
       if (!shape.empty())
         out.push_back({prefix + leaf_name(c, t), std::move(shape), t.role, layer, t.slot});
     }
@@ -220,6 +244,11 @@ void check_tensor_parallel(const ModelConfig& c, int size, const std::string& wh
   divides("num_attention_heads", c.num_attention_heads);
   divides("num_key_value_heads", c.num_key_value_heads);
   divides("intermediate_size", c.intermediate_size);
+  if (size > 1 && c.has_experts())
+    fail("model", where + ": model_type " + std::string(model_type_name(c.model_type)) +
+                      " is a mixture of experts, which sft does not split over tensor-parallel "
+                      "ranks (expert parallelism is not built yet; hint: --tp_size 1, data "
+                      "parallelism splits the batch)");
   if (size > 1 && c.fused_projections)
     fail("model", where + ": model_type " + std::string(model_type_name(c.model_type)) +
                       " stores q, k, v as one self_attn.qkv_proj and gate, up as one "

@@ -9,11 +9,13 @@ namespace sft::model {
 
 namespace {
 
-// (rows, cols) of a 1-D or 2-D shape, 1-D as one row.
+// (rows, cols) of a 1-D or 2-D shape, 1-D as one row; a 3-D stack (the experts', never split)
+// as its matrices one under the other.
 struct Extent {
   int64_t rows, cols;
 };
 Extent extent(const Shape& s) {
+  if (s.size() == 3) return {s[0] * s[1], s[2]};
   return s.size() == 1 ? Extent{1, s[0]} : Extent{s[0], s[1]};
 }
 // The split dimension in (rows, cols) terms: a 1-D tensor's dim 0 is its columns.

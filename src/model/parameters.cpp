@@ -8,14 +8,17 @@ namespace sft::model {
 
 namespace {
 
-// (rows, cols) of a parameter: matrices as stored, vectors as one row.
+// (rows, cols) of a parameter: matrices as stored, vectors as one row, a stack of matrices
+// (the experts' (E, O, I)) as its matrices one under the other, (E·O, I).
 std::pair<int64_t, int64_t> matrix_shape(const Shape& s) {
   if (s.size() == 2) return {s[0], s[1]};
+  if (s.size() == 3) return {s[0] * s[1], s[2]};
   return {1, shape_numel(s)};
 }
 
 bool is_matmul_weight(const ParamSpec& p) {
-  return p.shape.size() == 2 && p.role != ParamRole::kNorm && p.role != ParamRole::kBias;
+  return (p.shape.size() == 2 || p.shape.size() == 3) && p.role != ParamRole::kNorm &&
+         p.role != ParamRole::kBias;
 }
 
 }  // namespace

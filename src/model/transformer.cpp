@@ -11,6 +11,7 @@
 #include "core/half.h"
 #include "core/rng.h"
 #include "model/model_dir.h"
+#include "model/moe_checkpoint.h"
 #include "model/param_slices.h"
 #include "model/text_model_names.h"
 #include "ops/ops.h"
@@ -195,13 +196,18 @@ Transformer Transformer::load(const std::string& model_dir, const TensorParallel
   SafetensorsCheckpoint stored = SafetensorsCheckpoint::open_dir(dir.path);
   const TextModelNames names = text_model_names(stored);
   const SafetensorsCheckpoint ckpt = text_model_view(std::move(stored), names);
-  const LayoutMismatch mm = compare_with_layout(ckpt, parameter_layout(m.config_));
+  // Experts are stored per expert on disk and stacked here (moe_checkpoint.h).
+  const LayoutMismatch mm =
+      compare_with_layout(ckpt, checkpoint_layout(parameter_layout(m.config_), ckpt));
   if (!mm.ok()) {
     fail_in_file("model", {ckpt.source(), ""},
                  "weights do not match config.json:" + describe_mismatch(mm) + "\n",
                  "the checkpoint and config.json must come from the same model");
   }
-  load_parameter_slices(ckpt, m.params_);
+  if (m.config_.has_experts())
+    load_checkpoint_parameters(ckpt, m.params_);
+  else
+    load_parameter_slices(ckpt, m.params_);
   return m;
 }
 
@@ -254,6 +260,10 @@ Transformer Transformer::random(const ModelConfig& config, uint64_t seed, float 
     }
   }
   return m;
+}
+
+std::vector<NamedTensor> Transformer::parameters() const {
+  return checkpoint_tensors(params_);
 }
 
 float* Transformer::param_data(const std::string& name) {

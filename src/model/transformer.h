@@ -48,6 +48,10 @@ struct Batch {
   std::vector<int64_t> tokens;       // (T)
   std::vector<int64_t> labels;       // (T) aligned with tokens, -100 = ignored; empty = no loss
   std::vector<int64_t> doc_lengths;  // sums to T; empty = one document
+  // (T) 1 where the token is padding (TRL's attention_mask 0: a padded row's tail), empty = no
+  // padding. Causal attention already keeps pads out of every real token; the mixture of
+  // experts' load-balancing loss leaves them out of its counts as transformers does.
+  std::vector<uint8_t> padding = {};
 };
 
 // Per-sequence keys and values for generation.
@@ -125,7 +129,9 @@ class Transformer {
   }
 
   // Named parameter / gradient tensors (borrowed views; valid while this object lives).
-  std::vector<NamedTensor> parameters() const { return params_.named_values(); }
+  // parameters() are as save_pretrained writes them (a mixture of experts' experts one by one,
+  // model/moe_checkpoint.h); gradients() as transformers' named_parameters (stacked experts).
+  std::vector<NamedTensor> parameters() const;
   std::vector<NamedTensor> gradients() const { return trainable().named_grads(); }
   float* param_data(const std::string& name);
   float* grad_data(const std::string& name);
@@ -160,6 +166,12 @@ class Transformer {
     std::function<void(int64_t)> before_forward, after_forward, before_backward, after_backward;
   };
   void set_layer_hooks(LayerHooks hooks) { hooks_ = std::move(hooks); }
+  // Mixture of experts: the load-balancing loss of the last forward (transformers'
+  // load_balancing_loss_func over every expert layer's router and the batch's tokens, padding
+  // excluded; unweighted), 0 without experts. backward adds the gradient of weight · that loss
+  // (TRL: router_aux_loss_coef, over the gradient-accumulation steps); 0 (the default) = none.
+  double router_aux_loss() const { return router_aux_loss_; }
+  void set_router_aux_loss_weight(double weight) { aux_weight_ = weight; }
 
   // Keep only each layer's input and recompute the rest during backward (transformers'
   // gradient_checkpointing): activation memory of one layer instead of L, one extra forward.
@@ -257,6 +269,13 @@ class Transformer {
   ops::View cos_sliding_, sin_sliding_;  // the same for rope set 1, or empty
   std::vector<LayerActivations> la_;
   LayerScratch scratch_;
+  // The load-balancing loss: its (2, E) sums over the expert layers (ops::moe_router_load),
+  // its value, weight, and the gradient on every router probability row (1, E).
+  std::vector<float> router_load_, aux_grad_row_;
+  std::vector<uint8_t> padding_;  // the batch's padding mask, (T_real_) 0 where it has none
+  int64_t aux_rows_ = 0;          // the rows the loss counts: real tokens × expert layers
+  double router_aux_loss_ = 0, aux_weight_ = 0;
+  void add_router_aux_loss_grad(LayerScratch& g);
   std::optional<double> head_grad_scale_;  // the LM head's gradient is in dlnf_ for this scale
   bool has_forward_ = false;
 };

@@ -30,6 +30,9 @@ void Transformer::check_batch(const Batch& b) const {
       fail("model", "token " + std::to_string(b.tokens[t]) + " at position " + std::to_string(t) +
                         " is outside the vocabulary [0, " + std::to_string(config_.vocab_size) +
                         ")");
+  if (!b.padding.empty() && static_cast<int64_t>(b.padding.size()) != T)
+    fail("model", "padding has " + std::to_string(b.padding.size()) + " entries, tokens has " +
+                      std::to_string(T));
   if (!b.labels.empty()) {
     if (static_cast<int64_t>(b.labels.size()) != T)
       fail("model", "labels has " + std::to_string(b.labels.size()) + " entries, tokens has " +
@@ -87,7 +90,10 @@ void Transformer::prepare(const Batch& b, bool logits) {
   la_.resize(static_cast<size_t>(L));
   carve(acts_, [&](Carver& cv) {
     resid_ = take<float>(cv, (L + 1) * T, C);
-    for (size_t l = 0; l < layer_sets; ++l) la_[l] = carve_layer_activations(cv, shape);
+    // Each layer carves the MLP it has (dense or experts); one shared set carves both.
+    for (size_t l = 0; l < layer_sets; ++l)
+      la_[l] = carve_layer_activations(
+          cv, gradient_checkpointing_ ? shape : shape.for_layer(c, static_cast<int64_t>(l)));
     // With gradient checkpointing every layer shares one set of views: backward recomputes a
     // layer's activations from its saved input (resid_) just before using them.
     for (size_t l = layer_sets; l < la_.size(); ++l) la_[l] = la_[0];
@@ -248,10 +254,33 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   if (noise_.magnitude > 0) add_embedding_noise(T);
   if (!config_.embedding_scale_sqrt_hidden && embed_scale_ != 1)
     ops::scale(resid_.row_range(0, T), embed_scale_);
+  router_load_.assign(static_cast<size_t>(2 * config_.num_experts), 0.0f);
+  padding_ = batch.padding;
+  int64_t counted = T_real_;
+  for (const uint8_t pad : padding_) counted -= pad ? 1 : 0;
+  int64_t expert_layers = 0;
   for (int64_t l = 0; l < L; ++l) {
     if (hooks_.before_forward) hooks_.before_forward(l);
     layer_forward(l);
     if (hooks_.after_forward) hooks_.after_forward(l);
+    if (!config_.layer_has_experts(l)) continue;
+    const MoeMlpBlock::Saved& moe = la_[static_cast<size_t>(l)].moe;
+    ops::moe_router_load(ops::view_of(router_load_.data(), 2, config_.num_experts),
+                         moe.probs.row_range(0, T_real_), moe.expert_of,
+                         config_.num_experts_per_tok, padding_.empty() ? nullptr : padding_.data());
+    ++expert_layers;
+  }
+  // transformers: E · Σ_e (tokens routed to e / rows) · (probability mass of e / rows), rows
+  // counted over every expert layer.
+  router_aux_loss_ = 0;
+  aux_rows_ = expert_layers * counted;
+  if (aux_rows_ > 0) {
+    const double rows = static_cast<double>(aux_rows_);
+    const int64_t E = config_.num_experts;
+    for (int64_t e = 0; e < E; ++e)
+      router_aux_loss_ += (router_load_[static_cast<size_t>(e)] / rows) *
+                          (router_load_[static_cast<size_t>(E + e)] / rows);
+    router_aux_loss_ *= static_cast<double>(E);
   }
   const ops::View norm_out = lnf_.dtype == DType::kBF16 ? dlnf_ : lnf_;
   final_norm().forward(norm_out, rstdf_, resid_.row_range(L * T, T));
@@ -294,8 +323,11 @@ void Transformer::backward(double scale) {
   carve(bwd_, [&](Carver& cv) {
     scratch_ = carve_layer_scratch(cv, LayerShape::of(c, T, compute_, tp_.size),
                                    LayerPass::kTrainBackward);
+    if (c.has_experts() && aux_weight_ != 0)
+      scratch_.moe_dprobs = take<float>(cv, T, c.num_experts);
   });
   LayerScratch& g = scratch_;
+  if (!g.moe_dprobs.empty()) add_router_aux_loss_grad(g);
   if (c.logits_scaling != 1) ops::scale(dlnf_, static_cast<float>(1.0 / c.logits_scaling));
   final_norm().backward(g.dres, g.grad, dlnf_, resid_.row_range(L * T, T), rstdf_);
   for (int64_t l = L - 1; l >= 0; --l) {
@@ -310,6 +342,28 @@ void Transformer::backward(double scale) {
     ops::embedding_backward(embed_->grad, g.dres, device_tokens_, vocab_shard_);
   }
   head_grad_scale_.reset();
+}
+
+// d(weight · aux)/d p[t, e] = weight · E · (tokens routed to e / rows) / rows on every row of
+// every expert layer that is not padding (the token counts carry no gradient); 0 on the rest.
+void Transformer::add_router_aux_loss_grad(LayerScratch& g) {
+  const int64_t E = config_.num_experts;
+  ops::zero(g.moe_dprobs);
+  if (aux_rows_ == 0) return;
+  const double rows = static_cast<double>(aux_rows_);
+  aux_grad_row_.resize(static_cast<size_t>(E));
+  for (int64_t e = 0; e < E; ++e)
+    aux_grad_row_[static_cast<size_t>(e)] =
+        static_cast<float>(aux_weight_ * static_cast<double>(E) *
+                           router_load_[static_cast<size_t>(e)] / (rows * rows));
+  // Onto every run of rows that are not padding.
+  const ops::View row = ops::view_of(aux_grad_row_.data(), 1, E);
+  for (int64_t t = 0; t < T_real_;) {
+    int64_t end = t;
+    while (end < T_real_ && (padding_.empty() || !padding_[static_cast<size_t>(end)])) ++end;
+    if (end > t) ops::add_bias(g.moe_dprobs.row_range(t, end - t), row);
+    t = end + 1;
+  }
 }
 
 std::vector<NamedTensor> Transformer::activations() const {

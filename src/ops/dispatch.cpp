@@ -214,4 +214,65 @@ void cast(View dst, View src) {
   kernel(&KernelTable::cast, "cast", {dst, src}, Strides::kCpu)(dst, src);
 }
 
+// Mixture of experts: the routing arrays are host memory (ops/moe.h); the views dispatch.
+
+void moe_router_forward(View probs, View weights, int64_t* expert_of, View logits, int64_t top_k,
+                        bool normalize) {
+  const ScopedOp op("moe_router_forward");
+  kernel(&KernelTable::moe_router_forward, "moe_router_forward", {probs, weights, logits})(
+      probs, weights, expert_of, logits, top_k, normalize);
+}
+
+void moe_router_backward(View dlogits, View dweights, View dprobs, View probs,
+                         const int64_t* expert_of, bool normalize) {
+  const ScopedOp op("moe_router_backward");
+  kernel(&KernelTable::moe_router_backward, "moe_router_backward",
+         {dlogits, dweights, dprobs, probs})(dlogits, dweights, dprobs, probs, expert_of,
+                                             normalize);
+}
+
+void moe_permute_forward(View xs, View x, const ExpertRouting& routing) {
+  const ScopedOp op("moe_permute_forward");
+  kernel(&KernelTable::moe_permute_forward, "moe_permute_forward", {xs, x})(xs, x, routing);
+}
+
+void moe_permute_backward(View dx, View dxs, const ExpertRouting& routing) {
+  const ScopedOp op("moe_permute_backward");
+  kernel(&KernelTable::moe_permute_backward, "moe_permute_backward", {dx, dxs})(dx, dxs, routing);
+}
+
+void grouped_matmul(View c, View a, View w, const ExpertRouting& routing, ExpertBlock block,
+                    bool trans_w, bool accumulate) {
+  const ScopedOp op("grouped_matmul");
+  kernel(&KernelTable::grouped_matmul, "grouped_matmul", {c, a, w})(c, a, w, routing, block,
+                                                                    trans_w, accumulate);
+}
+
+void grouped_matmul_weight_grad(View dw, View dy, View x, const ExpertRouting& routing,
+                                ExpertBlock block) {
+  const ScopedOp op("grouped_matmul_weight_grad");
+  kernel(&KernelTable::grouped_matmul_weight_grad, "grouped_matmul_weight_grad", {dw, dy, x})(
+      dw, dy, x, routing, block);
+}
+
+void moe_combine_forward(View out, View ys, View weights, const ExpertRouting& routing) {
+  const ScopedOp op("moe_combine_forward");
+  kernel(&KernelTable::moe_combine_forward, "moe_combine_forward", {out, ys, weights})(
+      out, ys, weights, routing);
+}
+
+void moe_combine_backward(View dys, View dweights, View dout, View ys, View weights,
+                          const ExpertRouting& routing) {
+  const ScopedOp op("moe_combine_backward");
+  kernel(&KernelTable::moe_combine_backward, "moe_combine_backward",
+         {dys, dweights, dout, ys, weights})(dys, dweights, dout, ys, weights, routing);
+}
+
+void moe_router_load(View sums, View probs, const int64_t* expert_of, int64_t top_k,
+                     const uint8_t* padding) {
+  const ScopedOp op("moe_router_load");
+  kernel(&KernelTable::moe_router_load, "moe_router_load", {sums, probs})(sums, probs, expert_of,
+                                                                          top_k, padding);
+}
+
 }  // namespace sft::ops

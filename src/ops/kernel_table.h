@@ -74,6 +74,23 @@ struct KernelTable {
 
   void (*zero)(View x) = nullptr;
   void (*cast)(View dst, View src) = nullptr;
+
+  void (*moe_router_forward)(View probs, View weights, int64_t* expert_of, View logits,
+                             int64_t top_k, bool normalize) = nullptr;
+  void (*moe_router_backward)(View dlogits, View dweights, View dprobs, View probs,
+                              const int64_t* expert_of, bool normalize) = nullptr;
+  void (*moe_permute_forward)(View xs, View x, const ExpertRouting& routing) = nullptr;
+  void (*moe_permute_backward)(View dx, View dxs, const ExpertRouting& routing) = nullptr;
+  void (*grouped_matmul)(View c, View a, View w, const ExpertRouting& routing, ExpertBlock block,
+                         bool trans_w, bool accumulate) = nullptr;
+  void (*grouped_matmul_weight_grad)(View dw, View dy, View x, const ExpertRouting& routing,
+                                     ExpertBlock block) = nullptr;
+  void (*moe_combine_forward)(View out, View ys, View weights,
+                              const ExpertRouting& routing) = nullptr;
+  void (*moe_combine_backward)(View dys, View dweights, View dout, View ys, View weights,
+                               const ExpertRouting& routing) = nullptr;
+  void (*moe_router_load)(View sums, View probs, const int64_t* expert_of, int64_t top_k,
+                          const uint8_t* padding) = nullptr;
 };
 
 // The backends' tables (each defined by its backend) and the one for a device.

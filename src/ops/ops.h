@@ -25,6 +25,7 @@
 #include "core/shard_group.h"
 #include "ops/attention.h"
 #include "ops/lm_head_ce.h"
+#include "ops/moe.h"
 #include "ops/quant4.h"
 #include "ops/view.h"
 #include "ops/workspace.h"
@@ -198,5 +199,49 @@ void zero(View x);
 // same element count; on the CPU either may be a column block (View::columns), which needs the
 // same (rows, cols): this is how a block is copied out of, or into, a wider matrix.
 void cast(View dst, View src);
+
+// ---- mixture of experts (ops/moe.h: the routing, the permuted rows, the expert blocks) ----
+
+// The token-to-expert sort (host memory, not dispatched: index arithmetic every backend
+// shares): from expert_of (T·k) fills offsets (E + 1), row_of (T·k) and token_of (T·k) by a
+// stable counting sort, the same for any thread count. Fails naming an expert id out of range.
+void moe_sort_tokens(int64_t* offsets, int64_t* row_of, int64_t* token_of, const int64_t* expert_of,
+                     int64_t tokens, int64_t top_k, int64_t experts);
+// The router after its projection, as transformers' Qwen3-MoE / Mixtral / OLMoE routers:
+// probs (T, E) = softmax(logits) in fp32; expert_of (T·k) = the k largest (descending, ties to
+// the lower expert id); weights (T, k) = their probabilities, divided by their sum with
+// `normalize` (norm_topk_prob). logits, probs, weights f32 (f64 reference).
+void moe_router_forward(View probs, View weights, int64_t* expert_of, View logits, int64_t top_k,
+                        bool normalize);
+// dlogits (T, E) = d through the softmax of dweights (T, k) (through the renormalisation with
+// `normalize`) plus dprobs (T, E), a gradient on the probabilities themselves (the
+// load-balancing loss's), or empty.
+void moe_router_backward(View dlogits, View dweights, View dprobs, View probs,
+                         const int64_t* expert_of, bool normalize);
+// xs (R, C) = x[token_of[r]] (the permuted rows); backward dx (T, C) = Σ_j dxs[row_of[t·k + j]]
+// (a gather per token: no scatter, no atomics). f32, bf16 (forward) or f64; dx, dxs f32/f64.
+void moe_permute_forward(View xs, View x, const ExpertRouting& routing);
+void moe_permute_backward(View dx, View dxs, const ExpertRouting& routing);
+// c (R, N) =, or += with accumulate, per expert e: rows [offsets[e], offsets[e+1]) of c are those
+// rows of a times op(W_e), W_e = `block` of w (ops/moe.h), op = transpose with trans_w (c_e =
+// a_e W_eᵀ, the experts' forward) or none (c_e = a_e W_e, their input gradient). Each group is
+// one ops::matmul (so f32, bf16 with fp32 accumulation, or f64, exactly as matmul computes).
+void grouped_matmul(View c, View a, View w, const ExpertRouting& routing, ExpertBlock block,
+                    bool trans_w, bool accumulate);
+// dw's block e += dy_eᵀ · x_e: the weight gradient of grouped_matmul(…, trans_w = true). dw f32
+// (f64), dy (R, block.rows) and x (R, K) both f32, both bf16 or both f64.
+void grouped_matmul_weight_grad(View dw, View dy, View x, const ExpertRouting& routing,
+                                ExpertBlock block);
+// out (T, C) = Σ_j weights[t, j] · ys[row_of[t·k + j]], the slots summed in ascending expert
+// order (transformers' index_add_ over the experts in order); ys, out, weights f32 (f64).
+// Backward: dys (R, C) = weights · dout of the row's token; dweights (T, k) = dout[t] · ys[row].
+void moe_combine_forward(View out, View ys, View weights, const ExpertRouting& routing);
+void moe_combine_backward(View dys, View dweights, View dout, View ys, View weights,
+                          const ExpertRouting& routing);
+// The load-balancing loss's sums (transformers' load_balancing_loss_func): sums (2, E) f32 +=,
+// row 0 the number of tokens that chose each expert among their top_k (expert_of (T·k)),
+// row 1 each expert's probability summed over the tokens (probs (T, E) f32); tokens in order.
+void moe_router_load(View sums, View probs, const int64_t* expert_of, int64_t top_k,
+                     const uint8_t* padding);
 
 }  // namespace sft::ops

@@ -37,8 +37,10 @@ MicroBatch make_micro_batch(const data::PreparedDataset& dataset, std::span<cons
       if (d > 0) b.doc_lengths.push_back(d);
     out.real_tokens += static_cast<int64_t>(row.input_ids.size());
     const int64_t pad = options.padding_free ? 0 : padded_length - doc_sum;
+    b.padding.resize(b.tokens.size(), 0);
     if (pad > 0) {
       // The pads join the row's last document: causal attention keeps them invisible.
+      b.padding.insert(b.padding.end(), pad, 1);
       b.tokens.insert(b.tokens.end(), pad, options.pad_token_id);
       b.labels.insert(b.labels.end(), pad, data::kIgnoreLabel);
       b.doc_lengths.back() += pad;

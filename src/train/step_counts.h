@@ -23,6 +23,7 @@ struct StepCounts {
   double loss_sum = 0;       // Σ token losses (divided by the global target count later)
   double tokens = 0;         // real tokens
   double padded_tokens = 0;  // tokens as batched, padding included
+  double aux_loss_sum = 0;   // mixture of experts: Σ over micro-batches of the load-balancing loss
 };
 
 // Calls f(double&) on every summed field, in the buffer's order.
@@ -36,6 +37,7 @@ void for_each_field(StepCounts& c, F&& f) {
   f(c.loss_sum);
   f(c.tokens);
   f(c.padded_tokens);
+  f(c.aux_loss_sum);
 }
 
 // Replaces every field with its sum over the ranks of `comm` (one collective).

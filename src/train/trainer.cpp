@@ -180,6 +180,13 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
   st.tokens = static_cast<int64_t>(counts.tokens);
   st.padded_tokens = static_cast<int64_t>(counts.padded_tokens);
   st.loss = n_global > 0 ? counts.loss_sum / n_global : 0.0;
+  // TRL adds router_aux_loss_coef · aux / accumulation steps per micro-batch (DDP then averages
+  // over the ranks), and logs the unweighted aux_loss averaged over micro-batches and ranks.
+  if (model_.config().has_experts()) {
+    const double batches = static_cast<double>(count * comm_->size());
+    st.aux_loss = counts.aux_loss_sum / batches;
+    st.loss += model_.config().router_aux_loss_coef * *st.aux_loss;
+  }
   for (const MicroBatchCounts& m : counts.micro_batches) {
     st.accuracy.push_back(m.targets > 0 ? m.correct / m.targets : 0.0);
     st.entropy.push_back(m.targets > 0 ? m.entropy_sum / m.targets : 0.0);
@@ -209,6 +216,11 @@ StepCounts Trainer::run_micro_batches(const std::vector<MicroBatch>& mbs, double
   const size_t count = mbs.size();
   StepCounts counts;
   counts.micro_batches.resize(count);
+  // The load-balancing loss's weight in the summed gradients (ranks' gradients are summed,
+  // TRL's DDP averages them): router_aux_loss_coef / (accumulation steps · ranks).
+  if (model_.config().has_experts())
+    model_.set_router_aux_loss_weight(model_.config().router_aux_loss_coef /
+                                      static_cast<double>(count * comm_->size()));
   for (size_t i = 0; i < count; ++i) {
     // The loss scale is known before the forward, so the LM head's gradient comes with it.
     const double scale = n_global > 0 ? 1.0 / n_global : 0.0;
@@ -234,6 +246,7 @@ StepCounts Trainer::run_micro_batches(const std::vector<MicroBatch>& mbs, double
     counts.micro_batches[i] = {static_cast<double>(ls.count), static_cast<double>(ls.correct),
                                ls.entropy_sum};
     counts.loss_sum += ls.loss_sum;
+    counts.aux_loss_sum += model_.router_aux_loss();
     counts.tokens += static_cast<double>(mbs[i].real_tokens);
     counts.padded_tokens += static_cast<double>(mbs[i].batch.tokens.size());
     flops += step_flops(mbs[i].batch);
@@ -304,6 +317,7 @@ void Trainer::log_train(const StepStats& last, double step_time_s) {
   e["entropy"] = mean(entropy_since_log_);
   e["num_tokens"] = static_cast<double>(total_tokens_);
   e["mean_token_accuracy"] = mean(acc_since_log_);
+  if (!aux_since_log_.empty()) e["aux_loss"] = mean(aux_since_log_);
   e["epoch"] = state_.epoch;
   e["step"] = step;
   state_.log_history.push_back(e);
@@ -312,6 +326,7 @@ void Trainer::log_train(const StepStats& last, double step_time_s) {
   last_logged_step_ = step;
   acc_since_log_.clear();
   entropy_since_log_.clear();
+  aux_since_log_.clear();
   if (log_) {
     Json full = e;
     const double secs = seconds_since_log_ > 0 ? seconds_since_log_ : NAN;
@@ -383,6 +398,7 @@ TrainResult Trainer::train() {
     loss_since_log_ += st.loss;
     acc_since_log_.insert(acc_since_log_.end(), st.accuracy.begin(), st.accuracy.end());
     entropy_since_log_.insert(entropy_since_log_.end(), st.entropy.begin(), st.entropy.end());
+    if (st.aux_loss) aux_since_log_.push_back(*st.aux_loss);
     const double step_time = now_s() - t0;
     tokens_since_log_ += static_cast<double>(st.tokens);
     flops_since_log_ += st.flops * (comm_->size() > 1 ? comm_->size() : 1);

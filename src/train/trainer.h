@@ -138,6 +138,9 @@ class Trainer {
     int64_t padded_tokens = 0;
     double flops = 0;
     std::vector<double> accuracy, entropy;  // per micro-batch, over all ranks
+    // Mixture of experts: the load-balancing loss, its mean over the micro-batches of every
+    // rank (TRL's aux_loss metric; already weighted into `loss`); nullopt without experts.
+    std::optional<double> aux_loss;
   };
   // A step's forward and backward passes, in the order they run (trainer.cpp).
   StepStats run_step(int64_t num_micro_batches);
@@ -216,7 +219,7 @@ class Trainer {
   double loss_since_log_ = 0;
   int64_t last_logged_step_ = 0;
   bool reported_activations_ = false;
-  std::vector<double> acc_since_log_, entropy_since_log_;
+  std::vector<double> acc_since_log_, entropy_since_log_, aux_since_log_;
   double total_loss_ = 0;  // Σ step losses (train_loss at the end)
   int64_t total_tokens_ = 0;
   int64_t skipped_steps_ = 0;

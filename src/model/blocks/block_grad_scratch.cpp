@@ -8,7 +8,7 @@ namespace sft::model {
 BlockGradScratch BlockGradScratch::carve(Carver& cv, const LayerShape& s) {
   BlockGradScratch g;
   if (s.bf16()) {
-    const int64_t widest = std::max({s.I, s.C, s.q_width() + 2 * s.kv_width()});
+    const int64_t widest = std::max({s.I, s.C, s.q_width() + 2 * s.kv_width(), s.E});
     g.dy16 = SharedScratch::take(cv, static_cast<size_t>(s.T * widest) * sizeof(uint16_t));
   }
   g.norm_sink = take_f32(cv, 1, std::max({s.C, s.D, s.H}));

@@ -64,6 +64,7 @@ LayerPlan LayerPlan::of(const ModelConfig& c, int layer, const std::string& sour
   else
     fail("model", source + ": hidden_act '" + c.hidden_act +
                       "' is not supported (the gated MLP takes silu or gelu_pytorch_tanh)");
+  p.experts = c.layer_has_experts(layer);
   return p;
 }
 
@@ -89,7 +90,9 @@ std::string describe(const LayerPlan& p, int64_t head_dim) {
   const std::string scaled =
       p.residual_multiplier != 1 ? " · × " + number(p.residual_multiplier) : "";
   const std::string mid = p.norms.post ? " · add · " + pre : scaled + " · add + " + norm + " · ";
-  const std::string mlp = p.activation == MlpActivation::kGeluTanh ? "GELU-tanh MLP" : "SwiGLU MLP";
+  const std::string mlp = p.experts                                  ? "experts (router, SwiGLU)"
+                          : p.activation == MlpActivation::kGeluTanh ? "GELU-tanh MLP"
+                                                                     : "SwiGLU MLP";
   return pre + "attention(" + attention + ")" + post + mid + mlp + post + scaled + " · add";
 }
 

@@ -39,6 +39,7 @@ struct LayerPlan {
   QueryScaling query_scaling;            // Ministral 3's position-dependent query scale
   float residual_multiplier = 1;         // each branch's output times this (Granite)
   MlpActivation activation = MlpActivation::kSilu;
+  bool experts = false;  // the MLP is a mixture of experts (blocks/moe_block.h)
 
   // Throws "[model] ..." naming `source` (the config file, or what built the config) and the
   // field when the config asks for a layer no block implements.

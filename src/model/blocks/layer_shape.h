@@ -21,6 +21,14 @@ struct LayerShape {
   bool sinks = false;           // attention sinks (under bf16: an fp32 attention output)
   double softcap = 0;           // the attention scores' soft-cap (its backward keeps 1 − tanh²)
   bool qk_norm_over_projection = false;  // one rstd per token, not per head
+  // Mixture of experts (blocks/moe_block.h): E experts, k per token, each of intermediate Ie;
+  // the layer carves the dense MLP's memory, the experts', or (a shape that serves every
+  // layer: one set under gradient checkpointing, decoding, the shared scratch) both.
+  int64_t E = 0, K = 0, Ie = 0;
+  bool dense_mlp = true, moe_mlp = false;
+  // The shape of layer `layer` alone: only the MLP it has.
+  LayerShape for_layer(const ModelConfig& config, int64_t layer) const;
+  int64_t routed_rows() const { return T * K; }  // R: the (token, expert) pairs
   // This rank's share under tensor parallelism: I, H and Hkv divided by tp_size.
   static LayerShape of(const ModelConfig& config, int64_t tokens, DType compute, int tp_size = 1);
 

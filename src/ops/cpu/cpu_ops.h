@@ -57,4 +57,21 @@ void add_scalar(View x, float c);
 void zero(View x);
 void cast(View dst, View src);
 
+// Mixture of experts (ops/cpu/moe_router.cpp, moe_permute.cpp, grouped_matmul.cpp).
+void moe_router_forward(View probs, View weights, int64_t* expert_of, View logits, int64_t top_k,
+                        bool normalize);
+void moe_router_backward(View dlogits, View dweights, View dprobs, View probs,
+                         const int64_t* expert_of, bool normalize);
+void moe_permute_forward(View xs, View x, const ExpertRouting& routing);
+void moe_permute_backward(View dx, View dxs, const ExpertRouting& routing);
+void grouped_matmul(View c, View a, View w, const ExpertRouting& routing, ExpertBlock block,
+                    bool trans_w, bool accumulate);
+void grouped_matmul_weight_grad(View dw, View dy, View x, const ExpertRouting& routing,
+                                ExpertBlock block);
+void moe_combine_forward(View out, View ys, View weights, const ExpertRouting& routing);
+void moe_combine_backward(View dys, View dweights, View dout, View ys, View weights,
+                          const ExpertRouting& routing);
+void moe_router_load(View sums, View probs, const int64_t* expert_of, int64_t top_k,
+                     const uint8_t* padding);
+
 }  // namespace sft::ops::cpu

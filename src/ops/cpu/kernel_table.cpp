@@ -35,6 +35,15 @@ const KernelTable& cpu_kernels() {
       .add_scalar = cpu::add_scalar,
       .zero = cpu::zero,
       .cast = cpu::cast,
+      .moe_router_forward = cpu::moe_router_forward,
+      .moe_router_backward = cpu::moe_router_backward,
+      .moe_permute_forward = cpu::moe_permute_forward,
+      .moe_permute_backward = cpu::moe_permute_backward,
+      .grouped_matmul = cpu::grouped_matmul,
+      .grouped_matmul_weight_grad = cpu::grouped_matmul_weight_grad,
+      .moe_combine_forward = cpu::moe_combine_forward,
+      .moe_combine_backward = cpu::moe_combine_backward,
+      .moe_router_load = cpu::moe_router_load,
   };
   return table;
 }

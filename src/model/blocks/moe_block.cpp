@@ -1,0 +1,126 @@
+// MoeMlpBlock: carve plans, forward, backward. See moe_block.h.
+#include "model/blocks/moe_block.h"
+
+#include "ops/ops.h"
+
+namespace sft::model {
+
+namespace {
+
+int64_t* take_ids(Carver& cv, int64_t n) {
+  return cv.take<int64_t>(n);
+}
+
+}  // namespace
+
+ops::ExpertRouting MoeMlpBlock::Saved::routing() const {
+  return {probs.rows, weights.cols, probs.cols, expert_of, offsets, row_of, token_of};
+}
+
+MoeMlpBlock::Saved MoeMlpBlock::carve_saved(Carver& cv, const LayerShape& s) {
+  Saved a;
+  const int64_t R = s.routed_rows();
+  a.probs = take_f32(cv, s.T, s.E);
+  a.weights = take_f32(cv, s.T, s.K);
+  a.expert_of = take_ids(cv, R);
+  a.offsets = take_ids(cv, s.E + 1);
+  a.row_of = take_ids(cv, R);
+  a.token_of = take_ids(cv, R);
+  a.xs = take_view(cv, s.compute, R, s.C);
+  a.gate = take_view(cv, s.compute, R, s.Ie);
+  a.up = take_view(cv, s.compute, R, s.Ie);
+  a.h = take_view(cv, s.compute, R, s.Ie);
+  a.ys = take_f32(cv, R, s.C);
+  return a;
+}
+
+MoeMlpBlock::Scratch MoeMlpBlock::carve_scratch(Carver& cv, const LayerShape& s, bool backward) {
+  Scratch g;
+  const int64_t R = s.routed_rows();
+  g.logits = take_f32(cv, s.T, s.E);
+  if (s.bf16()) {
+    g.gate32 = take_f32(cv, R, s.Ie);
+    g.up32 = take_f32(cv, R, s.Ie);
+  }
+  if (!backward) return g;
+  g.dys = take_f32(cv, R, s.C);
+  g.dxs = take_f32(cv, R, s.C);
+  g.dweights = take_f32(cv, s.T, s.K);
+  g.dh = take_f32(cv, R, s.Ie);
+  g.dgate = take_f32(cv, R, s.Ie);
+  g.dup = take_f32(cv, R, s.Ie);
+  if (s.bf16()) {
+    g.dys16 = take_view(cv, DType::kBF16, R, s.C);
+    g.dgate16 = take_view(cv, DType::kBF16, R, s.Ie);
+    g.dup16 = take_view(cv, DType::kBF16, R, s.Ie);
+    g.dlogits16 = take_view(cv, DType::kBF16, s.T, s.E);
+  }
+  return g;
+}
+
+ops::View MoeMlpBlock::weights_for(const Parameter& p, const ops::View& x) const {
+  if (x.dtype != DType::kBF16) return p.value;
+  if (p.bf16.empty()) fail("model", "bf16 input to '" + p.spec.name + "', which has no bf16 copy");
+  return p.bf16;
+}
+
+void MoeMlpBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View ln) const {
+  const int64_t T = ln.rows;
+  const ops::View logits = s.logits.first(T, experts);
+  router.forward(logits, ln);
+  ops::moe_router_forward(a.probs, a.weights, a.expert_of, logits, top_k, normalize);
+  ops::moe_sort_tokens(a.offsets, a.row_of, a.token_of, a.expert_of, T, top_k, experts);
+  const ops::ExpertRouting r = a.routing();
+  ops::moe_permute_forward(a.xs, ln, r);
+  const ops::View w_gu = weights_for(*gate_up, a.xs), w_down = weights_for(*down, a.xs);
+  const ops::ExpertBlock gate_rows{I, 2 * I, 0}, up_rows{I, 2 * I, I};
+  const ops::ExpertBlock down_rows{y.cols, y.cols, 0};
+  if (a.gate.dtype == DType::kBF16) {  // fp32 products, rounded as autocast stores them
+    ops::grouped_matmul(s.gate32, a.xs, w_gu, r, gate_rows, true, false);
+    ops::grouped_matmul(s.up32, a.xs, w_gu, r, up_rows, true, false);
+    ops::cast(a.gate, s.gate32);
+    ops::cast(a.up, s.up32);
+  } else {
+    ops::grouped_matmul(a.gate, a.xs, w_gu, r, gate_rows, true, false);
+    ops::grouped_matmul(a.up, a.xs, w_gu, r, up_rows, true, false);
+  }
+  ops::swiglu_forward(a.h, a.gate, a.up);
+  ops::grouped_matmul(a.ys, a.h, w_down, r, down_rows, true, false);
+  ops::moe_combine_forward(y, a.ys, a.weights, r);
+}
+
+void MoeMlpBlock::backward(ops::View dln, const Scratch& s, const Saved& a, ops::View dy,
+                           ops::View dprobs, ops::View ln) const {
+  poison_if_checking({s.dys, s.dxs, s.dweights, s.dh, s.dgate, s.dup});
+  const int64_t T = ln.rows, C = ln.cols;
+  const ops::ExpertRouting r = a.routing();
+  const bool bf16 = a.h.dtype == DType::kBF16;
+  const ops::ExpertBlock gate_rows{I, 2 * I, 0}, up_rows{I, 2 * I, I}, down_rows{C, C, 0};
+  const ops::View w_gu = weights_for(*gate_up, a.xs), w_down = weights_for(*down, a.xs);
+  ops::moe_combine_backward(s.dys, s.dweights, dy, a.ys, a.weights, r);
+  // The down projection: dh = dys · W_down,e; dW_down,e += dys_eᵀ h_e (bf16: dys rounded).
+  ops::View dys = s.dys;
+  if (bf16) {
+    ops::cast(s.dys16, s.dys);
+    dys = s.dys16;
+  }
+  ops::grouped_matmul(s.dh, dys, w_down, r, down_rows, false, false);
+  if (!down->grad.empty()) ops::grouped_matmul_weight_grad(down->grad, dys, a.h, r, down_rows);
+  ops::View dgate = s.dgate, dup = s.dup;
+  if (bf16) dgate = s.dgate16, dup = s.dup16;  // rounded by SwiGLU's backward itself
+  ops::swiglu_backward(dgate, dup, s.dh, a.gate, a.up);
+  ops::grouped_matmul(s.dxs, dgate, w_gu, r, gate_rows, false, false);
+  ops::grouped_matmul(s.dxs, dup, w_gu, r, up_rows, false, true);
+  if (!gate_up->grad.empty()) {
+    ops::grouped_matmul_weight_grad(gate_up->grad, dgate, a.xs, r, gate_rows);
+    ops::grouped_matmul_weight_grad(gate_up->grad, dup, a.xs, r, up_rows);
+  }
+  ops::moe_permute_backward(dln, s.dxs, r);
+  // The router: through the top-k weights (and the load-balancing loss's dprobs), its softmax,
+  // then the projection (dln +=).
+  const ops::View dlogits = s.logits.first(T, experts);
+  ops::moe_router_backward(dlogits, s.dweights, dprobs, a.probs, a.expert_of, normalize);
+  router.backward(dln, dlogits, ln, bf16 ? s.dlogits16 : ops::View{}, true);
+}
+
+}  // namespace sft::model

@@ -1,0 +1,79 @@
+// MoeMlpBlock: a mixture-of-experts layer's MLP from its normed input to the combined experts'
+// output (the residual add is the layer's), as transformers' Qwen3MoeSparseMoeBlock computes it:
+//   logits = router(ln)                                  (T, E)   mlp.gate, a Linear
+//   probs = softmax(logits); the top k per token; weights (renormalised with norm_topk_prob)
+//   xs = ln permuted into expert order                   (R, C)   R = T·k (ops/moe.h)
+//   gate_e, up_e = xs_e · W_gate,eᵀ, xs_e · W_up,eᵀ      (R, I)   grouped GEMMs, experts'
+//   h = silu(gate) · up; ys_e = h_e · W_down,eᵀ          (R, C)   stacked weights' blocks
+//   y[t] = Σ_j weights[t, j] · ys[row of (t, j)]         (T, C)
+// Every step is an ops:: kernel (ops/ops.h's moe_* and grouped_matmul*), deterministic for any
+// thread count. Under bf16 compute the grouped GEMMs read bf16 operands (the weights' bf16
+// copies; xs, h and the rounded output gradients bf16) with fp32 accumulation, as mlp_block.h;
+// the router's softmax and the combine stay fp32.
+// Saved: probs, weights and the routing (expert_of, offsets, row_of, token_of), xs, gate, up,
+// h and ys (the combine's backward reads ys for the weights' gradient). Backward reads them
+// and the layer's ln. The load-balancing loss's gradient on the probabilities comes in as
+// dprobs (model/moe_aux_loss.h), or none.
+// Signature rule: outputs first, then saved activations, inputs, weights; parameter grads
+// accumulate (+=), activation grads overwrite (=).
+// Dimensions: T tokens, C hidden, E experts, k experts per token, R = T·k routed rows, I an
+// expert's intermediate size.
+#pragma once
+
+#include <cstdint>
+
+#include "model/blocks/block_grad_scratch.h"
+#include "model/blocks/layer_shape.h"
+#include "model/linear.h"
+#include "ops/moe.h"
+#include "ops/view.h"
+
+namespace sft::model {
+
+struct MoeMlpBlock {
+  Linear router;                       // mlp.gate.weight (E, C)
+  const Parameter* gate_up = nullptr;  // mlp.experts.gate_up_proj (E·2I, C)
+  const Parameter* down = nullptr;     // mlp.experts.down_proj (E·C, I)
+  int64_t experts = 0, top_k = 0, I = 0;
+  bool normalize = false;  // norm_topk_prob
+
+  bool bound() const { return gate_up != nullptr; }
+
+  struct Saved {
+    ops::View probs;               // (T, E) f32
+    ops::View weights;             // (T, k) f32
+    int64_t* expert_of = nullptr;  // (T·k)
+    int64_t* offsets = nullptr;    // (E + 1)
+    int64_t* row_of = nullptr;     // (T·k)
+    int64_t* token_of = nullptr;   // (T·k)
+    ops::View xs;                  // (R, C) compute dtype
+    ops::View gate, up, h;         // (R, I) compute dtype
+    ops::View ys;                  // (R, C) f32
+    ops::ExpertRouting routing() const;
+  };
+  struct Scratch {
+    ops::View logits;        // (T, E) f32 (forward: the router's output; backward: dlogits)
+    ops::View gate32, up32;  // (R, I) f32: bf16 compute's projections before their rounding
+    // Backward.
+    ops::View dys, dxs;               // (R, C) f32
+    ops::View dweights;               // (T, k) f32
+    ops::View dh, dgate, dup;         // (R, I) f32
+    ops::View dys16, dgate16, dup16;  // bf16 compute: the rounded output gradients
+    ops::View dlogits16;              // (T, E) bf16
+  };
+
+  static Saved carve_saved(Carver& cv, const LayerShape& s);
+  static Scratch carve_scratch(Carver& cv, const LayerShape& s, bool backward);
+
+  // y (T, C) f32 =; saved; ln (T, C) the normed input, compute dtype.
+  void forward(ops::View y, Saved& a, const Scratch& s, ops::View ln) const;
+  // dln (T, C) f32 =; dy (T, C) f32 = d(y); dprobs (T, E) f32 an extra gradient on the router's
+  // probabilities (the load-balancing loss's) or empty; ln as in forward.
+  void backward(ops::View dln, const Scratch& s, const Saved& a, ops::View dy, ops::View dprobs,
+                ops::View ln) const;
+
+ private:
+  ops::View weights_for(const Parameter& p, const ops::View& x) const;
+};
+
+}  // namespace sft::model

@@ -1,0 +1,227 @@
+// Conformance of the mixture-of-experts ops (ops/ops.h: moe_router_*, moe_permute_*,
+// grouped_matmul*, moe_combine_*): f32 (and bf16 operands where the op takes them) against the
+// f64 CPU run, reruns bit-identical, the stable token sort against a hand-made routing, the
+// backwards against float64 finite differences, and a device without these kernels refusing
+// them by name (CUDA has none yet).
+//
+// Tolerances (max |err| / max |ref|): 1e-5 for the router (an exp and a division per element),
+// the permutation (copies and sums of k rows), the combine (k products per element) and the
+// grouped GEMMs (each group one ops::matmul: matmul_test.cpp's 1e-5, bf16 operands included).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "conformance.h"
+
+namespace sft::conformance {
+namespace {
+
+// A fixed routing of T tokens over E experts, k per token; expert 3 gets no token (a group of
+// zero rows), expert 0 many.
+struct Routed {
+  int64_t T = 9, k = 2, E = 5;
+  std::vector<int64_t> expert_of, offsets, row_of, token_of;
+  Routed() {
+    const int64_t choice[9][2] = {{0, 1}, {2, 0}, {1, 4}, {0, 2}, {4, 1},
+                                  {0, 4}, {2, 1}, {1, 0}, {4, 2}};
+    for (const auto& c : choice) expert_of.insert(expert_of.end(), {c[0], c[1]});
+    offsets.resize(static_cast<size_t>(E + 1));
+    row_of.resize(expert_of.size());
+    token_of.resize(expert_of.size());
+    ops::moe_sort_tokens(offsets.data(), row_of.data(), token_of.data(), expert_of.data(), T, k, E);
+  }
+  int64_t R() const { return T * k; }
+  ops::ExpertRouting routing() const {
+    return {T, k, E, expert_of.data(), offsets.data(), row_of.data(), token_of.data()};
+  }
+};
+
+Values ids_as_values(const std::vector<int64_t>& ids) {
+  return Values(ids.begin(), ids.end());
+}
+
+TEST(ConformanceMoeSort, StableCountingSortByExpert) {
+  const Routed r;
+  EXPECT_EQ(r.offsets, (std::vector<int64_t>{0, 5, 10, 14, 14, 18}));
+  // Expert 0's rows: tokens 0, 1, 3, 5, 7 in token order; expert 3 has none.
+  EXPECT_EQ(std::vector<int64_t>(r.token_of.begin(), r.token_of.begin() + 5),
+            (std::vector<int64_t>{0, 1, 3, 5, 7}));
+  for (int64_t i = 0; i < r.R(); ++i) {
+    EXPECT_EQ(r.token_of[static_cast<size_t>(r.row_of[static_cast<size_t>(i)])], i / r.k);
+    const int64_t e = r.expert_of[static_cast<size_t>(i)];
+    EXPECT_GE(r.row_of[static_cast<size_t>(i)], r.offsets[static_cast<size_t>(e)]);
+    EXPECT_LT(r.row_of[static_cast<size_t>(i)], r.offsets[static_cast<size_t>(e + 1)]);
+  }
+  std::vector<int64_t> bad = r.expert_of, o(6), ro(bad.size()), to(bad.size());
+  bad[3] = 5;
+  expect_error_naming("moe_sort_tokens", [&] {
+    ops::moe_sort_tokens(o.data(), ro.data(), to.data(), bad.data(), r.T, r.k, r.E);
+  });
+}
+
+SFT_CONFORMANCE_SUITE(ConformanceMoe);
+
+Outputs run_router(const Backend& be, Mode m, int64_t T, int64_t E, int64_t k, bool normalize) {
+  Buffer L(be, m.dtype, T, E, random_values(static_cast<size_t>(T * E), 1, 2.0, m.grid));
+  Buffer P(be, m.dtype, T, E, Values(static_cast<size_t>(T * E), kNaN));
+  Buffer W(be, m.dtype, T, k, Values(static_cast<size_t>(T * k), kNaN));
+  Buffer DW(be, m.dtype, T, k, random_values(static_cast<size_t>(T * k), 2, 1.0, m.grid));
+  Buffer DP(be, m.dtype, T, E, random_values(static_cast<size_t>(T * E), 3, 0.1, m.grid));
+  Buffer DL(be, m.dtype, T, E, Values(static_cast<size_t>(T * E), kNaN));
+  std::vector<int64_t> chosen(static_cast<size_t>(T * k), -1);
+  ops::moe_router_forward(P.view(), W.view(), chosen.data(), L.view(), k, normalize);
+  ops::moe_router_backward(DL.view(), DW.view(), DP.view(), P.view(), chosen.data(), normalize);
+  return {{"probs", P.read()},
+          {"weights", W.read()},
+          {"expert_of", ids_as_values(chosen)},
+          {"dlogits", DL.read()}};
+}
+
+TEST_P(ConformanceMoe, Router) {
+  if (backend().device != Device::kCpu) {
+    std::vector<int64_t> chosen(4);
+    Buffer L(backend(), DType::kF32, 2, 4, Values(8, 0.5)),
+        P(backend(), DType::kF32, 2, 4, Values(8, 0));
+    Buffer W(backend(), DType::kF32, 2, 2, Values(4, 0));
+    expect_error_naming("moe_router_forward", [&] {
+      ops::moe_router_forward(P.view(), W.view(), chosen.data(), L.view(), 2, true);
+    });
+    GTEST_SKIP() << "no " << backend().name << " kernels for the mixture-of-experts ops yet";
+  }
+  for (bool normalize : {true, false})
+    for (const std::array<int64_t, 3> c :
+         {std::array<int64_t, 3>{1, 2, 1}, {13, 5, 2}, {37, 8, 3}, {6, 64, 8}}) {
+      const int64_t T = c[0], E = c[1], k = c[2];
+      check_conformance(
+          backend(),
+          "router T=" + std::to_string(T) + " E=" + std::to_string(E) + " k=" + std::to_string(k) +
+              (normalize ? " normalised" : ""),
+          [&](const Backend& be, Mode m) { return run_router(be, m, T, E, k, normalize); },
+          {DType::kF32}, uniform_tolerance(1e-5));
+    }
+}
+
+// The permutation, the three grouped GEMMs of an expert MLP and the combine, on one routing.
+Outputs run_expert_ops(const Backend& be, Mode m) {
+  const Routed rt;
+  const ops::ExpertRouting r = rt.routing();
+  const int64_t T = rt.T, R = rt.R(), E = rt.E, C = 24, I = 10;
+  const DType f = m.dtype == DType::kBF16 ? DType::kF32 : m.dtype;  // outputs and gradients
+  auto n = [](int64_t a, int64_t b) { return static_cast<size_t>(a * b); };
+  Buffer X(be, m.dtype, T, C, random_values(n(T, C), 4, 1.0, m.grid));
+  Buffer XS(be, m.dtype, R, C, Values(n(R, C), kNaN));
+  // gate_up (E·2I, C): each expert's gate rows, then its up rows.
+  Buffer W(be, m.dtype, E * 2 * I, C, random_values(n(E * 2 * I, C), 5, 0.3, m.grid));
+  Buffer G(be, f, R, I, Values(n(R, I), kNaN));
+  Buffer U(be, f, R, I, Values(n(R, I), kNaN));
+  Buffer DG(be, m.dtype, R, I, random_values(n(R, I), 6, 1.0, m.grid));
+  Buffer DU(be, m.dtype, R, I, random_values(n(R, I), 7, 1.0, m.grid));
+  Buffer DXS(be, f, R, C, Values(n(R, C), kNaN));
+  Buffer DW(be, f, E * 2 * I, C, random_values(n(E * 2 * I, C), 8, kAccumulateStart, m.grid));
+  Buffer DX(be, f, T, C, Values(n(T, C), kNaN));
+  const ops::ExpertBlock gate{I, 2 * I, 0}, up{I, 2 * I, I};
+  ops::moe_permute_forward(XS.view(), X.view(), r);
+  ops::grouped_matmul(G.view(), XS.view(), W.view(), r, gate, true, false);
+  ops::grouped_matmul(U.view(), XS.view(), W.view(), r, up, true, false);
+  ops::grouped_matmul(DXS.view(), DG.view(), W.view(), r, gate, false, false);
+  ops::grouped_matmul(DXS.view(), DU.view(), W.view(), r, up, false, true);
+  ops::grouped_matmul_weight_grad(DW.view(), DG.view(), XS.view(), r, gate);
+  ops::grouped_matmul_weight_grad(DW.view(), DU.view(), XS.view(), r, up);
+  ops::moe_permute_backward(DX.view(), DXS.view(), r);
+  Outputs out = {{"xs", XS.read()},   {"gate", G.read()}, {"up", U.read()},
+                 {"dxs", DXS.read()}, {"dw", DW.read()},  {"dx", DX.read()}};
+  // The combine runs in f32 (f64): ys, weights and out are fp32 under bf16 compute too.
+  Buffer YS(be, f, R, C, random_values(n(R, C), 9, 1.0, m.grid));
+  Buffer WT(be, f, T, rt.k, random_values(n(T, rt.k), 10, 1.0, m.grid));
+  Buffer DOUT(be, f, T, C, random_values(n(T, C), 11, 1.0, m.grid));
+  Buffer OUT(be, f, T, C, Values(n(T, C), kNaN));
+  Buffer DYS(be, f, R, C, Values(n(R, C), kNaN));
+  Buffer DWT(be, f, T, rt.k, Values(n(T, rt.k), kNaN));
+  ops::moe_combine_forward(OUT.view(), YS.view(), WT.view(), r);
+  ops::moe_combine_backward(DYS.view(), DWT.view(), DOUT.view(), YS.view(), WT.view(), r);
+  out.insert(out.end(), {{"out", OUT.read()}, {"dys", DYS.read()}, {"dweights", DWT.read()}});
+  return out;
+}
+
+TEST_P(ConformanceMoe, PermuteGroupedMatmulCombine) {
+  if (backend().device != Device::kCpu) {
+    const Routed rt;
+    Buffer X(backend(), DType::kF32, rt.T, 4, Values(static_cast<size_t>(rt.T * 4), 0));
+    Buffer XS(backend(), DType::kF32, rt.R(), 4, Values(static_cast<size_t>(rt.R() * 4), 0));
+    expect_error_naming("moe_permute_forward",
+                        [&] { ops::moe_permute_forward(XS.view(), X.view(), rt.routing()); });
+    GTEST_SKIP() << "no " << backend().name << " kernels for the mixture-of-experts ops yet";
+  }
+  check_conformance(backend(), "expert MLP ops", run_expert_ops, {DType::kF32, DType::kBF16},
+                    uniform_tolerance(1e-5, 1e-5));
+}
+
+// ---- float64 finite differences ------------------------------------------------------------
+
+TEST(ConformanceMoeReference, RouterBackwardMatchesFiniteDifferences) {
+  const int64_t T = 7, E = 6, k = 3;
+  for (bool normalize : {true, false}) {
+    Values logits = random_values(T * E, 12, 1.5, DType::kF64);
+    const Values RW = random_values(T * k, 13, 1.0, DType::kF64);
+    const Values RP = random_values(T * E, 14, 1.0, DType::kF64);
+    std::vector<int64_t> chosen(T * k);
+    Values probs(T * E), weights(T * k);
+    auto f = [&] {
+      ops::moe_router_forward(host_view(probs, T, E), host_view(weights, T, k), chosen.data(),
+                              host_view(logits, T, E), k, normalize);
+      return dot(weights, RW) + dot(probs, RP);
+    };
+    f();
+    Values dl(T * E, kNaN), dw = RW, dp = RP;
+    ops::moe_router_backward(host_view(dl, T, E), host_view(dw, T, k), host_view(dp, T, E),
+                             host_view(probs, T, E), chosen.data(), normalize);
+    EXPECT_LE(fd_error(logits, f, dl), kFdTolerance) << (normalize ? "normalised" : "raw");
+  }
+}
+
+TEST(ConformanceMoeReference, ExpertOpsBackwardMatchFiniteDifferences) {
+  const Routed rt;
+  const ops::ExpertRouting r = rt.routing();
+  const int64_t T = rt.T, R = rt.R(), E = rt.E, C = 5, I = 4;
+  const ops::ExpertBlock gate{I, 2 * I, 0};
+  Values x = random_values(T * C, 15, 1.0, DType::kF64);
+  Values w = random_values(E * 2 * I * C, 16, 1.0, DType::kF64);
+  const Values RG = random_values(R * I, 17, 1.0, DType::kF64);
+  // f = Σ grouped_matmul(permute(x), W_gate)ᵀ ⊙ RG: its gradients by the three backward ops.
+  Values xs(R * C), g(R * I);
+  auto f = [&] {
+    ops::moe_permute_forward(host_view(xs, R, C), host_view(x, T, C), r);
+    ops::grouped_matmul(host_view(g, R, I), host_view(xs, R, C), host_view(w, E * 2 * I, C), r,
+                        gate, true, false);
+    return dot(g, RG);
+  };
+  f();
+  Values dg = RG, dxs(R * C, kNaN), dx(T * C, kNaN), dw(E * 2 * I * C, 0.0);
+  ops::grouped_matmul(host_view(dxs, R, C), host_view(dg, R, I), host_view(w, E * 2 * I, C), r,
+                      gate, false, false);
+  ops::moe_permute_backward(host_view(dx, T, C), host_view(dxs, R, C), r);
+  ops::grouped_matmul_weight_grad(host_view(dw, E * 2 * I, C), host_view(dg, R, I),
+                                  host_view(xs, R, C), r, gate);
+  EXPECT_LE(fd_error(x, f, dx), kFdTolerance);
+  EXPECT_LE(fd_error(w, f, dw), kFdTolerance);
+
+  // The combine: f = Σ out ⊙ RO over ys and the weights.
+  Values ys = random_values(R * C, 18, 1.0, DType::kF64);
+  Values wt = random_values(T * rt.k, 19, 1.0, DType::kF64);
+  const Values RO = random_values(T * C, 20, 1.0, DType::kF64);
+  Values out(T * C);
+  auto fc = [&] {
+    ops::moe_combine_forward(host_view(out, T, C), host_view(ys, R, C), host_view(wt, T, rt.k), r);
+    return dot(out, RO);
+  };
+  Values dout = RO, dys(R * C, kNaN), dwt(T * rt.k, kNaN);
+  ops::moe_combine_backward(host_view(dys, R, C), host_view(dwt, T, rt.k), host_view(dout, T, C),
+                            host_view(ys, R, C), host_view(wt, T, rt.k), r);
+  EXPECT_LE(fd_error(ys, fc, dys), kFdTolerance);
+  EXPECT_LE(fd_error(wt, fc, dwt), kFdTolerance);
+}
+
+}  // namespace
+}  // namespace sft::conformance
