@@ -342,16 +342,44 @@ TEST(LmHeadCe, SingleRowAndLogitsOutput) {
   EXPECT_EQ(gq.stats.count, 0);
 }
 
+// A problem rounded to bf16 (its double values are the bf16 ones) and its bf16 bits.
+struct Bf16Problem {
+  Problem p;
+  std::vector<uint16_t> xb, wb;
+};
+
+Bf16Problem bf16_problem(Problem p) {
+  Bf16Problem b;
+  for (double& v : p.x) v = round_bf16(v), b.xb.push_back(f32_to_bf16(static_cast<float>(v)));
+  for (double& v : p.w) v = round_bf16(v), b.wb.push_back(f32_to_bf16(static_cast<float>(v)));
+  b.p = std::move(p);
+  return b;
+}
+
+// The bf16 kernel with chunks of `rows` and vocabulary blocks of `block` (0: its defaults).
+Outcome<float> run_bf16(const Bf16Problem& b, double scale, const std::vector<double>& dw0,
+                        int64_t rows, int64_t block, double softcap = 0) {
+  const Problem& p = b.p;
+  LmHeadWorkspace ws;
+  ws.tuning.rows_per_chunk = rows;
+  ws.tuning.vocab_block = block;
+  WorkspaceArena arena;
+  test::give_lm_head_memory<uint16_t>(ws, arena, p.T, p.C, p.V);
+  Outcome<float> r;
+  r.dx.assign(p.T * p.C, 3.0f);
+  r.dw = cast<float>(dw0);
+  r.stats = lm_head_cross_entropy_bf16(r.dx.data(), r.dw.data(), b.xb.data(), b.wb.data(),
+                                       p.y.data(), static_cast<float>(scale), p.T, p.C, p.V, ws, 0,
+                                       nullptr, 0, static_cast<float>(softcap));
+  return r;
+}
+
 // The bf16 path rounds what autocast rounds: the logits (the lm_head's bf16 output, widened for
 // the loss) and the dlogits (the bf16 gradient of that output). Run with the default layout
 // (every row in one chunk) and with small chunks and vocabulary blocks forced.
 TEST(LmHeadCe, Bf16MatchesAReferenceThatRoundsLogitsAndDlogits) {
-  Problem p = make_problem(24, 32, 200, 10);
-  for (double& v : p.x) v = bf16_to_f32(f32_to_bf16(static_cast<float>(v)));
-  for (double& v : p.w) v = bf16_to_f32(f32_to_bf16(static_cast<float>(v)));
-  std::vector<uint16_t> xb, wb;
-  for (double v : p.x) xb.push_back(f32_to_bf16(static_cast<float>(v)));
-  for (double v : p.w) wb.push_back(f32_to_bf16(static_cast<float>(v)));
+  const Bf16Problem b = bf16_problem(make_problem(24, 32, 200, 10));
+  const Problem& p = b.p;
   const std::vector<double> dw0 = random_dw(p.V * p.C, 11);
   const double scale = 1.0 / 17;
   const Reference want = reference(p, scale, dw0, true, true);
@@ -359,15 +387,9 @@ TEST(LmHeadCe, Bf16MatchesAReferenceThatRoundsLogitsAndDlogits) {
   const Reference fp32_dlogits = reference(p, scale, dw0, false, true);
   for (const auto& [rows, block] : {std::pair<int64_t, int64_t>{0, 0}, {5, 48}}) {
     SCOPED_TRACE(testing::Message() << "rows_per_chunk " << rows << " vocab_block " << block);
-    LmHeadWorkspace ws;
-    ws.tuning.rows_per_chunk = rows;
-    ws.tuning.vocab_block = block;
-    WorkspaceArena arena;
-    test::give_lm_head_memory<uint16_t>(ws, arena, p.T, p.C, p.V);
-    std::vector<float> dx(p.T * p.C, 3.0f), dw = cast<float>(dw0);
-    const LmHeadStats s =
-        lm_head_cross_entropy_bf16(dx.data(), dw.data(), xb.data(), wb.data(), p.y.data(),
-                                   static_cast<float>(scale), p.T, p.C, p.V, ws);
+    const Outcome<float> got = run_bf16(b, scale, dw0, rows, block);
+    const LmHeadStats& s = got.stats;
+    const std::vector<float>&dx = got.dx, &dw = got.dw;
     // Statistics: fp32 exp and sums of the same bf16 logits against double. The fp32 product
     // may round a logit to the neighbouring bf16 value where the double one does not (a few
     // in 10^5); 1e-5 of the loss covers that, while unrounded logits are off by ~2e-4.
@@ -392,26 +414,16 @@ TEST(LmHeadCe, Bf16MatchesAReferenceThatRoundsLogitsAndDlogits) {
 // and through the view-level op; a cap in fp32 on the bf16 logits (no intermediate rounding) is
 // measurably different, so the test tells the two apart.
 TEST(LmHeadCe, Bf16SoftcapRoundsEachOpAsAutocastDoes) {
-  Problem p = make_problem(24, 32, 200, 12);
-  for (double& v : p.x) v = round_bf16(v);
-  for (double& v : p.w) v = round_bf16(v);
-  std::vector<uint16_t> xb, wb;
-  for (double v : p.x) xb.push_back(f32_to_bf16(static_cast<float>(v)));
-  for (double v : p.w) wb.push_back(f32_to_bf16(static_cast<float>(v)));
+  const Bf16Problem b = bf16_problem(make_problem(24, 32, 200, 12));
+  const Problem& p = b.p;
   const std::vector<double> dw0 = random_dw(p.V * p.C, 13);
   const double scale = 1.0 / 17, cap = 3.0;
   const Reference want = reference(p, scale, dw0, true, true, cap);
   for (const auto& [rows, block] : {std::pair<int64_t, int64_t>{0, 0}, {5, 48}}) {
     SCOPED_TRACE(testing::Message() << "rows_per_chunk " << rows << " vocab_block " << block);
-    LmHeadWorkspace ws;
-    ws.tuning.rows_per_chunk = rows;
-    ws.tuning.vocab_block = block;
-    WorkspaceArena arena;
-    test::give_lm_head_memory<uint16_t>(ws, arena, p.T, p.C, p.V);
-    std::vector<float> dx(p.T * p.C, 3.0f), dw = cast<float>(dw0);
-    const LmHeadStats s = lm_head_cross_entropy_bf16(
-        dx.data(), dw.data(), xb.data(), wb.data(), p.y.data(), static_cast<float>(scale), p.T, p.C,
-        p.V, ws, 0, nullptr, 0, static_cast<float>(cap));
+    const Outcome<float> got = run_bf16(b, scale, dw0, rows, block, cap);
+    const LmHeadStats& s = got.stats;
+    const std::vector<float>&dx = got.dx, &dw = got.dw;
     // Tolerances as the uncapped bf16 test's: a value next to a bf16 rounding boundary may land
     // on its neighbour between the fp32 kernel and the double reference.
     expect_stats(s, want.stats, 1e-5);
