@@ -12,21 +12,8 @@ Zero2Grads::Zero2Grads(size_t num_params, std::vector<ShardRange> layer_ranges, 
     : dp_(dp),
       num_params_(num_params),
       shard_(dp.my_shard(num_params)),
-      layers_(std::move(layer_ranges)) {
-  std::vector<ShardRange> sorted;
-  for (const ShardRange& r : layers_)
-    if (r.size() > 0) sorted.push_back(r);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const ShardRange& a, const ShardRange& b) { return a.begin < b.begin; });
-  size_t at = 0;
-  for (const ShardRange& r : sorted) {
-    if (r.begin < at || r.end > num_params_)
-      fail("optim", "ZeRO-2: layer runs overlap or pass the end of the parameters");
-    if (r.begin > at) rest_.push_back({at, r.begin});
-    at = r.end;
-  }
-  if (at < num_params_) rest_.push_back({at, num_params_});
-}
+      layers_(std::move(layer_ranges)),
+      rest_(runs_outside_layers(layers_, num_params, "ZeRO-2")) {}
 
 void Zero2Grads::check(std::span<float> grads) const {
   if (grads.size() != num_params_)

@@ -12,22 +12,11 @@ Zero3Params::Zero3Params(size_t num_params, std::vector<ShardRange> layer_ranges
     : dp_(dp),
       num_params_(num_params),
       shard_(dp.my_shard(num_params)),
-      layers_(std::move(layer_ranges)) {
-  std::vector<ShardRange> sorted;
-  for (const ShardRange& r : layers_)
-    if (r.size() > 0) sorted.push_back(r);
-  if (sorted.empty())
+      layers_(std::move(layer_ranges)),
+      outside_(runs_outside_layers(layers_, num_params, "ZeRO-3")) {
+  if (std::none_of(layers_.begin(), layers_.end(),
+                   [](const ShardRange& r) { return r.size() > 0; }))
     fail("optim", "ZeRO-3 needs each decoder layer's parameters in one run of the arena");
-  std::sort(sorted.begin(), sorted.end(),
-            [](const ShardRange& a, const ShardRange& b) { return a.begin < b.begin; });
-  size_t at = 0;
-  for (const ShardRange& r : sorted) {
-    if (r.begin < at || r.end > num_params_)
-      fail("optim", "ZeRO-3: layer runs overlap or pass the end of the parameters");
-    if (r.begin > at) outside_.push_back({at, r.begin});
-    at = r.end;
-  }
-  if (at < num_params_) outside_.push_back({at, num_params_});
 }
 
 void Zero3Params::check(std::span<float> values, std::span<uint16_t> bf16) const {

@@ -8,9 +8,18 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
+
+#include "parallel/comm.h"
 
 namespace sft {
 
 void zero_and_release(void* data, size_t bytes);
+
+// The runs of [0, n) outside `layers` (the parameters no decoder layer holds: embedding, final
+// norm, LM head), in order; empty runs of `layers` are ignored. Throws "[optim] <who>: ..." when
+// the layers' runs overlap or pass n.
+std::vector<ShardRange> runs_outside_layers(std::vector<ShardRange> layers, size_t n,
+                                            const char* who);
 
 }  // namespace sft

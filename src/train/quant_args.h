@@ -4,7 +4,7 @@
 //   --use_bnb_nested_quant    nested statistics (bnb_4bit_use_double_quant)
 //   --bnb_4bit_quant_storage  the dtype a saved 4-bit checkpoint types its packed bytes as
 //   --dtype                   bnb_4bit_compute_dtype, and the dtype weights are quantized from
-//   --load_in_8bit            refused (LLM.int8 is not implemented)
+//   --load_in_8bit            refused with a hint: sft has no LLM.int8 kernels
 // A 4-bit base trains only with LoRA adapters (--use_peft, or an adapter folder as the model).
 #pragma once
 
