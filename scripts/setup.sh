@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
+  ccache                            # scripts/test.sh: the CUDA build reuses the Release build's objects
   clang libclang-rt-14-dev          # clang builds the libFuzzer target and is our default compiler
   libomp-dev                        # OpenMP for clang: the thread pool and oneDNN share its team
   clang-format                      # scripts/check_format.sh (clang-format 14 on Debian 12)

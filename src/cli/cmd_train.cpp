@@ -40,6 +40,7 @@
 #include "model/model_dir.h"
 #include "model/text_model_names.h"
 #include "model/transformer.h"
+#include "ops/matmul_path.h"
 #include "ops/profile.h"
 #include "parallel/comm.h"
 #include "parallel/groups.h"
@@ -378,7 +379,11 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
     model.enable_lora(lc, static_cast<uint64_t>(args.seed), "--lora_target_modules");
   }
   // TRL's bf16 (its default): bf16 matmuls with fp32 accumulation over fp32 master weights.
-  if (args.bf16.value_or(false)) model.set_compute_dtype(DType::kBF16);
+  if (args.bf16.value_or(false)) {
+    model.set_compute_dtype(DType::kBF16);
+    if (model.device() == Device::kCpu && launcher_world_rank() == 0)
+      log_info("[device] bf16 matmuls: ", ops::matmul_bf16_path());
+  }
   // LoRA under bf16: the frozen base matmuls read only its bf16 copies, so its fp32 matrices go.
   if (args.bf16.value_or(false) && model.lora()) model.keep_frozen_base_in_bf16();
   // Tokenizer files: the adapter folder's when it has them (TRL saves them there), else the

@@ -26,6 +26,9 @@ foreach(case parity zero1 zero2 zero2_compose zero3 zero3_resume tp tp_resume pa
   set_tests_properties(parallel.train_${case} PROPERTIES ENVIRONMENT "${SFT_MPI_TEST_ENV}"
                        TIMEOUT 240 PROCESSORS 2)
 endforeach()
+# The longest of them (label: see the end of tests/CMakeLists.txt).
+set_tests_properties(parallel.train_faults parallel.train_tp parallel.train_zero2_compose
+                     PROPERTIES LABELS long)
 
 # Across hosts: two network namespaces joined by a veth pair (root only; skipped otherwise).
 add_test(NAME parallel.two_hosts_netns
