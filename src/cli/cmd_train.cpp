@@ -451,6 +451,7 @@ TrainerSetup trainer_setup(const TrainingArgs& args, LoadedModel& m, const Train
   setup.comm = ranks.groups.dp.get();
   setup.tp_comm = ranks.tp.on() ? ranks.groups.tp.get() : nullptr;
   setup.shuffle = args.train_sampling_strategy != "sequential";
+  setup.stream_export = args.zero_stage == 3;  // the final model written a tensor at a time
   setup.batching.padding_free = args.padding_free || args.packing;
   setup.batching.pad_to_multiple_of = args.pad_to_multiple_of;
   setup.batching.pad_token_id =
@@ -471,8 +472,13 @@ TrainerSetup trainer_setup(const TrainingArgs& args, LoadedModel& m, const Train
   return setup;
 }
 
-// The training loop, with SIGINT/SIGTERM turned into a stop request while it runs.
-TrainResult run_trainer(const TrainerSetup& setup, const Ranks& ranks) {
+using ShardedExport = std::function<void(const WholeTensor&, const TrainResult&)>;
+
+// The training loop, with SIGINT/SIGTERM turned into a stop request while it runs. Under
+// ZeRO-3 (setup.stream_export) `export_sharded` writes the final model while the trainer still
+// holds the shards, each tensor gathered as it is written (Trainer::stream_model).
+TrainResult run_trainer(const TrainerSetup& setup, const Ranks& ranks,
+                        const ShardedExport& export_sharded, bool& exported) {
   install_stop_signal_handlers();
   TrainResult result;
   {
@@ -480,28 +486,34 @@ TrainResult run_trainer(const TrainerSetup& setup, const Ranks& ranks) {
     Trainer trainer(setup);
     phase.reset();  // its done line, before the trainer's first line
     result = trainer.train();
+    uninstall_stop_signal_handlers();
+    // SFT_PROFILE=1: where the training steps' time went, op by op (before export adds to it).
+    if (ops::profiling() && ranks.main()) std::fputs(ops::op_profile_table().c_str(), stderr);
+    exported = !result.interrupted && trainer.model_sharded();
+    if (exported)
+      trainer.stream_model([&](const WholeTensor& whole) { export_sharded(whole, result); });
   }
-  uninstall_stop_signal_handlers();
-  // SFT_PROFILE=1: where the training steps' time went, op by op (before export adds to it).
-  if (ops::profiling() && ranks.main()) std::fputs(ops::op_profile_table().c_str(), stderr);
   return result;
 }
 
 // The final model (or PEFT adapter), its model card and the upload, from world rank 0. Under
 // tensor parallelism the first data-parallel group's ranks first assemble the whole model.
+// Under ZeRO-3 `sharded` brings each tensor whole as it is written (and the check that
+// reloads the export and runs it is left out: no rank holds the whole model).
 void export_outputs(const TrainingArgs& args, model::Transformer& model, const ExportOptions& ex,
-                    const TrainResult& result, const Ranks& ranks) {
+                    const TrainResult& result, const Ranks& ranks,
+                    const WholeTensor& sharded = {}) {
   std::optional<model::Transformer> whole;
   if (ranks.tp.on() && ranks.groups.dp->rank() == 0)
     whole = gather_full_model(model, *ranks.tp.group);
   if (!ranks.main()) return;
   model::Transformer& out = whole ? *whole : model;
   if (out.lora()) {  // TRL + PEFT: the adapter, not the merged model (see `sft merge`)
-    export_peft_adapter(out, args.output_dir, ex);
-    verify_adapter_export(out, args.output_dir);
+    export_peft_adapter(out, args.output_dir, ex, sharded);
+    if (!sharded) verify_adapter_export(out, args.output_dir);
   } else {
-    export_hf_model(out, args.output_dir, ex);
-    verify_export(out, args.output_dir, ex.dtype);
+    export_hf_model(out, args.output_dir, ex, sharded);
+    if (!sharded) verify_export(out, args.output_dir, ex.dtype);
   }
   // README.md, the model card TRL writes (train/model_card.h).
   write_model_card(args.output_dir,
@@ -543,7 +555,13 @@ int train_checked(const Args& argv, TrainingArgs& args, std::unique_ptr<Comm> wo
   const TrainData data = prepare_data(args, model.tokenizer_path, ranks);
   const TrainerSetup setup = trainer_setup(args, model, data, ranks);
   ranks.set_timeout(args.ddp_timeout);
-  const TrainResult result = run_trainer(setup, ranks);
+  bool exported = false;
+  const TrainResult result = run_trainer(
+      setup, ranks,
+      [&](const WholeTensor& whole, const TrainResult& r) {
+        export_outputs(args, model.model, setup.export_options, r, ranks, whole);
+      },
+      exported);
   if (result.interrupted) {
     if (!ranks.main()) return 0;  // rank 0 wrote the checkpoint and says where
     std::fprintf(stderr, "stopped at step %lld; checkpoint %s\nresume with:\n  %s\n",
@@ -553,7 +571,7 @@ int train_checked(const Args& argv, TrainingArgs& args, std::unique_ptr<Comm> wo
   }
   // A device run's weights come back to the host for the export (and its verification).
   model.model.to_device(Device::kCpu);
-  export_outputs(args, model.model, setup.export_options, result, ranks);
+  if (!exported) export_outputs(args, model.model, setup.export_options, result, ranks);
   return 0;
 }
 

@@ -118,17 +118,28 @@ std::string serialize_safetensors_header(const std::vector<NamedTensor>& tensors
                                          const std::map<std::string, std::string>& metadata,
                                          std::vector<size_t>* data_order);
 
+// A tensor's bytes produced only when the writer reaches it, in data order, so that a caller
+// holds one tensor at a time (a sharded model gathered tensor by tensor, a dtype conversion
+// done per tensor): fill(i) returns the bytes of tensors[i] (exactly its dtype and size), valid
+// until the next call or the writer's return. With a fill, `tensors` give only names, dtypes
+// and shapes (their data is not read; a borrowed tensor of null data will do). The file is
+// the same as the one written from whole tensors.
+using TensorFill = std::function<std::span<const std::byte>(size_t index)>;
+
 // Writes one file atomically (temp + fsync + rename).
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+                       const std::map<std::string, std::string>& metadata = {},
+                       const TensorFill& fill = {});
 
 // Writes `tensors` into `dir` as transformers' save_pretrained does: "<base>.safetensors" when
 // they fit in max_shard_bytes, else "<base>-0000K-of-0000N.safetensors" plus
 // "<base>.safetensors.index.json". Every file is written atomically, the index last.
 // Returns the file names written.
+// With a fill, its index is the tensor's in `tensors`.
 std::vector<std::string> write_safetensors_sharded(
     const std::string& dir, const std::vector<NamedTensor>& tensors, uint64_t max_shard_bytes,
-    const std::map<std::string, std::string>& metadata = {}, const std::string& base = "model");
+    const std::map<std::string, std::string>& metadata = {}, const std::string& base = "model",
+    const TensorFill& fill = {});
 
 // Block reads, for tensor-parallel slices (safetensors_block.cpp): one block of a 1-D or 2-D
 // tensor as f32, converted from any dtype Tensor::to_f32_vector converts, reading only the

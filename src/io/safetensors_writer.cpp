@@ -99,7 +99,7 @@ std::string serialize_safetensors_header(const std::vector<NamedTensor>& tensors
 }
 
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& metadata, const TensorFill& fill) {
   std::vector<size_t> order;
   const std::string header = serialize_safetensors_header(tensors, metadata, &order);
   unsigned char length[8];
@@ -108,31 +108,47 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   AtomicFile file(path);
   file.write(std::span(reinterpret_cast<const std::byte*>(length), 8));
   file.write(header);
-  for (size_t i : order) file.write(tensors[i].tensor.byte_span());
+  for (size_t i : order) {
+    if (!fill) {
+      file.write(tensors[i].tensor.byte_span());
+      continue;
+    }
+    const std::span<const std::byte> bytes = fill(i);
+    if (bytes.size() != tensors[i].tensor.nbytes())
+      fail("safetensors",
+           path + ": tensor '" + tensors[i].name + "': " + std::to_string(bytes.size()) +
+               " bytes filled in, its header says " + std::to_string(tensors[i].tensor.nbytes()));
+    file.write(bytes);
+  }
   file.commit();
 }
 
 std::vector<std::string> write_safetensors_sharded(
     const std::string& dir, const std::vector<NamedTensor>& tensors, uint64_t max_shard_bytes,
-    const std::map<std::string, std::string>& metadata, const std::string& base) {
+    const std::map<std::string, std::string>& metadata, const std::string& base,
+    const TensorFill& fill) {
   namespace fs = std::filesystem;
   // Greedy in the given order, as transformers splits: a tensor larger than the limit gets a shard
   // of its own.
   std::vector<std::vector<NamedTensor>> shards(1);
+  std::vector<std::vector<size_t>> indices(1);  // each shard's tensors' places in `tensors`
   uint64_t shard_bytes = 0, total_bytes = 0;
-  for (const NamedTensor& t : tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const NamedTensor& t = tensors[i];
     if (!shards.back().empty() && shard_bytes + t.tensor.nbytes() > max_shard_bytes) {
       shards.emplace_back();
+      indices.emplace_back();
       shard_bytes = 0;
     }
     shards.back().push_back(t);
+    indices.back().push_back(i);
     shard_bytes += t.tensor.nbytes();
     total_bytes += t.tensor.nbytes();
   }
   fs::create_directories(dir);
   if (shards.size() == 1) {
     std::string name = base + ".safetensors";
-    write_safetensors((fs::path(dir) / name).string(), shards[0], metadata);
+    write_safetensors((fs::path(dir) / name).string(), shards[0], metadata, fill);
     return {name};
   }
   std::vector<std::string> written;
@@ -141,7 +157,9 @@ std::vector<std::string> write_safetensors_sharded(
     char name[64];
     std::snprintf(name, sizeof name, "-%05zu-of-%05zu.safetensors", k + 1, shards.size());
     written.push_back(base + name);
-    write_safetensors((fs::path(dir) / written.back()).string(), shards[k], metadata);
+    TensorFill shard_fill;
+    if (fill) shard_fill = [&, k](size_t i) { return fill(indices[k][i]); };
+    write_safetensors((fs::path(dir) / written.back()).string(), shards[k], metadata, shard_fill);
     for (const NamedTensor& t : shards[k]) weight_map[t.name] = written.back();
   }
   Json index = {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}};

@@ -9,8 +9,10 @@
 //                    torch's clip_grad_norm_ coefficient applied as it reads the gradients;
 //   all_gather       the updated fp32 weights (and their bf16 copies) to every rank.
 // The fp32 weights stay whole on every rank: the forward reads them in fp32 compute, so
-// only the moments are sharded here. Checkpoints hold the whole moments (gather_into /
-// load_from): the file is the same as without ZeRO and can be resumed with any dp size.
+// only the moments are sharded here. Checkpoints hold the whole moments, gathered a tensor at
+// a time as they are written (optim/zero_stream.h; gather_into assembles them whole, for tensor
+// parallelism) and read back as each rank's shard (load_from: from a whole optimizer): the file
+// is the same as without ZeRO and can be resumed with any dp size.
 #pragma once
 
 #include <cstddef>
@@ -45,7 +47,9 @@ class Zero1 {
             float grad_scale = 1.0f, bool gather_weights = true);
 
   ShardRange shard() const { return shard_; }
+  size_t num_params() const { return num_params_; }
   AdamW& shard_optimizer() { return shard_adam_; }
+  const AdamW& shard_optimizer() const { return shard_adam_; }
   // Bytes of optimizer state on this rank (the two moments of the own shard).
   int64_t state_bytes() const;
   // Checkpoints: every rank ends with the whole moments in `full`; load_from takes the own

@@ -9,18 +9,23 @@
 //
 // Layout: the model's arenas keep their full size in address space, only the pages of the
 // own shard, of the parameters outside the layers and of the layer in use are resident.
-// Gathers are not overlapped with compute (Comm has no asynchronous collectives), so the
-// next layer's gather starts when this one's pass is done.
+// The next layer's gather is in flight while this one computes: gather_layer(l, next)
+// starts next's (Comm::all_gather_start, MPI_Iallgatherv) once l is whole, and gather_layer
+// (next) completes it; so two layers are resident at the peak. The bytes moved are the same as
+// the blocking gather's, so the results are the same bits.
 //
-// Checkpoints, the export and evaluation gather the whole model first (gather_everything)
-// and free it again after (release_layers): the files are the same as without sharding, so a
-// checkpoint resumes with or without ZeRO, and every rank briefly holds the whole model then
-// (evaluation: ranks score different numbers of batches, so per-layer gathers would not pair
-// up). The model is loaded whole on every rank and freed when training starts.
+// Checkpoints and the export are written a tensor at a time (gather_range / release_range,
+// driven by optim/zero_stream.h): the files are the same as without sharding, so a checkpoint
+// resumes with or without ZeRO, and no rank holds more than its shard plus one tensor.
+// Evaluation and tensor parallelism (whose checkpoints assemble the tp slices on one rank)
+// still gather the whole model first (gather_everything) and free it again after
+// (release_layers): ranks score different numbers of eval batches, so per-layer gathers
+// would not pair up. The model is loaded whole on every rank and freed when training starts.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -33,8 +38,12 @@ class Zero3Params {
   // layer_ranges[l]: decoder layer l's run of the flat arena (zero2.h's layer_runs).
   Zero3Params(size_t num_params, std::vector<ShardRange> layer_ranges, Comm& dp);
 
-  // values: the fp32 masters; bf16: the bf16 arena (same offsets) or empty.
-  void gather_layer(std::span<float> values, std::span<uint16_t> bf16, int64_t layer);
+  // values: the fp32 masters; bf16: the bf16 arena (same offsets) or empty. next: the layer
+  // whose pass comes after this one's (l + 1 in a forward, l - 1 in a backward; -1 none), its
+  // gather started before returning. A layer started and never asked for is completed and
+  // freed by the next call here.
+  void gather_layer(std::span<float> values, std::span<uint16_t> bf16, int64_t layer,
+                    int64_t next = -1);
   void release_layer(std::span<float> values, std::span<uint16_t> bf16, int64_t layer);
   // Every layer freed (the start of training, after a save); every layer gathered (a save,
   // the export).
@@ -42,12 +51,20 @@ class Zero3Params {
   void gather_everything(std::span<float> values, std::span<uint16_t> bf16);
   // After the optimizer step on the own shard: the parameters outside the layers, whole again.
   void gather_outside_layers(std::span<float> values, std::span<uint16_t> bf16);
+  // The fp32 values of [begin, end) whole (a tensor a checkpoint or the export writes), and
+  // freed again: only the parts inside the layers' runs move, the rest is whole anyway. Every
+  // rank calls them for the same ranges; no-ops while not sharded().
+  void gather_range(std::span<float> values, size_t begin, size_t end);
+  void release_range(std::span<float> values, size_t begin, size_t end);
   // Whether the layers are freed now (between gather_everything and release_layers: no).
   bool sharded() const { return sharded_; }
 
  private:
   void check(std::span<float> values, std::span<uint16_t> bf16) const;
   void release(std::span<float> values, std::span<uint16_t> bf16, ShardRange range);
+  bool has_layer(int64_t l) const { return l >= 0 && static_cast<size_t>(l) < layers_.size(); }
+  // The gather in flight completed; `free` also releases that layer again.
+  void settle(bool free);
 
   Comm& dp_;
   size_t num_params_;
@@ -55,6 +72,11 @@ class Zero3Params {
   std::vector<ShardRange> layers_;
   std::vector<ShardRange> outside_;  // the gaps between the layers' runs
   bool sharded_ = false;
+  // The layer whose gather is in flight (-1: none), its requests and arenas.
+  int64_t in_flight_ = -1;
+  std::unique_ptr<Comm::Pending> pending_values_, pending_bf16_;
+  std::span<float> in_flight_values_;
+  std::span<uint16_t> in_flight_bf16_;
 };
 
 }  // namespace sft

@@ -140,6 +140,39 @@ void Comm::gather_shard_range(std::span<T> values, size_t begin, size_t end, con
   gather_all(values.data() + begin, l.counts, l.displs, sizeof(T));
 }
 
+template <typename T>
+std::unique_ptr<Comm::Pending> Comm::start_shard_range(std::span<T> values, size_t begin,
+                                                       size_t end, const char* what) {
+  end = std::min(end, values.size());
+  if (size() == 1 || begin >= end) return nullptr;
+  CollectiveScope scope(watchdog_.get(), &collective_s_, what, end - begin);
+  const Layout l = bucket_of_shards(values.size(), begin, end - begin, size());
+  return start_gather_all(values.data() + begin, l.counts, l.displs, sizeof(T));
+}
+
+std::unique_ptr<Comm::Pending> Comm::start_gather_all(void* data, std::span<const size_t> counts,
+                                                      std::span<const size_t> displs,
+                                                      size_t elem_size) {
+  gather_all(data, counts, displs, elem_size);
+  return nullptr;
+}
+
+std::unique_ptr<Comm::Pending> Comm::all_gather_start(std::span<float> v, size_t begin,
+                                                      size_t end) {
+  return start_shard_range(v, begin, end, "all_gather_start(f32, range)");
+}
+std::unique_ptr<Comm::Pending> Comm::all_gather_start(std::span<uint16_t> v, size_t begin,
+                                                      size_t end) {
+  return start_shard_range(v, begin, end, "all_gather_start(16-bit, range)");
+}
+
+void Comm::wait(std::unique_ptr<Pending>& pending) {
+  if (!pending) return;
+  CollectiveScope scope(watchdog_.get(), &collective_s_, "wait(all_gather_start)", 0);
+  pending->wait();
+  pending.reset();
+}
+
 void Comm::all_reduce_sum(std::span<float> v) {
   reduce_shards<float, double>(v, true, "all_reduce_sum(f32)");
 }
@@ -169,6 +202,16 @@ void Comm::all_gather(std::span<float> v, size_t begin, size_t end) {
 }
 void Comm::all_gather(std::span<uint16_t> v, size_t begin, size_t end) {
   gather_shard_range(v, begin, end, "all_gather(16-bit, range)");
+}
+void Comm::all_gather_part(std::span<float> part, size_t n, size_t begin) {
+  if (begin > n || part.size() > n - begin)
+    fail("parallel", "all_gather_part: [" + std::to_string(begin) + ", +" +
+                         std::to_string(part.size()) + ") is outside an array of " +
+                         std::to_string(n));
+  if (size() == 1 || part.empty()) return;
+  CollectiveScope scope(watchdog_.get(), &collective_s_, "all_gather(f32, part)", part.size());
+  const Layout l = bucket_of_shards(n, begin, part.size(), size());
+  gather_all(part.data(), l.counts, l.displs, sizeof(float));
 }
 void Comm::all_gather(std::span<float> v) {
   gather_shards(v, "all_gather(f32)");

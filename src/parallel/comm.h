@@ -12,7 +12,8 @@
 //     ends the process (exit 124) when one is still running after s seconds, naming it
 //     (transformers' ddp_timeout). Under mpirun that brings the whole job down.
 // Implementations supply only data movement (exchange, gather_all, broadcast_bytes,
-// barrier, split); the arithmetic lives here, once. Depends on core only.
+// barrier, split, and optionally start_gather_all for a non-blocking all-gather); the
+// arithmetic lives here, once. Depends on core only.
 #pragma once
 
 #include <cstddef>
@@ -66,6 +67,29 @@ class Comm {
   void reduce_scatter_sum(std::span<float> values, size_t begin, size_t end);
   void all_gather(std::span<float> values, size_t begin, size_t end);
   void all_gather(std::span<uint16_t> values, size_t begin, size_t end);
+  // The same gather for state a rank keeps as its own shard only (ZeRO's moments): `part` is
+  // [begin, begin + part.size()) of an n-element array with the whole-array shard layout; each
+  // rank has put the elements it owns of that range at their place in `part`, afterwards all
+  // of `part` holds them (a checkpoint gathers the moments a tensor at a time this way).
+  void all_gather_part(std::span<float> part, size_t n, size_t begin);
+  // A collective started and not yet complete (the non-blocking all_gather_start): the
+  // array's range must not be touched until Comm::wait. Destroyed unfinished it is waited for
+  // (but not while an exception unwinds: that rank is going down, its peers with it).
+  class Pending {
+   public:
+    virtual ~Pending() = default;
+    virtual void wait() = 0;
+  };
+  // The range all-gather above, started and returned at once (MPI_Iallgatherv), so that it
+  // moves while this rank computes (ZeRO-3 gathers the next layer during this one's pass).
+  // The same bits as all_gather(values, begin, end); every rank starts and waits for the same
+  // ones in the same order, with other collectives in between allowed. Null: nothing to wait
+  // for (one rank, an empty range, or a communicator without non-blocking collectives, which
+  // gathers before returning).
+  std::unique_ptr<Pending> all_gather_start(std::span<float> values, size_t begin, size_t end);
+  std::unique_ptr<Pending> all_gather_start(std::span<uint16_t> values, size_t begin, size_t end);
+  // Completes a started collective (null: none) and drops it.
+  void wait(std::unique_ptr<Pending>& pending);
   // Root's values on every rank.
   void broadcast(std::span<float> values, int root);
   void broadcast(std::span<int64_t> values, int root);
@@ -93,6 +117,11 @@ class Comm {
   // (MPI_Allgatherv with MPI_IN_PLACE).
   virtual void gather_all(void* data, std::span<const size_t> counts,
                           std::span<const size_t> displs, size_t elem_size) = 0;
+  // gather_all started without waiting (MPI_Iallgatherv); counts and displs may go away on
+  // return. This default moves the data at once and returns null.
+  virtual std::unique_ptr<Pending> start_gather_all(void* data, std::span<const size_t> counts,
+                                                    std::span<const size_t> displs,
+                                                    size_t elem_size);
   virtual void broadcast_bytes(void* data, size_t bytes, int root) = 0;
   virtual void do_barrier() = 0;
 
@@ -105,6 +134,9 @@ class Comm {
   void gather_shards(std::span<T> values, const char* what);
   template <typename T>
   void gather_shard_range(std::span<T> values, size_t begin, size_t end, const char* what);
+  template <typename T>
+  std::unique_ptr<Pending> start_shard_range(std::span<T> values, size_t begin, size_t end,
+                                             const char* what);
 
   std::unique_ptr<CollectiveWatchdog> watchdog_;
   double collective_s_ = 0;

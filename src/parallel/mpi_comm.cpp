@@ -14,6 +14,7 @@
 
 #include <climits>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,8 @@ void check_mpi(int rc, const char* call, const char* file, int line) {
   std::string name(call);
   name = name.substr(0, name.find('('));
   fail("parallel", name + " failed (" + file + ":" + std::to_string(line) +
-                   "): " + std::string(text, static_cast<size_t>(len)) +
-                   " (hint: another rank may have died; see its output above)");
+                       "): " + std::string(text, static_cast<size_t>(len)) +
+                       " (hint: another rank may have died; see its output above)");
 }
 
 #define SFT_MPI_CHECK(call) check_mpi((call), #call, __FILE__, __LINE__)
@@ -62,12 +63,26 @@ std::vector<int> as_ints(std::span<const size_t> v, const char* what) {
   for (size_t x : v) {
     if (x > static_cast<size_t>(INT_MAX))
       fail("parallel", std::string(what) + ": " + std::to_string(x) +
-                       " elements exceed MPI's int counts (hint: fewer parameters per rank, or "
-                       "more ranks)");
+                           " elements exceed MPI's int counts (hint: fewer parameters per rank, or "
+                           "more ranks)");
     out.push_back(static_cast<int>(x));
   }
   return out;
 }
+
+// An MPI_Iallgatherv in flight: its counts and displacements must outlive it.
+class MpiPending final : public Comm::Pending {
+ public:
+  MpiPending(std::vector<int> counts, std::vector<int> displs)
+      : counts_(std::move(counts)), displs_(std::move(displs)) {}
+  ~MpiPending() override {
+    if (request_ == MPI_REQUEST_NULL || std::uncaught_exceptions() > 0) return;
+    MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+  void wait() override { SFT_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE)); }
+  std::vector<int> counts_, displs_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
 
 class MpiComm final : public Comm {
  public:
@@ -116,6 +131,15 @@ class MpiComm final : public Comm {
     const std::vector<int> c = as_ints(counts, "all_gather"), d = as_ints(displs, "all_gather");
     SFT_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, c.data(), d.data(),
                                  mover_type(elem_size), comm_));
+  }
+  std::unique_ptr<Pending> start_gather_all(void* data, std::span<const size_t> counts,
+                                            std::span<const size_t> displs,
+                                            size_t elem_size) override {
+    auto p = std::make_unique<MpiPending>(as_ints(counts, "all_gather_start"),
+                                          as_ints(displs, "all_gather_start"));
+    SFT_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, p->counts_.data(),
+                                  p->displs_.data(), mover_type(elem_size), comm_, &p->request_));
+    return p;
   }
   void broadcast_bytes(void* data, size_t bytes, int root) override {
     const std::vector<size_t> n = {bytes};

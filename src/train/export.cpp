@@ -235,10 +235,15 @@ SourceParts source_parts(const std::string& source_dir) {
   return parts;
 }
 
+// A tensor's name-free header part (dtype, shape) for a streamed write: no data.
+Tensor header_only(DType dtype, const Tensor& t) {
+  return Tensor::borrow(dtype, t.shape(), nullptr, nullptr);
+}
+
 }  // namespace
 
 void export_hf_model(const model::Transformer& model, const std::string& out_dir,
-                     const ExportOptions& options) {
+                     const ExportOptions& options, const WholeTensor& whole) {
   // Read every source first, so a bad input fails before anything is written.
   Json config;
   Json generation_config;  // null when the source has none
@@ -285,18 +290,31 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
 
   // Weights first and config.json last: a folder with a config is a complete one.
   const SourceParts source = source_parts(options.source_model_dir);
-  auto saved = [&](const Tensor& t) {
-    return t.dtype() == options.dtype ? t : t.to(options.dtype);
-  };
+  // The header's names, dtypes and shapes; each tensor's bytes when the writer reaches it.
   std::vector<NamedTensor> weights;
-  for (const NamedTensor& p : model.parameters())
-    weights.push_back({source.names.stored(p.name), saved(p.tensor)});
-  for (const std::string& name : source.others)
-    weights.push_back({name, saved(source.checkpoint->tensor(name))});
+  std::vector<Tensor> sources;
+  for (const NamedTensor& p : model.parameters()) {
+    weights.push_back({source.names.stored(p.name), header_only(options.dtype, p.tensor)});
+    sources.push_back(p.tensor);
+  }
+  const size_t num_model = sources.size();
+  for (const std::string& name : source.others) {
+    sources.push_back(source.checkpoint->tensor(name));
+    weights.push_back({name, header_only(options.dtype, sources.back())});
+  }
+  Tensor converted;
+  const TensorFill fill = [&](size_t i) {
+    Tensor t = sources[i];
+    if (whole && i < num_model)
+      t = Tensor::borrow(DType::kF32, t.shape(), whole(sources[i]), nullptr);
+    if (t.dtype() == options.dtype) return t.byte_span();
+    converted = t.to(options.dtype);
+    return converted.byte_span();
+  };
   std::vector<std::string> written;
   try {
-    written =
-        write_safetensors_sharded(out_dir, weights, options.max_shard_bytes, {{"format", "pt"}});
+    written = write_safetensors_sharded(out_dir, weights, options.max_shard_bytes,
+                                        {{"format", "pt"}}, "model", fill);
   } catch (const Error& e) {
     fail(kComponent, "cannot write the weights into " + out_dir + ": " + e.what() +
                          " (hint: check that the folder is writable and the disk has space)");
@@ -309,7 +327,7 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
 }
 
 void export_peft_adapter(const model::Transformer& model, const std::string& out_dir,
-                         const ExportOptions& options) {
+                         const ExportOptions& options, const WholeTensor& whole) {
   if (!model.lora()) fail(kComponent, "export_peft_adapter: the model has no LoRA adapters");
   const std::optional<Json> tokenizer_config = read_tokenizer_config(options);
   const TokenChoice tokens =
@@ -322,8 +340,15 @@ void export_peft_adapter(const model::Transformer& model, const std::string& out
     fail(kComponent, "cannot create output folder " + out_dir + ": " + ec.message() +
                          " (hint: check the path and its permissions)");
   try {
-    write_safetensors((fs::path(out_dir) / kAdapterWeightsFile).string(),
-                      model.trainable().named_values(), {{"format", "pt"}});
+    const std::vector<NamedTensor> adapters = model.trainable().named_values();
+    TensorFill fill;
+    if (whole)
+      fill = [&](size_t i) {
+        const Tensor& t = adapters[i].tensor;
+        return std::span<const std::byte>(reinterpret_cast<const std::byte*>(whole(t)), t.nbytes());
+      };
+    write_safetensors((fs::path(out_dir) / kAdapterWeightsFile).string(), adapters,
+                      {{"format", "pt"}}, fill);
   } catch (const Error& e) {
     fail(kComponent, "cannot write the adapter into " + out_dir + ": " + e.what() +
                          " (hint: check that the folder is writable and the disk has space)");

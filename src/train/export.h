@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -45,15 +46,24 @@ struct TrainingArgs;
 ExportOptions export_options_from_args(const TrainingArgs& args, const std::string& model_dir,
                                        const std::string& tokenizer_dir);
 
+// A model whose trainable arena is sharded over ranks (ZeRO-3): given one of its tensors (a
+// borrowed view of the arena: its data pointer is its place), that tensor's whole fp32 values,
+// valid until the next call (optim/zero_stream.h gathers them from the ranks). Empty: the
+// model's tensors are whole in memory.
+using WholeTensor = std::function<const float*(const Tensor& view)>;
+
+// The weights are written a tensor at a time (each converted to the saved dtype when the
+// writer reaches it, through `whole` when given), so the export holds one tensor beyond the
+// model; the bytes are the same either way.
 void export_hf_model(const model::Transformer& model, const std::string& out_dir,
-                     const ExportOptions& options);
+                     const ExportOptions& options, const WholeTensor& whole = {});
 
 // A LoRA model's output as TRL + PEFT leave it (train/adapter_io.h): adapter_config.json and
 // adapter_model.safetensors (F32, the adapters' training dtype, as PEFT saves them) and the
 // tokenizer files with the chat template, as export_hf_model writes them; no base weights.
 // verify_adapter_export reloads the tensors and checks them bit for bit.
 void export_peft_adapter(const model::Transformer& model, const std::string& out_dir,
-                         const ExportOptions& options);
+                         const ExportOptions& options, const WholeTensor& whole = {});
 void verify_adapter_export(const model::Transformer& model, const std::string& dir);
 
 // Reloads `dir`, checks every weight equals the in-memory one rounded to `dtype` (bit for

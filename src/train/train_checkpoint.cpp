@@ -2,6 +2,8 @@
 // training_state.json, trainer_state.json; see train_checkpoint.h.
 #include "train/train_checkpoint.h"
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -43,29 +45,46 @@ void check_moments_cover(AdamW& opt, const model::Transformer& m, const std::str
                          " moments for a model of " + std::to_string(n) + " trainable parameters");
 }
 
-void write_optimizer(const std::string& path, const model::Transformer& m, AdamW& opt) {
-  check_moments_cover(opt, m, path);
-  // Views into the flat moment arenas, which follow the model's parameter order.
+// From the whole moments (opt), or a tensor at a time from the stream (ZeRO: the shard
+// optimizer's options and step, every rank's moments).
+void write_optimizer(const std::string& path, const model::Transformer& m, AdamW* opt,
+                     ZeroTensorStream* stream, const AdamW& options_from) {
+  if (opt) check_moments_cover(*opt, m, path);
+  // Views into the flat moment arenas, which follow the model's parameter order (streamed:
+  // headers only, the places kept for the fill).
   std::vector<NamedTensor> tensors;
-  const std::byte* avg = opt.exp_avg().bytes();
-  const std::byte* avg_sq = opt.exp_avg_sq().bytes();
+  std::vector<size_t> begins;
+  const std::byte* avg = opt ? opt->exp_avg().bytes() : nullptr;
+  const std::byte* avg_sq = opt ? opt->exp_avg_sq().bytes() : nullptr;
   size_t offset = 0;
   for (const NamedTensor& p : trained(m)) {
     const Shape& s = p.tensor.shape();
-    tensors.push_back({"exp_avg." + p.name, Tensor::borrow(DType::kF32, s, avg + offset, nullptr)});
-    tensors.push_back(
-        {"exp_avg_sq." + p.name, Tensor::borrow(DType::kF32, s, avg_sq + offset, nullptr)});
+    const std::byte* a = avg ? avg + offset : nullptr;
+    const std::byte* b = avg_sq ? avg_sq + offset : nullptr;
+    tensors.push_back({"exp_avg." + p.name, Tensor::borrow(DType::kF32, s, a, nullptr)});
+    tensors.push_back({"exp_avg_sq." + p.name, Tensor::borrow(DType::kF32, s, b, nullptr)});
+    begins.push_back(offset / sizeof(float));
+    begins.push_back(offset / sizeof(float));
     offset += p.tensor.nbytes();
   }
-  const AdamWOptions& o = opt.options();
+  TensorFill fill;
+  if (!opt)
+    fill = [&](size_t i) {
+      const size_t n = static_cast<size_t>(tensors[i].tensor.numel());
+      const float* v = stream->moments(static_cast<int>(i % 2), begins[i], begins[i] + n);
+      return std::span<const std::byte>(reinterpret_cast<const std::byte*>(v), n * sizeof(float));
+    };
+  const AdamW& state = opt ? *opt : options_from;
+  const AdamWOptions& o = state.options();
   write_safetensors(path, tensors,
                     {{"format", kFormat},
                      {"version", kFormatVersion},
-                     {"step", std::to_string(opt.steps_taken())},
+                     {"step", std::to_string(state.steps_taken())},
                      {"beta1", Json(o.beta1).dump()},
                      {"beta2", Json(o.beta2).dump()},
                      {"eps", Json(o.eps).dump()},
-                     {"weight_decay", Json(o.weight_decay).dump()}});
+                     {"weight_decay", Json(o.weight_decay).dump()}},
+                    fill);
 }
 
 // The entry of a stored f32 tensor, after checking its name, dtype and (whole) shape.
@@ -129,6 +148,43 @@ int64_t parse_step(const SafetensorsFile& f) {
   }
 }
 
+// Part of a stored moment (elements [from, from + count) of its flat data) into a shard.
+struct ShardCopy {
+  const SafetensorsFile* file;
+  const TensorEntry* entry;
+  size_t from, count;
+  float* dst;
+};
+
+// ZeRO: `opt` holds the moments of `shard` of the flat arena only; each stored moment (checked
+// whole) gives its part inside the shard.
+int64_t plan_optimizer_shard(const SafetensorsFile& f, const model::Transformer& m, AdamW& opt,
+                             ShardRange shard, std::vector<ShardCopy>& copies) {
+  if (opt.exp_avg().numel() != static_cast<int64_t>(shard.size()) ||
+      shard.end > static_cast<size_t>(m.trainable().numel()))
+    fail(kComponent, f.path() + ": a moment shard of " + std::to_string(shard.size()) +
+                         " elements in an optimizer of " + std::to_string(opt.exp_avg().numel()));
+  const int64_t step = parse_step(f);
+  std::set<std::string> expected;
+  float* avg = opt.exp_avg().mutable_values<float>().data();
+  float* avg_sq = opt.exp_avg_sq().mutable_values<float>().data();
+  for (const model::Parameter& p : m.trainable().all()) {
+    const size_t begin = static_cast<size_t>(p.offset);
+    const size_t lo = std::max(begin, shard.begin);
+    const size_t hi = std::min(begin + static_cast<size_t>(p.value.numel()), shard.end);
+    for (float* arena : {avg, avg_sq}) {
+      const std::string name = (arena == avg ? "exp_avg." : "exp_avg_sq.") + p.spec.name;
+      expected.insert(name);
+      const TensorEntry& e = checked_entry(f, name, p.spec.whole_shape());
+      if (lo < hi) copies.push_back({&f, &e, lo - begin, hi - lo, arena + (lo - shard.begin)});
+    }
+  }
+  for (const TensorEntry& e : f.entries())
+    if (!expected.count(e.name))
+      bad(f.path(), "tensor '" + e.name + "'", "not a moment of this model");
+  return step;
+}
+
 // Returns the step; the moments join `copies`.
 int64_t plan_optimizer(const SafetensorsFile& f, const model::Transformer& m, AdamW& opt,
                        std::vector<PendingCopy>& copies) {
@@ -154,8 +210,19 @@ int64_t plan_optimizer(const SafetensorsFile& f, const model::Transformer& m, Ad
 
 }  // namespace
 
+WholeTensor whole_from_stream(model::Transformer& model, ZeroTensorStream& stream) {
+  const std::span<float> values = model.trainable().values();
+  return [values, &stream](const Tensor& view) {
+    const float* p = reinterpret_cast<const float*>(view.bytes());
+    // Not in the trainable arena (a frozen base under LoRA): whole on every rank.
+    if (p < values.data() || p >= values.data() + values.size()) return p;
+    const size_t begin = static_cast<size_t>(p - values.data());
+    return stream.weights(begin, begin + static_cast<size_t>(view.numel()));
+  };
+}
+
 void write_training_checkpoint(const std::string& folder, const TrainingSnapshot& snapshot,
-                               const ExportOptions& export_options) {
+                               const ExportOptions& export_options, ZeroTensorStream* stream) {
   if (!snapshot.model) fail(kComponent, "write_training_checkpoint: no model");
   if (snapshot.model->tensor_parallel().on())
     fail(kComponent,
@@ -164,15 +231,17 @@ void write_training_checkpoint(const std::string& folder, const TrainingSnapshot
          "and write from group rank 0)");
   ExportOptions o = export_options;
   o.dtype = DType::kF32;  // master weights: a resume must continue bit for bit
+  const WholeTensor whole = stream ? whole_from_stream(*snapshot.model, *stream) : WholeTensor();
   // With LoRA a checkpoint holds the adapter (as TRL + PEFT save one), not the frozen base.
   if (snapshot.model->lora())
-    export_peft_adapter(*snapshot.model, folder, o);
+    export_peft_adapter(*snapshot.model, folder, o, whole);
   else
-    export_hf_model(*snapshot.model, folder, o);
+    export_hf_model(*snapshot.model, folder, o, whole);
   const fs::path dir(folder);
   try {
-    if (snapshot.optimizer)
-      write_optimizer((dir / kOptimizerFile).string(), *snapshot.model, *snapshot.optimizer);
+    if (snapshot.optimizer || (stream && stream->has_moments()))
+      write_optimizer((dir / kOptimizerFile).string(), *snapshot.model, snapshot.optimizer, stream,
+                      snapshot.optimizer ? *snapshot.optimizer : stream->optimizer());
     write_file_atomically((dir / kTrainingStateFile).string(),
                           snapshot.training_state.dump(2) + "\n");
     if (snapshot.trainer_state) save_trainer_state(*snapshot.trainer_state, folder);
@@ -183,7 +252,8 @@ void write_training_checkpoint(const std::string& folder, const TrainingSnapshot
   }
 }
 
-void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snapshot) {
+void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snapshot,
+                              std::optional<ShardRange> moment_shard) {
   if (!snapshot.model) fail(kComponent, "read_training_checkpoint: no model");
   if (!fs::is_directory(folder))
     fail_in_file(kComponent, {folder, ""}, "no such checkpoint folder",
@@ -194,6 +264,7 @@ void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snaps
   std::optional<TrainerState> trainer_state;
   if (snapshot.trainer_state) trainer_state = load_trainer_state(folder);
   std::vector<PendingCopy> copies;
+  std::vector<ShardCopy> shard_copies;
   SafetensorsCheckpoint stored =
       snapshot.model->lora()
           ? SafetensorsCheckpoint::open_file((dir / kAdapterWeightsFile).string())
@@ -210,11 +281,17 @@ void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snaps
       fail_in_file(kComponent, {path, ""}, "missing",
                    "the checkpoint was saved without optimizer state; it cannot be resumed");
     optimizer_file = SafetensorsFile::open(path);
-    step = plan_optimizer(*optimizer_file, *snapshot.model, *snapshot.optimizer, copies);
+    step = moment_shard
+               ? plan_optimizer_shard(*optimizer_file, *snapshot.model, *snapshot.optimizer,
+                                      *moment_shard, shard_copies)
+               : plan_optimizer(*optimizer_file, *snapshot.model, *snapshot.optimizer, copies);
   }
 
   // Each rank reads only its blocks of the mapped files.
   for (const PendingCopy& c : copies) model::read_block(*c.file, *c.entry, *c.spec, c.dst);
+  for (const ShardCopy& c : shard_copies)
+    std::memcpy(c.dst, c.file->tensor(*c.entry).values<float>().data() + c.from,
+                c.count * sizeof(float));
   // bf16 compute multiplies copies of the master weights: they must follow the restored ones.
   model::ParameterSet& params = snapshot.model->trainable();
   if (params.has_bf16_copies()) params.refresh_bf16_copies();

@@ -15,6 +15,10 @@
 // the file and tensor when something does not fit; everything is checked before anything
 // is restored, so a bad checkpoint leaves the snapshot's objects as they were.
 //
+// ZeRO (a ZeroTensorStream): the sharded moments and weights are gathered one tensor at a time as
+// the files are written, never the whole model or moments on one rank; reading takes the whole
+// moments' own part only (moment_shard: any world size wrote them).
+//
 // Tensor parallelism: the files always hold whole tensors, exactly as a tp = 1 run writes
 // them, so a checkpoint resumes with any tp size. Writing takes a whole model and optimizer
 // (train/tp_gather.h assembles them from the slices on group rank 0; a slice model is
@@ -22,11 +26,13 @@
 // (ParamSpec::full_shape) and reads only the rank's block of it, weights and moments alike.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "io/json.h"
 #include "model/transformer.h"
 #include "optim/adamw.h"
+#include "optim/zero_stream.h"
 #include "train/export.h"
 #include "train/trainer_state.h"
 
@@ -42,12 +48,24 @@ struct TrainingSnapshot {
 
 // Writes model (export_hf_model with dtype F32, the other options as given), optimizer,
 // training_state.json (json.dump(2)) and trainer_state.json into `folder`, each atomically.
+// Under ZeRO, on the writing rank while the other data-parallel ranks serve `stream`
+// (optim/zero_stream.h): the moments (snapshot.optimizer null) and the trainable weights inside
+// the layers (ZeRO-3) come from it a tensor at a time; the files are the same.
 void write_training_checkpoint(const std::string& folder, const TrainingSnapshot& snapshot,
-                               const ExportOptions& export_options);
+                               const ExportOptions& export_options,
+                               ZeroTensorStream* stream = nullptr);
+
+// The WholeTensor (train/export.h) of a model whose trainable weights come from `stream`
+// (ZeRO-3); tensors outside the trainable arena are read where they are.
+WholeTensor whole_from_stream(model::Transformer& model, ZeroTensorStream& stream);
 
 // Restores weights, optimizer moments and step, trainer state and training_state from
 // `folder` into the snapshot's objects (which must have the checkpoint's shapes, or be a
 // rank's slices of them; the moments then follow the slice model's trainable() order).
-void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snapshot);
+// moment_shard (ZeRO): snapshot.optimizer holds the moments of this range of the flat
+// trainable arena only (Zero1's shard); each rank reads its part of every stored moment,
+// whatever world size wrote them.
+void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snapshot,
+                              std::optional<ShardRange> moment_shard = std::nullopt);
 
 }  // namespace sft

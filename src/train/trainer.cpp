@@ -430,8 +430,10 @@ TrainResult Trainer::train() {
       break;
     }
   }
-  // The export (and whatever reads the model after training) sees the whole model.
-  if (zero3_) zero3_->gather_everything(model_.trainable().values(), bf16_span());
+  // The export (and whatever reads the model after training) sees the whole model, unless the
+  // caller writes it a tensor at a time (stream_model; tensor parallelism assembles slices).
+  if (zero3_ && (!setup_.stream_export || model_.tensor_parallel().on()))
+    zero3_->gather_everything(model_.trainable().values(), bf16_span());
   if (!result.interrupted) log_final(now_s() - start);
   if (is_main() && !result.interrupted) {
     save_trainer_state(state_, args_.output_dir);

@@ -52,7 +52,8 @@
 // instead and optim/zero1.h updates each rank's shard; with --zero_stage 2 they are
 // reduce-scattered per layer as the backward completes it (optim/zero2.h), and with
 // --zero_stage 3 the layers' weights are sharded too, gathered around each pass
-// (optim/zero3.h); checkpoints and the export still hold the whole model.
+// (optim/zero3.h); checkpoints and the export still hold the whole model, written a tensor
+// at a time (optim/zero_stream.h).
 //
 // Test hooks (SFT_TEST_FAULT, SFT_TEST_KILL_DURING_SAVE): train/test_faults.h, called at its
 // named points of a step and a save.
@@ -102,6 +103,9 @@ struct TrainerSetup {
   bool console_progress = true;  // live bar on a terminal
   // Called on the main rank after each checkpoint is written (--push_to_hub every_save).
   std::function<void(const std::string& checkpoint, int64_t step)> on_checkpoint;
+  // ZeRO-3 without tensor parallelism: train() leaves the layers sharded, for the caller to
+  // write the final model with stream_model() (else they are gathered whole at the end).
+  bool stream_export = false;
 };
 
 struct TrainResult {
@@ -120,6 +124,12 @@ class Trainer {
   TrainResult train();
   // Runs the eval set; returns the eval_* metrics (and logs them).
   Json evaluate();
+
+  // After train() with setup.stream_export: whether the model is sharded now (ZeRO-3), and
+  // the final model's writing: `write` runs on world rank 0 with the tensors made whole one at
+  // a time (optim/zero_stream.h) while the other ranks serve them; every rank calls it.
+  bool model_sharded() const { return zero3_ && zero3_->sharded(); }
+  void stream_model(const std::function<void(const WholeTensor& whole)>& write);
 
   const TrainerState& state() const { return state_; }
   const StepPlan& plan() const { return plan_; }

@@ -6,8 +6,12 @@
 // whole moments), so it resumes with any tp size. save() gathers the slices (tp_gather.h,
 // collectives over the model's tensor-parallel group, in the first data-parallel group only)
 // and world rank 0 writes; resume() has every rank read only its blocks of the files.
+// ZeRO without tensor parallelism: rank 0 writes the sharded state a tensor at a time as the
+// other data-parallel ranks serve it (optim/zero_stream.h).
 // training_state.json records tp_size: a resume with another tp size re-shards (one line in
-// the log), while another data-parallel world_size is still refused.
+// the log). Another data-parallel world_size resumes when rows per device × processes is the
+// same (the loader's cursor counts global rows; ZeRO re-shards the whole moments it reads),
+// and is refused otherwise, naming both ways to resume.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -88,13 +92,31 @@ void Trainer::restore_training_state(const Json& s, const std::string& source) {
                " (and number of processes) as the interrupted run");
     };
     // The number of processes is no flag of sft's: it is mpirun's -np (or --nproc_per_node).
+    // Another number resumes the same run when a micro-batch still spans the same rows (rows
+    // per device × processes): the loader's cursor counts rows of the epoch's order, and the
+    // files hold the whole model and moments, which each rank re-shards as it reads them.
     const int64_t ranks =
         s.at("world_size").is_number_integer() ? s.at("world_size").get<int64_t>() : 0;
-    same("world_size", comm_->size(),
-         ranks > 1 ? "resume with as many processes as the interrupted run: mpirun -np " +
-                         std::to_string(ranks) + " sft train ... (or sft train --nproc_per_node " +
-                         std::to_string(ranks) + " ...)"
-                   : "resume in one process, without mpirun, as the interrupted run was");
+    const int64_t rows_then = ranks * s.at("per_device_train_batch_size").get<int64_t>();
+    const int64_t now = comm_->size();
+    if (ranks != now && rows_then != now * args_.per_device_train_batch_size) {
+      const std::string same_count =
+          ranks > 1 ? "resume with as many processes as the interrupted run: mpirun -np " +
+                          std::to_string(ranks) + " sft train ... (or sft train --nproc_per_node " +
+                          std::to_string(ranks) + " ...)"
+                    : "resume in one process, without mpirun, as the interrupted run was";
+      const std::string same_rows = rows_then % now == 0
+                                        ? "; or with " + std::to_string(now) +
+                                              " process(es) --per_device_train_batch_size " +
+                                              std::to_string(rows_then / now) + ", for the same " +
+                                              std::to_string(rows_then) + " rows per micro-batch"
+                                        : "";
+      same("world_size", now, same_count + same_rows);
+    }
+    if (ranks != now && log_)
+      log_->message("resuming " + source + " (written by " + std::to_string(ranks) +
+                    " data-parallel rank(s)) with " + std::to_string(now) +
+                    ": the same rows per micro-batch, the optimizer moments re-sharded");
     // Written before tensor parallelism: 1. Another tp size only re-shards the whole tensors.
     const int64_t tp_size = s.contains("tp_size") ? s.at("tp_size").get<int64_t>() : 1;
     const int tp_now = model_.tensor_parallel().size;
@@ -102,7 +124,7 @@ void Trainer::restore_training_state(const Json& s, const std::string& source) {
       log_->message("resuming " + source + " (written with tp_size " + std::to_string(tp_size) +
                     ") with tp_size " + std::to_string(tp_now) +
                     ": the weights and optimizer moments are re-sharded");
-    same_flag("per_device_train_batch_size", args_.per_device_train_batch_size);
+    if (ranks == now) same_flag("per_device_train_batch_size", args_.per_device_train_batch_size);
     same_flag("gradient_accumulation_steps", args_.gradient_accumulation_steps);
     state_.global_step = s.at("global_step").get<int64_t>();
     epoch_ = s.at("epoch").get<int64_t>();
@@ -210,9 +232,14 @@ void Trainer::resume_unagreed(const std::string& path) {
   snapshot.model = &model_;
   snapshot.optimizer = optimizer_.get();
   snapshot.trainer_state = &state_;
-  // ZeRO-1: the checkpoint holds the whole moments; every rank reads them and keeps its shard.
+  // ZeRO: the checkpoint holds the whole moments; every rank reads only its shard of them
+  // (tensor parallelism: reads them whole, then keeps its shard).
   std::unique_ptr<AdamW> whole;
-  if (zero1_) {
+  std::optional<ShardRange> moment_shard;
+  if (zero1_ && !model_.tensor_parallel().on() && !on_device()) {
+    snapshot.optimizer = &zero1_->shard_optimizer();
+    moment_shard = zero1_->shard();
+  } else if (zero1_) {
     whole = std::make_unique<AdamW>(static_cast<size_t>(model_.trainable().numel()),
                                     zero1_->shard_optimizer().options());
     snapshot.optimizer = whole.get();
@@ -226,8 +253,8 @@ void Trainer::resume_unagreed(const std::string& path) {
     snapshot.model = &*host_model;
     snapshot.optimizer = &*host_optimizer;
   }
-  read_training_checkpoint(path, snapshot);
-  if (zero1_) zero1_->load_from(*whole);
+  read_training_checkpoint(path, snapshot, moment_shard);
+  if (whole) zero1_->load_from(*whole);
   if (host_model) {
     model_.params().copy_values_from(host_model->params());
     optimizer_->copy_state_from(*host_optimizer);
@@ -243,16 +270,24 @@ void Trainer::finish_resume() {
   state_.eval_steps = plan_.eval_steps;
   state_.save_steps = plan_.save_steps;
   state_.num_train_epochs = plan_.num_epochs;
+  state_.train_batch_size = args_.per_device_train_batch_size;  // another world size: its own
   if (log_) log_->truncate_after(state_.global_step);
 }
 
 std::string Trainer::save() {
   const int64_t step = state_.global_step;
   std::string path;
-  // ZeRO-1: the moments are assembled whole (on every rank, for the collective) and rank 0
-  // writes them, so the checkpoint is the same as without sharding.
+  const model::TensorParallel& tp = model_.tensor_parallel();
+  // ZeRO: rank 0 writes the moments (and under ZeRO-3 the layers' weights) a tensor at a time,
+  // each gathered from the ranks as the writer reaches it while the others serve it
+  // (optim/zero_stream.h): the checkpoint is the same as without sharding, and no rank holds
+  // more than its shard and one tensor. With tensor parallelism the moments are assembled
+  // whole (on every rank, for the collective) and the slices gathered below.
+  std::optional<ZeroTensorStream> stream;
+  if (zero1_ && !tp.on() && !on_device())
+    stream.emplace(*comm_, 0, model_.trainable().values(), zero3_.get(), zero1_.get());
   std::unique_ptr<AdamW> whole;
-  if (zero1_) {
+  if (zero1_ && !stream) {
     whole = std::make_unique<AdamW>(static_cast<size_t>(model_.trainable().numel()),
                                     zero1_->shard_optimizer().options());
     zero1_->gather_into(*whole);
@@ -261,7 +296,6 @@ std::string Trainer::save() {
   // Tensor parallelism: the unsplit model and moments, assembled per tensor on the tensor-
   // parallel group's rank 0. Only the first data-parallel group's ranks gather (the ranks of a
   // tensor-parallel group share their data-parallel rank); world rank 0 is its rank 0.
-  const model::TensorParallel& tp = model_.tensor_parallel();
   std::optional<model::Transformer> full_model;
   std::optional<AdamW> full_optimizer;
   // A device run: the weights and moments streamed to the host, written as a CPU run's.
@@ -282,7 +316,9 @@ std::string Trainer::save() {
     snapshot.training_state = training_state_json();
     try {
       path = save_checkpoint(args_.output_dir, step, [&](const std::string& folder) {
-        write_training_checkpoint(folder, snapshot, setup_.export_options);
+        write_training_checkpoint(folder, snapshot, setup_.export_options,
+                                  stream ? &*stream : nullptr);
+        if (stream) stream->finish();  // the others go on to the barrier while this one syncs
         test_faults_.during_save(step);
       });
       if (args_.save_total_limit && *args_.save_total_limit >= 1)
@@ -302,6 +338,8 @@ std::string Trainer::save() {
     write_curves();
     if (log_) log_->message("saved " + path);
     if (setup_.on_checkpoint) setup_.on_checkpoint(path, step);
+  } else if (stream) {
+    stream->serve();
   }
   if (comm_->size() > 1) comm_->barrier();
   if (tp.on()) {  // the group's other ranks wait for the files too (a sum is its barrier)

@@ -1,6 +1,6 @@
 // The distributed parts of the trainer that are not the step itself: ZeRO-2's gradient
-// sharding (its layer hook), the gradient norm over data- and tensor-parallel ranks and the
-// optimizer memory it reports.
+// sharding (its layer hook), ZeRO-3's final model written a tensor at a time, the gradient norm
+// over data- and tensor-parallel ranks and the optimizer memory it reports.
 #include <algorithm>
 #include <cmath>
 
@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "optim/clip.h"
+#include "train/train_checkpoint.h"
 #include "train/trainer.h"
 
 namespace sft {
@@ -59,11 +60,14 @@ void Trainer::init_zero23() {
     if (zero3_) zero3_->release_layer(model_.trainable().values(), bf16_span(), l);
   };
   if (zero3_) {
-    auto gather = [this](int64_t l) {
-      zero3_->gather_layer(model_.trainable().values(), bf16_span(), l);
+    // Each gather starts the next layer's (the forward runs 0 .. L-1, the backward back down).
+    const int64_t L = model_.config().num_hidden_layers;
+    hooks.before_forward = [this, L](int64_t l) {
+      zero3_->gather_layer(model_.trainable().values(), bf16_span(), l, l + 1 < L ? l + 1 : -1);
     };
-    hooks.before_forward = gather;
-    hooks.before_backward = gather;
+    hooks.before_backward = [this](int64_t l) {
+      zero3_->gather_layer(model_.trainable().values(), bf16_span(), l, l - 1);
+    };
     hooks.after_forward = [this](int64_t l) {
       zero3_->release_layer(model_.trainable().values(), bf16_span(), l);
     };
@@ -85,11 +89,24 @@ std::span<uint16_t> Trainer::bf16_span() {
 }
 
 std::string Trainer::save_whole() {
-  if (!zero3_) return save();
+  // Without tensor parallelism save() streams the layers a tensor at a time; a tp checkpoint
+  // assembles the slices of whole layers (train/tp_gather.h), so they are gathered first.
+  if (!zero3_ || !model_.tensor_parallel().on()) return save();
   zero3_->gather_everything(model_.trainable().values(), bf16_span());
   const std::string path = save();
   zero3_->release_layers(model_.trainable().values(), bf16_span());
   return path;
+}
+
+void Trainer::stream_model(const std::function<void(const WholeTensor&)>& write) {
+  if (!model_sharded()) {
+    if (is_main()) write({});
+    return;
+  }
+  ZeroTensorStream stream(*comm_, 0, model_.trainable().values(), zero3_.get(), nullptr);
+  if (!stream.is_root()) return stream.serve();
+  write(whole_from_stream(model_, stream));
+  stream.finish();
 }
 
 void Trainer::sum_partial_grads_over_tp() {

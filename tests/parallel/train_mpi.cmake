@@ -17,6 +17,9 @@
 #            DP; LoRA; tp 2 × dp 2
 #   zero3_resume a ZeRO-3 checkpoint resumed under ZeRO-3 (bit for bit) and without ZeRO; a
 #            killed rank
+#   zero3_reshard ZeRO-3's checkpoint and export (written a tensor at a time) byte-identical to
+#            plain DP's; a np 2 ZeRO-3 checkpoint resumed on np 1 and a np 1 one on np 2 ZeRO-3
+#            (same rows per micro-batch) equal the uninterrupted runs within 1e-5
 #   tp       tensor parallel: tp 2 (np 2) and tp 2 × dp 2 (np 4) vs one process, tp 4 on an
 #            8-head model, ZeRO-1 with tp 2 × dp 2, bf16 + packing + gradient checkpointing
 #            with tp 2; the same tolerances (bf16: 2e-3); the export is one HF model; an odd
@@ -26,7 +29,8 @@
 #            bit; the same checkpoint resumed with tp 1 and with tp 2 × dp 1 re-shards
 #   packing  np 1 vs 2 with --packing
 #   resume   a 2-rank run (ZeRO 0, 1, 2) resumed from its checkpoint-3 equals the uninterrupted
-#            run bit for bit; resuming it on 1 rank fails naming both world sizes
+#            run bit for bit; resuming it on 1 rank with fewer rows per micro-batch fails naming
+#            both world sizes and the batch size that would resume
 #   faults   a rank SIGKILLed, a rank hung (with --ddp_timeout 3), a NaN loss on one rank:
 #            every run exits non-zero in bounded time with the cause named, no process left;
 #            SIGTERM to one rank: all stop after the same step, checkpoint saved, exit 0, and
@@ -287,6 +291,35 @@ elseif(CASE STREQUAL "zero3_resume")
     message(FATAL_ERROR "after a killed ZeRO-3 rank checkpoint-2 is not intact:\n${run_out}")
   endif()
   no_leftovers()
+elseif(CASE STREQUAL "zero3_reshard")
+  # Checkpoints and the export under ZeRO-3 are written a tensor at a time from the shards: the
+  # same bytes as plain DP's whole-model files (the runs are the same bits at one micro-batch).
+  set(R ${COMMON} --max_steps 4 --save_steps 2)
+  run(2 0 ${R} --per_device_train_batch_size 2 --output_dir "${WORK}/dp")
+  run(2 0 ${R} --per_device_train_batch_size 2 --output_dir "${WORK}/z3" --zero_stage 3)
+  foreach(f checkpoint-2/model.safetensors checkpoint-2/optimizer.safetensors model.safetensors)
+    execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files "${WORK}/dp/${f}" "${WORK}/z3/${f}"
+                    RESULT_VARIABLE differ)
+    if(differ)
+      message(FATAL_ERROR "ZeRO-3's ${f} differs from plain DP's")
+    endif()
+  endforeach()
+  # Another world size at the same rows per micro-batch: np 2 ZeRO-3 -> np 1, np 1 -> np 2
+  # ZeRO-3 (the moments re-sharded as they are read), as the uninterrupted runs.
+  file(COPY "${WORK}/z3/checkpoint-2" DESTINATION "${WORK}/to_np1")
+  run(0 0 ${R} --per_device_train_batch_size 4 --output_dir "${WORK}/to_np1"
+      --resume_from_checkpoint true)
+  if(NOT run_out MATCHES "written by 2 data-parallel rank\\(s\\)\\) with 1")
+    message(FATAL_ERROR "the resume on another world size does not say so:\n${run_out}")
+  endif()
+  same_metrics("${WORK}/z3" "${WORK}/to_np1" 1e-5)
+  same_weights("${WORK}/z3" "${WORK}/to_np1" 1e-5)
+  run(0 0 ${R} --per_device_train_batch_size 4 --output_dir "${WORK}/np1")
+  file(COPY "${WORK}/np1/checkpoint-2" DESTINATION "${WORK}/to_z3np2")
+  run(2 0 ${R} --per_device_train_batch_size 2 --output_dir "${WORK}/to_z3np2"
+      --resume_from_checkpoint true --zero_stage 3)
+  same_metrics("${WORK}/np1" "${WORK}/to_z3np2" 1e-5)
+  same_weights("${WORK}/np1" "${WORK}/to_z3np2" 1e-5)
 elseif(CASE STREQUAL "tp")
   run(0 0 ${COMMON} ${STEPS} --per_device_train_batch_size 4 --output_dir "${WORK}/np1")
   run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 4 --output_dir "${WORK}/tp2"
@@ -400,6 +433,7 @@ elseif(CASE STREQUAL "resume")
   file(COPY "${WORK}/full0/checkpoint-3" DESTINATION "${WORK}/other")
   run(0 fail ${COMMON} ${R} --output_dir "${WORK}/other" --resume_from_checkpoint true)
   if(NOT run_out MATCHES "world_size.*written with 2, this run has 1.*hint: resume with as many processes as the interrupted run: mpirun -np 2 "
+     OR NOT run_out MATCHES "or with 1 process\\(es\\) --per_device_train_batch_size 4, for the same 4 rows"
      OR run_out MATCHES "--world_size")
     message(FATAL_ERROR "resuming a 2-rank checkpoint on 1 rank does not say why:\n${run_out}")
   endif()

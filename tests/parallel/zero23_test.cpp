@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "optim/zero2.h"
@@ -89,6 +90,50 @@ TEST(Zero3Params, LayersAreWholeWhileGatheredAndOwnShardsOtherwise) {
   EXPECT_FALSE(z.sharded());
   EXPECT_EQ(v, whole);
   EXPECT_EQ(h, whole_h);
+}
+
+// The next layer's gather in flight (MPI_Iallgatherv) while other collectives run: the same
+// bits as the blocking gather; a layer started and not asked for is freed again.
+TEST(Zero3Params, PrefetchedLayersAreTheBlockingGathersBits) {
+  Comm& c = world();
+  std::vector<float> whole(kN), v(kN), blocking(kN);
+  std::vector<uint16_t> whole_h(kN), h(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    whole[i] = v[i] = float(i) * 0.5f + 1;
+    whole_h[i] = h[i] = uint16_t(i + 1);
+  }
+  const ShardRange mine = c.my_shard(kN);
+  auto own_or_outside = [&](size_t i) {
+    const bool in_layer = i >= 5 && i < 4405;
+    return c.size() == 1 || !in_layer || (i >= mine.begin && i < mine.end);
+  };
+  // Comm alone: a started gather with a reduction in between, against the blocking one.
+  for (size_t i = 0; i < kN; ++i) blocking[i] = own_or_outside(i) ? whole[i] : 0.0f;
+  std::vector<float> started = blocking;
+  std::unique_ptr<Comm::Pending> p = c.all_gather_start(started, 306, 4405);
+  std::vector<double> sum = {1.0};
+  c.all_reduce_sum(std::span<double>(sum));
+  c.wait(p);
+  EXPECT_EQ(sum[0], double(c.size()));
+  c.all_gather(blocking, 306, 4405);
+  EXPECT_EQ(started, blocking);
+
+  Zero3Params z(kN, kRuns, c);
+  z.release_layers(v, h);
+  size_t bad = 0;
+  z.gather_layer(v, h, 0, 2);  // layer 0 whole, layer 2's gather in flight
+  for (size_t i = 5; i < 306; ++i) bad += v[i] != whole[i] || h[i] != whole_h[i];
+  z.release_layer(v, h, 0);
+  z.gather_layer(v, h, 2, 1);  // completes 2; layer 1 is empty: nothing started
+  for (size_t i = 306; i < 4405; ++i) bad += v[i] != whole[i] || h[i] != whole_h[i];
+  EXPECT_EQ(bad, 0u);
+  z.release_layer(v, h, 2);
+  z.gather_layer(v, h, 2, 0);
+  z.release_layer(v, h, 2);
+  z.gather_layer(v, h, 2, -1);  // 0 was started, never asked for: freed
+  z.release_layer(v, h, 2);
+  for (size_t i = 0; i < kN; ++i) bad += v[i] != (own_or_outside(i) ? whole[i] : 0.0f);
+  EXPECT_EQ(bad, 0u);
 }
 
 TEST(LayerRuns, OneRunPerLayerOrNone) {
