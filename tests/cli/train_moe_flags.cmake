@@ -3,7 +3,8 @@
 # --model_init_kwargs '{"router_aux_loss_coef": 0.5, "output_router_logits": true}' (what
 # from_pretrained sets on the config) train the same steps, with aux_loss logged and the loss
 # not the config's 0.02 run's; --router_aux_loss_coef 0 turns the loss off (no aux_loss logged,
-# as TRL's aux_loss_enabled); the export's config.json reloads.
+# as TRL's aux_loss_enabled); the exports' config.json carry the coefficient and
+# output_router_logits as TRL saves them.
 # Usage: cmake -DSFT=path/to/sft -DROOT=repo -DWORK=scratch -P train_moe_flags.cmake
 cmake_minimum_required(VERSION 3.25)
 set(MODEL "${ROOT}/tests/fixtures/trainer_moe/model")
@@ -59,4 +60,19 @@ train_log(kwargs_false false_log --model_init_kwargs "{\"output_router_logits\":
 if(NOT false_log STREQUAL config_log OR NOT train_out MATCHES "output_router_logits false has no effect")
   message(FATAL_ERROR "output_router_logits false: '${false_log}' vs '${config_log}'\n${train_out}")
 endif()
+# The exports' config.json: the coefficient trained with, output_router_logits on unless it is 0
+# (what TRL's SFTTrainer sets on the config it saves).
+foreach(run flag:0.5:ON kwargs:0.5:ON off:0:OFF config:0.02:ON)
+  string(REPLACE ":" ";" run "${run}")
+  list(GET run 0 name)
+  list(GET run 1 want_coef)
+  list(GET run 2 want_on)
+  file(READ "${WORK}/${name}/config.json" cfg)
+  string(JSON coef GET "${cfg}" router_aux_loss_coef)
+  string(JSON on GET "${cfg}" output_router_logits)
+  if(NOT coef EQUAL want_coef OR NOT on STREQUAL want_on)
+    message(FATAL_ERROR "${name}: config.json router_aux_loss_coef ${coef}, output_router_logits "
+                        "${on}; wanted ${want_coef}, ${want_on}")
+  endif()
+endforeach()
 message(STATUS "router flags: config ${config_log}; 0.5 ${flag_log}; off ${off_log}")
