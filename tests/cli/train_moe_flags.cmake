@@ -4,7 +4,7 @@
 # from_pretrained sets on the config) train the same steps, with aux_loss logged and the loss
 # not the config's 0.02 run's; --router_aux_loss_coef 0 turns the loss off (no aux_loss logged,
 # as TRL's aux_loss_enabled); the exports' config.json carry the coefficient and
-# output_router_logits as TRL saves them.
+# output_router_logits as TRL saves them; a bf16 export passes its check.
 # Usage: cmake -DSFT=path/to/sft -DROOT=repo -DWORK=scratch -P train_moe_flags.cmake
 cmake_minimum_required(VERSION 3.25)
 set(MODEL "${ROOT}/tests/fixtures/trainer_moe/model")
@@ -75,4 +75,6 @@ foreach(run flag:0.5:ON kwargs:0.5:ON off:0:OFF config:0.02:ON)
                         "${on}; wanted ${want_coef}, ${want_on}")
   endif()
 endforeach()
+# A bf16 export is verified against the model rounded as saved, under sft's own (stacked) names.
+train_log(bf16 bf16_log --dtype bfloat16)
 message(STATUS "router flags: config ${config_log}; 0.5 ${flag_log}; off ${off_log}")
