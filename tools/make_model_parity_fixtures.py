@@ -37,6 +37,8 @@ from safetensors.torch import save_file
 from transformers import (
     Gemma2Config,
     Gemma2ForCausalLM,
+    GraniteMoeConfig,
+    GraniteMoeForCausalLM,
     Gemma3ForCausalLM,
     Gemma3TextConfig,
     GraniteConfig,
@@ -49,6 +51,8 @@ from transformers import (
     MinistralForCausalLM,
     MistralConfig,
     MistralForCausalLM,
+    MixtralConfig,
+    MixtralForCausalLM,
     OlmoeConfig,
     OlmoeForCausalLM,
     Olmo2Config,
@@ -277,6 +281,37 @@ def fixtures():
                              llama_4_scaling_beta=0.5),
         tie_word_embeddings=False,
     ), [21, 9, 13]
+    # Mixtral: 4 experts of intermediate_size, 2 per token, softmax then top-k then renormalised
+    # weights, in every layer; a sliding window (8) shorter than the documents. On disk the
+    # experts are block_sparse_moe.experts.<e>.w1 (gate), w3 (up) and w2 (down).
+    yield "mixtral_experts_sliding", MixtralConfig, MixtralForCausalLM, dict(
+        num_key_value_heads=2,
+        intermediate_size=32,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        sliding_window=8,
+        rope_theta=10000.0,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        experts_implementation="eager",
+    ), [13, 11, 12]
+    # GraniteMoe: Granite's four multipliers around 4 experts, 2 per token (softmax over the
+    # top-k logits), attention biases; on disk block_sparse_moe.input_linear (every expert's
+    # gate and up), output_linear and router.layer.
+    yield "granitemoe_multipliers", GraniteMoeConfig, GraniteMoeForCausalLM, dict(
+        num_key_value_heads=2,
+        intermediate_size=32,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        attention_bias=True,
+        embedding_multiplier=4.0,
+        residual_multiplier=0.5,
+        attention_multiplier=0.1,
+        logits_scaling=2.0,
+        rope_theta=10000.0,
+        tie_word_embeddings=True,
+        experts_implementation="eager",
+    ), [12, 14, 9]
 
 
 def randomise(model, gen):
@@ -326,7 +361,10 @@ def add_router_aux_loss(model, config, ids, doc_lengths, tensors):
         per_layer = logits if per_layer is None else [torch.cat(p) for p in zip(per_layer, logits)]
         start += n
     aux = module.load_balancing_loss_func(
-        tuple(per_layer), config.num_experts, config.num_experts_per_tok, None
+        tuple(per_layer),
+        getattr(config, "num_experts", None) or config.num_local_experts,
+        config.num_experts_per_tok,
+        None,
     )
     aux.backward()
     tensors["aux_loss"] = aux.detach().reshape(1).float()

@@ -55,6 +55,7 @@
 #include "train/device_choice.h"
 #include "train/export.h"
 #include "train/model_card.h"
+#include "train/moe_args.h"
 #include "train/preflight.h"
 #include "train/stop_signal.h"
 #include "train/subset_dataset.h"
@@ -339,6 +340,8 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
   }
   ModelDir dir =
       open_model_dir(from_adapter ? base_path : args.model_name_or_path, args.model_revision);
+  // TRL refuses a router_aux_loss_coef for a model without experts before training.
+  router_aux_loss_coef(args, dir.config);
   // PEFT's targets match the vision tower's projections too (q_proj, v_proj, ...), so its
   // adapter for a multimodal folder has modules sft does not hold.
   if (args.use_peft && !from_adapter && !args.init_from_config &&

@@ -7,12 +7,15 @@
 #include <cmath>
 
 #include "core/edit_distance.h"
+#include "model/config_reader.h"
 
 namespace sft {
 
 namespace {
 
-constexpr std::string_view kComponent = "config";
+using config_detail::kComponent;
+using config_detail::MoeFamily;
+using config_detail::Reader;
 
 // Defaults of a transformers config class for keys a config.json may omit.
 struct TypeDefaults {
@@ -55,15 +58,9 @@ struct TypeKeys {
   // Ministral 3: without rope_parameters, Ministral3Config's YaRN (factor 16 over 16384
   // positions, theta 1e6) with llama_4_scaling_beta 0.1, which only this type applies.
   bool ministral3 = false;
-  // Qwen3-MoE: num_experts (or num_local_experts), num_experts_per_tok, moe_intermediate_size,
-  // norm_topk_prob, decoder_sparse_step, mlp_only_layers, router_aux_loss_coef,
-  // output_router_logits; use_sliding_window slides every layer (no max_window_layers).
-  bool qwen3_moe = false;
-  // OLMoE: the same router and experts (num_experts, num_experts_per_tok, norm_topk_prob,
-  // router_aux_loss_coef, output_router_logits) in every layer, each expert of
-  // intermediate_size, OLMo 2's q/k norms over the whole projections but with pre norms;
-  // clip_qkv is refused.
-  bool olmoe = false;
+  // A mixture of experts (config_moe_families.cpp holds each family's keys and tensor names);
+  // Qwen3-MoE's use_sliding_window slides every layer (no max_window_layers).
+  MoeFamily moe = MoeFamily::kNone;
 };
 
 // One row per model type. The reader and the writer (model_config_to_json) both follow this
@@ -75,7 +72,7 @@ struct TypeTraits {
   TypeKeys keys;
 };
 
-constexpr std::array<TypeTraits, 14> kTypes = {{
+constexpr std::array<TypeTraits, 16> kTypes = {{
     {ModelType::kLlama,
      "llama",
      {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
@@ -124,11 +121,21 @@ constexpr std::array<TypeTraits, 14> kTypes = {{
     {ModelType::kQwen3Moe,
      "qwen3_moe",
      {151936, 2048, 6144, 24, 32, 4, 0, 32768, 4096},
-     {.attention_bias = true, .qk_norm = true, .window_opt_in = true, .qwen3_moe = true}},
+     {.attention_bias = true, .qk_norm = true, .window_opt_in = true, .moe = MoeFamily::kQwen3Moe}},
     {ModelType::kOlmoe,
      "olmoe",
      {50304, 2048, 2048, 16, 16, 0, 0, 4096, 0, false, 10000.0, 1e-5},
-     {.attention_bias = true, .olmoe = true}},
+     {.attention_bias = true, .moe = MoeFamily::kOlmoe}},
+    // MixtralConfig: Mistral's attention (no biases, sliding_window on every layer when set).
+    {ModelType::kMixtral,
+     "mixtral",
+     {32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, 0, false, 1000000.0, 1e-5},
+     {.moe = MoeFamily::kMixtral}},
+    // GraniteMoeConfig: Granite's multipliers and attention_bias around the experts.
+    {ModelType::kGraniteMoe,
+     "granitemoe",
+     {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
+     {.attention_bias = true, .multipliers = true, .moe = MoeFamily::kGraniteMoe}},
 }};
 
 const TypeTraits& traits_of(ModelType type) {
@@ -146,72 +153,6 @@ constexpr RopeTypeName kRopeTypes[] = {
     {RopeType::kDefault, "default"}, {RopeType::kLinear, "linear"},
     {RopeType::kDynamic, "dynamic"}, {RopeType::kLlama3, "llama3"},
     {RopeType::kYarn, "yarn"},       {RopeType::kLongrope, "longrope"}};
-
-// Typed access to config.json keys with errors that name the file and key.
-class Reader {
- public:
-  Reader(const Json& json, const std::string& source) : json_(json), source_(source) {}
-
-  [[noreturn]] void bad(const std::string& key, const std::string& problem,
-                        std::string_view hint = {}) const {
-    fail_in_file(
-        kComponent, {source_, "key '" + key + "'"}, problem,
-        hint.empty()
-            ? std::string_view("fix the value in config.json, or re-save it with save_pretrained")
-            : hint);
-  }
-
-  // Null counts as absent: HF writes `"head_dim": null` for "derive it".
-  const Json* get(const Json& obj, const std::string& key) const {
-    auto it = obj.find(key);
-    return (it == obj.end() || it->is_null()) ? nullptr : &*it;
-  }
-  const Json* get(const std::string& key) const { return get(json_, key); }
-  // Present at all, null included (Gemma 2's soft-caps: null = none, absent = the default).
-  bool has(const std::string& key) const { return json_.contains(key); }
-
-  int64_t integer(const Json& v, const std::string& key) const {
-    if (!v.is_number_integer())
-      bad(key, "expected an integer, got " + json_type_name(v) + " " + v.dump());
-    return v.get<int64_t>();
-  }
-  int64_t positive(const std::string& key, int64_t fallback) const {
-    const Json* v = get(key);
-    int64_t out = v ? integer(*v, key) : fallback;
-    if (out <= 0) bad(key, "expected a positive integer, got " + std::to_string(out));
-    return out;
-  }
-  double number(const Json& v, const std::string& key) const {
-    if (!v.is_number()) bad(key, "expected a number, got " + json_type_name(v) + " " + v.dump());
-    return v.get<double>();
-  }
-  double number_or(const Json& obj, const std::string& key, double fallback) const {
-    const Json* v = get(obj, key);
-    return v ? number(*v, key) : fallback;
-  }
-  bool boolean(const std::string& key, bool fallback) const {
-    const Json* v = get(key);
-    if (!v) return fallback;
-    if (!v->is_boolean())
-      bad(key, "expected true or false, got " + json_type_name(*v) + " " + v->dump());
-    return v->get<bool>();
-  }
-  std::string string(const std::string& key, const std::string& fallback) const {
-    const Json* v = get(key);
-    if (!v) return fallback;
-    if (!v->is_string()) bad(key, "expected a string, got " + json_type_name(*v));
-    return v->get<std::string>();
-  }
-  std::optional<int64_t> optional_integer(const std::string& key) const {
-    const Json* v = get(key);
-    if (!v) return std::nullopt;
-    return integer(*v, key);
-  }
-
- private:
-  const Json& json_;
-  const std::string& source_;
-};
 
 RopeType parse_rope_type(const Reader& r, const std::string& key, const std::string& name) {
   for (const RopeTypeName& t : kRopeTypes) {
@@ -357,7 +298,7 @@ std::vector<bool> parse_no_rope_layers(const Reader& r, int64_t layers) {
 
 // "did you mean 'qwen3'? " for a slip (Qwen3, qwen-3, lama): a supported type within two edits
 // once case, '-' and '_' are set aside, and with the same digits: a family's number is no slip
-// (olmo3, llama4, mixtral and gemma are other models, which no near name would serve).
+// (olmo3, llama4, gpt_oss and gemma are other models, which no near name would serve).
 std::string closest_type_hint(const std::string& name) {
   auto bare = [](std::string_view s) {
     std::string out;
@@ -483,47 +424,6 @@ void read_gemma(const Reader& r, int gemma, ModelConfig& c) {
   c.sliding_rope = local;
 }
 
-// Qwen3MoeConfig's / OlmoeConfig's expert keys (their defaults where absent) and which layers
-// have experts (OLMoE: every one).
-void read_moe(const Reader& r, ModelConfig& c, bool olmoe) {
-  const char* experts_key = r.get("num_experts") ? "num_experts" : "num_local_experts";
-  c.num_experts = r.positive(experts_key, olmoe ? 64 : 128);
-  c.num_experts_per_tok = r.positive("num_experts_per_tok", 8);
-  if (c.num_experts_per_tok > c.num_experts)
-    r.bad("num_experts_per_tok", "is " + std::to_string(c.num_experts_per_tok) +
-                                     ", more than the " + std::to_string(c.num_experts) +
-                                     " experts");
-  c.moe_intermediate_size = olmoe ? c.intermediate_size : r.positive("moe_intermediate_size", 768);
-  c.norm_topk_prob = r.boolean("norm_topk_prob", false);
-  c.decoder_sparse_step = olmoe ? 1 : r.positive("decoder_sparse_step", 1);
-  if (const Json* v = olmoe ? nullptr : r.get("mlp_only_layers")) {
-    if (!v->is_array()) r.bad("mlp_only_layers", "expected a list of layer indices");
-    for (const Json& l : *v) {
-      const int64_t layer = r.integer(l, "mlp_only_layers");
-      if (layer < 0 || layer >= c.num_hidden_layers)
-        r.bad("mlp_only_layers", "layer " + std::to_string(layer) + " is not one of the " +
-                                     std::to_string(c.num_hidden_layers) + " layers");
-      c.mlp_only_layers.push_back(layer);
-    }
-  }
-  c.router_aux_loss_coef = r.get("router_aux_loss_coef")
-                               ? r.number(*r.get("router_aux_loss_coef"), "router_aux_loss_coef")
-                               : (olmoe ? 0.01 : 0.001);
-  if (olmoe) {
-    c.qk_norm = c.qk_norm_over_projection = true;  // pre norms, unlike OLMo 2
-    if (r.get("clip_qkv"))
-      r.bad("clip_qkv", "clipping q, k and v is not supported",
-            "set clip_qkv to null (the released OLMoE checkpoints have none)");
-  }
-  c.output_router_logits = r.boolean("output_router_logits", false);
-  c.layer_moe.assign(static_cast<size_t>(c.num_hidden_layers), false);
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    const bool dense =
-        std::find(c.mlp_only_layers.begin(), c.mlp_only_layers.end(), l) != c.mlp_only_layers.end();
-    c.layer_moe[static_cast<size_t>(l)] = !dense && (l + 1) % c.decoder_sparse_step == 0;
-  }
-}
-
 std::vector<int64_t> parse_token_ids(const Reader& r, const std::string& key) {
   const Json* v = r.get(key);
   if (!v) return {};
@@ -641,7 +541,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   }
   if (keys.phi3) read_phi3(r, c);
   if (keys.gemma) read_gemma(r, keys.gemma, c);
-  if (keys.qwen3_moe || keys.olmoe) read_moe(r, c, keys.olmoe);
+  if (keys.moe != MoeFamily::kNone) config_detail::read_moe(r, c, keys.moe);
   if (keys.projection_qk_norm_post_norms) {
     c.qk_norm_over_projection = true;
     c.pre_norms = false;
@@ -682,7 +582,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
     for (size_t i = 0; i < c.layer_rope.size(); ++i) c.layer_sliding_window[i] = !c.layer_rope[i];
   } else if (window) {
     int64_t first = 0;
-    if (keys.window_opt_in && !keys.qwen3_moe) {
+    if (keys.window_opt_in && keys.moe != MoeFamily::kQwen3Moe) {
       const Json* v = r.get("max_window_layers");
       first = v ? r.integer(*v, "max_window_layers") : 28;
     }
@@ -813,18 +713,7 @@ Json model_config_to_json(const ModelConfig& c) {
       rope.push_back(i < c.layer_rope.size() && !c.layer_rope[i] ? 0 : 1);
     j["no_rope_layers"] = rope;
   }
-  if (traits.keys.qwen3_moe || traits.keys.olmoe) {
-    j["num_experts"] = c.num_experts;
-    j["num_experts_per_tok"] = c.num_experts_per_tok;
-    j["norm_topk_prob"] = c.norm_topk_prob;
-    j["router_aux_loss_coef"] = c.router_aux_loss_coef;
-    j["output_router_logits"] = c.output_router_logits;
-  }
-  if (traits.keys.qwen3_moe) {
-    j["moe_intermediate_size"] = c.moe_intermediate_size;
-    j["decoder_sparse_step"] = c.decoder_sparse_step;
-    j["mlp_only_layers"] = c.mlp_only_layers;
-  }
+  if (traits.keys.moe != MoeFamily::kNone) config_detail::write_moe(c, traits.keys.moe, j);
   j["bos_token_id"] = optional_json(c.bos_token_id);
   if (c.eos_token_ids.size() == 1) {
     j["eos_token_id"] = c.eos_token_ids[0];

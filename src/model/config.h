@@ -1,7 +1,7 @@
 // ModelConfig: the typed content of an HF config.json for the decoder family sft trains
 // (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, ministral, gemma2,
-// gemma3_text, qwen3_moe, olmoe, and the text part of a gemma3 folder: its config.json nests
-// gemma3_text under text_config).
+// gemma3_text, qwen3_moe, olmoe, mixtral, granitemoe, and the text part of a gemma3 folder: its
+// config.json nests gemma3_text under text_config).
 //
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
@@ -36,8 +36,19 @@ enum class ModelType {
   kGemma3Text,
   kQwen3Moe,
   kOlmoe,
+  kMixtral,
+  kGraniteMoe,
 };
 std::string_view model_type_name(ModelType type);
+
+// How a mixture of experts' checkpoints store the experts (model/moe_checkpoint.h):
+// kPerExpertProj: mlp.experts.<e>.{gate,up,down}_proj.weight (Qwen3-MoE, OLMoE);
+// kPerExpertW: block_sparse_moe.experts.<e>.{w1,w3,w2}.weight = gate, up, down, and the router
+//   block_sparse_moe.gate.weight (Mixtral);
+// kStackedLinear: every expert in one block_sparse_moe.input_linear.weight (E, 2I, C: gate rows,
+//   then up rows) and output_linear.weight (E, C, I), the router block_sparse_moe.router.layer
+//   (GraniteMoe).
+enum class ExpertsOnDisk { kPerExpertProj, kPerExpertW, kStackedLinear };
 
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn, kLongrope };
 std::string_view rope_type_name(RopeType type);
@@ -118,11 +129,13 @@ struct ModelConfig {
   bool embedding_scale_sqrt_hidden = false;
   double final_logit_softcapping = 0;
 
-  // Mixture of experts (qwen3_moe): num_experts experts of moe_intermediate_size each replace
-  // the dense MLP in the layers layer_moe marks (transformers: not in mlp_only_layers and
-  // (layer + 1) % decoder_sparse_step == 0); the router takes num_experts_per_tok of them per
-  // token, renormalising their weights with norm_topk_prob. router_aux_loss_coef scales the
-  // load-balancing loss, which the model adds when output_router_logits (TRL turns it on).
+  // Mixture of experts (qwen3_moe, olmoe, mixtral, granitemoe): num_experts experts of
+  // moe_intermediate_size each replace the dense MLP in the layers layer_moe marks (transformers:
+  // not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0); the router takes
+  // num_experts_per_tok of them per token, renormalising their weights with norm_topk_prob (always
+  // for Mixtral's softmax, top-k, renormalise and GraniteMoe's softmax over the top-k logits: the
+  // same weights). router_aux_loss_coef scales the load-balancing loss, which TRL adds when it is
+  // non-zero.
   int64_t num_experts = 0;            // E; 0 = a dense MLP in every layer
   int64_t num_experts_per_tok = 0;    // k
   int64_t moe_intermediate_size = 0;  // an expert's I
@@ -132,6 +145,12 @@ struct ModelConfig {
   std::vector<bool> layer_moe;  // per layer; empty = none
   double router_aux_loss_coef = 0;
   bool output_router_logits = false;
+  // The experts' module names in memory, as transformers 5 holds them (sft's parameters carry
+  // these): model.layers.N.<moe_module>.<router_module>.weight (E, C) and
+  // <moe_module>.experts.gate_up_proj / .down_proj; and how the checkpoints store them.
+  std::string moe_module = "mlp";
+  std::string router_module = "gate";
+  ExpertsOnDisk experts_on_disk = ExpertsOnDisk::kPerExpertProj;
   bool has_experts() const { return num_experts > 0; }
   bool layer_has_experts(int64_t layer) const {
     return static_cast<size_t>(layer) < layer_moe.size() && layer_moe[static_cast<size_t>(layer)];

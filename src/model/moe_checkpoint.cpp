@@ -1,6 +1,10 @@
 // Stacked experts ↔ per-expert checkpoint tensors. See moe_checkpoint.h.
 #include "model/moe_checkpoint.h"
 
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "model/param_slices.h"
@@ -41,7 +45,77 @@ std::vector<ExpertPiece> pieces_of(const ParamSpec& p) {
   return out;
 }
 
+// One tensor's name after model.layers.N. in memory (as checkpoint_layout reads it) and on disk;
+// '#' stands for an expert's index.
+struct NameRule {
+  const char* memory;
+  const char* disk;
+};
+
+constexpr NameRule kPerExpertW[] = {
+    {"mlp.gate.weight", "block_sparse_moe.gate.weight"},
+    {"mlp.experts.#.gate_proj.weight", "block_sparse_moe.experts.#.w1.weight"},
+    {"mlp.experts.#.up_proj.weight", "block_sparse_moe.experts.#.w3.weight"},
+    {"mlp.experts.#.down_proj.weight", "block_sparse_moe.experts.#.w2.weight"},
+};
+constexpr NameRule kStackedLinear[] = {
+    {"block_sparse_moe.router.weight", "block_sparse_moe.router.layer.weight"},
+    {"block_sparse_moe.experts.gate_up_proj", "block_sparse_moe.input_linear.weight"},
+    {"block_sparse_moe.experts.down_proj", "block_sparse_moe.output_linear.weight"},
+};
+
+std::span<const NameRule> rules_of(ExpertsOnDisk form) {
+  switch (form) {
+    case ExpertsOnDisk::kPerExpertW:
+      return kPerExpertW;
+    case ExpertsOnDisk::kStackedLinear:
+      return kStackedLinear;
+    case ExpertsOnDisk::kPerExpertProj:
+      break;
+  }
+  return {};  // stored as checkpoint_layout reads it
+}
+
+// `rest` rewritten from pattern `from` to pattern `to`, or nullopt when it does not match.
+std::optional<std::string> rewrite(const std::string& rest, std::string_view from,
+                                   std::string_view to) {
+  const size_t hash = from.find('#');
+  if (hash == std::string_view::npos)
+    return rest == from ? std::optional<std::string>(std::string(to)) : std::nullopt;
+  const std::string_view prefix = from.substr(0, hash), suffix = from.substr(hash + 1);
+  if (rest.size() <= prefix.size() + suffix.size() || rest.compare(0, prefix.size(), prefix) != 0 ||
+      rest.compare(rest.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return std::nullopt;
+  const std::string index = rest.substr(prefix.size(), rest.size() - prefix.size() - suffix.size());
+  for (const char ch : index)
+    if (!std::isdigit(static_cast<unsigned char>(ch))) return std::nullopt;
+  const size_t to_hash = to.find('#');
+  return std::string(to.substr(0, to_hash)) + index + std::string(to.substr(to_hash + 1));
+}
+
+// `name` (…layers.N.<rest>) with its rest moved between the two forms; other names as they are.
+std::string renamed(const std::string& name, std::span<const NameRule> rules, bool to_disk) {
+  const size_t at = name.find("layers.");
+  if (at == std::string::npos) return name;
+  size_t end = at + sizeof("layers.") - 1;
+  const size_t digits = end;
+  while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+  if (end == digits || end >= name.size() || name[end] != '.') return name;
+  const std::string head = name.substr(0, end + 1), rest = name.substr(end + 1);
+  for (const NameRule& r : rules)
+    if (auto out = rewrite(rest, to_disk ? r.memory : r.disk, to_disk ? r.disk : r.memory))
+      return head + *out;
+  return name;
+}
+
 }  // namespace
+
+SafetensorsCheckpoint experts_view(SafetensorsCheckpoint ckpt, const ModelConfig& config) {
+  const std::span<const NameRule> rules = rules_of(config.experts_on_disk);
+  if (!config.has_experts() || rules.empty()) return ckpt;
+  return SafetensorsCheckpoint::renamed(
+      std::move(ckpt), [&](const std::string& name) { return renamed(name, rules, false); });
+}
 
 std::vector<ParamSpec> checkpoint_layout(const std::vector<ParamSpec>& layout,
                                          const SafetensorsCheckpoint& ckpt) {
@@ -65,8 +139,15 @@ std::vector<ParamSpec> checkpoint_layout(const std::vector<ParamSpec>& layout,
 void load_checkpoint_parameters(const SafetensorsCheckpoint& ckpt, ParameterSet& params) {
   for (const Parameter& p : params.all()) {
     float* value = p.value.as<float>();
-    if (!is_stack(p.spec) || ckpt.contains(p.spec.name)) {
+    if (!is_stack(p.spec)) {
       read_block(ckpt.file_of(p.spec.name), ckpt.entry(p.spec.name), p.spec, value);
+      continue;
+    }
+    if (ckpt.contains(p.spec.name)) {
+      // Stored stacked (E, rows, cols; shape checked by the caller): the block readers take
+      // 1-D and 2-D tensors only, so one whole copy in f32.
+      const std::vector<float> whole = ckpt.tensor(p.spec.name).to_f32_vector();
+      std::copy(whole.begin(), whole.end(), value);
       continue;
     }
     for (const ExpertPiece& piece : pieces_of(p.spec)) {
@@ -77,20 +158,23 @@ void load_checkpoint_parameters(const SafetensorsCheckpoint& ckpt, ParameterSet&
   }
 }
 
-std::vector<NamedTensor> checkpoint_tensors(const ParameterSet& params) {
+std::vector<NamedTensor> checkpoint_tensors(const ParameterSet& params, const ModelConfig& config) {
+  const std::span<const NameRule> rules = rules_of(config.experts_on_disk);
+  const bool per_expert = config.experts_on_disk != ExpertsOnDisk::kStackedLinear;
   std::vector<NamedTensor> out;
   std::vector<NamedTensor> values = params.named_values();  // in all()'s order
   for (size_t i = 0; i < values.size(); ++i) {
     NamedTensor& t = values[i];
     const Parameter& p = params.all()[i];
-    if (!is_stack(p.spec)) {
+    if (!is_stack(p.spec) || !per_expert) {
+      t.name = renamed(t.name, rules, true);
       out.push_back(std::move(t));
       continue;
     }
     const float* base = p.value.as<float>();
     for (const ExpertPiece& piece : pieces_of(p.spec))
-      out.push_back(
-          {piece.name, Tensor::borrow(DType::kF32, piece.shape, base + piece.offset, nullptr)});
+      out.push_back({renamed(piece.name, rules, true),
+                     Tensor::borrow(DType::kF32, piece.shape, base + piece.offset, nullptr)});
   }
   return out;
 }

@@ -1,28 +1,39 @@
 // The experts' tensors between sft's stacked form and the form on disk.
 //
 // sft holds a mixture-of-experts layer's experts as transformers 5 holds them in memory:
-// mlp.experts.gate_up_proj (E, 2I, C) and mlp.experts.down_proj (E, C, I) (param_layout.h),
-// so a grouped GEMM reads expert e's block as rows of one matrix. save_pretrained writes them
-// per expert, as the Hub's checkpoints are: mlp.experts.<e>.gate_proj.weight (I, C),
-// .up_proj.weight (I, C) and .down_proj.weight (C, I); transformers converts between the two
-// when it loads and saves. These functions do the same conversion here: a stacked tensor is
-// read from its per-expert tensors (or from the stacked name, when a checkpoint has that), and
-// written back per expert as borrowed row blocks of the stack (no copy: each expert's matrix is
-// a contiguous run of it).
+// <moe_module>.experts.gate_up_proj (E, 2I, C) and .down_proj (E, C, I), the router
+// <moe_module>.<router_module>.weight (param_layout.h), so a grouped GEMM reads expert e's block
+// as rows of one matrix. save_pretrained writes the family's own form (config.h's
+// ExpertsOnDisk, transformers' conversion_mapping undone): per expert, as Qwen3-MoE's and
+// OLMoE's mlp.experts.<e>.{gate,up,down}_proj.weight or Mixtral's
+// block_sparse_moe.experts.<e>.{w1,w3,w2}.weight (router block_sparse_moe.gate.weight), or stacked
+// under other names, as GraniteMoe's block_sparse_moe.input_linear.weight / output_linear.weight
+// (router block_sparse_moe.router.layer.weight). These functions do the same conversion here: a
+// checkpoint is seen under sft's names (experts_view), a stacked tensor is read from its
+// per-expert tensors (or from the stacked name, when a checkpoint has that), and written back in
+// the family's form as borrowed row blocks of the stack (no copy: each expert's matrix is a
+// contiguous run of it).
 #pragma once
 
 #include <vector>
 
 #include "core/tensor.h"
 #include "io/safetensors.h"
+#include "model/config.h"
 #include "model/param_layout.h"
 #include "model/parameters.h"
 
 namespace sft::model {
 
-// The layout as `ckpt` stores it: each stacked expert tensor replaced by its experts' tensors,
-// unless the checkpoint holds the stacked name itself (then the spec stays). Without experts,
-// the layout unchanged.
+// `ckpt` with the family's stored expert and router names listed under the names
+// checkpoint_layout reads (Mixtral's experts.<e>.w1 as experts.<e>.gate_proj under mlp, its
+// block_sparse_moe.gate as mlp.gate, GraniteMoe's input_linear as experts.gate_up_proj, ...);
+// names already in that form, and every other tensor, as they are.
+SafetensorsCheckpoint experts_view(SafetensorsCheckpoint ckpt, const ModelConfig& config);
+
+// The layout as `ckpt` (seen through experts_view) stores it: each stacked expert tensor replaced
+// by its experts' tensors, unless the checkpoint holds the stacked name itself (then the spec
+// stays). Without experts, the layout unchanged.
 std::vector<ParamSpec> checkpoint_layout(const std::vector<ParamSpec>& layout,
                                          const SafetensorsCheckpoint& ckpt);
 
@@ -30,8 +41,8 @@ std::vector<ParamSpec> checkpoint_layout(const std::vector<ParamSpec>& layout,
 // checkpoint_layout by the caller), the stacked experts from their per-expert tensors.
 void load_checkpoint_parameters(const SafetensorsCheckpoint& ckpt, ParameterSet& params);
 
-// The named values as save_pretrained writes them: the stacked experts as per-expert tensors
-// (borrowed views of `params`, valid while it lives), everything else as named_values().
-std::vector<NamedTensor> checkpoint_tensors(const ParameterSet& params);
+// The named values as save_pretrained writes them for `config`'s family: the experts in its form
+// on disk (borrowed views of `params`, valid while it lives), everything else as named_values().
+std::vector<NamedTensor> checkpoint_tensors(const ParameterSet& params, const ModelConfig& config);
 
 }  // namespace sft::model

@@ -140,8 +140,12 @@ std::optional<Shape> fused_tensor_shape(const ModelConfig& c, ParamSlot slot) {
   }
 }
 
-const char* leaf_name(const ModelConfig& c, const LayerTensor& t) {
+std::string leaf_name(const ModelConfig& c, const LayerTensor& t) {
   if (t.slot == ParamSlot::kPostNorm && c.post_norms) return "pre_feedforward_layernorm.weight";
+  // The experts under the family's module names (GraniteMoe: block_sparse_moe.router, ...).
+  if (t.slot == ParamSlot::kRouter) return c.moe_module + "." + c.router_module + ".weight";
+  if (t.slot == ParamSlot::kExpertsGateUp || t.slot == ParamSlot::kExpertsDown)
+    return c.moe_module + std::string(t.leaf).substr(sizeof("mlp") - 1);
   return t.leaf;
 }
 

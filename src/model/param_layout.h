@@ -49,8 +49,9 @@ enum class ParamSlot {
   // Mixture of experts (a layer whose config.layer_has_experts): the router mlp.gate.weight
   // (E, C) and the experts stacked as transformers holds them, mlp.experts.gate_up_proj
   // (E, 2I, C: each expert's gate rows, then its up rows) and mlp.experts.down_proj (E, C, I);
-  // such a layer has no kGate / kUp / kDown. On disk each expert is its own
-  // mlp.experts.<e>.{gate,up,down}_proj.weight (model/moe_checkpoint.h).
+  // such a layer has no kGate / kUp / kDown. GraniteMoe names the module block_sparse_moe and
+  // the router router (config.moe_module, router_module). On disk the family's own form
+  // (config.experts_on_disk, model/moe_checkpoint.h).
   kRouter,
   kExpertsGateUp,
   kExpertsDown,

@@ -195,8 +195,9 @@ Transformer Transformer::load(const std::string& model_dir, const TensorParallel
   // A multimodal Gemma 3 folder's text model is read under the text model's own names.
   SafetensorsCheckpoint stored = SafetensorsCheckpoint::open_dir(dir.path);
   const TextModelNames names = text_model_names(stored);
-  const SafetensorsCheckpoint ckpt = text_model_view(std::move(stored), names);
-  // Experts are stored per expert on disk and stacked here (moe_checkpoint.h).
+  // Experts are stored in their family's form on disk and stacked here (moe_checkpoint.h).
+  const SafetensorsCheckpoint ckpt =
+      experts_view(text_model_view(std::move(stored), names), m.config_);
   const LayoutMismatch mm =
       compare_with_layout(ckpt, checkpoint_layout(parameter_layout(m.config_), ckpt));
   if (!mm.ok()) {
@@ -263,7 +264,7 @@ Transformer Transformer::random(const ModelConfig& config, uint64_t seed, float 
 }
 
 std::vector<NamedTensor> Transformer::parameters() const {
-  return checkpoint_tensors(params_);
+  return checkpoint_tensors(params_, config_);
 }
 
 float* Transformer::param_data(const std::string& name) {

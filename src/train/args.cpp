@@ -12,6 +12,7 @@
 #include "train/adapter_io.h"
 #include "train/args_sharding.h"
 #include "train/args_trl_flags.h"
+#include "train/moe_args.h"
 
 namespace sft {
 
@@ -75,9 +76,10 @@ void validate_trl_extras(TrainingArgs& a, const OptionSet* given) {
           fail_usage(kComponent,
                      "--model_init_kwargs: " + key + " must be a string such as \"bfloat16\"");
         if (!set("dtype")) a.dtype = value.get<std::string>();
-      } else {
+      } else if (!take_moe_init_kwarg(a, key, value)) {
         a.notices.push_back("--model_init_kwargs key '" + key +
-                            "' has no effect in sft.cpp (only dtype is used)");
+                            "' has no effect in sft.cpp (only dtype and the router's keys are "
+                            "used)");
       }
     }
   }
@@ -108,7 +110,8 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_optional_string("attn_implementation", &a.attn_implementation, model,
                         "eager, sdpa or flash_attention_2: accepted; sft.cpp has its own kernel");
   o.add_json("model_init_kwargs", &a.model_init_kwargs, model,
-             "JSON; its dtype (or torch_dtype) sets --dtype, other keys have no effect");
+             "JSON; its dtype (or torch_dtype) sets --dtype, router_aux_loss_coef the "
+             "load-balancing loss's weight; other keys have no effect");
 
   o.add_string("dataset_name", &a.dataset_name, data,
                "file (.jsonl/.json/.parquet), folder, glob or Hub dataset id");
@@ -158,6 +161,9 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_optional_float("neftune_noise_alpha", &a.neftune_noise_alpha, data,
                        "NEFTune: uniform noise on the embeddings in training, scaled by "
                        "alpha/sqrt(length*hidden)");
+  o.add_optional_float("router_aux_loss_coef", &a.router_aux_loss_coef, training,
+                       "mixture of experts: the load-balancing loss's weight (default: the model "
+                       "config's; 0 = off)");
 
   o.add_string("output_dir", &a.output_dir, training,
                "where checkpoints, logs and the final model go");
@@ -291,6 +297,7 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_int("tp_size", &a.tp_size, dist,
             "tensor parallel ranks: Megatron's split of heads, MLP and vocabulary ($TP_SIZE when "
             "not given)");
+  o.add_int("ep_size", &a.ep_size, dist, "expert parallel ranks: not built (only 1)");
   add_trl_compat_options(o, &a.trl_compat);
   return o;
 }
@@ -405,6 +412,7 @@ void validate_distributed_args(TrainingArgs& a) {
   if (a.tp_size == 1)
     if (const char* env = std::getenv("TP_SIZE"); env && *env) a.tp_size = std::atoll(env);
   if (a.tp_size < 1) fail_usage(kComponent, "--tp_size must be at least 1");
+  validate_expert_parallel_args(a);
   if (a.tp_size > 1 && a.use_peft)
     fail_usage(kComponent, "--tp_size " + std::to_string(a.tp_size) +
                                " with --use_peft: LoRA adapters are not split over "

@@ -67,6 +67,10 @@ struct TrainingArgs {
       0.0;  // sft.cpp: hold out a fraction of train when there is no test split
   std::optional<double> test_split_size;  // DatasetMixtureConfig: a fraction → eval_split_ratio
   Json model_init_kwargs;                 // its dtype/torch_dtype sets --dtype
+  // Mixtures of experts (train/moe_args.h): SFTConfig's coefficient, and the one
+  // --model_init_kwargs sets on the model config.
+  std::optional<double> router_aux_loss_coef;
+  std::optional<double> init_router_aux_loss_coef;
   std::optional<double> neftune_noise_alpha;
 
   // Training (TrainingArguments, with SFTConfig's defaults)
@@ -137,6 +141,7 @@ struct TrainingArgs {
   std::optional<std::string> accelerate_config;  // TRL's names: zero1, zero3, multi_gpu, ...
   double ddp_timeout = 1800;                     // seconds one collective may take
   int64_t tp_size = 1;                           // tensor parallel ranks (TP_SIZE)
+  int64_t ep_size = 1;                           // expert parallel ranks: refused above 1
   // TRL's other spellings of a stage (train/sharding_config.h), resolved into zero_stage.
   std::optional<std::string> fsdp;         // "full_shard auto_wrap", "shard_grad_op", ...
   std::optional<std::string> fsdp_config;  // a JSON file or inline object

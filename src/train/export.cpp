@@ -21,6 +21,7 @@
 #include "train/adapter_io.h"
 #include "train/args.h"
 #include "train/export_json.h"
+#include "train/moe_args.h"
 
 namespace sft {
 
@@ -189,6 +190,11 @@ ExportOptions export_options_from_args(const TrainingArgs& args, const std::stri
   o.pad_token = args.pad_token;
   o.chat_template_path = args.chat_template_path;
   o.max_shard_bytes = parse_size_bytes(args.max_shard_size);
+  if (const fs::path config = fs::path(model_dir) / "config.json";
+      !model_dir.empty() && fs::is_regular_file(config)) {
+    const ModelConfig c = load_model_config(config.string());
+    if (c.has_experts()) o.router_aux_loss_coef = router_aux_loss_coef(args, c);
+  }
   const std::string& dtype = args.dtype;
   if (dtype == "auto") {
     const fs::path config = fs::path(model_dir) / "config.json";
@@ -265,7 +271,11 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
                            std::to_string(V) +
                            ") (hint: the tokenizer and the model do not belong together)");
 
-  const Json out_config = export_json::export_config(config, options.dtype, tokens.ids);
+  Json out_config = export_json::export_config(config, options.dtype, tokens.ids);
+  if (options.router_aux_loss_coef) {
+    out_config["router_aux_loss_coef"] = *options.router_aux_loss_coef;
+    out_config["output_router_logits"] = *options.router_aux_loss_coef != 0;
+  }
   check_config_describes_model(out_config, model);
   const Json out_generation =
       export_json::export_generation_config(generation_config, config, tokens.ids);

@@ -36,6 +36,10 @@ struct ExportOptions {
   std::optional<std::string> chat_template_path;
   DType dtype = DType::kF32;
   uint64_t max_shard_bytes = 5'000'000'000;
+  // A mixture of experts: the load-balancing coefficient the run trained with, written to
+  // config.json with output_router_logits = (coefficient != 0), as TRL's SFTTrainer sets both
+  // on the model config it saves (train/moe_args.h). nullopt: the config's keys as they are.
+  std::optional<double> router_aux_loss_coef;
 };
 
 // The options a run's flags imply: --eos_token, --pad_token, --chat_template_path,

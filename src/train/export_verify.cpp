@@ -74,7 +74,8 @@ void verify_export(model::Transformer& model, const std::string& dir, DType dtyp
   };
   std::vector<float> backup;
   if (dtype != DType::kF32) {
-    for (const NamedTensor& p : model.parameters()) {
+    // Under sft's names (a mixture of experts' stacks whole, not as the files store them).
+    for (const NamedTensor& p : model.params().named_values()) {
       const std::vector<float> v = p.tensor.to_f32_vector();
       backup.insert(backup.end(), v.begin(), v.end());
       const std::vector<float> r = rounded(p.tensor, dtype);
@@ -84,7 +85,7 @@ void verify_export(model::Transformer& model, const std::string& dir, DType dtyp
   }
   auto restore = [&] {
     size_t offset = 0;
-    for (const NamedTensor& p : model.parameters()) {
+    for (const NamedTensor& p : model.params().named_values()) {
       const size_t n = static_cast<size_t>(p.tensor.numel());
       std::memcpy(model.param_data(p.name), backup.data() + offset, n * sizeof(float));
       offset += n;

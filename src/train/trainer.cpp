@@ -13,6 +13,7 @@
 #include "optim/clip.h"
 #include "train/checkpoint_dir.h"
 #include "train/device_step.h"
+#include "train/moe_args.h"
 #include "train/stop_signal.h"
 #include "train/tensorboard_args.h"
 #include "train/tensorboard_writer.h"
@@ -28,7 +29,8 @@ Trainer::Trainer(const TrainerSetup& s)
       comm_(s.comm),
       tp_comm_(s.tp_comm),
       setup_(s),
-      test_faults_(TestFaults::from_environment(world_rank())) {
+      test_faults_(TestFaults::from_environment(world_rank())),
+      aux_coef_(router_aux_loss_coef(args_, model_.config())) {
   init_loader_and_plan();
   init_model_and_optimizer();
   init_state();
@@ -182,10 +184,11 @@ Trainer::StepStats Trainer::run_step(int64_t count) {
   st.loss = n_global > 0 ? counts.loss_sum / n_global : 0.0;
   // TRL adds router_aux_loss_coef · aux / accumulation steps per micro-batch (DDP then averages
   // over the ranks), and logs the unweighted aux_loss averaged over micro-batches and ranks.
-  if (model_.config().has_experts()) {
+  // (TRL's aux_loss_enabled: experts and a non-zero coefficient, train/moe_args.h.)
+  if (aux_coef_ != 0) {
     const double batches = static_cast<double>(count * comm_->size());
     st.aux_loss = counts.aux_loss_sum / batches;
-    st.loss += model_.config().router_aux_loss_coef * *st.aux_loss;
+    st.loss += aux_coef_ * *st.aux_loss;
   }
   for (const MicroBatchCounts& m : counts.micro_batches) {
     st.accuracy.push_back(m.targets > 0 ? m.correct / m.targets : 0.0);
@@ -218,9 +221,8 @@ StepCounts Trainer::run_micro_batches(const std::vector<MicroBatch>& mbs, double
   counts.micro_batches.resize(count);
   // The load-balancing loss's weight in the summed gradients (ranks' gradients are summed,
   // TRL's DDP averages them): router_aux_loss_coef / (accumulation steps · ranks).
-  if (model_.config().has_experts())
-    model_.set_router_aux_loss_weight(model_.config().router_aux_loss_coef /
-                                      static_cast<double>(count * comm_->size()));
+  if (aux_coef_ != 0)
+    model_.set_router_aux_loss_weight(aux_coef_ / static_cast<double>(count * comm_->size()));
   for (size_t i = 0; i < count; ++i) {
     // The loss scale is known before the forward, so the LM head's gradient comes with it.
     const double scale = n_global > 0 ? 1.0 / n_global : 0.0;

@@ -149,7 +149,8 @@ class Trainer {
     double flops = 0;
     std::vector<double> accuracy, entropy;  // per micro-batch, over all ranks
     // Mixture of experts: the load-balancing loss, its mean over the micro-batches of every
-    // rank (TRL's aux_loss metric; already weighted into `loss`); nullopt without experts.
+    // rank (TRL's aux_loss metric; already weighted into `loss`); nullopt without experts or
+    // with a zero router_aux_loss_coef.
     std::optional<double> aux_loss;
   };
   // A step's forward and backward passes, in the order they run (trainer.cpp).
@@ -207,6 +208,9 @@ class Trainer {
   Comm* tp_comm_;
   TrainerSetup setup_;
   TestFaults test_faults_;  // after comm_ and tp_comm_: it needs world_rank()
+  // The load-balancing loss's weight (train/moe_args.h: the flag's, else the config's); 0 =
+  // off, as without experts (TRL logs no aux_loss then).
+  double aux_coef_ = 0;
 
   StepPlanInput plan_input_;
   StepPlan plan_;

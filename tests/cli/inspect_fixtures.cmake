@@ -29,3 +29,22 @@ execute_process(COMMAND "${SFT}" inspect "${ROOT}/tests/fixtures/safetensors_bad
 if(rc EQUAL 0 OR NOT err MATCHES "config.json")
   message(FATAL_ERROR "sft inspect on a folder without config.json: rc ${rc}, stderr: ${err}")
 endif()
+# Mixtures of experts stored in their families' own forms (per-expert w1/w2/w3, GraniteMoe's
+# input_linear): the weights match the layout, and the count is transformers' num_parameters.
+foreach(pair mixtral_experts_sliding:107328 granitemoe_multipliers:91328)
+  string(REPLACE ":" ";" pair "${pair}")
+  list(GET pair 0 name)
+  list(GET pair 1 want)
+  execute_process(COMMAND "${SFT}" inspect "${ROOT}/tests/fixtures/parity/${name}" --json
+                  OUTPUT_VARIABLE json ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "sft inspect ${name} failed (${rc}): ${err}")
+  endif()
+  string(JSON got GET "${json}" num_parameters)
+  string(JSON matches GET "${json}" checkpoint_matches_config)
+  if(NOT got EQUAL want OR NOT matches)
+    message(FATAL_ERROR "sft inspect --json ${name}: num_parameters ${got} (transformers says "
+                        "${want}), checkpoint_matches_config ${matches}\n${json}")
+  endif()
+  message(STATUS "${name}: ${got} parameters, as transformers")
+endforeach()

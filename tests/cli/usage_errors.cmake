@@ -98,6 +98,13 @@ train_expect(2 "is a bitsandbytes 4-bit checkpoint: its frozen 4-bit weights can
 train_expect(1 "is a multimodal Gemma 3 model, and PEFT's target modules would also match" ${OUT}
              --use_peft --model_name_or_path "${CMAKE_CURRENT_LIST_DIR}/../fixtures/models/gemma3_multimodal")
 train_expect(2 "takes only --flags" ${OUT} extra)
+# Expert parallelism is not built: our --ep_size, transformers' DistributedConfig through
+# --model_init_kwargs; a load-balancing coefficient for a model without experts (TRL's ValueError).
+train_expect(2 "--ep_size 2: expert parallelism is not built" ${OUT} --ep_size 2)
+train_expect(2 "expert parallelism is not built" ${OUT}
+             --model_init_kwargs "{\"distributed_config\": {\"ep_size\": 2}}")
+train_expect(2 "is not a mixture of experts, so there is no load-balancing loss" ${OUT}
+             --router_aux_loss_coef 0.01)
 train_expect(2 "unknown lr_scheduler_kwargs key 'bogus'" ${OUT} --lr_scheduler_kwargs "{\"bogus\": 1}")
 # Dash spellings and a notice, then a dataset path that does not exist: file not found.
 train_expect(1 "--torch_compile has no effect in sft.cpp" --output-dir "${WORK}/out"

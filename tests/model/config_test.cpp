@@ -315,7 +315,8 @@ TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
       error_of(R"({"model_type": "gpt2"})"),
       "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
       "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, "
-      "ministral, ministral3, gemma2, gemma3_text, qwen3_moe, olmoe)");
+      "ministral, ministral3, gemma2, gemma3_text, qwen3_moe, olmoe, mixtral, "
+      "granitemoe)");
   // A slip gets the near name; another family only the list.
   EXPECT_NE(error_of(R"({"model_type": "Qwen-3"})").find("(hint: did you mean 'qwen3'? supported"),
             std::string::npos);

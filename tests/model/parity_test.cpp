@@ -16,14 +16,27 @@
 namespace sft::model {
 namespace {
 
-const char* const kFixtures[] = {
-    "llama_dynamic",           "llama_biases",          "llama_mha_untied",
-    "llama_gqa_tied_llama3",   "mistral_sliding",       "qwen2_bias_yarn",
-    "qwen3_qknorm_linear",     "smollm3_nope_sliding",  "olmo2_post_norms",
-    "granite_multipliers",     "phi3_longrope_short",   "phi3_longrope_long",
-    "gemma3_sliding_softcap",  "gemma2_softcaps",       "ministral_layer_types",
-    "qwen3_moe_topk_norm",     "qwen3_moe_sparse_step", "olmoe_experts",
-    "ministral3_query_scaling"};
+const char* const kFixtures[] = {"llama_dynamic",
+                                 "llama_biases",
+                                 "llama_mha_untied",
+                                 "llama_gqa_tied_llama3",
+                                 "mistral_sliding",
+                                 "qwen2_bias_yarn",
+                                 "qwen3_qknorm_linear",
+                                 "smollm3_nope_sliding",
+                                 "olmo2_post_norms",
+                                 "granite_multipliers",
+                                 "phi3_longrope_short",
+                                 "phi3_longrope_long",
+                                 "gemma3_sliding_softcap",
+                                 "gemma2_softcaps",
+                                 "ministral_layer_types",
+                                 "qwen3_moe_topk_norm",
+                                 "qwen3_moe_sparse_step",
+                                 "olmoe_experts",
+                                 "ministral3_query_scaling",
+                                 "mixtral_experts_sliding",
+                                 "granitemoe_multipliers"};
 
 std::string fixture_dir(const std::string& name) {
   return test::source_path("tests/fixtures/parity/" + name);

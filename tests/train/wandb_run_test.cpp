@@ -359,6 +359,7 @@ TEST(WandbRun, RecordsFollowTrlAndTheSdk) {
                                       "zero_stage",
                                       "accelerate_config",
                                       "tp_size",
+                                      "ep_size",
                                       "_wandb"};
   std::ifstream trl_fields(test::source_path("tests/fixtures/trl/trl_sft_flags.txt"));
   for (std::string line; std::getline(trl_fields, line);) {

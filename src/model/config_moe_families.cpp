@@ -1,0 +1,117 @@
+// The mixture-of-experts families' config keys (see config_reader.h): one row per family with
+// its config class's defaults, which keys it has and how it names its experts, so a new family
+// is a row here and a row in config.cpp's type table.
+#include <algorithm>
+#include <array>
+
+#include "model/config_reader.h"
+
+namespace sft::config_detail {
+
+namespace {
+
+struct MoeFamilyTraits {
+  MoeFamily family;
+  int64_t experts, top_k;  // num_experts / num_local_experts, num_experts_per_tok defaults
+  // Qwen3-MoE: the expert's own moe_intermediate_size, decoder_sparse_step and
+  // mlp_only_layers; the others: every layer has experts of intermediate_size.
+  bool sparse_layers;
+  // norm_topk_prob is a key (default false); otherwise the weights are always renormalised
+  // (Mixtral's softmax → top-k → renormalise, GraniteMoe's softmax over the top-k logits).
+  bool norm_topk_key;
+  double aux_coef;           // router_aux_loss_coef's default
+  bool router_jitter_noise;  // Mixtral: a key, which must be 0 (the noise is not built)
+  // Where the family writes the expert count (transformers' own key for it).
+  const char* experts_key;
+  const char* moe_module;     // in memory: model.layers.N.<moe_module>.experts...
+  const char* router_module;  // <moe_module>.<router_module>.weight
+  ExpertsOnDisk on_disk;
+};
+
+constexpr std::array<MoeFamilyTraits, 4> kFamilies = {{
+    {MoeFamily::kQwen3Moe, 128, 8, true, true, 0.001, false, "num_experts", "mlp", "gate",
+     ExpertsOnDisk::kPerExpertProj},
+    {MoeFamily::kOlmoe, 64, 8, false, true, 0.01, false, "num_experts", "mlp", "gate",
+     ExpertsOnDisk::kPerExpertProj},
+    {MoeFamily::kMixtral, 8, 2, false, false, 0.001, true, "num_local_experts", "mlp", "gate",
+     ExpertsOnDisk::kPerExpertW},
+    {MoeFamily::kGraniteMoe, 8, 2, false, false, 0.001, false, "num_local_experts",
+     "block_sparse_moe", "router", ExpertsOnDisk::kStackedLinear},
+}};
+
+const MoeFamilyTraits& traits_of(MoeFamily family) {
+  for (const MoeFamilyTraits& t : kFamilies)
+    if (t.family == family) return t;
+  fail(kComponent,
+       "mixture-of-experts family " + std::to_string(static_cast<int>(family)) + " has no traits");
+}
+
+}  // namespace
+
+void read_moe(const Reader& r, ModelConfig& c, MoeFamily family) {
+  const MoeFamilyTraits& t = traits_of(family);
+  // transformers maps num_experts and num_local_experts onto each other (attribute_map).
+  const char* experts_key = r.get("num_experts") ? "num_experts" : "num_local_experts";
+  c.num_experts = r.positive(experts_key, t.experts);
+  c.num_experts_per_tok = r.positive("num_experts_per_tok", t.top_k);
+  if (c.num_experts_per_tok > c.num_experts)
+    r.bad("num_experts_per_tok", "is " + std::to_string(c.num_experts_per_tok) +
+                                     ", more than the " + std::to_string(c.num_experts) +
+                                     " experts");
+  c.moe_intermediate_size =
+      t.sparse_layers ? r.positive("moe_intermediate_size", 768) : c.intermediate_size;
+  c.norm_topk_prob = t.norm_topk_key ? r.boolean("norm_topk_prob", false) : true;
+  c.decoder_sparse_step = t.sparse_layers ? r.positive("decoder_sparse_step", 1) : 1;
+  if (const Json* v = t.sparse_layers ? r.get("mlp_only_layers") : nullptr) {
+    if (!v->is_array()) r.bad("mlp_only_layers", "expected a list of layer indices");
+    for (const Json& l : *v) {
+      const int64_t layer = r.integer(l, "mlp_only_layers");
+      if (layer < 0 || layer >= c.num_hidden_layers)
+        r.bad("mlp_only_layers", "layer " + std::to_string(layer) + " is not one of the " +
+                                     std::to_string(c.num_hidden_layers) + " layers");
+      c.mlp_only_layers.push_back(layer);
+    }
+  }
+  c.router_aux_loss_coef = r.get("router_aux_loss_coef")
+                               ? r.number(*r.get("router_aux_loss_coef"), "router_aux_loss_coef")
+                               : t.aux_coef;
+  if (t.router_jitter_noise) {
+    const Json* v = r.get("router_jitter_noise");
+    if (v && r.number(*v, "router_jitter_noise") != 0)
+      r.bad("router_jitter_noise", "the router's input noise in training is not supported",
+            "set router_jitter_noise to 0.0 (the released Mixtral checkpoints have 0)");
+  }
+  if (family == MoeFamily::kOlmoe) {
+    c.qk_norm = c.qk_norm_over_projection = true;  // pre norms, unlike OLMo 2
+    if (r.get("clip_qkv"))
+      r.bad("clip_qkv", "clipping q, k and v is not supported",
+            "set clip_qkv to null (the released OLMoE checkpoints have none)");
+  }
+  c.output_router_logits = r.boolean("output_router_logits", false);
+  c.moe_module = t.moe_module;
+  c.router_module = t.router_module;
+  c.experts_on_disk = t.on_disk;
+  c.layer_moe.assign(static_cast<size_t>(c.num_hidden_layers), false);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const bool dense =
+        std::find(c.mlp_only_layers.begin(), c.mlp_only_layers.end(), l) != c.mlp_only_layers.end();
+    c.layer_moe[static_cast<size_t>(l)] = !dense && (l + 1) % c.decoder_sparse_step == 0;
+  }
+}
+
+void write_moe(const ModelConfig& c, MoeFamily family, Json& j) {
+  const MoeFamilyTraits& t = traits_of(family);
+  j[t.experts_key] = c.num_experts;
+  j["num_experts_per_tok"] = c.num_experts_per_tok;
+  if (t.norm_topk_key) j["norm_topk_prob"] = c.norm_topk_prob;
+  if (t.router_jitter_noise) j["router_jitter_noise"] = 0.0;
+  j["router_aux_loss_coef"] = c.router_aux_loss_coef;
+  j["output_router_logits"] = c.output_router_logits;
+  if (t.sparse_layers) {
+    j["moe_intermediate_size"] = c.moe_intermediate_size;
+    j["decoder_sparse_step"] = c.decoder_sparse_step;
+    j["mlp_only_layers"] = c.mlp_only_layers;
+  }
+}
+
+}  // namespace sft::config_detail
