@@ -2,7 +2,8 @@
 # The test command: installs what is needed, checks the formatting of the C++ files the latest
 # change touches (scripts/check_format.sh), builds in Release with tests, runs the whole
 # suite through ctest; builds the library and the CLI with g++ too (warnings are errors in
-# both); then the same suite built with AddressSanitizer + UBSan.
+# both); the CUDA build and its emulation; then the suite built with AddressSanitizer + UBSan
+# (less the tests labelled `long`, which the Release pass ran).
 # Exits non-zero on any failure. Set SFT_SKIP_SANITIZE=1 to run the Release pass only.
 set -euo pipefail
 cd "$(dirname "$0")/.."

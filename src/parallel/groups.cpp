@@ -9,14 +9,15 @@ namespace sft {
 void CommShardGroup::gather(std::span<float> v) {
   if (v.size() % static_cast<size_t>(size()) != 0)
     fail("parallel", "gather of " + std::to_string(v.size()) + " elements over " +
-                     std::to_string(size()) + " ranks: not an even split");
+                         std::to_string(size()) + " ranks: not an even split");
   comm_.all_gather(v);  // shard_of's blocks are the equal blocks when the split is even
 }
 
 ParallelGroups make_parallel_groups(Comm& world, int tp_size) {
   if (tp_size < 1 || world.size() % tp_size != 0)
     fail("parallel", "world size " + std::to_string(world.size()) + " does not divide by tp_size " +
-                     std::to_string(tp_size) + " (hint: run a multiple of --tp_size processes)");
+                         std::to_string(tp_size) +
+                         " (hint: run a multiple of --tp_size processes)");
   ParallelGroups g;
   const int r = world.rank();
   g.world_rank = r;

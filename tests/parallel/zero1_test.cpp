@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "parallel/comm.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "optim/zero1.h"
+#include "parallel/comm.h"
 
 namespace sft {
 namespace {

@@ -76,7 +76,8 @@ TEST(TokenizerErrors, UnknownComponentType) {
 
 TEST(TokenizerErrors, MergesNamingUnknownTokens) {
   expect_error(minimal("", "", R"(["a c"])"), "model.merges[0]: token 'c' not in vocab");
-  expect_error(minimal("", "", R"(["c a"])"), "model.merges[0]: token 'c' not in vocab");  // first token
+  expect_error(minimal("", "", R"(["c a"])"),
+               "model.merges[0]: token 'c' not in vocab");  // first token
   expect_error(minimal("", "", R"(["a b", ["b", "a"]])"), "model.merges[1]: merged token 'ba'");
   expect_error(minimal("", "", R"(["ab"])"), "not two tokens separated by a space");
   expect_error(minimal("", "", R"([["a"]])"), "model.merges[0]");

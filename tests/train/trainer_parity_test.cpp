@@ -11,9 +11,9 @@
 #include <numeric>
 
 #include "data/prepare.h"
-#include "parallel/comm.h"
 #include "io/json.h"
 #include "model/transformer.h"
+#include "parallel/comm.h"
 #include "test_paths.h"
 #include "text/tokenizer.h"
 #include "train/data_options.h"

@@ -32,7 +32,8 @@ TEST(TrainerState, RoundTripsTransformersFileByteForByte) {
 
 TEST(TrainerState, BadFileIsAClearError) {
   EXPECT_THROW(trainer_state_from_json(Json::array(), "x/trainer_state.json"), Error);
-  EXPECT_THROW(trainer_state_from_json(Json{{"global_step", "three"}}, "x/trainer_state.json"), Error);
+  EXPECT_THROW(trainer_state_from_json(Json{{"global_step", "three"}}, "x/trainer_state.json"),
+               Error);
 }
 
 }  // namespace sft
