@@ -2,46 +2,20 @@
 
 #include <cmath>
 
+#include "core/philox.h"
+
 namespace sft {
 
-namespace {
-
-constexpr uint32_t kMul0 = 0xD2511F53u;
-constexpr uint32_t kMul1 = 0xCD9E8D57u;
-constexpr uint32_t kWeyl0 = 0x9E3779B9u;  // golden ratio
-constexpr uint32_t kWeyl1 = 0xBB67AE85u;  // sqrt(3) - 1
-
-inline void mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
-  uint64_t product = uint64_t{a} * b;
-  hi = static_cast<uint32_t>(product >> 32);
-  lo = static_cast<uint32_t>(product);
-}
-
-}  // namespace
-
 PhiloxBlock philox4x32_10(PhiloxBlock ctr, PhiloxKey key) {
-  for (int round = 0; round < 10; ++round) {
-    uint32_t hi0, lo0, hi1, lo1;
-    mulhilo(kMul0, ctr[0], hi0, lo0);
-    mulhilo(kMul1, ctr[2], hi1, lo1);
-    ctr = {hi1 ^ ctr[1] ^ key[0], lo1, hi0 ^ ctr[3] ^ key[1], lo0};
-    key[0] += kWeyl0;
-    key[1] += kWeyl1;
-  }
-  return ctr;
+  const philox::Block out =
+      philox::bijection(philox::Block{{ctr[0], ctr[1], ctr[2], ctr[3]}}, key[0], key[1]);
+  return {out.word[0], out.word[1], out.word[2], out.word[3]};
 }
 
-Rng::Rng(uint64_t seed, uint64_t stream)
-    : key_{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}, stream_(stream) {}
+Rng::Rng(uint64_t seed, uint64_t stream) : seed_(seed), stream_(stream) {}
 
 uint32_t Rng::next_u32() {
-  // Counter = (block index, stream); each block yields four words.
-  uint64_t block = position_ >> 2;
-  PhiloxBlock out =
-      philox4x32_10({static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
-                     static_cast<uint32_t>(stream_), static_cast<uint32_t>(stream_ >> 32)},
-                    key_);
-  return out[position_++ & 3];
+  return philox::word(seed_, stream_, position_++);
 }
 
 uint64_t Rng::next_u64() {
@@ -50,7 +24,7 @@ uint64_t Rng::next_u64() {
 }
 
 float Rng::uniform() {
-  return static_cast<float>(next_u32() >> 8) * 0x1p-24f;
+  return philox::uniform(next_u32());
 }
 
 uint64_t Rng::below(uint64_t bound) {

@@ -1,4 +1,5 @@
-// Counter-based deterministic random numbers (Philox4x32-10, Salmon et al. 2011).
+// Counter-based deterministic random numbers (Philox4x32-10, Salmon et al. 2011; the
+// bijection itself is core/philox.h, which CUDA kernels share).
 //
 // A stream is a pure function of (seed, stream id, position): any element can be
 // produced without producing the ones before it, so results do not depend on thread
@@ -37,7 +38,7 @@ class Rng {
   void set_position(uint64_t position) { position_ = position; }
 
  private:
-  PhiloxKey key_;
+  uint64_t seed_;
   uint64_t stream_;
   uint64_t position_ = 0;
 };

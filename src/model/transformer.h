@@ -152,7 +152,8 @@ class Transformer {
   // NEFTune (transformers' neftune_post_forward_hook, training only): the next forward adds
   // noise uniform in [-magnitude, magnitude] to the embedding output, magnitude = alpha /
   // sqrt(L * hidden) for sequences of L tokens. Element j of the (T, hidden) output draws word j
-  // of Philox stream (seed, stream), so the noise depends on neither threads nor resume.
+  // of Philox stream (seed, stream) (ops::add_uniform_noise, on the model's device), so the
+  // noise depends on neither the device, the threads nor a resume.
   // Applies to one forward only; evaluation never arms it.
   void arm_embedding_noise(double magnitude, uint64_t seed, uint64_t stream) {
     noise_ = {magnitude, seed, stream};

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/rng.h"
 #include "model/rope.h"
 #include "model/transformer.h"
 #include "ops/ops.h"
@@ -222,19 +221,8 @@ void Transformer::layer_forward(int64_t l) {
 }
 
 void Transformer::add_embedding_noise(int64_t T) {
-  const int64_t C = config_.hidden_size;
-  if (resid_.device != Device::kCpu)
-    fail("model",
-         std::string("NEFTune noise on ") + device_name(resid_.device) +
-             ": not yet (its Philox draw runs on the host; hint: no --neftune_noise_alpha)");
-  const float magnitude = static_cast<float>(noise_.magnitude);
-  float* out = resid_.as<float>();
-  ops::parallel_for_rows(T, 64, [&](int64_t begin, int64_t end) {
-    Rng rng(noise_.seed, noise_.stream);
-    rng.set_position(static_cast<uint64_t>(begin * C));
-    for (int64_t i = begin * C; i < end * C; ++i)
-      out[i] += (2.0f * rng.uniform() - 1.0f) * magnitude;
-  });
+  ops::add_uniform_noise(resid_.row_range(0, T), static_cast<float>(noise_.magnitude), noise_.seed,
+                         noise_.stream, 0);
   noise_ = {};  // one forward only
 }
 

@@ -204,6 +204,12 @@ void add_scalar(View x, float c) {
   kernel(&KernelTable::add_scalar, "add_scalar", {x})(x, c);
 }
 
+void add_uniform_noise(View x, float magnitude, uint64_t seed, uint64_t stream, uint64_t position) {
+  const ScopedOp op("add_uniform_noise");
+  kernel(&KernelTable::add_uniform_noise, "add_uniform_noise", {x})(x, magnitude, seed, stream,
+                                                                    position);
+}
+
 void zero(View x) {
   const ScopedOp op("zero");
   kernel(&KernelTable::zero, "zero", {x})(x);

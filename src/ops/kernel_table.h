@@ -71,6 +71,8 @@ struct KernelTable {
   double (*sum_of_squares)(View x) = nullptr;
   void (*scale)(View x, float factor) = nullptr;
   void (*add_scalar)(View x, float c) = nullptr;
+  void (*add_uniform_noise)(View x, float magnitude, uint64_t seed, uint64_t stream,
+                            uint64_t position) = nullptr;
 
   void (*zero)(View x) = nullptr;
   void (*cast)(View dst, View src) = nullptr;

@@ -192,6 +192,10 @@ double sum_of_squares(View x);
 void scale(View x, float factor);
 // x += c (f32): the (1 + w) weights of Gemma's norms (model/blocks/norm_block.h).
 void add_scalar(View x, float c);
+// x[i] += (2 u_i − 1) · magnitude (f32, dense, element i in row-major order), u_i the uniform of
+// word position + i of Philox stream (seed, stream) (core/philox.h): NEFTune's noise, the same
+// bits on every backend and thread count. Two roundings per element (the noise, then the sum).
+void add_uniform_noise(View x, float magnitude, uint64_t seed, uint64_t stream, uint64_t position);
 
 // x = 0.
 void zero(View x);

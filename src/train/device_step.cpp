@@ -36,9 +36,6 @@ void check_device_training(const TrainingArgs& args, const model::Transformer& m
   // dense views only (ops/device_dispatch.h).
   if (model.compute_dtype() == DType::kBF16)
     not_on_device(device, "bf16 compute (--bf16; fp32 runs there: --bf16 false)");
-  // Its Philox draw runs on the host (model/transformer_step.cpp).
-  if (args.neftune_noise_alpha && *args.neftune_noise_alpha > 0)
-    not_on_device(device, "NEFTune (--neftune_noise_alpha)");
 }
 
 Trainer::GradNorm Trainer::device_grad_norm() {

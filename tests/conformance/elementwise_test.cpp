@@ -1,11 +1,13 @@
 // Conformance of the elementwise view ops: add (f32 += f32, f32 += bf16, f32 += f32 with a bf16
-// rounded copy), add_bias, bias_backward, add_scalar
-// against the f64 CPU run; cast bit-exact against core/half.h's conversions (its spec), specials
-// (±0, ties, subnormals, overflow, ±inf, NaN) included. (Their gradients are checked by finite
-// differences in matmul_test.cpp's linear layer.)
+// rounded copy), add_bias, bias_backward, add_scalar, add_uniform_noise
+// against the f64 CPU run (the noise's reference draws core/rng.h's stream word by word); cast
+// bit-exact against core/half.h's conversions (its spec), specials (±0, ties, subnormals, overflow,
+// ±inf, NaN) included. (Their gradients are checked by finite differences in matmul_test.cpp's
+// linear layer.)
 //
 // Tolerances (max |err| / max |ref|), f32 and f32 += bf16: add 1e-6 and add_bias 1e-6 (one
-// rounding per element), bias_backward 1e-5 (column sums over up to 257 rows); cast exact.
+// rounding per element), add_uniform_noise 1e-6 (two), bias_backward 1e-5 (column sums over up to
+// 257 rows); cast exact.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -79,6 +81,31 @@ TEST_P(ConformanceElementwise, AddScalar) {
     check_conformance(
         backend(), "add_scalar " + s.name(),
         [&](const Backend& be, Mode m) { return run_add_scalar(s, be, m); }, {DType::kF32},
+        uniform_tolerance(1e-6));
+}
+
+// x += (2u − 1) · 0.05 with u word 5 + i of Philox stream (11, 3): f32 only; the f64 run is the
+// reference, drawn through Rng (an independent walk of the stream: a kernel that offsets or
+// reorders the words fails by the noise's size).
+Outputs run_uniform_noise(const Shape& s, const Backend& be, Mode m) {
+  const size_t n = static_cast<size_t>(s.rows * s.cols);
+  Buffer X(be, m.dtype, s.rows, s.cols, random_values(n, 3, 1.0, DType::kF32));
+  if (m.dtype == DType::kF32) {
+    ops::add_uniform_noise(X.view(), 0.05f, 11, 3, 5);
+    return {{"x", X.read()}};
+  }
+  Values x = X.read();
+  Rng rng(11, 3);
+  rng.set_position(5);
+  for (double& v : x) v += (2.0 * rng.uniform() - 1.0) * static_cast<double>(0.05f);
+  return {{"x", x}};
+}
+
+TEST_P(ConformanceElementwise, UniformNoise) {
+  for (const Shape& s : kShapes)
+    check_conformance(
+        backend(), "add_uniform_noise " + s.name(),
+        [&](const Backend& be, Mode m) { return run_uniform_noise(s, be, m); }, {DType::kF32},
         uniform_tolerance(1e-6));
 }
 

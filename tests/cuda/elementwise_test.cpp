@@ -1,6 +1,6 @@
-// Elementwise CUDA kernels vs the CPU: add (f32 += f32 | bf16), add_bias, scale, add_scalar, cast
-// and zero are
-// one rounding (or none) per element, so they equal the CPU's f32 results bit for bit;
+// Elementwise CUDA kernels vs the CPU: add (f32 += f32 | bf16), add_bias, scale, add_scalar, cast,
+// zero and add_uniform_noise (NEFTune's noise, the draw included) are one or two roundings (or
+// none) per element, so they equal the CPU's f32 results bit for bit;
 // bias_backward sums columns in a different fixed order: 1e-5 vs the f64 reference (as
 // tests/conformance). Every output twice for identical bits.
 #include <gtest/gtest.h>
@@ -46,6 +46,23 @@ TEST(CudaElementwise, AddAddBiasScaleAndAddScalarEqualTheCpu) {
     EXPECT_TRUE(cuda_test::same_bits(outs[2], D.read())) << "scale";
     ops::add_scalar(D.view(), 1.0f);
     EXPECT_TRUE(cuda_test::same_bits(outs[3], D.read())) << "add_scalar";
+  }
+}
+
+// The device draws the CPU's Philox words (core/philox.h compiled for both): the same bits for
+// any offset into the stream, including a block of four words split at the start.
+TEST(CudaElementwise, UniformNoiseEqualsTheCpuBitForBit) {
+  SFT_SKIP_WITHOUT_CUDA();
+  const Values x = random_values(n, 1, 1.0);
+  for (const uint64_t position : {uint64_t{0}, uint64_t{3}, uint64_t{1} << 33}) {
+    const auto outs = cuda_test::run_twice([&] {
+      DeviceTensor X(DType::kF32, N, C, x);
+      ops::cuda::add_uniform_noise(X.view(), 0.03f, 42, 7, position);
+      return std::vector<Values>{X.read()};
+    });
+    HostTensor X(DType::kF32, N, C, x);
+    ops::add_uniform_noise(X.view(), 0.03f, 42, 7, position);
+    EXPECT_TRUE(cuda_test::same_bits(outs[0], X.read())) << "position " << position;
   }
 }
 

@@ -136,6 +136,43 @@ TEST(CudaModelModes, GradientCheckpointingOnTheDeviceEqualsTheCpu) {
               logits_err, std::abs(got.loss - ref.loss), worst);
 }
 
+// NEFTune on the device: the noise drawn there (ops::add_uniform_noise) is the CPU's, so the
+// noised step equals the CPU's noised step at the fp32 bar; it changes the step (by far more
+// than the bar) and lasts one forward only.
+TEST(CudaModelModes, NeftuneNoiseOnTheDeviceEqualsTheCpu) {
+  SFT_SKIP_WITHOUT_CUDA();
+  const std::string dir = test::source_path("tests/fixtures/parity/qwen3_qknorm_linear");
+  const SafetensorsFile expected = SafetensorsFile::open(dir + "/expected.safetensors");
+  const Batch batch{ids(expected, "input_ids"), ids(expected, "labels"),
+                    ids(expected, "doc_lengths")};
+  Transformer cpu = Transformer::load(dir), gpu = Transformer::load(dir);
+  gpu.to_device(Device::kCuda);
+  const StepResult plain = run_step(gpu, batch);
+  // transformers' magnitude alpha / sqrt(L · hidden), alpha 5, L the batch's tokens.
+  const double magnitude =
+      5.0 / std::sqrt(static_cast<double>(batch.tokens.size() * cpu.config().hidden_size));
+  cpu.arm_embedding_noise(magnitude, 42, 9);
+  gpu.arm_embedding_noise(magnitude, 42, 9);
+  const StepResult ref = run_step(cpu, batch), got = run_step(gpu, batch);
+  const double logits_err = relative_error(got.logits, ref.logits);
+  EXPECT_LE(logits_err, 1e-5) << "logits";
+  EXPECT_LE(std::abs(got.loss - ref.loss), 1e-5 * std::abs(ref.loss));
+  double worst = 0;
+  for (size_t i = 0; i < ref.grads.size(); ++i) {
+    const double err = relative_error(got.grads[i].second, ref.grads[i].second);
+    EXPECT_LE(err, 1e-5) << "gradient of " << ref.grads[i].first;
+    worst = std::max(worst, err);
+  }
+  const double effect = relative_error(got.logits, plain.logits);
+  EXPECT_GT(effect, 1e-3) << "the noise did not change the logits";
+  const StepResult after = run_step(gpu, batch);
+  EXPECT_TRUE(cuda_test::same_bits(after.logits, plain.logits)) << "noise beyond one forward";
+  std::printf(
+      "[cuda model] NEFTune: logits %.3g, loss %.3g, worst gradient %.3g vs the CPU; the noise "
+      "moved the logits by %.3g\n",
+      logits_err, std::abs(got.loss - ref.loss), worst, effect);
+}
+
 TEST(CudaModelMove, RefusesLoraNamingIt) {
   SFT_SKIP_WITHOUT_CUDA();
   Transformer m =

@@ -55,8 +55,10 @@ std::vector<std::string> flags_of(const Json& golden, const std::string& output_
 }
 
 TrainRun train(const Json& golden, Device device, const std::string& name,
-               const std::string& resume = "", const std::string& keep_step_10 = "") {
+               const std::string& resume = "", const std::string& keep_step_10 = "",
+               const std::vector<std::string>& extra_flags = {}) {
   std::vector<std::string> flags = flags_of(golden, test::fresh_output_dir(name));
+  flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
   if (!resume.empty()) {
     flags.push_back("--resume_from_checkpoint");
     flags.push_back(resume);
@@ -157,6 +159,34 @@ TEST(CudaTrainer, TrlParityFixtureOnTheDeviceMatchesTrlAndTheCpu) {
       std::memcmp(resumed.weights.data(), gpu.weights.data(), gpu.weights.size() * sizeof(float)),
       0)
       << "final weights after the resume";
+}
+
+// `--neftune_noise_alpha 5` (TRL's flag) on the device: the noise is drawn there with the CPU's
+// bits, so 4 steps follow the CPU run of the same flags at the 1e-4 bar; the noise moves the
+// losses away from the noiseless golden (it took effect).
+TEST(CudaTrainer, NeftuneOnTheDeviceMatchesTheCpu) {
+  SFT_SKIP_WITHOUT_CUDA();
+  const Json golden =
+      read_json_file(test::source_path("tests/fixtures/trl_parity/bfd_gas1.json"), "golden");
+  const std::vector<std::string> neftune = {"--neftune_noise_alpha", "5", "--max_steps", "4"};
+  const TrainRun cpu = train(golden, Device::kCpu, "cuda_neftune_cpu", "", "", neftune);
+  const TrainRun gpu = train(golden, Device::kCuda, "cuda_neftune_gpu", "", "", neftune);
+  ASSERT_EQ(gpu.logs.size(), 4u);
+  ASSERT_EQ(cpu.logs.size(), 4u);
+  double worst = 0, moved = 0;
+  for (size_t i = 0; i < gpu.logs.size(); ++i)
+    for (const char* key : {"loss", "grad_norm"}) {
+      const double d = rel(gpu.logs[i][key].get<double>(), cpu.logs[i][key].get<double>());
+      EXPECT_LE(d, 1e-4) << "step " << i + 1 << " " << key;
+      worst = std::max(worst, d);
+      moved = std::max(moved,
+                       rel(gpu.logs[i][key].get<double>(), golden["steps"][i][key].get<double>()));
+    }
+  EXPECT_GT(moved, 1e-3) << "NEFTune left the losses as without it";
+  std::printf(
+      "[cuda trainer] NEFTune, 4 steps: largest relative difference %.2e from the CPU run; the "
+      "noise moved them by up to %.2e\n",
+      worst, moved);
 }
 
 TEST(CudaTrainer, RefusesWhatIsNotOnTheDeviceYet) {

@@ -53,6 +53,7 @@ void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const Ad
 double sum_of_squares(View x);
 void scale(View x, float factor);
 void add_scalar(View x, float c);
+void add_uniform_noise(View x, float magnitude, uint64_t seed, uint64_t stream, uint64_t position);
 
 void zero(View x);
 void cast(View dst, View src);

@@ -33,6 +33,7 @@ const KernelTable& cpu_kernels() {
       .sum_of_squares = cpu::sum_of_squares,
       .scale = cpu::scale,
       .add_scalar = cpu::add_scalar,
+      .add_uniform_noise = cpu::add_uniform_noise,
       .zero = cpu::zero,
       .cast = cpu::cast,
       .moe_router_forward = cpu::moe_router_forward,

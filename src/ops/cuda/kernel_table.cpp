@@ -39,6 +39,7 @@ const KernelTable& cuda_kernels() {
       .sum_of_squares = cuda::sum_of_squares,
       .scale = cuda::scale,
       .add_scalar = cuda::add_scalar,
+      .add_uniform_noise = cuda::add_uniform_noise,
       .zero = cuda::zero,
       .cast = cuda::cast,
   };
