@@ -54,6 +54,7 @@
 #include "train/data_options.h"
 #include "train/device_choice.h"
 #include "train/export.h"
+#include "train/lora_options.h"
 #include "train/model_card.h"
 #include "train/moe_args.h"
 #include "train/preflight.h"
@@ -357,29 +358,20 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
           ? init_from_config(dir, static_cast<uint64_t>(args.seed), ranks.tp, quant4)
       : quant4 ? model::Transformer::load_4bit(dir.path, *quant4)
                : model::Transformer::load(dir.path, ranks.tp);
-  // A GPU chosen (train/device_choice.h): the weights move there before bf16 compute makes its
-  // copies (train/device_step.h: what runs there; the rest is refused naming it).
+  if (args.use_peft && !from_adapter)
+    model.enable_lora(lora_config_from_args(args), static_cast<uint64_t>(args.seed),
+                      "--lora_target_modules");
+  // A GPU chosen (train/device_choice.h): the weights (and adapters: LoRA reads the base on the
+  // host first) move there before bf16 compute makes its copies (train/device_step.h: what runs
+  // there; the rest is refused naming it).
   if (const DeviceChoice device = choose_device(device_environment(), args.use_cpu);
       device.device == Device::kCuda) {
-    if (args.use_peft || from_adapter)
-      fail("train", "LoRA (--use_peft) is not on the CUDA device yet (hint: --use_cpu)");
     if (args.bf16.value_or(false))
       fail("train",
            "bf16 compute (--bf16; fp32 runs there: --bf16 false) is not on the CUDA device yet "
            "(hint: --use_cpu)");
     cuda_init(device.gpu);
     model.to_device(Device::kCuda);
-  }
-  if (args.use_peft && !from_adapter) {
-    model::LoraConfig lc;
-    lc.r = args.lora_r;
-    lc.alpha = static_cast<double>(args.lora_alpha);
-    lc.dropout = args.lora_dropout;
-    lc.use_rslora = args.use_rslora;
-    lc.target_modules = args.lora_target_modules;
-    lc.modules_to_save = args.lora_modules_to_save;
-    lc.base_model_name_or_path = args.model_name_or_path;
-    model.enable_lora(lc, static_cast<uint64_t>(args.seed), "--lora_target_modules");
   }
   // TRL's bf16 (its default): bf16 matmuls with fp32 accumulation over fp32 master weights.
   if (args.bf16.value_or(false)) {

@@ -5,9 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/arena.h"
 #include "core/error.h"
-#include "core/half.h"
-#include "core/rng.h"
 #include "core/torch_generator.h"
 #include "model/torch_init.h"
 #include "ops/ops.h"
@@ -71,41 +70,17 @@ bool module_matches(const std::string& path, const std::string& name) {
   return path == name || (path.size() > name.size() && path.ends_with("." + name));
 }
 
-template <typename T>
-ops::View grown(std::vector<T>& buf, int64_t rows, int64_t cols) {
-  const size_t n = static_cast<size_t>(rows * cols);
-  if (buf.size() < n) buf.resize(n);
-  return ops::view_of(buf.data(), rows, cols);
+// A (rows, cols) view of `dtype` at the start of `arena` (grown to fit: the step loop then
+// reuses it), on the arena's device.
+ops::View grown(Arena& arena, DType dtype, int64_t rows, int64_t cols) {
+  arena.reserve(std::max<size_t>(1, static_cast<size_t>(rows * cols) * dtype_size(dtype)));
+  return ops::View{arena.data(), dtype, rows, cols, arena.device()};
 }
 
-// Inverted dropout with a counter-based mask: element (i, j) keeps when its uniform draw at
-// position row_base + i·cols + j of the stream is ≥ p. The same (seed, stream, key) gives the
-// same mask in forward and backward, on any thread count. dst = mask ⊙ src / (1 - p) (dst
-// and src f32 or both bf16), or dst += that with accumulate (f32 only).
-void apply_dropout(ops::View dst, ops::View src, float p, uint64_t seed, uint64_t stream,
-                   uint64_t key, bool accumulate) {
-  const int64_t cols = src.cols;
-  const float keep_scale = 1.0f / (1.0f - p);
-  // key selects a 2^40-word window of the stream: micro-batches never share draws.
-  const uint64_t base = key << 40;
-  ops::parallel_for_rows(src.rows, 16, [&](int64_t b, int64_t e) {
-    Rng rng(seed, stream);
-    for (int64_t i = b; i < e; ++i) {
-      rng.set_position(base + static_cast<uint64_t>(i * cols));
-      for (int64_t j = 0; j < cols; ++j) {
-        const bool keep = rng.uniform() >= p;
-        const int64_t k = i * cols + j;
-        if (src.dtype == DType::kBF16) {
-          const float v = keep ? bf16_to_f32(src.as<uint16_t>()[k]) * keep_scale : 0.0f;
-          dst.as<uint16_t>()[k] = f32_to_bf16(v);
-        } else {
-          const float v = keep ? src.as<float>()[k] * keep_scale : 0.0f;
-          float& d = dst.as<float>()[k];
-          d = accumulate ? d + v : v;
-        }
-      }
-    }
-  });
+// The first Philox word of micro-batch `key`'s mask: each key owns a 2^40-word window of the
+// adapter's stream, so micro-batches never share draws.
+uint64_t dropout_position(uint64_t key) {
+  return key << 40;
 }
 
 }  // namespace
@@ -258,7 +233,8 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
   }
   if (adapted_.empty() && saved_base.empty())
     fail("lora", what + ": the target modules match no projection of the model");
-  params_ = ParameterSet(specs);
+  specs_ = specs;
+  params_ = ParameterSet(specs_);
 
   const std::span<Parameter> ps = params_.all();
   const float scale = static_cast<float>(lora_scale(config));
@@ -346,11 +322,45 @@ const Parameter* LoraModel::saved_copy_of(const Parameter* base) const {
   return nullptr;
 }
 
+void LoraAdapter::move_scratch_to(Device device) {
+  scratch_ = Scratch(device);
+  u_view_ = {};
+}
+
+void LoraModel::to_device(const ParameterSet& old_base, const ParameterSet& new_base) {
+  const Device device = new_base.device();
+  ParameterSet moved(specs_, device);
+  moved.copy_values_from(params_);
+  if (params_.has_bf16_copies()) moved.enable_bf16_copies();  // rounded there from the values
+  if (params_.has_grads()) moved.allocate_grads();            // zero: the next step accumulates
+  // Same layouts, so a parameter of all() keeps its index; a fused tensor's part (not in
+  // all(): ParameterSet::bind_parts) is found by its slot and layer.
+  auto in = [](const ParameterSet& to, const ParameterSet& from, const Parameter* p) {
+    if (!p) return p;
+    const std::span<const Parameter> all = from.all();
+    if (p >= all.data() && p < all.data() + all.size())
+      return &to.all()[static_cast<size_t>(p - all.data())];
+    return &to.at(p->spec.slot, p->spec.layer);
+  };
+  for (const Parameter*& p : adapted_) p = in(new_base, old_base, p);
+  for (const Parameter*& p : part_weights_) p = in(new_base, old_base, p);
+  for (auto& [base, copy] : saved_) {
+    base = in(new_base, old_base, base);
+    copy = in(moved, params_, copy);
+  }
+  for (std::vector<LoraAdapter>* list : {&adapters_, &part_adapters_})
+    for (LoraAdapter& ad : *list) {
+      ad.a = in(moved, params_, ad.a);
+      ad.b = in(moved, params_, ad.b);
+      ad.move_scratch_to(device);
+    }
+  params_ = std::move(moved);
+}
+
 ops::View LoraAdapter::dropped_input(ops::View x) {
   if (!dropping()) return x;
-  ops::View xd =
-      x.dtype == DType::kBF16 ? grown(xd16_, x.rows, x.cols) : grown(xd_, x.rows, x.cols);
-  apply_dropout(xd, x, dropout, seed, stream, *key, false);
+  const ops::View xd = grown(scratch_.xd, x.dtype, x.rows, x.cols);
+  ops::dropout(xd, x, dropout, seed, stream, dropout_position(*key), false);
   return xd;
 }
 
@@ -358,12 +368,12 @@ void LoraAdapter::forward(ops::View y, ops::View x) {
   const int64_t N = x.rows, r = a->value.rows;
   const bool bf16 = x.dtype == DType::kBF16;
   const ops::View xd = dropped_input(x);
-  const ops::View u = grown(u_, N, r);
+  const ops::View u = grown(scratch_.u, DType::kF32, N, r);
   ops::matmul(u, xd, bf16 ? a->bf16 : a->value, false, true, false);
   ops::scale(u, scale);  // (scale · u) Bᵀ: dB then comes out of the same saved product
   u_view_ = u;
   if (bf16) {
-    u_view_ = grown(u16_, N, r);
+    u_view_ = grown(scratch_.u16, DType::kBF16, N, r);
     ops::cast(u_view_, u);
   }
   ops::matmul(y, u_view_, b_part(bf16 ? b->bf16 : b->value), false, true, true);
@@ -376,11 +386,11 @@ void LoraAdapter::backward(ops::View dx, ops::View dy, ops::View dy16, ops::View
   // dB += gᵀ (scale · u).
   ops::matmul(b_part(b->grad), g, u_view_.first(N, r), true, false, true);
   // du = scale · g B; dA += duᵀ drop(x); d drop(x) = du A.
-  ops::View du = grown(du_, N, r);
+  ops::View du = grown(scratch_.du, DType::kF32, N, r);
   ops::matmul(du, g, b_part(bf16 ? b->bf16 : b->value), false, false, false);
   ops::scale(du, scale);
   if (bf16) {
-    const ops::View du16 = grown(du16_, N, r);
+    const ops::View du16 = grown(scratch_.du16, DType::kBF16, N, r);
     ops::cast(du16, du);
     du = du16;
   }
@@ -389,9 +399,9 @@ void LoraAdapter::backward(ops::View dx, ops::View dy, ops::View dy16, ops::View
   if (dx.empty()) return;
   const ops::View aw = bf16 ? a->bf16 : a->value;
   if (!dropping()) return ops::matmul(dx, du, aw, false, false, true);
-  const ops::View dxd = grown(dxd_, N, x.cols);
+  const ops::View dxd = grown(scratch_.dxd, DType::kF32, N, x.cols);
   ops::matmul(dxd, du, aw, false, false, false);
-  apply_dropout(dx, dxd, dropout, seed, stream, *key, true);
+  ops::dropout(dx, dxd, dropout, seed, stream, dropout_position(*key), true);
 }
 
 }  // namespace sft::model

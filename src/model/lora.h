@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/arena.h"
 #include "model/config.h"
 #include "model/parameters.h"
 #include "ops/view.h"
@@ -52,7 +53,8 @@ std::vector<std::string> resolve_lora_targets(const LoraConfig& config,
 double lora_scale(const LoraConfig& config);
 
 // One adapted projection. Mutable state: the last forward's saved (N, r) product and the
-// scratch its backward needs; buffers grow to the largest batch and are then reused.
+// scratch its backward needs, in arenas on the model's device; they grow to the largest batch
+// and are then reused (no allocation in the step loop).
 struct LoraAdapter {
   const Parameter* a = nullptr;  // (r, I)
   const Parameter* b = nullptr;  // (O, r)
@@ -73,13 +75,27 @@ struct LoraAdapter {
   // dA, dB +=; dx (N, I) f32 += the adapter's input gradient (skipped when empty); dy (N, O)
   // f32, dy16 its bf16 copy under bf16 compute (already cast by Linear::backward).
   void backward(ops::View dx, ops::View dy, ops::View dy16, ops::View x);
+  // Fresh scratch on `device` (LoraModel::to_device); the saved product is gone.
+  void move_scratch_to(Device device);
 
  private:
+  // An adapter copied (a fused tensor's parts from the fused adapter) gets scratch of its own
+  // on the same device: each part saves its own product.
+  struct Scratch {
+    explicit Scratch(Device device = Device::kCpu)
+        : u(device), du(device), xd(device), dxd(device), u16(device), du16(device) {}
+    Scratch(const Scratch& other) : Scratch(other.u.device()) {}
+    Scratch& operator=(const Scratch& other) { return *this = Scratch(other.u.device()); }
+    Scratch(Scratch&&) noexcept = default;
+    Scratch& operator=(Scratch&&) noexcept = default;
+    Arena u, du;      // (N, r) f32
+    Arena xd, dxd;    // (N, I), dropout only: drop(x) (x's dtype) and its f32 gradient
+    Arena u16, du16;  // (N, r) bf16 under bf16 compute
+  };
   bool dropping() const { return dropout > 0 && training && *training; }
   // xd = drop(x) into the scratch (same dtype as x), or x itself without dropout.
   ops::View dropped_input(ops::View x);
-  std::vector<float> u_, du_, xd_, dxd_;  // (N, r) ×2, (N, I) ×2 (dropout only)
-  std::vector<uint16_t> u16_, du16_, xd16_;
+  Scratch scratch_;
   ops::View u_view_;  // the saved scale · drop(x) Aᵀ of the last forward (f32 or bf16)
 };
 
@@ -119,11 +135,17 @@ class LoraModel {
   void set_training(bool on) { training_ = on; }
   void set_dropout_key(uint64_t key) { key_ = key; }
 
+  // Moves the adapters' parameters (values, and the bf16 copies and gradients when present) and
+  // scratch to `new_base`'s device, and points every base weight at `new_base`, the base set
+  // moved there (Transformer::to_device; the same layout as `old_base`, which is still alive).
+  void to_device(const ParameterSet& old_base, const ParameterSet& new_base);
+
  private:
   void bind_fused_parts(const ParameterSet& base);
 
   LoraConfig config_;
   std::vector<std::string> targets_;
+  std::vector<ParamSpec> specs_;  // params_'s layout
   ParameterSet params_;
   std::vector<LoraAdapter> adapters_;
   std::vector<const Parameter*> adapted_;

@@ -74,8 +74,8 @@ ops::View Transformer::norm_weight_view() const {
 
 void Transformer::to_device(Device device) {
   if (device == params_.device()) return;
-  if (lora_)
-    fail("model", std::string("LoRA adapters are not on the ") +
+  if (params_.has_4bit())
+    fail("model", std::string("a 4-bit (QLoRA) base is not on the ") +
                       (device == Device::kCuda ? "CUDA" : device_name(device)) +
                       " device yet (hint: --use_cpu)");
   if (params_.fp32_released())
@@ -84,10 +84,12 @@ void Transformer::to_device(Device device) {
   const bool grads = params_.has_grads(), bf16 = params_.has_bf16_copies();
   ParameterSet moved(layout_, device);
   moved.copy_values_from(params_);
-  if (bf16) moved.enable_bf16_copies();  // rounded from the moved fp32 values, on the device
-  if (grads) moved.allocate_grads();     // zero-filled: the next step accumulates afresh
+  if (bf16) moved.enable_bf16_copies();         // rounded from the moved fp32 values, on the device
+  if (grads) moved.allocate_grads();            // zero-filled: the next step accumulates afresh
+  if (lora_) lora_->to_device(params_, moved);  // while the old base is alive to map from
   params_ = std::move(moved);
   bind_layers();
+  if (lora_) bind_lora();
   acts_ = Arena(device);
   bwd_ = Arena(device);
   decode_ = Arena(device);
@@ -121,7 +123,20 @@ LoraModel& Transformer::enable_lora(const LoraConfig& config, uint64_t seed,
   if (tp_.on())
     fail("model", what + ": LoRA adapters with tensor parallelism are not supported " +
                       "(hint: --tp_size 1; data parallelism splits the batch instead)");
+  // The adapters' init and the modules_to_save copies are made from host memory.
+  if (params_.device() != Device::kCpu)
+    fail("model", what + ": enable LoRA before moving the model to the " +
+                      device_name(params_.device()) + " device (to_device moves the adapters too)");
   lora_ = std::make_unique<LoraModel>(params_, config_, config, seed, what);
+  bind_lora();
+  if (params_.has_grads())
+    fail("model", "enable_lora on a model that already has gradients (enable it before training)");
+  if (compute_ == DType::kBF16) lora_->params().enable_bf16_copies();
+  has_forward_ = false;
+  return *lora_;
+}
+
+void Transformer::bind_lora() {
   // Adapters sit on the base weights; modules_to_save copies then take their base's place.
   auto swap = [&](const Parameter*& p) {
     if (!p) return;
@@ -139,11 +154,6 @@ LoraModel& Transformer::enable_lora(const LoraConfig& config, uint64_t seed,
   swap(embed_);
   swap(final_norm_);
   swap(lm_head_.weight);
-  if (params_.has_grads())
-    fail("model", "enable_lora on a model that already has gradients (enable it before training)");
-  if (compute_ == DType::kBF16) lora_->params().enable_bf16_copies();
-  has_forward_ = false;
-  return *lora_;
 }
 
 void Transformer::keep_frozen_base_in_bf16() {
@@ -155,6 +165,9 @@ void Transformer::keep_frozen_base_in_bf16() {
 
 void Transformer::merge_lora() {
   if (!lora_) return;
+  if (params_.device() != Device::kCpu)
+    fail("model", std::string("merging LoRA adapters on the ") + device_name(params_.device()) +
+                      " device (hint: to_device(Device::kCpu) first)");
   for (DecoderLayer& d : layers_) {
     for (Linear* lin : d.linears()) {
       if (!lin->lora) continue;

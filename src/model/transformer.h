@@ -89,8 +89,8 @@ class Transformer {
   // Moves the parameters (their fp32 values copied over) and the activation arenas onto
   // `device` (Device::kCpu brings a device model back, e.g. for the export); the step then
   // runs there, batches and logits staying host data (copied in and out). Gradients, if any,
-  // start again at zero there and the bf16 copies are remade from the moved values. Refused
-  // with LoRA adapters (not on a device yet: "... is not on the CUDA device yet").
+  // start again at zero there and the bf16 copies are remade from the moved values. LoRA
+  // adapters move with the model (enable_lora comes first: it reads the base on the host).
   void to_device(Device device);
   Device device() const { return params_.device(); }
   // This rank's parameters (slices under tensor parallelism; spec.full_shape is the whole).
@@ -117,7 +117,7 @@ class Transformer {
     if (lora_) lora_->set_dropout_key(key);
   }
   // merge_and_unload(): W += scale · B A for every adapter, modules_to_save copies written
-  // back into the base; LoRA is then off.
+  // back into the base; LoRA is then off. On the host only (a device model moves back first).
   void merge_lora();
   // LoRA under bf16 compute: the frozen base then keeps only the bf16 copies of its matrices
   // (4 bytes less per base parameter); the embedding table, looked up in fp32, and the norms
@@ -203,6 +203,8 @@ class Transformer {
               const std::function<bool(const ParamSpec&)>* without_fp32);
   // Points the layers, the embedding, the final norm and the LM head at params_.
   void bind_layers();
+  // Points the layers' Linears at their adapters and modules_to_save copies (after bind_layers).
+  void bind_lora();
   void check_batch(const Batch& batch) const;
   void prepare(const Batch& batch, bool logits);
   void layer_forward(int64_t l);

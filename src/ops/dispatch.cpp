@@ -210,6 +210,13 @@ void add_uniform_noise(View x, float magnitude, uint64_t seed, uint64_t stream, 
                                                                     position);
 }
 
+void dropout(View dst, View src, float p, uint64_t seed, uint64_t stream, uint64_t position,
+             bool accumulate) {
+  const ScopedOp op("dropout");
+  kernel(&KernelTable::dropout, "dropout", {dst, src})(dst, src, p, seed, stream, position,
+                                                       accumulate);
+}
+
 void zero(View x) {
   const ScopedOp op("zero");
   kernel(&KernelTable::zero, "zero", {x})(x);

@@ -73,6 +73,8 @@ struct KernelTable {
   void (*add_scalar)(View x, float c) = nullptr;
   void (*add_uniform_noise)(View x, float magnitude, uint64_t seed, uint64_t stream,
                             uint64_t position) = nullptr;
+  void (*dropout)(View dst, View src, float p, uint64_t seed, uint64_t stream, uint64_t position,
+                  bool accumulate) = nullptr;
 
   void (*zero)(View x) = nullptr;
   void (*cast)(View dst, View src) = nullptr;

@@ -196,6 +196,18 @@ void add_scalar(View x, float c);
 // word position + i of Philox stream (seed, stream) (core/philox.h): NEFTune's noise, the same
 // bits on every backend and thread count. Two roundings per element (the noise, then the sum).
 void add_uniform_noise(View x, float magnitude, uint64_t seed, uint64_t stream, uint64_t position);
+// Inverted dropout with a counter-based mask: element k (dense, row-major) keeps when the
+// uniform of Philox word position + k of stream (seed, stream) is ≥ p; dst = mask ⊙ src ·
+// dropout_keep_scale(p), or dst += that with accumulate (f32 only). dst and src f32, or both
+// bf16 (the product rounded once to bf16). The same arguments give the same mask on every
+// backend and thread count: LoRA's adapter dropout draws its forward's mask again in the
+// backward (model/lora.h).
+void dropout(View dst, View src, float p, uint64_t seed, uint64_t stream, uint64_t position,
+             bool accumulate);
+// 1 / (1 − p) in f32, the scale every backend's dropout multiplies the kept elements by.
+inline float dropout_keep_scale(float p) {
+  return 1.0f / (1.0f - p);
+}
 
 // x = 0.
 void zero(View x);

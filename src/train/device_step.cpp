@@ -31,7 +31,6 @@ void check_device_training(const TrainingArgs& args, const model::Transformer& m
     not_on_device(device, "tensor parallelism (--tp_size)");
   if (args.zero_stage != 0)
     not_on_device(device, "--zero_stage " + std::to_string(args.zero_stage));
-  if (model.lora()) not_on_device(device, "LoRA (--use_peft)");
   // Its stacked q/k/v product hands column blocks to cast and rope, and the CUDA kernels take
   // dense views only (ops/device_dispatch.h).
   if (model.compute_dtype() == DType::kBF16)
@@ -46,7 +45,16 @@ Trainer::GradNorm Trainer::device_grad_norm() {
 
 model::Transformer host_copy(const model::Transformer& model) {
   model::Transformer host = model::Transformer::zeros(model.config(), model.tensor_parallel());
-  host.params().copy_values_from(model.params());
+  const model::LoraModel* lora = model.lora();
+  if (!lora) {
+    host.params().copy_values_from(model.params());
+    return host;
+  }
+  // With LoRA a checkpoint holds the adapters alone (the frozen base is not in it, and under
+  // bf16 its fp32 matrices are gone): the host model gets adapters of the same configuration
+  // (their init draws are overwritten) and the trained values.
+  host.enable_lora(lora->config(), 0, "the checkpoint's adapters");
+  host.lora()->params().copy_values_from(lora->params());
   return host;
 }
 

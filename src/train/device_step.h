@@ -7,8 +7,8 @@
 // copies the update rounds, NEFTune's noise (drawn there, the CPU's bits). Only the loss
 // statistics, the norm and the token ids cross the bus per step. Refused, each with "... is not
 // on the CUDA device yet (hint: --use_cpu)": several data-parallel ranks, tensor parallelism,
-// ZeRO-1, LoRA (the model refuses to move with it), bf16 compute (column blocks of the stacked
-// q/k/v product).
+// ZeRO-1, bf16 compute (column blocks of the stacked q/k/v product). LoRA runs there: the
+// adapters move with the model (model/lora.h), their dropout drawn there (ops::dropout).
 //
 // Checkpoints: host_copy streams the weights into a host model; AdamW::copy_to(kCpu) the
 // moments. The files are then written as a CPU run writes them (atomically, checkpoint_dir.h),
@@ -26,8 +26,10 @@ namespace sft {
 void check_device_training(const TrainingArgs& args, const model::Transformer& model,
                            const Comm& dp, const Comm* tp);
 
-// The model's fp32 weights in a new host model of the same configuration (no LoRA, no
-// tensor-parallel slices: the device refuses both).
+// The model's trainable fp32 weights in a new host model of the same configuration: the whole
+// model, or with LoRA adapters of the same configuration holding the trained values (the base
+// left zero: a LoRA checkpoint holds the adapters alone). No tensor-parallel slices: the device
+// refuses them.
 model::Transformer host_copy(const model::Transformer& model);
 
 }  // namespace sft

@@ -256,7 +256,7 @@ void Trainer::resume_unagreed(const std::string& path) {
   read_training_checkpoint(path, snapshot, moment_shard);
   if (whole) zero1_->load_from(*whole);
   if (host_model) {
-    model_.params().copy_values_from(host_model->params());
+    model_.trainable().copy_values_from(host_model->trainable());
     optimizer_->copy_state_from(*host_optimizer);
   }
   restore_training_state(snapshot.training_state, path + "/training_state.json");

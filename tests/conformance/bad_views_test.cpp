@@ -201,6 +201,12 @@ TEST_P(ConformanceBadViews, Elementwise) {
     expect_error_naming("bias_backward",
                         [&] { ops::bias_backward(v.make(f32, 1, 4), v.make(f32, 2, 3)); });
     expect_error_naming("add_scalar", [&] { ops::add_scalar(v.make(bf16, 2, 3), 1.0f); });
+    expect_error_naming("dropout", [&] {
+      ops::dropout(v.make(bf16, 2, 3), v.make(bf16, 2, 3), 0.1f, 1, 2, 0, true);
+    });
+    expect_error_naming("dropout", [&] {
+      ops::dropout(v.make(f32, 2, 3), v.make(f32, 3, 3), 0.1f, 1, 2, 0, false);
+    });
     expect_error_naming("add_uniform_noise",
                         [&] { ops::add_uniform_noise(v.make(bf16, 2, 3), 0.1f, 1, 2, 0); });
     expect_error_naming("cast", [&] { ops::cast(v.make(f64, 2, 3), v.make(bf16, 2, 3)); });

@@ -109,6 +109,44 @@ TEST_P(ConformanceElementwise, UniformNoise) {
         uniform_tolerance(1e-6));
 }
 
+// Dropout p = 0.3 with the mask of words 9 + k of stream (13, 4): dst = mask ⊙ src / 0.7 (f32
+// and bf16), and dst += that (f32). The f64 reference draws the mask through Rng, so a kernel
+// whose mask is shifted or reordered fails by whole elements. One rounding per element (two when
+// accumulating; bf16: the bf16 rounding).
+Outputs run_dropout(const Shape& s, const Backend& be, Mode m, bool accumulate) {
+  const size_t n = static_cast<size_t>(s.rows * s.cols);
+  const Values src = random_values(n, 5, 1.0, m.grid), start = random_values(n, 6, 1.0, m.grid);
+  constexpr float p = 0.3f;
+  if (m.dtype != DType::kF64) {
+    Buffer D(be, m.dtype, s.rows, s.cols, start), S(be, m.dtype, s.rows, s.cols, src);
+    ops::dropout(D.view(), S.view(), p, 13, 4, 9, accumulate);
+    return {{"dst", D.read()}};
+  }
+  Values d = start;
+  Rng rng(13, 4);
+  rng.set_position(9);
+  const double keep_scale = ops::dropout_keep_scale(p);
+  for (size_t k = 0; k < n; ++k) {
+    const double v = rng.uniform() >= p ? src[k] * keep_scale : 0.0;
+    d[k] = accumulate ? d[k] + v : v;
+  }
+  return {{"dst", d}};
+}
+
+TEST_P(ConformanceElementwise, Dropout) {
+  for (const Shape& s : kShapes) {
+    check_conformance(
+        backend(), "dropout " + s.name(),
+        [&](const Backend& be, Mode m) { return run_dropout(s, be, m, false); },
+        {DType::kF32, DType::kBF16},
+        [](DType d, const std::string&) { return d == DType::kBF16 ? 4e-3 : 1e-6; });
+    check_conformance(
+        backend(), "dropout += " + s.name(),
+        [&](const Backend& be, Mode m) { return run_dropout(s, be, m, true); }, {DType::kF32},
+        uniform_tolerance(1e-6));
+  }
+}
+
 TEST_P(ConformanceElementwise, AddWithRoundedCopy) {
   for (const Shape& s : kShapes)
     check_conformance(

@@ -66,6 +66,26 @@ TEST(CudaElementwise, UniformNoiseEqualsTheCpuBitForBit) {
   }
 }
 
+// Dropout's mask and scaling on the device are the CPU's bits: f32 and bf16, = and +=.
+TEST(CudaElementwise, DropoutEqualsTheCpuBitForBit) {
+  SFT_SKIP_WITHOUT_CUDA();
+  for (DType dtype : {DType::kF32, DType::kBF16})
+    for (bool accumulate : {false, true}) {
+      if (accumulate && dtype == DType::kBF16) continue;
+      const Values src = random_values(n, 1, 1.0, dtype), dst = random_values(n, 2, 1.0, dtype);
+      const uint64_t position = uint64_t{5} << 40;
+      const auto outs = cuda_test::run_twice([&] {
+        DeviceTensor D(dtype, N, C, dst), S(dtype, N, C, src);
+        ops::cuda::dropout(D.view(), S.view(), 0.1f, 42, 7, position, accumulate);
+        return std::vector<Values>{D.read()};
+      });
+      HostTensor D(dtype, N, C, dst), S(dtype, N, C, src);
+      ops::dropout(D.view(), S.view(), 0.1f, 42, 7, position, accumulate);
+      EXPECT_TRUE(cuda_test::same_bits(outs[0], D.read()))
+          << dtype_name(dtype) << (accumulate ? " +=" : " =");
+    }
+}
+
 TEST(CudaElementwise, BiasBackwardMatchesTheF64Reference) {
   SFT_SKIP_WITHOUT_CUDA();
   for (int64_t rows : {int64_t{1}, int64_t{64}, int64_t{65}, N}) {

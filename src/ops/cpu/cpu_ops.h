@@ -54,6 +54,8 @@ double sum_of_squares(View x);
 void scale(View x, float factor);
 void add_scalar(View x, float c);
 void add_uniform_noise(View x, float magnitude, uint64_t seed, uint64_t stream, uint64_t position);
+void dropout(View dst, View src, float p, uint64_t seed, uint64_t stream, uint64_t position,
+             bool accumulate);
 
 void zero(View x);
 void cast(View dst, View src);

@@ -34,6 +34,7 @@ const KernelTable& cpu_kernels() {
       .scale = cpu::scale,
       .add_scalar = cpu::add_scalar,
       .add_uniform_noise = cpu::add_uniform_noise,
+      .dropout = cpu::dropout,
       .zero = cpu::zero,
       .cast = cpu::cast,
       .moe_router_forward = cpu::moe_router_forward,

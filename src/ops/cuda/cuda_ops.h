@@ -65,6 +65,8 @@ double sum_of_squares(View x);
 void scale(View x, float factor);
 void add_scalar(View x, float c);
 void add_uniform_noise(View x, float magnitude, uint64_t seed, uint64_t stream, uint64_t position);
+void dropout(View dst, View src, float p, uint64_t seed, uint64_t stream, uint64_t position,
+             bool accumulate);
 
 // Tiled attention over packed segments (ops.h; attention_forward.cu, attention_backward.cu):
 // f32, or bf16 q, k, v with out bf16 or f32 (lse and the gradients f32); D ≤ 256. The

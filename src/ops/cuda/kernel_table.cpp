@@ -40,6 +40,7 @@ const KernelTable& cuda_kernels() {
       .scale = cuda::scale,
       .add_scalar = cuda::add_scalar,
       .add_uniform_noise = cuda::add_uniform_noise,
+      .dropout = cuda::dropout,
       .zero = cuda::zero,
       .cast = cuda::cast,
   };
