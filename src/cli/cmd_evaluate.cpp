@@ -43,7 +43,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: sft evaluate --model PATH --dataset DATA [--split NAME] [--tokenizer PATH]\n"
     "                    [--max_new_tokens N] [--limit N] [--show_failures N]\n"
-    "                    [--min_exact_match X]\n\n"
+    "                    [--min_exact_match X] [--use_cpu]\n\n"
     "Greedy answers to held-out conversations, compared with the reference answers.\n";
 
 // One held-out question: the messages to continue and the reference answer.
@@ -109,6 +109,7 @@ struct EvaluateFlags {
   std::string model, dataset, tokenizer, dataset_config, split = "test";
   int64_t max_new_tokens = 32, limit = 0, show_failures = 5;
   std::optional<double> min_exact_match;
+  bool use_cpu = false;
 };
 
 OptionSet evaluate_options(EvaluateFlags& f) {
@@ -127,6 +128,8 @@ OptionSet evaluate_options(EvaluateFlags& f) {
                      "tokenizer folder or Hub id with the chat template (empty: the model's)");
   options.add_int("limit", &f.limit, input, "only the first N rows (0: all)");
   options.add_int("max_new_tokens", &f.max_new_tokens, generation, "longest answer generated");
+  options.add_bool("use_cpu", &f.use_cpu, generation,
+                   "run on the CPU even where a CUDA build sees a GPU (as sft train's --use_cpu)");
   options.add_int("show_failures", &f.show_failures, output, "print the first N mismatches");
   options.add_optional_float("min_exact_match", &f.min_exact_match, output,
                              "fail (exit 1) when the exact match is below X, in [0, 1]");
@@ -178,6 +181,7 @@ int run_evaluate(const Args& args) {
   const text::Tokenizer tokenizer = text::Tokenizer::from_file(tokenizer_path);
   const chat::ChatTemplate chat_template = chat::ChatTemplate::from_tokenizer(tokenizer_path);
   model::Transformer m = load_model_source(source);
+  place_model(m, flags.use_cpu);
   model::GenerateOptions options = generation_defaults(model_dir, m.config());
   options.sampling = {};  // greedy, whatever generation_config.json says
   options.max_new_tokens = max_new_tokens;

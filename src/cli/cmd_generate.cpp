@@ -35,7 +35,7 @@ constexpr const char* kUsage =
     "usage: sft generate --model PATH (--prompt STR | --messages FILE.json | --prompt_ids IDS |\n"
     "                    --prompt_ids_file FILE.json) [--tokenizer PATH] [--max_new_tokens N]\n"
     "                    [--do_sample | --greedy] [--temperature T] [--top_k K] [--top_p P]\n"
-    "                    [--seed S] [--no_cache] [--output_ids]\n\n"
+    "                    [--seed S] [--no_cache] [--output_ids] [--use_cpu]\n\n"
     "A prompt is tokenized with special tokens (as tokenizer(prompt)); messages are rendered\n"
     "with the chat template and the generation prompt (as apply_chat_template). Sampling\n"
     "defaults come from generation_config.json; --temperature, --top_k or --top_p imply\n"
@@ -45,7 +45,7 @@ constexpr const char* kUsage =
 struct GenerateFlags {
   std::string model, tokenizer, prompt, messages, prompt_ids, prompt_ids_file;
   int64_t max_new_tokens = model::GenerateOptions{}.max_new_tokens, seed = 0;
-  bool do_sample = false, greedy = false, no_cache = false, output_ids = false;
+  bool do_sample = false, greedy = false, no_cache = false, output_ids = false, use_cpu = false;
   std::optional<double> temperature, top_p;
   std::optional<int64_t> top_k;
 };
@@ -70,6 +70,8 @@ OptionSet generate_options(GenerateFlags& f) {
   o.add_bool("no_cache", &f.no_cache, gen,
              "recompute the whole sequence each step (slow; for checks)");
   o.add_bool("output_ids", &f.output_ids, out, "print the new ids as a JSON array, not text");
+  o.add_bool("use_cpu", &f.use_cpu, gen,
+             "run on the CPU even where a CUDA build sees a GPU (as sft train's --use_cpu)");
   return o;
 }
 
@@ -148,6 +150,7 @@ int run_generate(const Args& args) {
   if (prompt.empty()) fail("generate", "the prompt is empty after tokenization");
 
   model::Transformer m = load_model_source(source);
+  place_model(m, f.use_cpu);
   // generation_config.json: sampling defaults and eos ids, as transformers' generate uses them.
   const model::GenerateOptions defaults = generation_defaults(model_dir, m.config());
   model::GenerateOptions o;

@@ -2,7 +2,10 @@
 
 #include <filesystem>
 
+#include "core/log.h"
 #include "io/json.h"
+#include "ops/backend.h"
+#include "train/device_choice.h"
 
 namespace sft::cli {
 
@@ -35,6 +38,21 @@ std::vector<int64_t> chat_prompt_ids(const text::Tokenizer& tokenizer,
   const std::vector<int32_t> ids =
       tokenizer.encode(chat_template.apply(inputs), /*add_special_tokens=*/false);
   return {ids.begin(), ids.end()};
+}
+
+void place_model(model::Transformer& model, bool use_cpu) {
+  const DeviceEnvironment env = device_environment();
+  const DeviceChoice choice = choose_device(env, use_cpu);
+  // A CPU-only build has no choice to report (its output stays the generated text alone).
+  if (compiled_backends() == "cpu") return;
+  log_info("[device] ", device_report(choice, env).front());
+  if (choice.device != Device::kCuda) return;
+  if (model.params().has_4bit()) {
+    log_info("[device] the 4-bit (QLoRA) base stays on the CPU: its matmul has no CUDA kernel yet");
+    return;
+  }
+  cuda_init(choice.gpu);
+  model.to_device(Device::kCuda);
 }
 
 }  // namespace sft::cli

@@ -54,11 +54,14 @@ struct Batch {
   std::vector<uint8_t> padding = {};
 };
 
-// Per-sequence keys and values for generation.
+// Per-sequence keys and values for generation, on the model's device (Transformer::new_cache).
 struct KvCache {
-  int64_t capacity = 0;                  // tokens
-  int64_t length = 0;                    // tokens already cached
-  std::vector<std::vector<float>> k, v;  // per layer (capacity, Hkv, D), after RoPE
+  int64_t capacity = 0;        // tokens
+  int64_t length = 0;          // tokens already cached
+  int64_t layer_elements = 0;  // capacity · Hkv · D
+  Arena k, v;                  // each layer's (capacity, Hkv, D) after RoPE, layer after layer
+  float* k_of(int64_t layer) { return reinterpret_cast<float*>(k.data()) + layer * layer_elements; }
+  float* v_of(int64_t layer) { return reinterpret_cast<float*>(v.data()) + layer * layer_elements; }
 };
 
 class Transformer {

@@ -255,6 +255,46 @@ TEST_P(CudaLora, TrainingStepOnTheDeviceEqualsTheCpuStep) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaLora,
                          ::testing::Values("qwen3_qknorm_linear", "phi3_longrope_short"));
 
+// Generation with the KV cache on the device (its keys and values in device memory): a prompt,
+// then greedy steps one token at a time, each step's logits within 1e-5 of the CPU's and the
+// same greedy token; Gemma 3 (sliding layers with their own rope tables) and Qwen3.
+class CudaDecode : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CudaDecode, GreedyDecodingOnTheDeviceEqualsTheCpu) {
+  SFT_SKIP_WITHOUT_CUDA();
+  const std::string dir = test::source_path(std::string("tests/fixtures/parity/") + GetParam());
+  Transformer cpu = Transformer::load(dir), gpu = Transformer::load(dir);
+  gpu.to_device(Device::kCuda);
+  const int64_t V = cpu.config().vocab_size;
+  KvCache cpu_cache = cpu.new_cache(16), gpu_cache = gpu.new_cache(16);
+  EXPECT_EQ(gpu_cache.k.device(), Device::kCuda);
+  std::vector<int64_t> tokens = {1, 5, 9, 2, 7};
+  std::vector<float> ref(static_cast<size_t>(V)), got(static_cast<size_t>(V));
+  double worst = 0;
+  for (int step = 0; step < 6; ++step) {
+    const int64_t* ids = step == 0 ? tokens.data() : &tokens.back();
+    const int64_t n = step == 0 ? static_cast<int64_t>(tokens.size()) : 1;
+    cpu.decode(ids, n, cpu_cache, ref.data());
+    gpu.decode(ids, n, gpu_cache, got.data());
+    const double err =
+        relative_error(Values(got.begin(), got.end()), Values(ref.begin(), ref.end()));
+    EXPECT_LE(err, 1e-5) << "step " << step;
+    worst = std::max(worst, err);
+    const int64_t next_cpu = std::max_element(ref.begin(), ref.end()) - ref.begin();
+    const int64_t next_gpu = std::max_element(got.begin(), got.end()) - got.begin();
+    EXPECT_EQ(next_gpu, next_cpu) << "step " << step;
+    tokens.push_back(next_cpu);
+  }
+  EXPECT_EQ(gpu_cache.length, cpu_cache.length);
+  std::printf("[cuda decode] %s: 6 steps, logits at most %.3g from the CPU's\n", GetParam(), worst);
+  KvCache host_cache = cpu.new_cache(4);
+  cuda_test::expect_error("decode: the KV cache is on the cpu device, the model on the cuda",
+                          [&] { gpu.decode(tokens.data(), 1, host_cache, got.data()); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaDecode,
+                         ::testing::Values("qwen3_qknorm_linear", "gemma3_sliding_softcap"));
+
 TEST(CudaModelMove, LoraIsEnabledBeforeTheMove) {
   SFT_SKIP_WITHOUT_CUDA();
   Transformer m =
