@@ -233,8 +233,7 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
   }
   if (adapted_.empty() && saved_base.empty())
     fail("lora", what + ": the target modules match no projection of the model");
-  specs_ = specs;
-  params_ = ParameterSet(specs_);
+  params_ = ParameterSet(specs);
 
   const std::span<Parameter> ps = params_.all();
   const float scale = static_cast<float>(lora_scale(config));
@@ -329,10 +328,7 @@ void LoraAdapter::move_scratch_to(Device device) {
 
 void LoraModel::to_device(const ParameterSet& old_base, const ParameterSet& new_base) {
   const Device device = new_base.device();
-  ParameterSet moved(specs_, device);
-  moved.copy_values_from(params_);
-  if (params_.has_bf16_copies()) moved.enable_bf16_copies();  // rounded there from the values
-  if (params_.has_grads()) moved.allocate_grads();            // zero: the next step accumulates
+  ParameterSet moved = params_.copy_on(device);
   // Same layouts, so a parameter of all() keeps its index; a fused tensor's part (not in
   // all(): ParameterSet::bind_parts) is found by its slot and layer.
   auto in = [](const ParameterSet& to, const ParameterSet& from, const Parameter* p) {

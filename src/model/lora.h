@@ -145,7 +145,6 @@ class LoraModel {
 
   LoraConfig config_;
   std::vector<std::string> targets_;
-  std::vector<ParamSpec> specs_;  // params_'s layout
   ParameterSet params_;
   std::vector<LoraAdapter> adapters_;
   std::vector<const Parameter*> adapted_;

@@ -44,6 +44,17 @@ ParameterSet::ParameterSet(const std::vector<ParamSpec>& layout, Device device)
   bind_parts();
 }
 
+ParameterSet ParameterSet::copy_on(Device device) const {
+  std::vector<ParamSpec> layout;
+  layout.reserve(params_.size());
+  for (const Parameter& p : params_) layout.push_back(p.spec);
+  ParameterSet copy(layout, device);
+  copy.copy_values_from(*this);
+  if (has_bf16_copies()) copy.enable_bf16_copies();
+  if (has_grads()) copy.allocate_grads();  // zero-filled: the next step accumulates afresh
+  return copy;
+}
+
 ParameterSet::ParameterSet(const std::vector<ParamSpec>& layout,
                            const std::function<bool(const ParamSpec&)>& without_fp32)
     : values_(Device::kCpu), grads_(Device::kCpu), bf16_(Device::kCpu) {

@@ -61,6 +61,9 @@ class ParameterSet {
   // The fp32 values of `other` (the same layout, on any device) copied into this set's arena:
   // how a model loaded on the host reaches the device.
   void copy_values_from(const ParameterSet& other);
+  // A set of the same layout on `device` holding these fp32 values, with bf16 copies (rounded
+  // there from the values) and zero gradients where this set has them: what to_device moves.
+  ParameterSet copy_on(Device device) const;
   std::span<float> values() {
     check_fp32_whole("values");
     return {reinterpret_cast<float*>(values_.data()), size()};

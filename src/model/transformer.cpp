@@ -81,11 +81,7 @@ void Transformer::to_device(Device device) {
   if (params_.fp32_released())
     fail("model", std::string("to_device(") + device_name(device) +
                       "): the fp32 matrices were released (keep_frozen_base_in_bf16)");
-  const bool grads = params_.has_grads(), bf16 = params_.has_bf16_copies();
-  ParameterSet moved(layout_, device);
-  moved.copy_values_from(params_);
-  if (bf16) moved.enable_bf16_copies();         // rounded from the moved fp32 values, on the device
-  if (grads) moved.allocate_grads();            // zero-filled: the next step accumulates afresh
+  ParameterSet moved = params_.copy_on(device);
   if (lora_) lora_->to_device(params_, moved);  // while the old base is alive to map from
   params_ = std::move(moved);
   bind_layers();

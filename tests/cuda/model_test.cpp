@@ -62,14 +62,43 @@ StepResult run_step(Transformer& model, const Batch& batch,
   return r;
 }
 
+// The batch of a parity fixture (tests/fixtures/parity/NAME/expected.safetensors).
+Batch fixture_batch(const std::string& dir) {
+  const SafetensorsFile expected = SafetensorsFile::open(dir + "/expected.safetensors");
+  return {ids(expected, "input_ids"), ids(expected, "labels"), ids(expected, "doc_lengths")};
+}
+
+// What a device step measured against the CPU's, for the printouts.
+struct StepDifference {
+  double logits = 0, loss = 0, worst_gradient = 0;
+  std::string worst_name;
+};
+
+// The device step vs the CPU's: logits and mean loss within 1e-5 relative, every gradient
+// (the same parameters in the same order) within `grad_bound`.
+StepDifference expect_step_near(const StepResult& got, const StepResult& ref,
+                                double grad_bound = 1e-5) {
+  StepDifference d;
+  d.logits = relative_error(got.logits, ref.logits);
+  EXPECT_LE(d.logits, 1e-5) << "logits";
+  d.loss = std::abs(got.loss - ref.loss);
+  EXPECT_LE(d.loss, 1e-5 * std::abs(ref.loss)) << "loss " << got.loss << " vs " << ref.loss;
+  EXPECT_EQ(got.grads.size(), ref.grads.size());
+  for (size_t i = 0; i < ref.grads.size() && i < got.grads.size(); ++i) {
+    EXPECT_EQ(got.grads[i].first, ref.grads[i].first);
+    const double err = relative_error(got.grads[i].second, ref.grads[i].second);
+    EXPECT_LE(err, grad_bound) << "gradient of " << ref.grads[i].first;
+    if (err > d.worst_gradient) d.worst_gradient = err, d.worst_name = ref.grads[i].first;
+  }
+  return d;
+}
+
 class CudaModel : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(CudaModel, StepOnTheDeviceEqualsTheCpuStep) {
   SFT_SKIP_WITHOUT_CUDA();
   const std::string dir = test::source_path(std::string("tests/fixtures/parity/") + GetParam());
-  const SafetensorsFile expected = SafetensorsFile::open(dir + "/expected.safetensors");
-  const Batch batch{ids(expected, "input_ids"), ids(expected, "labels"),
-                    ids(expected, "doc_lengths")};
+  const Batch batch = fixture_batch(dir);
 
   Transformer cpu = Transformer::load(dir);
   const StepResult ref = run_step(cpu, batch);
@@ -80,25 +109,13 @@ TEST_P(CudaModel, StepOnTheDeviceEqualsTheCpuStep) {
   EXPECT_EQ(gpu.params().all()[0].value.device, Device::kCuda);
   const StepResult got = run_step(gpu, batch);
 
-  const double logits_err = relative_error(got.logits, ref.logits);
-  EXPECT_LE(logits_err, 1e-5) << "logits";
-  EXPECT_LE(std::abs(got.loss - ref.loss), 1e-5 * std::abs(ref.loss))
-      << "loss " << got.loss << " vs " << ref.loss;
   // Gemma 3 (sqrt(hidden) embedding scale, soft-capped sliding attention, four norms a layer):
   // the fp32 summation orders' differences reach 1.6e-5 in the first layer's and the
   // embedding's gradients (measured; a wrong kernel is off by orders more), so 3e-5 there.
   const double grad_bound = std::string(GetParam()) == "gemma3_sliding_softcap" ? 3e-5 : 1e-5;
-  ASSERT_EQ(got.grads.size(), ref.grads.size());
-  double worst = 0;
-  std::string worst_name;
-  for (size_t i = 0; i < ref.grads.size(); ++i) {
-    ASSERT_EQ(got.grads[i].first, ref.grads[i].first);
-    const double err = relative_error(got.grads[i].second, ref.grads[i].second);
-    EXPECT_LE(err, grad_bound) << "gradient of " << ref.grads[i].first;
-    if (err > worst) worst = err, worst_name = ref.grads[i].first;
-  }
+  const StepDifference d = expect_step_near(got, ref, grad_bound);
   std::printf("[cuda model] %s: logits %.3g, loss %.3g, worst gradient %.3g (%s)\n", GetParam(),
-              logits_err, std::abs(got.loss - ref.loss), worst, worst_name.c_str());
+              d.logits, d.loss, d.worst_gradient, d.worst_name.c_str());
 
   // The same batch again: every arena, scratch and workspace already fits, so the step loop
   // makes no cudaMalloc, and it gives the same numbers bit for bit (no atomics).
@@ -122,25 +139,15 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModel,
 TEST(CudaModelModes, GradientCheckpointingOnTheDeviceEqualsTheCpu) {
   SFT_SKIP_WITHOUT_CUDA();
   const std::string dir = test::source_path("tests/fixtures/parity/qwen3_qknorm_linear");
-  const SafetensorsFile expected = SafetensorsFile::open(dir + "/expected.safetensors");
-  const Batch batch{ids(expected, "input_ids"), ids(expected, "labels"),
-                    ids(expected, "doc_lengths")};
+  const Batch batch = fixture_batch(dir);
   Transformer cpu = Transformer::load(dir), gpu = Transformer::load(dir);
   gpu.to_device(Device::kCuda);
   cpu.set_gradient_checkpointing(true);
   gpu.set_gradient_checkpointing(true);
   const StepResult ref = run_step(cpu, batch), got = run_step(gpu, batch);
-  const double logits_err = relative_error(got.logits, ref.logits);
-  EXPECT_LE(logits_err, 1e-5) << "logits";
-  EXPECT_LE(std::abs(got.loss - ref.loss), 1e-5 * std::abs(ref.loss));
-  double worst = 0;
-  for (size_t i = 0; i < ref.grads.size(); ++i) {
-    const double err = relative_error(got.grads[i].second, ref.grads[i].second);
-    EXPECT_LE(err, 1e-5) << "gradient of " << ref.grads[i].first;
-    worst = std::max(worst, err);
-  }
+  const StepDifference d = expect_step_near(got, ref);
   std::printf("[cuda model] gradient checkpointing: logits %.3g, loss %.3g, worst gradient %.3g\n",
-              logits_err, std::abs(got.loss - ref.loss), worst);
+              d.logits, d.loss, d.worst_gradient);
 }
 
 // NEFTune on the device: the noise drawn there (ops::add_uniform_noise) is the CPU's, so the
@@ -149,9 +156,7 @@ TEST(CudaModelModes, GradientCheckpointingOnTheDeviceEqualsTheCpu) {
 TEST(CudaModelModes, NeftuneNoiseOnTheDeviceEqualsTheCpu) {
   SFT_SKIP_WITHOUT_CUDA();
   const std::string dir = test::source_path("tests/fixtures/parity/qwen3_qknorm_linear");
-  const SafetensorsFile expected = SafetensorsFile::open(dir + "/expected.safetensors");
-  const Batch batch{ids(expected, "input_ids"), ids(expected, "labels"),
-                    ids(expected, "doc_lengths")};
+  const Batch batch = fixture_batch(dir);
   Transformer cpu = Transformer::load(dir), gpu = Transformer::load(dir);
   gpu.to_device(Device::kCuda);
   const StepResult plain = run_step(gpu, batch);
@@ -161,15 +166,7 @@ TEST(CudaModelModes, NeftuneNoiseOnTheDeviceEqualsTheCpu) {
   cpu.arm_embedding_noise(magnitude, 42, 9);
   gpu.arm_embedding_noise(magnitude, 42, 9);
   const StepResult ref = run_step(cpu, batch), got = run_step(gpu, batch);
-  const double logits_err = relative_error(got.logits, ref.logits);
-  EXPECT_LE(logits_err, 1e-5) << "logits";
-  EXPECT_LE(std::abs(got.loss - ref.loss), 1e-5 * std::abs(ref.loss));
-  double worst = 0;
-  for (size_t i = 0; i < ref.grads.size(); ++i) {
-    const double err = relative_error(got.grads[i].second, ref.grads[i].second);
-    EXPECT_LE(err, 1e-5) << "gradient of " << ref.grads[i].first;
-    worst = std::max(worst, err);
-  }
+  const StepDifference d = expect_step_near(got, ref);
   const double effect = relative_error(got.logits, plain.logits);
   EXPECT_GT(effect, 1e-3) << "the noise did not change the logits";
   const StepResult after = run_step(gpu, batch);
@@ -177,7 +174,7 @@ TEST(CudaModelModes, NeftuneNoiseOnTheDeviceEqualsTheCpu) {
   std::printf(
       "[cuda model] NEFTune: logits %.3g, loss %.3g, worst gradient %.3g vs the CPU; the noise "
       "moved the logits by %.3g\n",
-      logits_err, std::abs(got.loss - ref.loss), worst, effect);
+      d.logits, d.loss, d.worst_gradient, effect);
 }
 
 // LoRA on the device: adapters on every projection (Phi-3: its fused qkv_proj and gate_up_proj,
@@ -190,9 +187,7 @@ class CudaLora : public ::testing::TestWithParam<const char*> {};
 TEST_P(CudaLora, TrainingStepOnTheDeviceEqualsTheCpuStep) {
   SFT_SKIP_WITHOUT_CUDA();
   const std::string dir = test::source_path(std::string("tests/fixtures/parity/") + GetParam());
-  const SafetensorsFile expected = SafetensorsFile::open(dir + "/expected.safetensors");
-  const Batch batch{ids(expected, "input_ids"), ids(expected, "labels"),
-                    ids(expected, "doc_lengths")};
+  const Batch batch = fixture_batch(dir);
   LoraConfig lc;
   lc.r = 4;
   lc.alpha = 8;
@@ -214,23 +209,12 @@ TEST_P(CudaLora, TrainingStepOnTheDeviceEqualsTheCpuStep) {
   EXPECT_EQ(gpu.lora()->params().device(), Device::kCuda);
   const double scale = 1.0 / 64;
   const StepResult ref = run_step(cpu, batch, scale), got = run_step(gpu, batch, scale);
-  const double logits_err = relative_error(got.logits, ref.logits);
-  EXPECT_LE(logits_err, 1e-5) << "logits";
-  EXPECT_LE(std::abs(got.loss - ref.loss), 1e-5 * std::abs(ref.loss));
-  ASSERT_EQ(got.grads.size(), ref.grads.size());
-  double worst = 0;
-  std::string worst_name;
-  for (size_t i = 0; i < ref.grads.size(); ++i) {
-    ASSERT_EQ(got.grads[i].first, ref.grads[i].first);
-    const double err = relative_error(got.grads[i].second, ref.grads[i].second);
-    EXPECT_LE(err, 1e-5) << "gradient of " << ref.grads[i].first;
-    bool nonzero = false;
-    for (double g : ref.grads[i].second) nonzero = nonzero || g != 0;
-    EXPECT_TRUE(nonzero) << "gradient of " << ref.grads[i].first << " is zero";
-    if (err > worst) worst = err, worst_name = ref.grads[i].first;
-  }
+  const StepDifference d = expect_step_near(got, ref);
+  for (const auto& [name, grad] : ref.grads)
+    EXPECT_TRUE(std::any_of(grad.begin(), grad.end(), [](double g) { return g != 0; }))
+        << "gradient of " << name << " is zero";
   std::printf("[cuda lora] %s: logits %.3g, loss %.3g, worst gradient %.3g (%s)\n", GetParam(),
-              logits_err, std::abs(got.loss - ref.loss), worst, worst_name.c_str());
+              d.logits, d.loss, d.worst_gradient, d.worst_name.c_str());
 
   // Dropout took effect: without it the step differs.
   Transformer undropped = adapted();
