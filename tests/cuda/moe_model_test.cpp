@@ -4,7 +4,8 @@
 // with the aux loss weighted 1 so that its gradient path (the router load's sums, the row onto
 // every probability) weighs in every router gradient. Also with padding (the load's mask on
 // the device), under gradient checkpointing (the routing rebuilt in the backward), the aux
-// loss's gradient alone, and a repeated step: no cudaMalloc, the same bits (no atomics).
+// loss's gradient alone, and a repeated step: no cudaMalloc, the same bits (no atomics). And
+// the trainer's 10 steps of TRL's MoE golden on the device.
 // On the emulation (tests/cuda/emulation/run.sh) this checks that every MoE op of the step
 // reaches a CUDA kernel and that the routing crosses between host and device where it should.
 #include <gtest/gtest.h>
