@@ -281,6 +281,10 @@ class Transformer {
   std::vector<uint8_t> padding_;  // the batch's padding mask, (T_real_) 0 where it has none
   int64_t aux_rows_ = 0;          // the rows the loss counts: real tokens × expert layers
   double router_aux_loss_ = 0, aux_weight_ = 0;
+  // On a device (acts_): rows 0–1 the sums, row 2 the gradient row, and the padding mask there;
+  // empty / null on the CPU.
+  ops::View device_moe_rows_;
+  uint8_t* device_padding_ = nullptr;
   void add_router_aux_loss_grad(LayerScratch& g);
   std::optional<double> head_grad_scale_;  // the LM head's gradient is in dlnf_ for this scale
   bool has_forward_ = false;

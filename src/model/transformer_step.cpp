@@ -112,6 +112,11 @@ void Transformer::prepare(const Batch& b, bool logits) {
     device_logits_ = logits && cv.device() != Device::kCpu
                          ? take<float>(cv, T_real, lm_head_.weight->value.rows)
                          : ops::View{};
+    // On a device with experts: the router load's sums (2, E) and the load-balancing loss's
+    // gradient row (1, E) there, and the padding mask the load reads (T bytes).
+    const bool moe_on_device = c.has_experts() && cv.device() != Device::kCpu;
+    device_moe_rows_ = moe_on_device ? take<float>(cv, 3, c.num_experts) : ops::View{};
+    device_padding_ = moe_on_device ? cv.take<uint8_t>(T) : nullptr;
     scratch_ = carve_layer_scratch(cv, shape, LayerPass::kTrainForward);
     // The LM head's workspace (forward, and backward's unfused head): T rows of lnf_.
     const ops::View& w = lm_head_.weight->value;
@@ -244,6 +249,19 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
     ops::scale(resid_.row_range(0, T), embed_scale_);
   router_load_.assign(static_cast<size_t>(2 * config_.num_experts), 0.0f);
   padding_ = batch.padding;
+  // On a device the sums gather there (the padding mask copied over) and come back after the
+  // last layer.
+  const bool load_on_device = !device_moe_rows_.empty();
+  const ops::View load = load_on_device ? device_moe_rows_.row_range(0, 2)
+                                        : ops::view_of(router_load_.data(), 2, config_.num_experts);
+  const uint8_t* padding = padding_.empty() ? nullptr : padding_.data();
+  if (load_on_device) {
+    ops::zero(load);
+    if (padding) {
+      copy_bytes(device_padding_, load.device, padding, Device::kCpu, padding_.size());
+      padding = device_padding_;
+    }
+  }
   int64_t counted = T_real_;
   for (const uint8_t pad : padding_) counted -= pad ? 1 : 0;
   int64_t expert_layers = 0;
@@ -253,11 +271,13 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
     if (hooks_.after_forward) hooks_.after_forward(l);
     if (!config_.layer_has_experts(l)) continue;
     const MoeMlpBlock::Saved& moe = la_[static_cast<size_t>(l)].moe;
-    ops::moe_router_load(ops::view_of(router_load_.data(), 2, config_.num_experts),
-                         moe.probs.row_range(0, T_real_), moe.expert_of,
-                         config_.num_experts_per_tok, padding_.empty() ? nullptr : padding_.data());
+    ops::moe_router_load(load, moe.probs.row_range(0, T_real_), moe.expert_of,
+                         config_.num_experts_per_tok, padding);
     ++expert_layers;
   }
+  if (load_on_device && expert_layers > 0)
+    copy_bytes(router_load_.data(), Device::kCpu, load.data, load.device,
+               router_load_.size() * sizeof(float));
   // transformers: E · Σ_e (tokens routed to e / rows) · (probability mass of e / rows), rows
   // counted over every expert layer.
   router_aux_loss_ = 0;
@@ -344,8 +364,14 @@ void Transformer::add_router_aux_loss_grad(LayerScratch& g) {
     aux_grad_row_[static_cast<size_t>(e)] =
         static_cast<float>(aux_weight_ * static_cast<double>(E) *
                            router_load_[static_cast<size_t>(e)] / (rows * rows));
-  // Onto every run of rows that are not padding.
-  const ops::View row = ops::view_of(aux_grad_row_.data(), 1, E);
+  // Onto every run of rows that are not padding (on a device, from its copy there).
+  ops::View row = ops::view_of(aux_grad_row_.data(), 1, E);
+  if (!device_moe_rows_.empty()) {
+    const ops::View there = device_moe_rows_.row_range(2, 1);
+    copy_bytes(there.data, there.device, row.data, Device::kCpu,
+               aux_grad_row_.size() * sizeof(float));
+    row = there;
+  }
   for (int64_t t = 0; t < T_real_;) {
     int64_t end = t;
     while (end < T_real_ && (padding_.empty() || !padding_[static_cast<size_t>(end)])) ++end;

@@ -227,7 +227,8 @@ void cast(View dst, View src) {
   kernel(&KernelTable::cast, "cast", {dst, src}, Strides::kCpu)(dst, src);
 }
 
-// Mixture of experts: the routing arrays are host memory (ops/moe.h); the views dispatch.
+// Mixture of experts: the routing arrays are on the views' device (ops/moe.h); the views
+// dispatch.
 
 void moe_router_forward(View probs, View weights, int64_t* expert_of, View logits, int64_t top_k,
                         bool normalize) {

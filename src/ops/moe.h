@@ -7,7 +7,9 @@
 // follow (t, j) order. row_of[t·k + j] is the permuted row of token t's slot j, token_of[r] the
 // token of permuted row r. A counting sort on the host builds them (moe_sort_tokens): the same
 // arrays for any thread count, so every kernel that reads them is deterministic.
-// The arrays are host memory (CPU kernels; no device kernel reads them yet).
+// The arrays are in the memory of the views' device (host memory on the CPU, device memory on
+// CUDA, like the token ids); the sort itself runs on the host (model/blocks/moe_block.cpp
+// mirrors a device's arrays there).
 #pragma once
 
 #include <cstdint>

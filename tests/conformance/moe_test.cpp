@@ -1,8 +1,8 @@
 // Conformance of the mixture-of-experts ops (ops/ops.h: moe_router_*, moe_permute_*,
 // grouped_matmul*, moe_combine_*): f32 (and bf16 operands where the op takes them) against the
-// f64 CPU run, reruns bit-identical, the stable token sort against a hand-made routing, the
-// backwards against float64 finite differences, and a device without these kernels refusing
-// them by name (CUDA has none yet).
+// f64 CPU run, reruns bit-identical, the stable token sort against a hand-made routing and the
+// backwards against float64 finite differences. On a device the routing's arrays are device
+// memory (ops/moe.h): the test uploads the host sort's arrays and reads the router's ids back.
 //
 // Tolerances (max |err| / max |ref|): 1e-5 for the router (an exp and a division per element),
 // the permutation (copies and sums of k rows), the combine (k products per element) and the
@@ -42,6 +42,41 @@ Values ids_as_values(const std::vector<int64_t>& ids) {
   return Values(ids.begin(), ids.end());
 }
 
+// Integer ids in a backend's memory, written by the host or by a kernel and read back.
+class Ids {
+ public:
+  Ids(const Backend& be, const std::vector<int64_t>& ids) : be_(be), n_(ids.size()) {
+    data_ = static_cast<int64_t*>(be.allocate(std::max<size_t>(1, n_) * sizeof(int64_t)));
+    if (n_ > 0) be.upload(data_, ids.data(), n_ * sizeof(int64_t));
+  }
+  ~Ids() { be_.release(data_); }
+  Ids(const Ids&) = delete;
+  Ids& operator=(const Ids&) = delete;
+  int64_t* data() const { return data_; }
+  std::vector<int64_t> read() const {
+    std::vector<int64_t> host(n_);
+    if (n_ > 0) be_.download(host.data(), data_, n_ * sizeof(int64_t));
+    return host;
+  }
+
+ private:
+  const Backend& be_;
+  size_t n_;
+  int64_t* data_ = nullptr;
+};
+
+// A routing's arrays on a backend.
+struct RoutingOn {
+  Ids expert_of, offsets, row_of, token_of;
+  ops::ExpertRouting routing;
+  RoutingOn(const Backend& be, const Routed& r)
+      : expert_of(be, r.expert_of),
+        offsets(be, r.offsets),
+        row_of(be, r.row_of),
+        token_of(be, r.token_of),
+        routing{r.T, r.k, r.E, expert_of.data(), offsets.data(), row_of.data(), token_of.data()} {}
+};
+
 TEST(ConformanceMoeSort, StableCountingSortByExpert) {
   const Routed r;
   EXPECT_EQ(r.offsets, (std::vector<int64_t>{0, 5, 10, 14, 14, 18}));
@@ -70,26 +105,16 @@ Outputs run_router(const Backend& be, Mode m, int64_t T, int64_t E, int64_t k, b
   Buffer DW(be, m.dtype, T, k, random_values(static_cast<size_t>(T * k), 2, 1.0, m.grid));
   Buffer DP(be, m.dtype, T, E, random_values(static_cast<size_t>(T * E), 3, 0.1, m.grid));
   Buffer DL(be, m.dtype, T, E, Values(static_cast<size_t>(T * E), kNaN));
-  std::vector<int64_t> chosen(static_cast<size_t>(T * k), -1);
+  const Ids chosen(be, std::vector<int64_t>(static_cast<size_t>(T * k), -1));
   ops::moe_router_forward(P.view(), W.view(), chosen.data(), L.view(), k, normalize);
   ops::moe_router_backward(DL.view(), DW.view(), DP.view(), P.view(), chosen.data(), normalize);
   return {{"probs", P.read()},
           {"weights", W.read()},
-          {"expert_of", ids_as_values(chosen)},
+          {"expert_of", ids_as_values(chosen.read())},
           {"dlogits", DL.read()}};
 }
 
 TEST_P(ConformanceMoe, Router) {
-  if (backend().device != Device::kCpu) {
-    std::vector<int64_t> chosen(4);
-    Buffer L(backend(), DType::kF32, 2, 4, Values(8, 0.5)),
-        P(backend(), DType::kF32, 2, 4, Values(8, 0));
-    Buffer W(backend(), DType::kF32, 2, 2, Values(4, 0));
-    expect_error_naming("moe_router_forward", [&] {
-      ops::moe_router_forward(P.view(), W.view(), chosen.data(), L.view(), 2, true);
-    });
-    GTEST_SKIP() << "no " << backend().name << " kernels for the mixture-of-experts ops yet";
-  }
   for (bool normalize : {true, false})
     for (const std::array<int64_t, 3> c :
          {std::array<int64_t, 3>{1, 2, 1}, {13, 5, 2}, {37, 8, 3}, {6, 64, 8}}) {
@@ -103,10 +128,51 @@ TEST_P(ConformanceMoe, Router) {
     }
 }
 
+// The load-balancing statistics: counts and probability mass per expert, onto sums that hold
+// values already, over every token and with the odd tokens as padding. The backend's kernel
+// sums the tokens in order as the CPU's (f32 only): the CPU's bits, and the counts by hand.
+TEST_P(ConformanceMoe, RouterLoad) {
+  const Backend& be = backend();
+  const int64_t T = 37, E = 6, k = 3;
+  std::vector<int64_t> chosen(static_cast<size_t>(T * k));
+  std::vector<uint8_t> odd(static_cast<size_t>(T));
+  std::vector<double> counts(static_cast<size_t>(E), 0), padded_counts = counts;
+  for (int64_t t = 0; t < T; ++t) {
+    odd[static_cast<size_t>(t)] = t % 2;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t e = (t * 5 + j * 2 + t / 3) % E;  // distinct per token: j·2 mod 6 < 6
+      chosen[static_cast<size_t>(t * k + j)] = e;
+      counts[static_cast<size_t>(e)] += 1;
+      if (t % 2 == 0) padded_counts[static_cast<size_t>(e)] += 1;
+    }
+  }
+  const Values probs = random_values(static_cast<size_t>(T * E), 22, 1.0, DType::kF32);
+  const Values start = random_values(static_cast<size_t>(2 * E), 23, 3.0, DType::kBF16);
+  auto load = [&](const Backend& on, bool padded) {
+    Buffer P(on, DType::kF32, T, E, probs), S(on, DType::kF32, 2, E, start);
+    const Ids ids(on, chosen);
+    // The padding bytes in the backend's memory (an id buffer holds them: 8 bytes per token).
+    const Ids pad(on, std::vector<int64_t>(static_cast<size_t>(T), 0));
+    on.upload(pad.data(), odd.data(), odd.size());
+    ops::moe_router_load(S.view(), P.view(), ids.data(), k,
+                         padded ? reinterpret_cast<const uint8_t*>(pad.data()) : nullptr);
+    return S.read();
+  };
+  for (bool padded : {false, true}) {
+    const Values got = load(be, padded), ref = load(reference_backend(), padded);
+    EXPECT_TRUE(bit_identical(got, ref)) << (padded ? "padded" : "all tokens");
+    for (int64_t e = 0; e < E; ++e)
+      EXPECT_EQ(got[static_cast<size_t>(e)] - start[static_cast<size_t>(e)],
+                (padded ? padded_counts : counts)[static_cast<size_t>(e)])
+          << "expert " << e;
+  }
+}
+
 // The permutation, the three grouped GEMMs of an expert MLP and the combine, on one routing.
 Outputs run_expert_ops(const Backend& be, Mode m) {
   const Routed rt;
-  const ops::ExpertRouting r = rt.routing();
+  const RoutingOn on(be, rt);
+  const ops::ExpertRouting& r = on.routing;
   const int64_t T = rt.T, R = rt.R(), E = rt.E, C = 24, I = 10;
   const DType f = m.dtype == DType::kBF16 ? DType::kF32 : m.dtype;  // outputs and gradients
   auto n = [](int64_t a, int64_t b) { return static_cast<size_t>(a * b); };
@@ -146,14 +212,6 @@ Outputs run_expert_ops(const Backend& be, Mode m) {
 }
 
 TEST_P(ConformanceMoe, PermuteGroupedMatmulCombine) {
-  if (backend().device != Device::kCpu) {
-    const Routed rt;
-    Buffer X(backend(), DType::kF32, rt.T, 4, Values(static_cast<size_t>(rt.T * 4), 0));
-    Buffer XS(backend(), DType::kF32, rt.R(), 4, Values(static_cast<size_t>(rt.R() * 4), 0));
-    expect_error_naming("moe_permute_forward",
-                        [&] { ops::moe_permute_forward(XS.view(), X.view(), rt.routing()); });
-    GTEST_SKIP() << "no " << backend().name << " kernels for the mixture-of-experts ops yet";
-  }
   check_conformance(backend(), "expert MLP ops", run_expert_ops, {DType::kF32, DType::kBF16},
                     uniform_tolerance(1e-5, 1e-5));
 }

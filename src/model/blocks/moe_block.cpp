@@ -1,6 +1,7 @@
 // MoeMlpBlock: carve plans, forward, backward. See moe_block.h.
 #include "model/blocks/moe_block.h"
 
+#include "core/arena.h"
 #include "ops/ops.h"
 
 namespace sft::model {
@@ -9,6 +10,25 @@ namespace {
 
 int64_t* take_ids(Carver& cv, int64_t n) {
   return cv.take<int64_t>(n);
+}
+
+// ops::moe_sort_tokens on the router's ids. On a device through a host mirror of the span
+// expert_of … token_of (carve_saved takes the four arrays one after another): the ids down,
+// the sorted offsets, row_of and token_of up in one copy.
+void sort_tokens(MoeMlpBlock::Saved& a, int64_t T, int64_t k, int64_t E) {
+  const Device device = a.probs.device;
+  if (device == Device::kCpu)
+    return ops::moe_sort_tokens(a.offsets, a.row_of, a.token_of, a.expert_of, T, k, E);
+  int64_t* const base = a.expert_of;
+  const auto at = [&](const int64_t* p) { return static_cast<size_t>(p - base); };
+  a.host.resize(at(a.token_of + T * k));
+  int64_t* const host = a.host.data();
+  const size_t id_bytes = static_cast<size_t>(T * k) * sizeof(int64_t);
+  copy_bytes(host, Device::kCpu, base, device, id_bytes);
+  ops::moe_sort_tokens(host + at(a.offsets), host + at(a.row_of), host + at(a.token_of), host, T, k,
+                       E);
+  copy_bytes(a.offsets, device, host + at(a.offsets), Device::kCpu,
+             (a.host.size() - at(a.offsets)) * sizeof(int64_t));
 }
 
 }  // namespace
@@ -69,7 +89,7 @@ void MoeMlpBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View ln)
   const ops::View logits = s.logits.first(T, experts);
   router.forward(logits, ln);
   ops::moe_router_forward(a.probs, a.weights, a.expert_of, logits, top_k, normalize);
-  ops::moe_sort_tokens(a.offsets, a.row_of, a.token_of, a.expert_of, T, top_k, experts);
+  sort_tokens(a, T, top_k, experts);
   const ops::ExpertRouting r = a.routing();
   ops::moe_permute_forward(a.xs, ln, r);
   const ops::View w_gu = weights_for(*gate_up, a.xs), w_down = weights_for(*down, a.xs);

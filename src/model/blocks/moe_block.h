@@ -10,6 +10,9 @@
 // thread count. Under bf16 compute the grouped GEMMs read bf16 operands (the weights' bf16
 // copies; xs, h and the rounded output gradients bf16) with fp32 accumulation, as mlp_block.h;
 // the router's softmax and the combine stay fp32.
+// On a device the routing's arrays are device memory (ops/moe.h) and the token sort runs on the
+// host: the router's ids cross to a host mirror and the sorted arrays back, one round trip per
+// layer and forward.
 // Saved: probs, weights and the routing (expert_of, offsets, row_of, token_of), xs, gate, up,
 // h and ys (the combine's backward reads ys for the weights' gradient). Backward reads them
 // and the layer's ln. The load-balancing loss's gradient on the probabilities comes in as
@@ -21,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "model/blocks/block_grad_scratch.h"
 #include "model/blocks/layer_shape.h"
@@ -49,6 +53,8 @@ struct MoeMlpBlock {
     ops::View xs;                  // (R, C) compute dtype
     ops::View gate, up, h;         // (R, I) compute dtype
     ops::View ys;                  // (R, C) f32
+    // On a device: the four routing arrays' span mirrored on the host, where the sort runs.
+    std::vector<int64_t> host;
     ops::ExpertRouting routing() const;
   };
   struct Scratch {

@@ -87,4 +87,26 @@ void zero(View x);
 // f32 → bf16 (round to nearest even, NaN quieted as core/half.h), bf16 → f32, f32 → f32.
 void cast(View dst, View src);
 
+// Mixture of experts (ops.h; moe_router.cu, moe_permute.cu, moe_grouped_matmul.cu): the
+// routing's arrays (expert_of, offsets, row_of, token_of) and the load's padding mask are
+// device memory, the sort stays on the host (ops::moe_sort_tokens). f32 views; xs and the
+// grouped GEMMs' operands f32 or bf16 (fp32 accumulation, f32 results). Each output is written
+// by one thread in the CPU kernels' order of terms (the GEMMs and the combine's weight
+// gradient: fixed-order sums of their own), no atomics.
+void moe_router_forward(View probs, View weights, int64_t* expert_of, View logits, int64_t top_k,
+                        bool normalize);
+void moe_router_backward(View dlogits, View dweights, View dprobs, View probs,
+                         const int64_t* expert_of, bool normalize);
+void moe_permute_forward(View xs, View x, const ExpertRouting& routing);
+void moe_permute_backward(View dx, View dxs, const ExpertRouting& routing);
+void grouped_matmul(View c, View a, View w, const ExpertRouting& routing, ExpertBlock block,
+                    bool trans_w, bool accumulate);
+void grouped_matmul_weight_grad(View dw, View dy, View x, const ExpertRouting& routing,
+                                ExpertBlock block);
+void moe_combine_forward(View out, View ys, View weights, const ExpertRouting& routing);
+void moe_combine_backward(View dys, View dweights, View dout, View ys, View weights,
+                          const ExpertRouting& routing);
+void moe_router_load(View sums, View probs, const int64_t* expert_of, int64_t top_k,
+                     const uint8_t* padding);
+
 }  // namespace sft::ops::cuda

@@ -43,6 +43,15 @@ const KernelTable& cuda_kernels() {
       .dropout = cuda::dropout,
       .zero = cuda::zero,
       .cast = cuda::cast,
+      .moe_router_forward = cuda::moe_router_forward,
+      .moe_router_backward = cuda::moe_router_backward,
+      .moe_permute_forward = cuda::moe_permute_forward,
+      .moe_permute_backward = cuda::moe_permute_backward,
+      .grouped_matmul = cuda::grouped_matmul,
+      .grouped_matmul_weight_grad = cuda::grouped_matmul_weight_grad,
+      .moe_combine_forward = cuda::moe_combine_forward,
+      .moe_combine_backward = cuda::moe_combine_backward,
+      .moe_router_load = cuda::moe_router_load,
   };
   return table;
 }
