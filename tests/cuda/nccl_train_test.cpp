@@ -1,0 +1,199 @@
+// Training on the device over NCCL, under mpirun -np 2 (tests/cuda/emulation/run.sh: the NCCL
+// calls served by the emulated NCCL over MPI), against one process on the device, as
+// tests/parallel/train_mpi.cmake checks the CPU's: the tiny Qwen3 of tests/fixtures/generate_text
+// on train_cli's rows, 4 rows per optimizer step, 4 steps, lr 2e-4 with clipping and weight decay.
+//   DP 2     2 rows per rank, the gradients all-reduced on the device (Trainer's NCCL comm)
+//   ZeRO-1   the same with --zero_stage 1: reduce-scattered, AdamW on the own shard, gathered
+//   TP 2     4 rows on both ranks, the model split over them (row-parallel outputs, activation
+//            gradients and q/k norms' partial gradients summed by NCCL on the device)
+// Every logged loss, grad_norm, accuracy and entropy and the final weights within 1e-5 relative
+// of the one-process run (the CPU's bar for the same runs); each run's measured difference is
+// printed; DP rerun gives the same bits. Each rank runs the one-process reference itself (on its
+// own emulated device). Every run saves a checkpoint at its last step (from host copies: the
+// TP slices gathered, the ZeRO-1 moments too).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "data/prepare.h"
+#include "io/json.h"
+#include "model/transformer.h"
+#include "nccl_test_support.h"
+#include "parallel/groups.h"
+#include "test_paths.h"
+#include "train/args.h"
+#include "train/data_options.h"
+#include "train/device_step.h"
+#include "train/export.h"
+#include "train/tp_gather.h"
+#include "train/trainer.h"
+
+#ifdef SFT_NCCL_EMULATED
+#include <nccl.h>  // the emulation's nccl_emulated_calls
+#endif
+
+namespace sft {
+namespace {
+
+using nccl_test::world;
+
+struct TrainRun {
+  std::vector<Json> logs;      // log_history entries with a loss
+  std::vector<float> weights;  // the final whole model's fp32 weights (world rank 0)
+  long nccl_calls = -1;        // collectives the emulated NCCL served during train() (emulation)
+};
+
+long nccl_calls() {
+#ifdef SFT_NCCL_EMULATED
+  return nccl_emulated_calls();
+#else
+  return -1;
+#endif
+}
+
+// Trains on the device over `dp` (and `tp`, with the model split over tp_group).
+TrainRun train(const std::string& name, Comm& dp, Comm* tp, ShardGroup* tp_group, int batch,
+               const std::vector<std::string>& extra = {}) {
+  const std::string model_dir = test::source_path("tests/fixtures/generate_text");
+  std::vector<std::string> flags = {
+      "--model_name_or_path",
+      model_dir,
+      "--dataset_name",
+      test::source_path("tests/fixtures/train_cli/train.jsonl"),
+      "--max_length",
+      "32",
+      "--learning_rate",
+      "2e-4",
+      "--logging_steps",
+      "1",
+      "--gradient_checkpointing",
+      "false",
+      "--bf16",
+      "false",
+      "--disable_tqdm",
+      "true",
+      "--max_grad_norm",
+      "1.0",
+      "--weight_decay",
+      "0.01",
+      "--max_steps",
+      "4",
+      "--save_strategy",
+      "steps",
+      "--save_steps",
+      "4",
+      "--per_device_train_batch_size",
+      std::to_string(batch),
+      "--output_dir",
+      test::fresh_output_dir(name + "_rank" + std::to_string(world().rank()))};
+  flags.insert(flags.end(), extra.begin(), extra.end());
+  const TrainingArgs a = parse_training_args(flags);
+  data::PrepareOptions po = prepare_options_from_args(a, model_dir, "");
+  const std::shared_ptr<const data::PreparedDataset> rows = data::prepare_dataset(po);
+  model::Transformer m = model::Transformer::load(model_dir, model::TensorParallel::of(tp_group));
+  m.to_device(Device::kCuda);
+  TrainerSetup setup;
+  setup.args = &a;
+  setup.model = &m;
+  setup.train = rows.get();
+  setup.comm = &dp;
+  setup.tp_comm = tp;
+  setup.shuffle = a.train_sampling_strategy != "sequential";
+  setup.console_progress = false;
+  setup.export_options = export_options_from_args(a, model_dir, model_dir);
+  TrainRun run;
+  {
+    const long calls_before = nccl_calls();
+    Trainer trainer(setup);
+    trainer.train();
+    run.nccl_calls = nccl_calls() - calls_before;
+    for (const Json& e : trainer.state().log_history)
+      if (e.contains("loss")) run.logs.push_back(e);
+  }
+  model::Transformer host = host_copy(m);
+  std::optional<model::Transformer> whole;
+  if (tp_group) whole = gather_full_model(host, *tp_group);
+  const model::Transformer* final_model = tp_group ? (whole ? &*whole : nullptr) : &host;
+  if (final_model) {
+    const std::span<const float> w = final_model->trainable().values();
+    run.weights.assign(w.begin(), w.end());
+  }
+  return run;
+}
+
+TrainRun one_process() {
+  static const TrainRun reference = [] {
+    std::unique_ptr<Comm> local = make_local_comm();
+    return train("nccl_one_process", *local, nullptr, nullptr, 4);
+  }();
+  return reference;
+}
+
+double rel(double got, double want) {
+  return want == 0 ? std::abs(got) : std::abs(got - want) / std::abs(want);
+}
+
+// The logs and (where this rank has them) the weights within 1e-5 of the one-process run.
+void expect_like_one_process(const TrainRun& got, const char* what) {
+  const TrainRun want = one_process();
+  ASSERT_EQ(got.logs.size(), want.logs.size()) << what;
+  double worst = 0;
+  for (size_t i = 0; i < want.logs.size(); ++i)
+    for (const char* key : {"loss", "grad_norm", "mean_token_accuracy", "entropy", "num_tokens"}) {
+      const double d = rel(got.logs[i][key].get<double>(), want.logs[i][key].get<double>());
+      EXPECT_LE(d, 1e-5) << what << ", step " << i + 1 << ", " << key;
+      worst = std::max(worst, d);
+    }
+  double worst_w = 0, max_ref = 0;
+  if (!got.weights.empty()) {
+    EXPECT_EQ(got.weights.size(), want.weights.size()) << what;
+    for (size_t i = 0; i < std::min(got.weights.size(), want.weights.size()); ++i) {
+      worst_w = std::max(worst_w, std::abs(double(got.weights[i]) - double(want.weights[i])));
+      max_ref = std::max(max_ref, std::abs(double(want.weights[i])));
+    }
+    EXPECT_LE(worst_w, 1e-5 * max_ref) << what << ": final weights";
+  }
+  if (world().rank() == 0)
+    std::printf(
+        "[nccl train] %s vs one process: logs within %.2e, weights within %.2e of max |w|\n", what,
+        worst, max_ref > 0 ? worst_w / max_ref : 0.0);
+}
+
+TEST(NcclTrain, DataParallelTwoOnTheDeviceIsOneProcess) {
+  SFT_SKIP_WITHOUT_RANKS();
+  one_process();  // first, on every rank alike (it is no collective)
+  const int batch = 4 / world().size();
+  const TrainRun first = train("nccl_dp", world(), nullptr, nullptr, batch);
+  expect_like_one_process(first, "DP");
+  if (nccl_calls() >= 0) EXPECT_EQ(first.nccl_calls, 4) << "one gradient all-reduce per step";
+  const TrainRun again = train("nccl_dp_again", world(), nullptr, nullptr, batch);
+  EXPECT_EQ(again.weights, first.weights) << "a rerun is bit-identical";
+  for (size_t i = 0; i < first.logs.size(); ++i)
+    EXPECT_EQ(again.logs[i]["loss"], first.logs[i]["loss"]) << "rerun, step " << i + 1;
+}
+
+TEST(NcclTrain, ZeroOneOnTheDeviceIsOneProcess) {
+  SFT_SKIP_WITHOUT_RANKS();
+  one_process();
+  const TrainRun got =
+      train("nccl_zero1", world(), nullptr, nullptr, 4 / world().size(), {"--zero_stage", "1"});
+  expect_like_one_process(got, "ZeRO-1");
+  // Per step: the reduce-scatter, the weights' all-gather.
+  if (nccl_calls() >= 0) EXPECT_EQ(got.nccl_calls, 8);
+}
+
+TEST(NcclTrain, TensorParallelTwoOnTheDeviceIsOneProcess) {
+  SFT_SKIP_WITHOUT_RANKS();
+  one_process();
+  ParallelGroups g = make_parallel_groups(world(), world().size());
+  const TrainRun got = train("nccl_tp", *g.dp, g.tp.get(), g.tp_group.get(), 4);
+  expect_like_one_process(got, "TP");
+  // Per step and layer at least: o's and down's outputs, the two blocks' input gradients.
+  if (nccl_calls() >= 0) EXPECT_GE(got.nccl_calls, 4 * 2 * 4);
+}
+
+}  // namespace
+}  // namespace sft
