@@ -28,6 +28,10 @@
 //     element).
 //   - One NCCL call per collective, whatever n: NCCL pipelines large arrays itself and needs no
 //     scratch of ours (Comm's buckets bound its host scratch).
+//   - The started all-reduces (start_all_reduce_sum) run on a non-blocking stream of the
+//     communicator's own, ordered after the default stream by an event and before it again by
+//     finish_started; every NCCL call of one communicator between those two goes to that
+//     stream, so NCCL sees them in the one order every rank issues them.
 //   - Calls return once enqueued, so Comm's watchdog and collective_seconds do not see them;
 //     a dead peer shows as an NCCL error or a hang at the next copy to the host.
 //   - An NCCL error throws "[parallel] nccl... failed (file:line): reason (hint: ...)".
@@ -62,6 +66,14 @@ class DeviceComm {
   virtual void all_gather(uint16_t* data, size_t n) = 0;
   // Root's n floats on every rank.
   virtual void broadcast(float* data, size_t n, int root) = 0;
+  // Backward/communication overlap (data parallel): all_reduce_sum of [data, data + n) enqueued
+  // on this communicator's own stream once the work already on the default stream is done (an
+  // event), so the reduction runs while later kernels do; the same sums as all_reduce_sum.
+  // finish_started makes the default stream wait for every one started (nothing when none was).
+  // Between a start and finish_started the range must not be written (the trainer starts a
+  // decoder layer's gradients as its backward completes, the rest after the backward).
+  virtual void start_all_reduce_sum(float* data, size_t n) = 0;
+  virtual void finish_started() = 0;
   // Whether p is device memory (cudaPointerGetAttributes): CommShardGroup asks it, since the
   // model hands its group host arrays (statistics copied down) and device arrays alike.
   virtual bool is_device_memory(const void* p) const = 0;

@@ -1,6 +1,7 @@
 // The NCCL DeviceComm (device_comm.h), compiled in CUDA builds (and, against the CPU stand-ins
 // tests/cuda/emulation/nccl.h and cuda_runtime.h, in the emulated test binary). Every call is
-// enqueued on the default stream, where the CUDA backend runs all its kernels (cuda_memory.h).
+// enqueued on the default stream, where the CUDA backend runs all its kernels (cuda_memory.h),
+// but the started all-reduces, which go on a stream of their own (device_comm.h).
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ops/cuda/cuda_check.h"
 #include "parallel/device_comm.h"
 
 namespace sft {
@@ -58,6 +60,11 @@ class NcclComm final : public DeviceComm {
       ncclCommAbort(comm_);
     else
       ncclCommDestroy(comm_);
+    if (side_) {  // no throw from a destructor: a failing destroy leaves nothing to do
+      cudaEventDestroy(ready_);
+      cudaEventDestroy(done_);
+      cudaStreamDestroy(side_);
+    }
   }
 
   int rank() const override { return rank_; }
@@ -91,6 +98,27 @@ class NcclComm final : public DeviceComm {
   void broadcast(float* data, size_t n, int root) override {
     if (size_ == 1 || n == 0) return;
     SFT_NCCL_CHECK(ncclBroadcast(data, data, n, ncclFloat32, root, comm_, kStream));
+  }
+
+  void start_all_reduce_sum(float* data, size_t n) override {
+    if (size_ == 1 || n == 0) return;
+    if (!side_) {  // made on first use: most communicators never overlap
+      // Non-blocking: the legacy default stream would otherwise wait for it and it for that.
+      SFT_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+      SFT_CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+      SFT_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+    }
+    SFT_CUDA_CHECK(cudaEventRecord(ready_, kStream));
+    SFT_CUDA_CHECK(cudaStreamWaitEvent(side_, ready_, 0));
+    SFT_NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat32, ncclSum, comm_, side_));
+    started_ = true;
+  }
+
+  void finish_started() override {
+    if (!started_) return;
+    SFT_CUDA_CHECK(cudaEventRecord(done_, side_));
+    SFT_CUDA_CHECK(cudaStreamWaitEvent(kStream, done_, 0));
+    started_ = false;
   }
 
   bool is_device_memory(const void* p) const override {
@@ -129,6 +157,10 @@ class NcclComm final : public DeviceComm {
 
   int rank_ = 0, size_ = 1;
   ncclComm_t comm_ = nullptr;
+  // The started all-reduces' stream and the events that order it with the default stream.
+  cudaStream_t side_ = nullptr;
+  cudaEvent_t ready_ = nullptr, done_ = nullptr;
+  bool started_ = false;
 };
 
 }  // namespace

@@ -241,7 +241,12 @@ StepCounts Trainer::run_micro_batches(const std::vector<MicroBatch>& mbs, double
     if (args_.neftune_noise_alpha && *args_.neftune_noise_alpha > 0) arm_neftune(mbs[i], i);
     const model::LossStats ls =
         n_global > 0 ? model_.forward(mbs[i].batch, nullptr, scale) : model_.forward(mbs[i].batch);
-    if (n_global > 0) model_.backward(scale);
+    if (n_global > 0) {
+      // The last backward of the step starts each layer's gradient all-reduce as it completes.
+      overlap_armed_ = !overlap_layers_.empty() && i + 1 == count;
+      model_.backward(scale);
+      overlap_armed_ = false;
+    }
     if (zero2_ && n_global > 0) zero2_->finish_micro_batch(model_.trainable().grads());
     if (!reported_activations_ && log_) {
       reported_activations_ = true;

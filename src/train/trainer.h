@@ -206,8 +206,12 @@ class Trainer {
   // (parallel/device_comm.h), the model's tensor-parallel group routed to the latter
   // (trainer_parallel.cpp).
   void init_device_comms();
-  // The data-parallel gradient all-reduce (without ZeRO), on the device's communicator there.
+  // The data-parallel gradient all-reduce (without ZeRO), on the device's communicator there:
+  // with the overlap, each decoder layer's run was started as the last micro-batch's backward
+  // completed it (init_overlap's hook), so only the rest is left to start, then all are waited
+  // for.
   void all_reduce_gradients();
+  void init_overlap();
   double step_flops(const model::Batch& batch) const;
 
   const TrainingArgs& args_;
@@ -218,6 +222,11 @@ class Trainer {
   Comm* tp_comm_;
   // On a device: NCCL over comm_'s ranks when it has several, over tp_comm_'s when there is one.
   std::unique_ptr<DeviceComm> dp_device_, tp_device_;
+  // Backward/communication overlap on the device (SFT_NCCL_OVERLAP=0 turns it off): the layers'
+  // runs of the gradient arena (optim/zero2.h's layer_runs; empty: no overlap) and the rest;
+  // armed during the step's last backward; whether any run was started this step.
+  std::vector<ShardRange> overlap_layers_, overlap_rest_;
+  bool overlap_armed_ = false, overlap_started_ = false;
   TrainerSetup setup_;
   TestFaults test_faults_;  // after comm_ and tp_comm_: it needs world_rank()
   // The load-balancing loss's weight (train/moe_args.h: the flag's, else the config's); 0 =

@@ -2,7 +2,9 @@
 // calls served by the emulated NCCL over MPI), against one process on the device, as
 // tests/parallel/train_mpi.cmake checks the CPU's: the tiny Qwen3 of tests/fixtures/generate_text
 // on train_cli's rows, 4 rows per optimizer step, 4 steps, lr 2e-4 with clipping and weight decay.
-//   DP 2     2 rows per rank, the gradients all-reduced on the device (Trainer's NCCL comm)
+//   DP 2     2 rows per rank, the gradients all-reduced on the device (Trainer's NCCL comm),
+//            each layer's as the backward completes it (the overlap), and without the overlap
+//            (SFT_NCCL_OVERLAP=0) the same bits
 //   ZeRO-1   the same with --zero_stage 1: reduce-scattered, AdamW on the own shard, gathered
 //   TP 2     4 rows on both ranks, the model split over them (row-parallel outputs, activation
 //            gradients and q/k norms' partial gradients summed by NCCL on the device)
@@ -23,6 +25,7 @@
 #include "model/transformer.h"
 #include "nccl_test_support.h"
 #include "parallel/groups.h"
+#include "scoped_env.h"
 #include "test_paths.h"
 #include "train/args.h"
 #include "train/data_options.h"
@@ -43,12 +46,21 @@ using nccl_test::world;
 struct TrainRun {
   std::vector<Json> logs;      // log_history entries with a loss
   std::vector<float> weights;  // the final whole model's fp32 weights (world rank 0)
-  long nccl_calls = -1;        // collectives the emulated NCCL served during train() (emulation)
+  // Collectives the emulated NCCL served during train(), and those on a stream of their own
+  // (the overlap's); -1 outside the emulation.
+  long nccl_calls = -1, stream_calls = -1;
 };
 
 long nccl_calls() {
 #ifdef SFT_NCCL_EMULATED
   return nccl_emulated_calls();
+#else
+  return -1;
+#endif
+}
+long stream_calls() {
+#ifdef SFT_NCCL_EMULATED
+  return nccl_emulated_stream_calls();
 #else
   return -1;
 #endif
@@ -106,10 +118,11 @@ TrainRun train(const std::string& name, Comm& dp, Comm* tp, ShardGroup* tp_group
   setup.export_options = export_options_from_args(a, model_dir, model_dir);
   TrainRun run;
   {
-    const long calls_before = nccl_calls();
+    const long calls_before = nccl_calls(), stream_before = stream_calls();
     Trainer trainer(setup);
     trainer.train();
     run.nccl_calls = nccl_calls() - calls_before;
+    run.stream_calls = stream_calls() - stream_before;
     for (const Json& e : trainer.state().log_history)
       if (e.contains("loss")) run.logs.push_back(e);
   }
@@ -168,11 +181,27 @@ TEST(NcclTrain, DataParallelTwoOnTheDeviceIsOneProcess) {
   const int batch = 4 / world().size();
   const TrainRun first = train("nccl_dp", world(), nullptr, nullptr, batch);
   expect_like_one_process(first, "DP");
-  if (nccl_calls() >= 0) EXPECT_EQ(first.nccl_calls, 4) << "one gradient all-reduce per step";
+  // The overlap: per step each of the 2 layers' runs as its backward completes, then the rest
+  // (the embedding before them, the final norm after), all on the communicator's stream.
+  if (nccl_calls() >= 0) {
+    EXPECT_EQ(first.nccl_calls, 4 * (2 + 2));
+    EXPECT_EQ(first.stream_calls, first.nccl_calls);
+  }
   const TrainRun again = train("nccl_dp_again", world(), nullptr, nullptr, batch);
   EXPECT_EQ(again.weights, first.weights) << "a rerun is bit-identical";
   for (size_t i = 0; i < first.logs.size(); ++i)
     EXPECT_EQ(again.logs[i]["loss"], first.logs[i]["loss"]) << "rerun, step " << i + 1;
+  // Without the overlap: one all-reduce of the whole arena per step, the same bits.
+  test::ScopedEnv no_overlap("SFT_NCCL_OVERLAP", "0");
+  const TrainRun whole = train("nccl_dp_whole", world(), nullptr, nullptr, batch);
+  EXPECT_EQ(whole.weights, first.weights) << "the overlap changes no bit";
+  for (size_t i = 0; i < first.logs.size(); ++i)
+    for (const char* key : {"loss", "grad_norm"})
+      EXPECT_EQ(whole.logs[i][key], first.logs[i][key]) << "step " << i + 1 << ", " << key;
+  if (nccl_calls() >= 0) {
+    EXPECT_EQ(whole.nccl_calls, 4) << "one gradient all-reduce per step";
+    EXPECT_EQ(whole.stream_calls, 0);
+  }
 }
 
 TEST(NcclTrain, ZeroOneOnTheDeviceIsOneProcess) {

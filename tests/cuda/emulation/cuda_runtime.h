@@ -118,6 +118,33 @@ inline cudaError_t cudaMemset(void* p, int value, size_t bytes) {
   std::memset(p, value, bytes);
   return cudaSuccess;
 }
+// Streams and events: the emulated device runs every launch and copy at once, in program order,
+// so a stream is a name and ordering through events holds by construction.
+using cudaEvent_t = void*;
+inline constexpr unsigned cudaStreamNonBlocking = 1;
+inline constexpr unsigned cudaEventDisableTiming = 2;
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+  static char streams;
+  *s = &streams;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
+  static char events;
+  *e = &events;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t = nullptr) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned = 0) {
+  return cudaSuccess;
+}
 inline cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t = nullptr) {
   return cudaMemset(p, value, bytes);
 }

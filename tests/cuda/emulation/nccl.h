@@ -74,5 +74,7 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, nccl
 ncclResult_t ncclGroupStart();
 ncclResult_t ncclGroupEnd();
 
-// The emulation's own count of collectives served (tests check the device paths reach NCCL).
+// The emulation's own counts of collectives served, and of those enqueued on a stream other than
+// the default one (tests check that the device paths reach NCCL, and the overlap's stream).
 long nccl_emulated_calls();
+long nccl_emulated_stream_calls();

@@ -26,7 +26,13 @@ namespace {
 
 constexpr int kIdMagic = 0x5cc1e3u;
 constexpr int kTagBase = 7100;  // point-to-point tags on MPI_COMM_WORLD (sft's Comm uses none)
-std::atomic<long> g_calls{0};
+std::atomic<long> g_calls{0}, g_stream_calls{0};
+
+// One collective served, on `stream`.
+void served(cudaStream_t stream) {
+  ++g_calls;
+  if (stream) ++g_stream_calls;
+}
 std::string g_last_error;
 int g_next_id = 0;
 
@@ -140,6 +146,10 @@ long nccl_emulated_calls() {
   return g_calls.load();
 }
 
+long nccl_emulated_stream_calls() {
+  return g_stream_calls.load();
+}
+
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -225,12 +235,12 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 }
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t t,
-                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   const size_t bytes = count * elem_size(t);
   if (!on_device(send, bytes, "ncclAllReduce", "sendbuff") ||
       !on_device(recv, bytes, "ncclAllReduce", "recvbuff"))
     return ncclInvalidArgument;
-  ++g_calls;
+  served(stream);
   std::vector<char> all(bytes * static_cast<size_t>(comm->size));
   if (!mpi_ok(MPI_Allgather(send, bytes_of(count, t), MPI_BYTE, all.data(), bytes_of(count, t),
                             MPI_BYTE, comm->mpi),
@@ -240,12 +250,12 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
 }
 
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, ncclDataType_t t,
-                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   const size_t block = recvcount * elem_size(t);
   if (!on_device(send, block * static_cast<size_t>(comm->size), "ncclReduceScatter", "sendbuff") ||
       !on_device(recv, block, "ncclReduceScatter", "recvbuff"))
     return ncclInvalidArgument;
-  ++g_calls;
+  served(stream);
   // Rank r receives every rank's block r (rank-major), then sums them.
   std::vector<char> mine(block * static_cast<size_t>(comm->size));
   if (!mpi_ok(MPI_Alltoall(send, bytes_of(recvcount, t), MPI_BYTE, mine.data(),
@@ -256,12 +266,12 @@ ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount, n
 }
 
 ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount, ncclDataType_t t,
-                           ncclComm_t comm, cudaStream_t) {
+                           ncclComm_t comm, cudaStream_t stream) {
   const size_t block = sendcount * elem_size(t);
   if (!on_device(send, block, "ncclAllGather", "sendbuff") ||
       !on_device(recv, block * static_cast<size_t>(comm->size), "ncclAllGather", "recvbuff"))
     return ncclInvalidArgument;
-  ++g_calls;
+  served(stream);
   std::vector<char> all(block * static_cast<size_t>(comm->size));  // send may lie inside recv
   if (!mpi_ok(MPI_Allgather(send, bytes_of(sendcount, t), MPI_BYTE, all.data(),
                             bytes_of(sendcount, t), MPI_BYTE, comm->mpi),
@@ -272,12 +282,12 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount, ncclD
 }
 
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t t, int root,
-                           ncclComm_t comm, cudaStream_t) {
+                           ncclComm_t comm, cudaStream_t stream) {
   const size_t bytes = count * elem_size(t);
   if ((comm->rank == root && !on_device(send, bytes, "ncclBroadcast", "sendbuff")) ||
       !on_device(recv, bytes, "ncclBroadcast", "recvbuff"))
     return ncclInvalidArgument;
-  ++g_calls;
+  served(stream);
   if (comm->rank == root && send != recv) std::memmove(recv, send, bytes);
   return mpi_ok(MPI_Bcast(recv, bytes_of(count, t), MPI_BYTE, root, comm->mpi), "MPI_Bcast")
              ? ncclSuccess
@@ -285,12 +295,12 @@ ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataT
 }
 
 ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t t,
-                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t) {
+                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   const size_t bytes = count * elem_size(t);
   if (!on_device(send, bytes, "ncclReduce", "sendbuff") ||
       (comm->rank == root && !on_device(recv, bytes, "ncclReduce", "recvbuff")))
     return ncclInvalidArgument;
-  ++g_calls;
+  served(stream);
   std::vector<char> all(comm->rank == root ? bytes * static_cast<size_t>(comm->size) : 0);
   if (!mpi_ok(MPI_Gather(send, bytes_of(count, t), MPI_BYTE, all.data(), bytes_of(count, t),
                          MPI_BYTE, root, comm->mpi),
