@@ -11,8 +11,9 @@
 // Every logged loss, grad_norm, accuracy and entropy and the final weights within 1e-5 relative
 // of the one-process run (the CPU's bar for the same runs); each run's measured difference is
 // printed; DP rerun gives the same bits. Each rank runs the one-process reference itself (on its
-// own emulated device). Every run saves a checkpoint at its last step (from host copies: the
-// TP slices gathered, the ZeRO-1 moments too).
+// own emulated device). Every run saves checkpoints at steps 2 and 4 (from host copies: the TP
+// slices gathered, the ZeRO-1 moments too); ZeRO-1 and TP resumed from checkpoint-2 end with
+// the uninterrupted run's logs and weights, bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -49,7 +50,23 @@ struct TrainRun {
   // Collectives the emulated NCCL served during train(), and those on a stream of their own
   // (the overlap's); -1 outside the emulation.
   long nccl_calls = -1, stream_calls = -1;
+  std::string output_dir;  // this rank's (world rank 0's holds the checkpoints)
 };
+
+// World rank 0's checkpoint-2 of `run`, which every rank resumes from.
+std::string checkpoint_2(const TrainRun& run) {
+  const std::string mine = "_rank" + std::to_string(world().rank());
+  return run.output_dir.substr(0, run.output_dir.size() - mine.size()) + "_rank0/checkpoint-2";
+}
+
+// A resume from checkpoint-2 continues bit for bit: the same logs and final weights.
+void expect_same_run(const TrainRun& resumed, const TrainRun& whole, const char* what) {
+  EXPECT_EQ(resumed.weights, whole.weights) << what << ": final weights";
+  ASSERT_EQ(resumed.logs.size(), whole.logs.size()) << what;
+  for (size_t i = 0; i < whole.logs.size(); ++i)
+    for (const char* key : {"loss", "grad_norm", "entropy"})
+      EXPECT_EQ(resumed.logs[i][key], whole.logs[i][key]) << what << ", step " << i + 1 << key;
+}
 
 long nccl_calls() {
 #ifdef SFT_NCCL_EMULATED
@@ -96,13 +113,15 @@ TrainRun train(const std::string& name, Comm& dp, Comm* tp, ShardGroup* tp_group
       "--save_strategy",
       "steps",
       "--save_steps",
-      "4",
+      "2",
       "--per_device_train_batch_size",
       std::to_string(batch),
       "--output_dir",
       test::fresh_output_dir(name + "_rank" + std::to_string(world().rank()))};
   flags.insert(flags.end(), extra.begin(), extra.end());
   const TrainingArgs a = parse_training_args(flags);
+  TrainRun run;
+  run.output_dir = a.output_dir;
   data::PrepareOptions po = prepare_options_from_args(a, model_dir, "");
   const std::shared_ptr<const data::PreparedDataset> rows = data::prepare_dataset(po);
   model::Transformer m = model::Transformer::load(model_dir, model::TensorParallel::of(tp_group));
@@ -116,7 +135,6 @@ TrainRun train(const std::string& name, Comm& dp, Comm* tp, ShardGroup* tp_group
   setup.shuffle = a.train_sampling_strategy != "sequential";
   setup.console_progress = false;
   setup.export_options = export_options_from_args(a, model_dir, model_dir);
-  TrainRun run;
   {
     const long calls_before = nccl_calls(), stream_before = stream_calls();
     Trainer trainer(setup);
@@ -212,6 +230,12 @@ TEST(NcclTrain, ZeroOneOnTheDeviceIsOneProcess) {
   expect_like_one_process(got, "ZeRO-1");
   // Per step: the reduce-scatter, the weights' all-gather.
   if (nccl_calls() >= 0) EXPECT_EQ(got.nccl_calls, 8);
+  // Its checkpoint holds the whole moments (gathered from the device shards); a resume loads
+  // each rank's shard back onto the device.
+  const TrainRun resumed =
+      train("nccl_zero1_resumed", world(), nullptr, nullptr, 4 / world().size(),
+            {"--zero_stage", "1", "--resume_from_checkpoint", checkpoint_2(got)});
+  expect_same_run(resumed, got, "ZeRO-1 resumed from checkpoint-2");
 }
 
 TEST(NcclTrain, TensorParallelTwoOnTheDeviceIsOneProcess) {
@@ -220,6 +244,10 @@ TEST(NcclTrain, TensorParallelTwoOnTheDeviceIsOneProcess) {
   ParallelGroups g = make_parallel_groups(world(), world().size());
   const TrainRun got = train("nccl_tp", *g.dp, g.tp.get(), g.tp_group.get(), 4);
   expect_like_one_process(got, "TP");
+  // Its checkpoint is a whole model gathered from host copies of the slices; a resume splits it.
+  const TrainRun resumed = train("nccl_tp_resumed", *g.dp, g.tp.get(), g.tp_group.get(), 4,
+                                 {"--resume_from_checkpoint", checkpoint_2(got)});
+  expect_same_run(resumed, got, "TP resumed from checkpoint-2");
   // Per step and layer at least: o's and down's outputs, the two blocks' input gradients.
   if (nccl_calls() >= 0) EXPECT_GE(got.nccl_calls, 4 * 2 * 4);
 }
