@@ -15,8 +15,8 @@
 #
 # The binary: built there (build-cuda, scripts/build.sh) when the machine has the build's system
 # libraries; otherwise taken from build-cuda-bundle/, which `--bundle` makes here: the test binary
-# and the shared libraries it needs (all but libc, libstdc++, the CUDA driver and cuBLASLt, which
-# the GPU machine's CUDA provides), stamped with a hash of the sources so a stale one is refused.
+# and the shared libraries it needs (all but libc, libstdc++, the CUDA driver, cuBLASLt and NCCL
+# (208 MiB), which the GPU machine's CUDA provides), stamped with a hash of the sources so a stale one is refused.
 # build-cuda-bundle/ is ignored by git (/build*/): name it in the device tool's `carry`.
 # SFT_DEVICE_CHECK_USE_BUNDLE=1 takes the bundle even where the build could run (saves ~2 min).
 set -uo pipefail
@@ -40,7 +40,7 @@ if [ "${1:-}" = "--bundle" ]; then
   cp build-cuda/tests/sft_cuda_tests build-cuda/tests/sft_conformance_tests build-cuda/sft "$staging/"
   # Everything ldd resolves except what every Linux (and the GPU machine's CUDA) has.
   ldd build-cuda/tests/sft_cuda_tests build-cuda/sft | awk '$3 ~ /^\// {print $3}' | sort -u |
-    grep -Ev '/(libc|libm|libdl|librt|libpthread|libresolv|libnsl|libutil|libanl|libstdc\+\+|libgcc_s|libcuda|libcublasLt|libcublas|ld-linux[^/]*)\.so' |
+    grep -Ev '/(libc|libm|libdl|librt|libpthread|libresolv|libnsl|libutil|libanl|libstdc\+\+|libgcc_s|libcuda|libcublasLt|libcublas|libnccl|ld-linux[^/]*)\.so' |
     while read -r lib; do cp -L "$lib" "$staging/lib/"; done
   source_stamp > "$staging/STAMP"
   mkdir -p "$bundle_dir"
@@ -132,27 +132,41 @@ check() {
     finish
   fi
 
-  # cuBLASLt (and cudart) from this machine's CUDA when the loader does not find them itself.
+  # cuBLASLt, NCCL (and cudart) from this machine's CUDA when the loader does not find them.
   if ldd "$binary" | grep -q 'not found'; then
-    for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-      $(timeout 60 find / -xdev -name 'libcublasLt.so.13*' -printf '%h\n' 2> /dev/null | sort -u); do
+    for dir in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
+      $(timeout 60 find / -xdev \( -name 'libcublasLt.so.13*' -o -name 'libnccl.so.2*' \) \
+        -printf '%h\n' 2> /dev/null | sort -u); do
       [ -d "$dir" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir"
     done
   fi
   echo "== libraries"
-  ldd "$binary" | grep -E 'cuda|cublas|not found'
+  ldd "$binary" | grep -E 'cuda|cublas|nccl|not found'
   if ldd "$binary" | grep -q 'not found'; then
     step "every shared library found" 1
     finish
   fi
   step "every shared library found" 0
 
-  echo "== tests/cuda (nothing may skip)"
-  timeout 300 "$binary" --gtest_color=no 2>&1 | tee "$log_dir/tests.log"
+  echo "== tests/cuda (nothing may skip; the Nccl* ones need two ranks: below)"
+  timeout 300 "$binary" --gtest_color=no --gtest_filter='-Nccl*' 2>&1 | tee "$log_dir/tests.log"
   rc=${PIPESTATUS[0]}
   step "tests/cuda" $rc
   skipped=$(grep -c '^\[  SKIPPED \] ' "$log_dir/tests.log")
   if [ "$skipped" != 0 ]; then step "no test skipped ($skipped lines of skips)" 1; else step "no test skipped" 0; fi
+
+  # NCCL over two ranks, one GPU each (the local rank picks it): NCCL refuses two ranks on one
+  # device, so a one-GPU machine (the lent H200) cannot run it and says so.
+  gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU ')
+  if [ "$gpus" -ge 2 ] && command -v mpirun > /dev/null; then
+    echo "== tests/cuda Nccl* under mpirun -np 2 ($gpus GPUs)"
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 240 mpirun --oversubscribe \
+      -np 2 -x LD_LIBRARY_PATH "$binary" --gtest_color=no --gtest_filter='Nccl*' 2>&1 |
+      tee "$log_dir/nccl.log"
+    step "tests/cuda Nccl* (DP 2, ZeRO-1, TP 2 over NCCL)" "${PIPESTATUS[0]}"
+  else
+    echo "== NCCL over 2 ranks skipped: $gpus GPU(s) here (NCCL needs one per rank), or no mpirun"
+  fi
 
   # The conformance suite's /cuda cases: every routed op through ops:: on CUDA views vs the
   # fp64 reference (only the column blocks may skip: CPU views).

@@ -57,6 +57,8 @@ else
   echo "CUDA build skipped: /usr/local/cuda/bin/nvcc not found (the CUDA toolkit is not installed)"
 fi
 phase "CUDA: the kernels emulated on the CPU"
+# One compile, two runs: the suite in one process, then its Nccl* tests under mpirun -np 2 (the
+# emulated NCCL over MPI: collectives, DP 2, ZeRO-1 and TP 2 training vs one process).
 tests/cuda/emulation/run.sh build --gtest_brief=1 || status=1
 
 if [ "${SFT_SKIP_SANITIZE:-0}" != "1" ]; then

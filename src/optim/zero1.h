@@ -13,6 +13,10 @@
 // a time as they are written (optim/zero_stream.h; gather_into assembles them whole, for tensor
 // parallelism) and read back as each rank's shard (load_from: from a whole optimizer): the file
 // is the same as without ZeRO and can be resumed with any dp size.
+//
+// On a device (the model's arenas there): the moments of the shard live on the device too and
+// the reduce-scatter and gathers run on `device_dp`, the NCCL communicator over dp's ranks
+// (parallel/device_comm.h: NCCL's sums); the norm's one double still goes over dp.
 #pragma once
 
 #include <cstddef>
@@ -23,12 +27,14 @@
 #include "core/param_slice.h"
 #include "optim/adamw.h"
 #include "parallel/comm.h"
+#include "parallel/device_comm.h"
 
 namespace sft {
 
 class Zero1 {
  public:
-  Zero1(size_t num_params, AdamWOptions options, Comm& dp);
+  Zero1(size_t num_params, AdamWOptions options, Comm& dp, Device device = Device::kCpu,
+        DeviceComm* device_dp = nullptr);
 
   // grads: this rank's local gradient sums (full size). Reduce-scatters them and returns the
   // global L2 norm; only the own shard of grads is meaningful afterwards.
@@ -59,6 +65,8 @@ class Zero1 {
 
  private:
   Comm& dp_;
+  Device device_;
+  DeviceComm* device_dp_;  // non-null on a device with several ranks
   size_t num_params_;
   ShardRange shard_;
   AdamW shard_adam_;

@@ -6,11 +6,29 @@
 
 namespace sft {
 
+void CommShardGroup::sum(std::span<float> v) {
+  if (on_device(v.data()))
+    device_->all_reduce_sum(v.data(), v.size());
+  else
+    comm_.all_reduce_sum(v);
+}
+
+void CommShardGroup::sum(std::span<double> v) {
+  if (on_device(v.data()))
+    device_->all_reduce_sum(v.data(), v.size());
+  else
+    comm_.all_reduce_sum(v);
+}
+
 void CommShardGroup::gather(std::span<float> v) {
   if (v.size() % static_cast<size_t>(size()) != 0)
     fail("parallel", "gather of " + std::to_string(v.size()) + " elements over " +
                          std::to_string(size()) + " ranks: not an even split");
-  comm_.all_gather(v);  // shard_of's blocks are the equal blocks when the split is even
+  // shard_of's blocks are the equal blocks when the split is even
+  if (on_device(v.data()))
+    device_->all_gather(v.data(), v.size());
+  else
+    comm_.all_gather(v);
 }
 
 ParallelGroups make_parallel_groups(Comm& world, int tp_size) {

@@ -9,23 +9,32 @@
 
 #include "core/shard_group.h"
 #include "parallel/comm.h"
+#include "parallel/device_comm.h"
 
 namespace sft {
 
-// A Comm as the model's ShardGroup (the Comm must outlive it).
+// A Comm as the model's ShardGroup (the Comm must outlive it). With a model on a device the
+// trainer attaches the group's DeviceComm (device_comm.h): a sum or gather of device memory (a
+// row-parallel product's output, an activation gradient) then runs on it, in NCCL's sums; host
+// arrays (the LM head's and embedding's statistics, copied down by their kernels) and maxima
+// stay on the Comm.
 class CommShardGroup final : public ShardGroup {
  public:
   explicit CommShardGroup(Comm& comm) : comm_(comm) {}
   int rank() const override { return comm_.rank(); }
   int size() const override { return comm_.size(); }
-  void sum(std::span<float> v) override { comm_.all_reduce_sum(v); }
-  void sum(std::span<double> v) override { comm_.all_reduce_sum(v); }
+  void sum(std::span<float> v) override;
+  void sum(std::span<double> v) override;
   void max(std::span<float> v) override { comm_.all_reduce_max(v); }
   void max(std::span<double> v) override { comm_.all_reduce_max(v); }
   void gather(std::span<float> v) override;
+  // Null detaches (the DeviceComm must outlive the attachment).
+  void attach_device(DeviceComm* device) { device_ = device; }
 
  private:
+  bool on_device(const void* p) const { return device_ && device_->is_device_memory(p); }
   Comm& comm_;
+  DeviceComm* device_ = nullptr;
 };
 
 struct ParallelGroups {

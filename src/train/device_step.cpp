@@ -21,16 +21,17 @@ namespace {
 }  // namespace
 
 void check_device_training(const TrainingArgs& args, const model::Transformer& model,
-                           const Comm& dp, const Comm* tp) {
+                           const Comm& /*dp*/, const Comm* /*tp*/) {
   const Device device = model.trainable().device();
   if (device == Device::kCpu) return;
-  // The collectives move host spans; NCCL behind Comm comes later (docs/cuda.md).
-  if (dp.size() > 1)
-    not_on_device(device, "data parallelism over " + std::to_string(dp.size()) + " ranks");
-  if (tp != nullptr || model.tensor_parallel().on())
-    not_on_device(device, "tensor parallelism (--tp_size)");
-  if (args.zero_stage != 0)
-    not_on_device(device, "--zero_stage " + std::to_string(args.zero_stage));
+  // Several data-parallel ranks and tensor parallelism reduce on the device over NCCL
+  // (parallel/device_comm.h; a build without it says so when the trainer makes its
+  // communicators).
+  // ZeRO-1 keeps its moments' shard on the device (optim/zero1.h); stages 2 and 3 shard host
+  // memory (optim/zero_memory.h).
+  if (args.zero_stage >= 2)
+    not_on_device(
+        device, "--zero_stage " + std::to_string(args.zero_stage) + " (ZeRO-1 is: --zero_stage 1)");
   // Its stacked q/k/v product hands column blocks to cast and rope, and the CUDA kernels take
   // dense views only (ops/device_dispatch.h).
   if (model.compute_dtype() == DType::kBF16)

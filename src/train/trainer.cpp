@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "optim/clip.h"
+#include "parallel/groups.h"
 #include "train/checkpoint_dir.h"
 #include "train/device_step.h"
 #include "train/moe_args.h"
@@ -58,6 +59,7 @@ void Trainer::init_loader_and_plan() {
 
 void Trainer::init_model_and_optimizer() {
   check_device_training(args_, model_, *comm_, tp_comm_);
+  init_device_comms();
   model_.zero_grad();
   model_.set_gradient_checkpointing(args_.gradient_checkpointing);
   // HF's get_decay_parameter_names: no weight decay for biases and norm weights.
@@ -75,7 +77,8 @@ void Trainer::init_model_and_optimizer() {
   // Only what trains has moments: with LoRA, the adapters (the frozen base has none).
   const size_t n_params = static_cast<size_t>(model_.trainable().numel());
   if (args_.zero_stage >= 1)
-    zero1_ = std::make_unique<Zero1>(n_params, ao, *comm_);
+    zero1_ = std::make_unique<Zero1>(n_params, ao, *comm_, model_.trainable().device(),
+                                     dp_device_.get());
   else
     optimizer_ = std::make_unique<AdamW>(n_params, ao, model_.trainable().device());
   // Stage 2: the gradients too; stage 3: and the layers' parameters (trainer_parallel.cpp).
@@ -133,6 +136,9 @@ void Trainer::init_log() {
 
 Trainer::~Trainer() {
   model_.set_layer_hooks({});  // they call into this trainer
+  if (tp_device_)              // the model's group outlives this trainer's NCCL communicator
+    if (auto* g = dynamic_cast<CommShardGroup*>(model_.tensor_parallel().group))
+      g->attach_device(nullptr);
 }
 
 // NEFTune as transformers' hook: alpha / sqrt(L * hidden), L the length the embedding output
@@ -235,7 +241,12 @@ StepCounts Trainer::run_micro_batches(const std::vector<MicroBatch>& mbs, double
     if (args_.neftune_noise_alpha && *args_.neftune_noise_alpha > 0) arm_neftune(mbs[i], i);
     const model::LossStats ls =
         n_global > 0 ? model_.forward(mbs[i].batch, nullptr, scale) : model_.forward(mbs[i].batch);
-    if (n_global > 0) model_.backward(scale);
+    if (n_global > 0) {
+      // The last backward of the step starts each layer's gradient all-reduce as it completes.
+      overlap_armed_ = !overlap_layers_.empty() && i + 1 == count;
+      model_.backward(scale);
+      overlap_armed_ = false;
+    }
     if (zero2_ && n_global > 0) zero2_->finish_micro_batch(model_.trainable().grads());
     if (!reported_activations_ && log_) {
       reported_activations_ = true;
@@ -266,12 +277,14 @@ void Trainer::reduce_step(StepCounts& counts) {
   if (comm_->size() > 1) all_reduce_sum(*comm_, counts);
   test_faults_.before_gradient_reduction(step);
   if (tp_comm_) sum_partial_grads_over_tp();
-  if (comm_->size() > 1 && !zero1_) comm_->all_reduce_sum(model_.trainable().grads());
+  if (comm_->size() > 1 && !zero1_) all_reduce_gradients();
 }
 
 void Trainer::apply_update(StepStats& st) {
   const int64_t step = state_.global_step + 1;
-  const GradNorm norm = on_device() ? device_grad_norm() : reduce_grad_norm();
+  // One process on a device: the norm there; with ranks, reduce_grad_norm sums over them.
+  const GradNorm norm =
+      on_device() && !tp_comm_ && !zero1_ ? device_grad_norm() : reduce_grad_norm();
   st.grad_norm = norm.norm;
   const bool finite = std::isfinite(st.loss) && std::isfinite(st.grad_norm);
   if (!finite) {

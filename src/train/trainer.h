@@ -36,6 +36,9 @@
 // there — forward, backward, the gradient norm, clipping and AdamW with its moments on the
 // device (train/device_step.h); checkpoints are written from host copies streamed off the
 // device and a resume uploads them. What is not on the device yet is refused at construction.
+// With several ranks there the gradient all-reduce, ZeRO-1's reduce-scatter and gathers and the
+// tensor-parallel sums of device arrays run on NCCL communicators beside comm and tp_comm
+// (parallel/device_comm.h: NCCL's sums, not Comm's double sums in rank order).
 //
 // Tensor parallel (`tp_comm`, tensor_parallel.h): the model holds this rank's slices and
 // combines them itself; the ranks of a tensor-parallel group see the same batch, loss and
@@ -76,6 +79,7 @@
 #include "optim/zero2.h"
 #include "optim/zero3.h"
 #include "parallel/comm.h"
+#include "parallel/device_comm.h"
 #include "train/args.h"
 #include "train/batch.h"
 #include "train/export.h"
@@ -198,6 +202,16 @@ class Trainer {
   GradNorm device_grad_norm();
   // q_norm / k_norm under tensor parallelism: each rank's gradient covers its own heads.
   void sum_partial_grads_over_tp();
+  // A model on a device with several ranks: NCCL communicators beside comm_ and tp_comm_
+  // (parallel/device_comm.h), the model's tensor-parallel group routed to the latter
+  // (trainer_parallel.cpp).
+  void init_device_comms();
+  // The data-parallel gradient all-reduce (without ZeRO), on the device's communicator there:
+  // with the overlap, each decoder layer's run was started as the last micro-batch's backward
+  // completed it (init_overlap's hook), so only the rest is left to start, then all are waited
+  // for.
+  void all_reduce_gradients();
+  void init_overlap();
   double step_flops(const model::Batch& batch) const;
 
   const TrainingArgs& args_;
@@ -206,6 +220,13 @@ class Trainer {
   const data::PreparedDataset* eval_;
   Comm* comm_;
   Comm* tp_comm_;
+  // On a device: NCCL over comm_'s ranks when it has several, over tp_comm_'s when there is one.
+  std::unique_ptr<DeviceComm> dp_device_, tp_device_;
+  // Backward/communication overlap on the device (SFT_NCCL_OVERLAP=0 turns it off): the layers'
+  // runs of the gradient arena (optim/zero2.h's layer_runs; empty: no overlap) and the rest;
+  // armed during the step's last backward; whether any run was started this step.
+  std::vector<ShardRange> overlap_layers_, overlap_rest_;
+  bool overlap_armed_ = false, overlap_started_ = false;
   TrainerSetup setup_;
   TestFaults test_faults_;  // after comm_ and tp_comm_: it needs world_rank()
   // The load-balancing loss's weight (train/moe_args.h: the flag's, else the config's); 0 =

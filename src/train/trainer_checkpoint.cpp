@@ -249,15 +249,17 @@ void Trainer::resume_unagreed(const std::string& path) {
   std::optional<AdamW> host_optimizer;
   if (on_device()) {
     host_model.emplace(host_copy(model_));
-    host_optimizer.emplace(optimizer_->copy_to(Device::kCpu));
     snapshot.model = &*host_model;
-    snapshot.optimizer = &*host_optimizer;
+    if (optimizer_) {  // under ZeRO-1 `whole` is on the host already and load_from uploads
+      host_optimizer.emplace(optimizer_->copy_to(Device::kCpu));
+      snapshot.optimizer = &*host_optimizer;
+    }
   }
   read_training_checkpoint(path, snapshot, moment_shard);
   if (whole) zero1_->load_from(*whole);
   if (host_model) {
     model_.trainable().copy_values_from(host_model->trainable());
-    optimizer_->copy_state_from(*host_optimizer);
+    if (host_optimizer) optimizer_->copy_state_from(*host_optimizer);
   }
   restore_training_state(snapshot.training_state, path + "/training_state.json");
   finish_resume();
@@ -299,13 +301,23 @@ std::string Trainer::save() {
   std::optional<model::Transformer> full_model;
   std::optional<AdamW> full_optimizer;
   // A device run: the weights and moments streamed to the host, written as a CPU run's.
-  if (on_device() && is_main()) {
+  if (on_device() && is_main() && !tp.on()) {
     full_model.emplace(host_copy(model_));
     if (optimizer) full_optimizer.emplace(optimizer->copy_to(Device::kCpu));
   }
   if (tp.on() && comm_->rank() == 0) {
-    full_model = gather_full_model(model_, *tp.group);
-    if (optimizer) full_optimizer = gather_full_moments(model_, *optimizer, *tp.group);
+    // On a device every rank of the group gathers from host copies of its slices.
+    std::optional<model::Transformer> local_model;
+    std::optional<AdamW> local_optimizer;
+    if (on_device()) {
+      local_model.emplace(host_copy(model_));
+      if (optimizer && optimizer->device() != Device::kCpu)
+        local_optimizer.emplace(optimizer->copy_to(Device::kCpu));
+    }
+    const model::Transformer& slices = local_model ? *local_model : model_;
+    const AdamW* moments = local_optimizer ? &*local_optimizer : optimizer;
+    full_model = gather_full_model(slices, *tp.group);
+    if (moments) full_optimizer = gather_full_moments(slices, *moments, *tp.group);
   }
   if (is_main()) {
     TrainingSnapshot snapshot;

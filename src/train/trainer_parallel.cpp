@@ -3,11 +3,16 @@
 // over data- and tensor-parallel ranks and the optimizer memory it reports.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "core/device.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "optim/clip.h"
+#include "optim/zero2.h"
+#include "optim/zero_memory.h"
+#include "parallel/groups.h"
 #include "train/train_checkpoint.h"
 #include "train/trainer.h"
 
@@ -20,13 +25,14 @@ namespace {
 // then add up to the whole tensors' and the replicated ones (equal on every rank) count once.
 double tp_weighted_sum_of_squares(const model::ParameterSet& params, std::span<const float> grads,
                                   size_t begin, size_t end, int tp_size) {
+  const Device device = params.device();  // the sums run where the gradients are
   double split = 0, replicated = 0;
   for (const model::Parameter& p : params.all()) {
     const size_t lo = std::max(static_cast<size_t>(p.offset), begin);
     const size_t hi = std::min(static_cast<size_t>(p.offset + p.value.numel()), end);
     if (lo >= hi) continue;
-    const double sq =
-        ops::sum_of_squares(ops::view_of(grads.data() + lo, 1, static_cast<int64_t>(hi - lo)));
+    const double sq = ops::sum_of_squares(
+        ops::view_of(grads.data() + lo, 1, static_cast<int64_t>(hi - lo), device));
     (p.spec.tp_dim < 0 ? replicated : split) += sq;
   }
   return split + replicated / tp_size;
@@ -109,11 +115,70 @@ void Trainer::stream_model(const std::function<void(const WholeTensor&)>& write)
   stream.finish();
 }
 
+void Trainer::init_device_comms() {
+  if (!on_device()) return;
+  // Every rank makes them in the same order (NCCL's init is collective over each group).
+  if (comm_->size() > 1) dp_device_ = make_device_comm(*comm_);
+  const char* overlap = std::getenv("SFT_NCCL_OVERLAP");
+  if (dp_device_ && args_.zero_stage == 0 && !(overlap && std::string(overlap) == "0"))
+    init_overlap();
+  if (!tp_comm_) return;
+  tp_device_ = make_device_comm(*tp_comm_);
+  auto* group = dynamic_cast<CommShardGroup*>(model_.tensor_parallel().group);
+  if (!group)
+    fail("train",
+         "tensor parallelism on a device needs the model's group to be its tensor-"
+         "parallel Comm's (parallel/groups.h: make_parallel_groups)");
+  group->attach_device(tp_device_.get());
+}
+
+void Trainer::init_overlap() {
+  const model::ParameterSet& t = model_.trainable();
+  std::vector<ParamPlace> places;
+  for (const model::Parameter& p : t.all())
+    places.push_back(
+        {p.spec.layer, static_cast<size_t>(p.offset), static_cast<size_t>(p.value.numel())});
+  overlap_layers_ = layer_runs(places, model_.config().num_hidden_layers);
+  if (overlap_layers_.empty()) {  // then the one all-reduce after the backward
+    if (is_main())
+      log_info(
+          "[train] the layers' parameters are not one run each: the gradients are all-reduced "
+          "after the backward, not during it");
+    return;
+  }
+  overlap_rest_ = runs_outside_layers(overlap_layers_, static_cast<size_t>(t.numel()), "overlap");
+  model::Transformer::LayerHooks hooks;
+  hooks.after_backward = [this](int64_t l) {
+    if (!overlap_armed_) return;
+    const ShardRange r = overlap_layers_[static_cast<size_t>(l)];
+    dp_device_->start_all_reduce_sum(model_.trainable().grads().data() + r.begin, r.size());
+    overlap_started_ = true;
+  };
+  model_.set_layer_hooks(std::move(hooks));
+}
+
+void Trainer::all_reduce_gradients() {
+  std::span<float> grads = model_.trainable().grads();
+  if (!dp_device_) return comm_->all_reduce_sum(grads);
+  if (!overlap_started_) return dp_device_->all_reduce_sum(grads.data(), grads.size());
+  // The layers' runs are on their way (the hook); the embedding, final norm and LM head follow
+  // on the same stream, then the default stream waits for them all.
+  for (const ShardRange& r : overlap_rest_)
+    dp_device_->start_all_reduce_sum(grads.data() + r.begin, r.size());
+  dp_device_->finish_started();
+  overlap_started_ = false;
+}
+
 void Trainer::sum_partial_grads_over_tp() {
   for (const model::Parameter& p : model_.trainable().all())
-    if (p.spec.tp_partial_grad && !p.grad.empty())
-      tp_comm_->all_reduce_sum(
-          std::span<float>(p.grad.as<float>(), static_cast<size_t>(p.grad.numel())));
+    if (p.spec.tp_partial_grad && !p.grad.empty()) {
+      float* g = p.grad.as<float>();
+      const size_t n = static_cast<size_t>(p.grad.numel());
+      if (tp_device_)
+        tp_device_->all_reduce_sum(g, n);
+      else
+        tp_comm_->all_reduce_sum(std::span<float>(g, n));
+    }
 }
 
 Trainer::GradNorm Trainer::reduce_grad_norm() {

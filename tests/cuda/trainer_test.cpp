@@ -248,7 +248,7 @@ TEST(CudaTrainer, RefusesWhatIsNotOnTheDeviceYet) {
       read_json_file(test::source_path("tests/fixtures/trl_parity/bfd_gas1.json"), "golden");
   std::vector<std::string> flags = flags_of(golden, test::fresh_output_dir("cuda_trainer_zero"));
   flags.push_back("--zero_stage");
-  flags.push_back("1");
+  flags.push_back("2");  // ZeRO-1 runs there (tests/cuda/nccl_train_test.cpp)
   const TrainingArgs a = parse_training_args(flags);
   data::PrepareOptions po = prepare_options_from_args(a, a.model_name_or_path, "");
   const std::shared_ptr<const data::PreparedDataset> rows = data::prepare_dataset(po);
@@ -261,8 +261,9 @@ TEST(CudaTrainer, RefusesWhatIsNotOnTheDeviceYet) {
   setup.train = rows.get();
   setup.comm = comm.get();
   setup.console_progress = false;
-  cuda_test::expect_error("--zero_stage 1 is not on the CUDA device yet (hint: --use_cpu)",
-                          [&] { Trainer t(setup); });
+  cuda_test::expect_error(
+      "--zero_stage 2 (ZeRO-1 is: --zero_stage 1) is not on the CUDA device yet (hint: --use_cpu)",
+      [&] { Trainer t(setup); });
   TrainingArgs plain = parse_training_args(flags_of(golden, test::fresh_output_dir("cuda_bf16")));
   setup.args = &plain;
   m.set_compute_dtype(DType::kBF16);

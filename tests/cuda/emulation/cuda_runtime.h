@@ -16,7 +16,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 using cudaError_t = int;
@@ -49,22 +52,97 @@ inline cudaError_t cudaGetDeviceCount(int* count) {
 inline cudaError_t cudaSetDevice(int) {
   return cudaSuccess;
 }
+// What cudaPointerGetAttributes reports. Emulated device memory is host memory, so the
+// allocations are recorded (start → end, kind) and a pointer is "device memory" when it lies in
+// one of cudaMalloc's: the emulated NCCL (nccl.h) refuses any other, as the real one would fail
+// on a host pointer, so a collective handed host memory is caught on the CPU too.
+enum cudaMemoryType {
+  cudaMemoryTypeUnregistered = 0,
+  cudaMemoryTypeHost = 1,
+  cudaMemoryTypeDevice = 2,
+  cudaMemoryTypeManaged = 3
+};
+struct cudaPointerAttributes {
+  cudaMemoryType type;
+  int device;
+  void* devicePointer;
+  void* hostPointer;
+};
+struct EmulatedAllocations {
+  std::mutex mutex;
+  std::map<uintptr_t, std::pair<uintptr_t, cudaMemoryType>> blocks;  // start → (end, kind)
+};
+inline EmulatedAllocations emulated_allocations;
+inline cudaMemoryType emulated_memory_type(const void* p, size_t bytes = 1) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(emulated_allocations.mutex);
+  auto it = emulated_allocations.blocks.upper_bound(a);
+  if (it == emulated_allocations.blocks.begin()) return cudaMemoryTypeUnregistered;
+  --it;
+  return a + bytes <= it->second.first ? it->second.second : cudaMemoryTypeUnregistered;
+}
+inline cudaError_t emulated_alloc(void** p, size_t bytes, cudaMemoryType kind) {
+  const size_t rounded = (bytes + 255) / 256 * 256 + 256;
+  *p = std::aligned_alloc(256, rounded);
+  if (!*p) return cudaErrorMemoryAllocation;
+  const auto a = reinterpret_cast<uintptr_t>(*p);
+  std::lock_guard<std::mutex> lock(emulated_allocations.mutex);
+  emulated_allocations.blocks[a] = {a + rounded, kind};
+  return cudaSuccess;
+}
 inline cudaError_t cudaMalloc(void** p, size_t bytes) {
-  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  return emulated_alloc(p, bytes, cudaMemoryTypeDevice);
 }
 inline cudaError_t cudaFree(void* p) {
+  if (p) {
+    std::lock_guard<std::mutex> lock(emulated_allocations.mutex);
+    emulated_allocations.blocks.erase(reinterpret_cast<uintptr_t>(p));
+  }
   std::free(p);
   return cudaSuccess;
 }
 inline cudaError_t cudaMallocHost(void** p, size_t bytes) {
-  return cudaMalloc(p, bytes);
+  return emulated_alloc(p, bytes, cudaMemoryTypeHost);
 }
 inline cudaError_t cudaFreeHost(void* p) {
   return cudaFree(p);
 }
+inline cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* a, const void* p) {
+  *a = {};
+  a->type = emulated_memory_type(p);
+  if (a->type == cudaMemoryTypeDevice) a->devicePointer = const_cast<void*>(p);
+  if (a->type == cudaMemoryTypeHost) a->hostPointer = const_cast<void*>(p);
+  return cudaSuccess;
+}
 inline cudaError_t cudaMemset(void* p, int value, size_t bytes) {
   std::memset(p, value, bytes);
+  return cudaSuccess;
+}
+// Streams and events: the emulated device runs every launch and copy at once, in program order,
+// so a stream is a name and ordering through events holds by construction.
+using cudaEvent_t = void*;
+inline constexpr unsigned cudaStreamNonBlocking = 1;
+inline constexpr unsigned cudaEventDisableTiming = 2;
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+  static char streams;
+  *s = &streams;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
+  static char events;
+  *e = &events;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t = nullptr) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned = 0) {
   return cudaSuccess;
 }
 inline cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t = nullptr) {
