@@ -31,10 +31,6 @@ void check_device_training(const TrainingArgs& args, const model::Transformer& m
     not_on_device(device, "tensor parallelism (--tp_size)");
   if (args.zero_stage != 0)
     not_on_device(device, "--zero_stage " + std::to_string(args.zero_stage));
-  // Its stacked q/k/v product hands column blocks to cast and rope, and the CUDA kernels take
-  // dense views only (ops/device_dispatch.h).
-  if (model.compute_dtype() == DType::kBF16)
-    not_on_device(device, "bf16 compute (--bf16; fp32 runs there: --bf16 false)");
 }
 
 Trainer::GradNorm Trainer::device_grad_norm() {
