@@ -5,7 +5,7 @@
 // norm (ops::sum_of_squares on the gradient arena: the CPU kernel's order, so the CPU's bits),
 // clipping folded into AdamW (optim/adamw.h with its moments in a device arena) and the bf16
 // copies the update rounds, NEFTune's noise (drawn there, the CPU's bits); fp32 or bf16 compute
-// (bf16: the stacked q/k/v product's column blocks go to the CUDA cast, rope and matmul as they
+// (bf16: the stacked q/k/v product's column blocks go to the CUDA cast and rope as they
 // do on the CPU). Only the loss statistics, the norm and the token ids cross the bus per step.
 // Refused, each with "... is not on the CUDA device yet (hint: --use_cpu)": several
 // data-parallel ranks, tensor parallelism, ZeRO-1. LoRA runs there: the adapters move with the

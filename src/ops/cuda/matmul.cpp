@@ -7,9 +7,8 @@
 // operand and the result may be one.
 // One handle and a 32 MiB workspace per process; the algorithm is chosen once per
 // (dtype, shape, transposes, accumulate, leading dimensions, alignment) by the heuristic and
-// reused, so
-// the same call takes the same kernel every time (cuBLAS documents bitwise reproducible results
-// on one GPU model for a fixed algorithm unless atomics are asked for, which we never do).
+// reused, so the same call takes the same kernel every time (cuBLAS documents bitwise reproducible
+// results on one GPU model for a fixed algorithm unless atomics are asked for, which we never do).
 // f32 computes in fp32 (CUBLAS_COMPUTE_32F: no TF32); bf16 × bf16 accumulates in fp32 into f32.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -55,8 +54,13 @@ struct Problem {
   cudaDataType_t in;
   int64_t M, N, K;
   bool ta, tb;
-  int64_t ld_a, ld_b, ld_c;
-  uint32_t align_a, align_b, align_c;
+  int64_t ld_a = 0, ld_b = 0, ld_c = 0;
+  uint32_t align_a = 0, align_b = 0, align_c = 0;
+
+  Key key(bool accumulate) const {
+    return std::make_tuple(static_cast<int>(in), M, N, K, ta, tb, accumulate, ld_a, ld_b, ld_c,
+                           align_a, align_b, align_c);
+  }
 };
 
 struct Plan {
@@ -154,31 +158,10 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
   }
   Lt& s = lt();
   const cudaDataType_t in = a.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
-  const Problem q{in,
-                  M,
-                  N,
-                  K,
-                  trans_a,
-                  trans_b,
-                  leading_dimension(a),
-                  leading_dimension(b),
-                  leading_dimension(c),
-                  alignment_of(a),
-                  alignment_of(b),
-                  alignment_of(c)};
-  const Key key{static_cast<int>(in),
-                M,
-                N,
-                K,
-                trans_a,
-                trans_b,
-                accumulate,
-                q.ld_a,
-                q.ld_b,
-                q.ld_c,
-                q.align_a,
-                q.align_b,
-                q.align_c};
+  Problem q{in, M, N, K, trans_a, trans_b};
+  q.ld_a = leading_dimension(a), q.ld_b = leading_dimension(b), q.ld_c = leading_dimension(c);
+  q.align_a = alignment_of(a), q.align_b = alignment_of(b), q.align_c = alignment_of(c);
+  const Key key = q.key(accumulate);
   const Plan* plan = nullptr;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
