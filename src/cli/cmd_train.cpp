@@ -366,18 +366,15 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
   // there; the rest is refused naming it).
   if (const DeviceChoice device = choose_device(device_environment(), args.use_cpu);
       device.device == Device::kCuda) {
-    if (args.bf16.value_or(false))
-      fail("train",
-           "bf16 compute (--bf16; fp32 runs there: --bf16 false) is not on the CUDA device yet "
-           "(hint: --use_cpu)");
     cuda_init(device.gpu);
     model.to_device(Device::kCuda);
   }
   // TRL's bf16 (its default): bf16 matmuls with fp32 accumulation over fp32 master weights.
   if (args.bf16.value_or(false)) {
     model.set_compute_dtype(DType::kBF16);
-    if (model.device() == Device::kCpu && launcher_world_rank() == 0)
-      log_info("[device] bf16 matmuls: ", ops::matmul_bf16_path());
+    if (launcher_world_rank() == 0)
+      log_info("[device] bf16 matmuls: ",
+               model.device() == Device::kCpu ? ops::matmul_bf16_path() : "cuBLASLt");
   }
   // LoRA under bf16: the frozen base matmuls read only its bf16 copies, so its fp32 matrices go.
   // (Not on a device: the model comes back to the host after training, which moves fp32 values.)

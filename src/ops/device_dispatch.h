@@ -3,8 +3,9 @@
 //
 // An op's views are all on one device or the call fails, naming the op and the devices. It costs
 // one comparison per view (no strings unless it fails).
-// The same check refuses column blocks (View::columns, rows `stride` apart): only the ops whose
-// CPU kernels walk row strides pass Strides::kCpu, and the CUDA kernels take dense views only.
+// The same check refuses column blocks (View::columns, rows `stride` apart) for the ops whose
+// kernels walk dense rows only; the ops whose kernels walk row strides on every backend (matmul,
+// cast, rope; the CPU's 4-bit matmul) pass Strides::kRowStrides.
 #pragma once
 
 #include <initializer_list>
@@ -21,8 +22,8 @@ namespace sft::ops {
                   device_name(b) + "; hint: copy them to one device with ops/cuda/cuda_memory.h)");
 }
 
-// Which views an op's kernels walk with a row stride: none, or those of its CPU kernel.
-enum class Strides { kDenseOnly, kCpu };
+// Whether an op's kernels (CPU and CUDA alike) walk its views with their row strides.
+enum class Strides { kDenseOnly, kRowStrides };
 
 [[noreturn]] inline void fail_strided(const char* op, const View& v, Device device) {
   fail("ops", std::string(op) + ": a column block (" + std::to_string(v.rows) + " rows of " +
@@ -47,7 +48,7 @@ inline Device device_of(const char* op, std::initializer_list<View> views,
     }
     strided = strided || !v.dense();
   }
-  if (strided && (strides == Strides::kDenseOnly || device != Device::kCpu))
+  if (strided && strides == Strides::kDenseOnly)
     for (const View& v : views)
       if (!v.empty() && !v.dense()) fail_strided(op, v, device);
   return device;

@@ -50,19 +50,19 @@ std::string matmul_detail(const void* p) {
 
 }  // namespace
 
-// Strides::kCpu below: the CPU kernels of these ops walk row strides (column blocks).
+// Strides::kRowStrides below: the kernels of these ops walk row strides (column blocks).
 
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate) {
   const MatmulCall call{c, a, trans_a ? a.rows : a.cols, trans_a, trans_b};
   const ScopedOp op("matmul", matmul_detail, &call);
-  kernel(&KernelTable::matmul, "matmul", {c, a, b}, Strides::kCpu)(c, a, b, trans_a, trans_b,
-                                                                   accumulate);
+  kernel(&KernelTable::matmul, "matmul", {c, a, b}, Strides::kRowStrides)(c, a, b, trans_a, trans_b,
+                                                                          accumulate);
 }
 
 void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate) {
   const ScopedOp op("matmul_4bit");
-  kernel(&KernelTable::matmul_4bit, "matmul_4bit", {c, a, w.packed, w.absmax}, Strides::kCpu)(
-      c, a, w, trans_w, accumulate);
+  kernel(&KernelTable::matmul_4bit, "matmul_4bit", {c, a, w.packed, w.absmax},
+         Strides::kRowStrides)(c, a, w, trans_w, accumulate);
 }
 
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
@@ -84,14 +84,14 @@ void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, 
 
 void rope_forward(View x, View cos, View sin, int64_t head_dim) {
   const ScopedOp op("rope_forward");
-  kernel(&KernelTable::rope_forward, "rope_forward", {x, cos, sin}, Strides::kCpu)(x, cos, sin,
-                                                                                   head_dim);
+  kernel(&KernelTable::rope_forward, "rope_forward", {x, cos, sin}, Strides::kRowStrides)(
+      x, cos, sin, head_dim);
 }
 
 void rope_backward(View dx, View cos, View sin, int64_t head_dim) {
   const ScopedOp op("rope_backward");
-  kernel(&KernelTable::rope_backward, "rope_backward", {dx, cos, sin}, Strides::kCpu)(dx, cos, sin,
-                                                                                      head_dim);
+  kernel(&KernelTable::rope_backward, "rope_backward", {dx, cos, sin}, Strides::kRowStrides)(
+      dx, cos, sin, head_dim);
 }
 
 void swiglu_forward(View h, View gate, View up) {
@@ -224,7 +224,7 @@ void zero(View x) {
 
 void cast(View dst, View src) {
   const ScopedOp op("cast");
-  kernel(&KernelTable::cast, "cast", {dst, src}, Strides::kCpu)(dst, src);
+  kernel(&KernelTable::cast, "cast", {dst, src}, Strides::kRowStrides)(dst, src);
 }
 
 // Mixture of experts: the routing arrays are on the views' device (ops/moe.h); the views

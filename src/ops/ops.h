@@ -65,7 +65,7 @@ void parallel_for_rows(int64_t n, int64_t grain, F&& f) {
 
 // c (M, N) =, or += with accumulate, op(a) · op(b), op = transpose when asked. c is f32 (f64
 // for the reference); a and b are both f32, both bf16 (fp32 accumulation) or both f64. Any of
-// the three may be a column block (View::columns) on the CPU: its stride is the leading dimension.
+// the three may be a column block (View::columns) (CPU and CUDA): its stride is the leading dimension.
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate);
 
 // c =, or += with accumulate, a · Wᵀ (trans_w: c (M, rows), a (M, cols)) or a · W (c (M, cols),
@@ -87,7 +87,7 @@ void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, 
 
 // In place on x (T, NH·D) with cos, sin (T, R/2): rotation by +θ (forward) or −θ (backward) of
 // each head's first R dims (head_dim D; 0 = R, every dim rotates; R < D is partial rotary,
-// Phi-3/4's partial_rotary_factor). x may be a column block (View::columns) on the CPU.
+// Phi-3/4's partial_rotary_factor). x may be a column block (View::columns).
 void rope_forward(View x, View cos, View sin, int64_t head_dim = 0);
 void rope_backward(View dx, View cos, View sin, int64_t head_dim = 0);
 
@@ -212,7 +212,7 @@ inline float dropout_keep_scale(float p) {
 // x = 0.
 void zero(View x);
 // dst = src converted (f32 ↔ bf16 round-to-nearest-even, f32 ↔ f64). Dense views need only the
-// same element count; on the CPU either may be a column block (View::columns), which needs the
+// same element count; either may be a column block (View::columns), which needs the
 // same (rows, cols): this is how a block is copied out of, or into, a wider matrix.
 void cast(View dst, View src);
 

@@ -108,9 +108,9 @@ std::vector<std::string> device_report(const DeviceChoice& choice, const DeviceE
                      "." + std::to_string(gpu.minor) + "): " + choice.why;
   if (env.visible_devices_set) line += ", CUDA_VISIBLE_DEVICES='" + env.visible_devices + "'";
   return {line,
-          "the training step runs on the GPU: forward, backward, clipping and AdamW, LoRA and "
-          "NEFTune; not there yet: bf16 compute, several ranks, tensor parallelism, ZeRO-1 "
-          "(docs/cuda.md)"};
+          "the training step runs on the GPU: forward, backward, clipping and AdamW, fp32 and "
+          "bf16 compute, LoRA and NEFTune, several ranks over NCCL (data and tensor parallel, "
+          "ZeRO-1); not there yet: ZeRO-2/3, a 4-bit base (docs/cuda.md)"};
 }
 
 std::vector<std::string> device_report(const DeviceChoice& choice, const DeviceEnvironment& env) {

@@ -32,10 +32,6 @@ void check_device_training(const TrainingArgs& args, const model::Transformer& m
   if (args.zero_stage >= 2)
     not_on_device(
         device, "--zero_stage " + std::to_string(args.zero_stage) + " (ZeRO-1 is: --zero_stage 1)");
-  // Its stacked q/k/v product hands column blocks to cast and rope, and the CUDA kernels take
-  // dense views only (ops/device_dispatch.h).
-  if (model.compute_dtype() == DType::kBF16)
-    not_on_device(device, "bf16 compute (--bf16; fp32 runs there: --bf16 false)");
 }
 
 Trainer::GradNorm Trainer::device_grad_norm() {

@@ -4,13 +4,13 @@
 // On the device: forward and backward (the model's activation arenas are there), the gradient
 // norm (ops::sum_of_squares on the gradient arena: the CPU kernel's order, so the CPU's bits),
 // clipping folded into AdamW (optim/adamw.h with its moments in a device arena) and the bf16
-// copies the update rounds, NEFTune's noise (drawn there, the CPU's bits). Only the loss
-// statistics, the norm and the token ids cross the bus per step. Several data-parallel ranks,
-// ZeRO-1 and tensor parallelism combine over NCCL on the device (parallel/device_comm.h, made by
-// the trainer: trainer_parallel.cpp). Refused, each with "... is not on the CUDA device yet
-// (hint: --use_cpu)": ZeRO-2 and 3, bf16 compute (column blocks of the stacked q/k/v product). LoRA
-// runs there: the adapters move with the model (model/lora.h), their dropout drawn there
-// (ops::dropout).
+// copies the update rounds, NEFTune's noise (drawn there, the CPU's bits); fp32 or bf16 compute
+// (bf16: the stacked q/k/v product's column blocks go to the CUDA cast and rope as they
+// do on the CPU). Only the loss statistics, the norm and the token ids cross the bus per step.
+// Several data-parallel ranks, ZeRO-1 and tensor parallelism combine over NCCL on the device
+// (parallel/device_comm.h, made by the trainer: trainer_parallel.cpp). Refused, each with
+// "... is not on the CUDA device yet (hint: --use_cpu)": ZeRO-2 and 3. LoRA runs there: the
+// adapters move with the model (model/lora.h), their dropout drawn there (ops::dropout).
 //
 // Checkpoints: host_copy streams the weights into a host model; AdamW::copy_to(kCpu) the
 // moments. The files are then written as a CPU run writes them (atomically, checkpoint_dir.h),

@@ -1,9 +1,8 @@
 // Conformance of the ops that take column blocks (View::columns: rows `stride` elements apart):
 // matmul (any operand), cast (either side) and rope, each against the same op on dense copies of
-// the blocks (bit for bit on the CPU; matmul within f32 rounding, as a GEMM library may block a
-// strided problem differently), the columns around the blocks untouched; and the refusals: every
-// other op, and these ops on a backend whose kernels walk dense rows only (CUDA), fail naming the
-// op instead of reading the wrong elements.
+// the blocks (bit for bit on every backend; matmul within f32 rounding, as a GEMM library may
+// block a strided problem differently), the columns around the blocks untouched; and the
+// refusals: every other op fails naming the op instead of reading the wrong elements.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -38,7 +37,6 @@ Values with_block(Values all, const Values& block, const Wide& w) {
 SFT_CONFORMANCE_SUITE(ConformanceColumnBlocks);
 
 TEST_P(ConformanceColumnBlocks, CastReadsAndWritesBlocks) {
-  if (backend().device != Device::kCpu) GTEST_SKIP() << "column blocks are CPU views";
   const Wide w{37, 70, 13, 40};  // odd rows and offsets: no whole-vector rows
   const Values src = random_values(static_cast<size_t>(w.rows * w.cols), 1, 1.0, f32);
   const Values dst0 = random_values(static_cast<size_t>(w.rows * w.cols), 2, 1.0, bf16);
@@ -65,7 +63,6 @@ TEST_P(ConformanceColumnBlocks, CastReadsAndWritesBlocks) {
 }
 
 TEST_P(ConformanceColumnBlocks, RopeRotatesOnlyTheBlock) {
-  if (backend().device != Device::kCpu) GTEST_SKIP() << "column blocks are CPU views";
   const int64_t T = 9, D = 8, heads = 3;
   const Wide w{T, 5 * D, D, heads * D};
   const Values x = random_values(static_cast<size_t>(w.rows * w.cols), 3, 1.0, f32);
@@ -82,7 +79,6 @@ TEST_P(ConformanceColumnBlocks, RopeRotatesOnlyTheBlock) {
 }
 
 TEST_P(ConformanceColumnBlocks, MatmulOperandsAndResultAsBlocks) {
-  if (backend().device != Device::kCpu) GTEST_SKIP() << "column blocks are CPU views";
   // c (M, N) block of a wider c; a (M, K) block (or aᵀ, (K, M)); b (N, K) block (bᵀ), bf16 and
   // f32 operands, with and without accumulation.
   const int64_t M = 19, N = 24, K = 33;
@@ -123,11 +119,6 @@ TEST_P(ConformanceColumnBlocks, OtherOpsRefuseBlocks) {
                       [&] { ops::swiglu_forward(block, dense.view(), dense.view()); });
   expect_error_naming("scale", [&] { ops::scale(block, 2.0f); });
   expect_error_naming("column block", [&] { (void)block.reshaped(C, T); });
-  if (backend().device != Device::kCpu) {  // dense kernels only there, these included
-    expect_error_naming("cast", [&] { ops::cast(dense.view(), block); });
-    expect_error_naming("matmul",
-                        [&] { ops::matmul(dense.view(), block, w.view(), false, false, false); });
-  }
 }
 
 }  // namespace

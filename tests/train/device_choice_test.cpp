@@ -86,9 +86,9 @@ TEST(DeviceChoice, TheReportNamesTheDeviceItsMemoryAndThatTrainingStaysOnTheCpu)
             "cuda:1 (NVIDIA H200, 150.0 GiB, compute capability 9.0): LOCAL_RANK=1 of 2 visible "
             "GPU(s), CUDA_VISIBLE_DEVICES='2,3'");
   EXPECT_EQ(gpu[1],
-            "the training step runs on the GPU: forward, backward, clipping and AdamW, LoRA and "
-            "NEFTune; not there yet: bf16 compute, several ranks, tensor parallelism, ZeRO-1 "
-            "(docs/cuda.md)");
+            "the training step runs on the GPU: forward, backward, clipping and AdamW, fp32 and "
+            "bf16 compute, LoRA and NEFTune, several ranks over NCCL (data and tensor parallel, "
+            "ZeRO-1); not there yet: ZeRO-2/3, a 4-bit base (docs/cuda.md)");
   const auto cpu = device_report(choose_device(env, true), env, h200, "Xeon", size_t{3} << 29);
   ASSERT_EQ(cpu.size(), 1u);
   EXPECT_EQ(cpu[0], "cpu (Xeon, 1.5 GiB memory): --use_cpu");

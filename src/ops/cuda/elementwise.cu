@@ -1,5 +1,6 @@
 // Elementwise CUDA kernels of ops.h: add (f32 += f32 | bf16), add_bias, bias_backward (column
-// sums in a fixed order), scale, add_scalar, zero, cast (f32 ↔ bf16 as core/half.h, f32 → f32).
+// sums in a fixed order), scale, add_scalar, zero, cast (f32 ↔ bf16 as core/half.h, f32 → f32;
+// either side may be a column block, View::columns, walked row by row at its stride).
 #include <cuda_runtime.h>
 
 #include <string>
@@ -41,14 +42,31 @@ __global__ void add_scalar_kernel(float* x, float c, int64_t n) {
   if (i < n) x[i] += c;
 }
 
-__global__ void cast_to_bf16_kernel(uint16_t* dst, const float* src, int64_t n) {
+// dst = src converted, over (rows, cols) with rows ld_dst and ld_src elements apart (a dense
+// view is one row of n; a column block walks its rows): one thread per element.
+struct ToBf16 {
+  __device__ uint16_t operator()(float v) const { return f32_to_bf16(v); }
+};
+struct ToF32 {
+  __device__ float operator()(uint16_t v) const { return bf16_to_f32(v); }
+  __device__ float operator()(float v) const { return v; }
+};
+
+template <typename Dst, typename Src, typename Convert>
+__global__ void cast_kernel(Dst* dst, int64_t ld_dst, const Src* src, int64_t ld_src, int64_t n,
+                            int64_t cols, Convert convert) {
   const int64_t i = element_index();
-  if (i < n) dst[i] = f32_to_bf16(src[i]);
+  if (i >= n) return;
+  const int64_t r = i / cols, c = i % cols;
+  dst[r * ld_dst + c] = convert(src[r * ld_src + c]);
 }
 
-__global__ void cast_to_f32_kernel(float* dst, const uint16_t* src, int64_t n) {
-  const int64_t i = element_index();
-  if (i < n) dst[i] = bf16_to_f32(src[i]);
+template <typename Dst, typename Src, typename Convert>
+void launch_cast(const View& dst, const View& src, int64_t rows, int64_t cols, Convert convert) {
+  const int64_t n = rows * cols;
+  const int64_t ld_dst = rows == 1 ? cols : dst.ld(), ld_src = rows == 1 ? cols : src.ld();
+  cast_kernel<<<blocks_for(n, kThreads), kThreads>>>(dst.as<Dst>(), ld_dst, src.as<Src>(), ld_src,
+                                                     n, cols, convert);
 }
 
 struct BiasGrad {
@@ -128,9 +146,10 @@ void zero(View x) {
 
 void cast(View dst, View src) {
   require_cuda("cast", {dst, src});
-  require(dst.numel() == src.numel(), "cast",
+  // Dense views need as many elements; a column block (either side) the same shape, as the CPU.
+  const bool dense = dst.dense() && src.dense();
+  require(dense ? dst.numel() == src.numel() : dst.rows == src.rows && dst.cols == src.cols, "cast",
           [&] { return "dst " + shape(dst) + ", src " + shape(src); });
-  const int64_t n = src.numel();
   const DType to = dst.dtype, from = src.dtype;
   const bool known = (to == DType::kBF16 && from == DType::kF32) ||
                      (to == DType::kF32 && from == DType::kBF16) ||
@@ -138,18 +157,19 @@ void cast(View dst, View src) {
   if (!known)
     fail("ops", "cast: no CUDA kernel from " + std::string(dtype_name(from)) + " to " +
                     std::string(dtype_name(to)));
+  const int64_t n = src.numel();
   if (n == 0) return;
-  if (to == DType::kBF16) {
-    cast_to_bf16_kernel<<<blocks_for(n, kThreads), kThreads>>>(dst.as<uint16_t>(), src.as<float>(),
-                                                               n);
-  } else if (from == DType::kBF16) {
-    cast_to_f32_kernel<<<blocks_for(n, kThreads), kThreads>>>(dst.as<float>(), src.as<uint16_t>(),
-                                                              n);
-  } else {
+  // Dense: one row of n elements (whatever the two shapes); a block: its rows.
+  const int64_t rows = dense ? 1 : src.rows, cols = dense ? n : src.cols;
+  if (to == DType::kBF16)
+    launch_cast<uint16_t, float>(dst, src, rows, cols, ToBf16{});
+  else if (from == DType::kBF16)
+    launch_cast<float, uint16_t>(dst, src, rows, cols, ToF32{});
+  else if (dense)
     SFT_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, static_cast<size_t>(n) * sizeof(float),
                                    cudaMemcpyDeviceToDevice));
-    return;
-  }
+  else
+    launch_cast<float, float>(dst, src, rows, cols, ToF32{});
   check_launch();
 }
 

@@ -29,8 +29,8 @@
 // Numerics as the CPU's kernels: f32 x and w compute in fp32; bf16 x and w (no logits wanted)
 // as autocast: logits rounded to bf16, the softmax in fp32 with double sums, dlogits rounded to
 // bf16 for the two bf16 products; bf16 with logits wanted widens x and w to fp32 first and runs
-// the f32 path, as the CPU dispatcher does. With a softcap the capped logits are rounded to bf16
-// again on the bf16 path (autocast's capped logits are bf16).
+// the f32 path, as the CPU dispatcher does. With a softcap the bf16 path caps as autocast does
+// (lm_head_row.cuh): / cap, tanh and · cap each rounded to bf16, and their three gradients.
 #include <algorithm>
 #include <cmath>
 #include <span>

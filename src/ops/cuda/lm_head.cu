@@ -124,19 +124,16 @@ __global__ void row_pass_kernel(RowPass p) {
     p.correct[i] = arg == y ? 1 : 0;
   }
   if (!p.grad) return;
-  // Pass 3: dZ = scale · (softmax − onehot), times 1 − tanh² through the cap (tanh = z / cap of
-  // the capped logit), as the CPU's row: e · (1/sum · scale), minus scale at the target.
+  // Pass 3: dZ = scale · (softmax − onehot), as the CPU's row: e · (1/sum · scale), minus scale
+  // at the target; then back through the cap (through_cap: the CPU's fp32 or bf16 gradient).
   const float k = static_cast<float>(1.0 / sum) * p.scale;
   for (int64_t v0 = 0; v0 < p.V; v0 += p.VB) {
     const int64_t nb = block_len(p.V, p.VB, v0), base = v0 * p.mp + i * nb;
     for (int64_t j = tid; j < nb; j += kReduceThreads) {
-      const float v = seen(p, p.z[base + j]);
-      float g = expf(v - mx) * k;
+      const Seen v = seen_capped(p, p.z[base + j]);
+      float g = expf(v.v - mx) * k;
       if (v0 + j == y) g -= p.scale;
-      if (p.softcap > 0.0f) {
-        const float t = v / p.softcap;
-        g *= 1.0f - t * t;
-      }
+      g = through_cap(p, g, v.th);
       if (p.dz16)
         p.dz16[base + j] = f32_to_bf16(g);
       else

@@ -97,13 +97,10 @@ __global__ void shard_grad_kernel(ShardPass p) {
     for (int64_t j = threadIdx.x; j < nb; j += kReduceThreads) {
       float g = 0.0f;  // padding rows of the chunk and padding ids of the vocabulary
       if (live_row && v0 + j < p.real) {
-        const float v = seen(r, r.z[base + j]);
-        g = expf(v - M) * k;
+        const Seen v = seen_capped(r, r.z[base + j]);
+        g = expf(v.v - M) * k;
         if (v0 + j == y) g -= r.scale;
-        if (r.softcap > 0.0f) {
-          const float t = v / r.softcap;
-          g *= 1.0f - t * t;
-        }
+        g = through_cap(r, g, v.th);
       }
       if (r.dz16)
         r.dz16[base + j] = f32_to_bf16(g);
