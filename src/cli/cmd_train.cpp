@@ -371,15 +371,17 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
   }
   // TRL's bf16 (its default): bf16 matmuls with fp32 accumulation over fp32 master weights.
   if (args.bf16.value_or(false)) {
-    model.set_compute_dtype(DType::kBF16);
+    // LoRA under bf16: the frozen base matmuls read only its bf16 copies, so its fp32 matrices
+    // go as the copies are written. (Not on a device: the model comes back to the host after
+    // training, which moves fp32 values.)
+    if (model.lora() && model.device() == Device::kCpu)
+      model.keep_frozen_base_in_bf16();
+    else
+      model.set_compute_dtype(DType::kBF16);
     if (launcher_world_rank() == 0)
       log_info("[device] bf16 matmuls: ",
                model.device() == Device::kCpu ? ops::matmul_bf16_path() : "cuBLASLt");
   }
-  // LoRA under bf16: the frozen base matmuls read only its bf16 copies, so its fp32 matrices go.
-  // (Not on a device: the model comes back to the host after training, which moves fp32 values.)
-  if (args.bf16.value_or(false) && model.lora() && model.device() == Device::kCpu)
-    model.keep_frozen_base_in_bf16();
   // Tokenizer files: the adapter folder's when it has them (TRL saves them there), else the
   // base model's.
   std::string tok_path = from_adapter && fs::exists(args.model_name_or_path + "/tokenizer.json")

@@ -14,18 +14,26 @@ namespace sft {
 
 namespace {
 
+// calloc with the alignment done by hand, not aligned_alloc + memset: for large sizes glibc maps
+// fresh zero pages and skips the clearing, so a page is resident only once something writes it
+// (an arena sized for the longest batch costs what the batches use; a frozen base's bf16 copies
+// fill in as its fp32 masters are released, model/parameters.h). The pointer calloc returned
+// sits just before the aligned block, for cpu_release.
 std::byte* cpu_allocate(size_t bytes) {
-  auto* data = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, bytes));
-  if (!data)
+  void* raw = std::calloc(bytes + kArenaAlignment, 1);
+  if (!raw)
     fail("arena", "out of memory allocating " + std::to_string(bytes >> 20) +
                       " MiB (hint: a smaller batch, --gradient_checkpointing or a shorter "
                       "--max_length)");
-  std::memset(data, 0, bytes);
-  return data;
+  // calloc's 16-byte alignment leaves at least 16 bytes before the aligned block.
+  const uintptr_t aligned =
+      (reinterpret_cast<uintptr_t>(raw) + kArenaAlignment) & ~uintptr_t{kArenaAlignment - 1};
+  reinterpret_cast<void**>(aligned)[-1] = raw;
+  return reinterpret_cast<std::byte*>(aligned);
 }
 
 void cpu_release(std::byte* data) noexcept {
-  std::free(data);
+  if (data) std::free(reinterpret_cast<void**>(data)[-1]);
 }
 
 void cpu_copy(void* dst, const void* src, size_t bytes) {

@@ -1,7 +1,11 @@
 // ParameterSet: layout of the arenas and the views into them. See parameters.h.
 #include "model/parameters.h"
 
+#include <algorithm>
+#include <string>
+
 #include "core/error.h"
+#include "core/page_release.h"
 #include "ops/ops.h"
 
 namespace sft::model {
@@ -203,9 +207,20 @@ void ParameterSet::copy_values_from(const ParameterSet& other) {
 
 void ParameterSet::enable_bf16_copies() {
   if (has_bf16_copies()) return;
+  allocate_bf16_copies();
+  refresh_bf16_copies();
+}
+
+void ParameterSet::allocate_bf16_copies() {
   // 4-bit bases have no bf16 copy (matmul_4bit dequantizes into bf16 itself); with them the
   // copies of the rest are packed densely, since offsets span the whole model.
-  auto copied = [](const Parameter& p) { return is_matmul_weight(p.spec) && !p.is_4bit(); };
+  // An untied embedding is only looked up (in fp32), never a matmul operand: no copy for it.
+  const bool tied = std::none_of(params_.begin(), params_.end(), [](const Parameter& p) {
+    return p.spec.slot == ParamSlot::kLmHead;
+  });
+  auto copied = [&](const Parameter& p) {
+    return is_matmul_weight(p.spec) && !p.is_4bit() && (tied || p.spec.slot != ParamSlot::kEmbed);
+  };
   int64_t dense = 0;
   for (const Parameter& p : params_)
     if (copied(p)) dense += p.value.numel();
@@ -219,7 +234,6 @@ void ParameterSet::enable_bf16_copies() {
     p.bf16 = ops::view_of(at, p.value.rows, p.value.cols, p.value.device);
   }
   bind_parts();
-  refresh_bf16_copies();
 }
 
 void ParameterSet::check_fp32_whole(const char* what) const {
@@ -230,29 +244,33 @@ void ParameterSet::check_fp32_whole(const char* what) const {
 }
 
 void ParameterSet::release_fp32_matrices(bool (*keep_fp32)(const ParamSpec&)) {
-  if (!has_bf16_copies() || has_grads())
-    fail("model", "release_fp32_matrices needs bf16 copies and a set without gradients");
-  // A set built without some fp32 values (4-bit bases) releases the rest the same way.
-  auto released = [&](const Parameter& p) {
-    return p.value.data == nullptr || (!p.bf16.empty() && !keep_fp32(p.spec));
-  };
-  int64_t kept = 0;
-  for (const Parameter& p : params_)
-    if (!released(p)) kept += p.value.numel();
-  Arena compact(values_.device());
-  compact.reserve(static_cast<size_t>(kept) * sizeof(float));
-  float* next = reinterpret_cast<float*>(compact.data());
+  if (has_grads()) fail("model", "release_fp32_matrices needs a set without gradients");
+  if (values_.device() != Device::kCpu)
+    fail("model", std::string("release_fp32_matrices on the ") + device_name(values_.device()) +
+                      " device (a frozen base is kept in bf16 only on the host)");
+  // In place, a block of rows at a time: the copy's rows are written (when the copies are made
+  // here), then the fp32 pages they came from go back to the OS. The copies' pages fill in only
+  // as they are written (core/arena.cpp), so a matrix never exists whole in both forms, and no
+  // second fp32 arena is made for the kept values (at the Qwen3-8B shape either would add
+  // 1.2–2.5 GB to the peak).
+  const bool fresh = !has_bf16_copies();
+  if (fresh) allocate_bf16_copies();
+  constexpr int64_t kBlockBytes = int64_t{4} << 20;
   for (Parameter& p : params_) {
-    if (released(p)) {
-      p.value.data = nullptr;  // the shape stays (Linear reads its in/out features from it)
-      continue;
+    if (p.bf16.empty() || p.value.data == nullptr) continue;  // no copy, or released before
+    const bool release = !keep_fp32(p.spec);
+    if (!fresh && !release) continue;
+    const int64_t rows = p.value.rows, cols = p.value.cols;
+    const int64_t block = std::max<int64_t>(1, kBlockBytes / (cols * int64_t{sizeof(float)}));
+    for (int64_t r = 0; r < rows; r += block) {
+      const int64_t n = std::min(block, rows - r);
+      if (fresh) ops::cast(p.bf16.row_range(r, n), p.value.row_range(r, n));
+      if (release)
+        zero_and_release(p.value.row_range(r, n).data,
+                         static_cast<size_t>(n * cols) * sizeof(float));
     }
-    copy_bytes(next, compact.device(), p.value.data, values_.device(),
-               static_cast<size_t>(p.value.numel()) * sizeof(float));
-    p.value.data = next;
-    next += p.value.numel();
+    if (release) p.value.data = nullptr;  // the shape stays (Linear reads its features from it)
   }
-  values_ = std::move(compact);
   fp32_released_ = true;
   bind_parts();
 }

@@ -1,5 +1,6 @@
 // ParameterSet: the model's trainable tensors as named views over three arenas — fp32 master
-// values, fp32 gradients, and (under bf16 compute) bf16 copies of the matmul weights — with
+// values, fp32 gradients, and (under bf16 compute) bf16 copies of the matmul weights (an untied
+// embedding is only looked up, in fp32: it has none) — with
 // what optim, checkpoints and export need to know about each: its HF name and shape, its role
 // (and so whether weight decay applies), and its offset in the flat arena (a ZeRO shard or a
 // tensor-parallel slice is a range of those offsets).
@@ -88,10 +89,13 @@ class ParameterSet {
   void refresh_bf16_copies();
   // For a frozen set computed in bf16 (a LoRA base): frees the fp32 values of every matmul
   // weight that has a bf16 copy, except those `keep_fp32` names (e.g. an embedding table that
-  // is looked up in fp32); the rest move to a smaller fp32 arena. Afterwards a released
-  // weight's `value` has its shape but no data, and values(), named_values() and
-  // refresh_bf16_copies() fail (nothing may read or change the fp32 master any more).
-  // Requires bf16 copies and no gradients.
+  // is looked up in fp32), in place: their pages go back to the OS (core/page_release.h), the
+  // kept values stay where they are. Without bf16 copies yet it makes them, each block of rows
+  // released as soon as its copy is written, so no matrix is ever whole in both forms (the peak
+  // memory of a QLoRA base's embedding and LM head). Host sets without gradients only.
+  // Afterwards a released weight's `value` has its shape but no data, and values(),
+  // named_values() and refresh_bf16_copies() fail (nothing may read or change the fp32 master
+  // any more).
   void release_fp32_matrices(bool (*keep_fp32)(const ParamSpec&));
   bool fp32_released() const { return fp32_released_; }
   // The bf16 arena (same offsets as values(), room for every parameter; only matmul weights
@@ -116,6 +120,8 @@ class ParameterSet {
   size_t grads_size() const { return has_grads() ? size() : 0; }
 
   void check_fp32_whole(const char* what) const;
+  // The bf16 arena and each copied matrix's view into it, nothing written yet.
+  void allocate_bf16_copies();
   // The row blocks of fused tensors (Phi-3's qkv_proj: q, k, v; gate_up_proj: gate, up) as
   // parameters of their own slots, so the blocks bind them as separate projections that share
   // the fused tensor's storage (no copy, and consecutive rows: StackedLinear stacks them back).

@@ -153,10 +153,10 @@ void Transformer::bind_lora() {
 }
 
 void Transformer::keep_frozen_base_in_bf16() {
-  if (!lora_ || compute_ != DType::kBF16)
-    fail("model", "keep_frozen_base_in_bf16 needs LoRA adapters and bf16 compute");
+  if (!lora_) fail("model", "keep_frozen_base_in_bf16 needs LoRA adapters");
   params_.release_fp32_matrices(
       [](const ParamSpec& spec) { return spec.slot == ParamSlot::kEmbed; });
+  set_compute_dtype(DType::kBF16);  // the base's copies exist now: the adapters' are made
 }
 
 void Transformer::merge_lora() {

@@ -122,9 +122,10 @@ class Transformer {
   // merge_and_unload(): W += scale · B A for every adapter, modules_to_save copies written
   // back into the base; LoRA is then off. On the host only (a device model moves back first).
   void merge_lora();
-  // LoRA under bf16 compute: the frozen base then keeps only the bf16 copies of its matrices
-  // (4 bytes less per base parameter); the embedding table, looked up in fp32, and the norms
-  // keep fp32. Afterwards parameters() fails (nothing exports or merges from this model).
+  // LoRA under bf16 compute (set here): the frozen base then keeps only the bf16 copies of its
+  // matrices (4 bytes less per base parameter), each fp32 matrix released as its copy is
+  // written when there are no copies yet; the embedding table, looked up in fp32, and the
+  // norms keep fp32. Afterwards parameters() fails (nothing exports or merges from this model).
   void keep_frozen_base_in_bf16();
   // The whole model's (not a tensor-parallel slice's), as transformers counts them.
   int64_t num_parameters() const {

@@ -278,25 +278,39 @@ TEST(Lora, FrozenBaseInBf16OnlyComputesBitForBitTheSame) {
     SCOPED_TRACE(tied ? "tied embeddings" : "untied LM head");
     ModelConfig config = tiny_config();
     config.tie_word_embeddings = tied;
-    Transformer both = Transformer::random(config, 3), bf16_only = Transformer::random(config, 3);
-    for (Transformer* m : {&both, &bf16_only}) {
+    // bf16_only releases after its copies were made; direct makes them while releasing.
+    Transformer both = Transformer::random(config, 3), bf16_only = Transformer::random(config, 3),
+                direct = Transformer::random(config, 3);
+    for (Transformer* m : {&both, &bf16_only, &direct}) {
       m->enable_lora(all_linear(), 5, "test");
       randomize_b(*m, 17);
-      m->set_compute_dtype(DType::kBF16);
     }
+    both.set_compute_dtype(DType::kBF16);
+    bf16_only.set_compute_dtype(DType::kBF16);
     bf16_only.keep_frozen_base_in_bf16();
+    direct.keep_frozen_base_in_bf16();
+    EXPECT_EQ(direct.compute_dtype(), DType::kBF16);
     EXPECT_TRUE(bf16_only.params().at(ParamSlot::kQ, 0).value.empty());
-    EXPECT_FALSE(bf16_only.params().at(ParamSlot::kEmbed).value.empty());  // looked up in fp32
-    for (Transformer* m : {&both, &bf16_only}) {
+    const ops::View kept = bf16_only.params().at(ParamSlot::kEmbed).value;
+    ASSERT_FALSE(kept.empty());  // looked up in fp32, and released in place: the same values
+    const ops::View original = both.params().at(ParamSlot::kEmbed).value;
+    EXPECT_TRUE(
+        std::equal(kept.as<float>(), kept.as<float>() + kept.numel(), original.as<float>()));
+    // An untied embedding is never a matmul operand, so it has no bf16 copy to keep.
+    EXPECT_EQ(bf16_only.params().at(ParamSlot::kEmbed).bf16.empty(), !tied);
+    for (Transformer* m : {&both, &bf16_only, &direct}) {
       m->forward(batch, nullptr, 1.0);
       m->backward(1.0);
     }
-    const auto a = both.trainable().grads(), b = bf16_only.trainable().grads();
-    ASSERT_EQ(a.size(), b.size());
-    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin()));
-    EXPECT_EQ(logits_of(both, batch), logits_of(bf16_only, batch));
-    EXPECT_THROW(bf16_only.parameters(), Error);
-    EXPECT_THROW(bf16_only.set_compute_dtype(DType::kF32), Error);
+    const auto a = both.trainable().grads();
+    for (Transformer* m : {&bf16_only, &direct}) {
+      const auto b = m->trainable().grads();
+      ASSERT_EQ(a.size(), b.size());
+      EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin()));
+      EXPECT_EQ(logits_of(both, batch), logits_of(*m, batch));
+      EXPECT_THROW(m->parameters(), Error);
+      EXPECT_THROW(m->set_compute_dtype(DType::kF32), Error);
+    }
   }
 }
 
