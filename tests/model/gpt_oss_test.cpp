@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "model/blocks/layer_plan.h"
 #include "model/config.h"
 #include "model/transformer.h"
 #include "test_paths.h"
@@ -67,6 +68,17 @@ TEST(GptOss, ConfigKeys) {
         "model.layers.1.mlp.experts.down_proj", "model.layers.1.mlp.experts.down_proj_bias",
         "model.layers.1.self_attn.sinks", "model.layers.1.self_attn.o_proj.bias"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+}
+
+// The layers' plans: sinks, the window on the sliding layer, gpt-oss's experts.
+TEST(GptOss, LayerPlans) {
+  const ModelConfig c = load_model_config(fixture() + "/config.json");
+  const std::string sliding = describe(LayerPlan::of(c, 0, "config.json"), c.head_dim);
+  const std::string full = describe(LayerPlan::of(c, 1, "config.json"), c.head_dim);
+  EXPECT_NE(sliding.find("sinks, window 8"), std::string::npos) << sliding;
+  EXPECT_NE(full.find("sinks, causal"), std::string::npos) << full;
+  EXPECT_NE(full.find("experts (biased router and experts, clamped SwiGLU)"), std::string::npos)
+      << full;
 }
 
 // GptOssConfig's defaults where config.json has no keys (the class's __post_init__).
