@@ -16,6 +16,7 @@
 #include "io/json.h"
 #include "io/safetensors.h"
 #include "model/blocks/layer_plan.h"
+#include "model/blocks/moe_expert_bias.h"
 #include "model/config.h"
 #include "model/transformer.h"
 #include "test_paths.h"
@@ -79,6 +80,24 @@ TEST(GptOss, LayerPlans) {
   EXPECT_NE(full.find("sinks, causal"), std::string::npos) << full;
   EXPECT_NE(full.find("experts (biased router and experts, clamped SwiGLU)"), std::string::npos)
       << full;
+}
+
+// The experts' biases read the routing's offsets on the host: a device view is refused before
+// any pointer is read (the views here point at host memory marked as a device's).
+TEST(GptOss, ExpertBiasesRefuseADeviceView) {
+  float dummy[4] = {};
+  const ops::View y = ops::view_of(dummy, 2, 2, Device::kCuda);
+  for (bool forward : {true, false}) {
+    try {
+      if (forward)
+        add_expert_bias(y, y, ops::ExpertRouting{}, 0);
+      else
+        expert_bias_backward(y, y, ops::ExpertRouting{}, 0);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("CPU only"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // GptOssConfig's defaults where config.json has no keys (the class's __post_init__).

@@ -3,6 +3,7 @@
 // [offsets[e], offsets[e + 1]) of a grouped GEMM's output, and its gradient is the column sums
 // of those rows of the output gradient. Each is one ops::add_bias / ops::bias_backward per
 // expert with tokens (a fixed order of fixed sums: deterministic for any thread count).
+// CPU views only (the loops read the routing's offsets on the host); a device view is refused.
 // Signature rule: outputs first; parameter grads accumulate (+=).
 // Dimensions: R permuted rows, E experts, O a projection's outputs.
 #pragma once
