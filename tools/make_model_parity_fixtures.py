@@ -37,6 +37,8 @@ from safetensors.torch import save_file
 from transformers import (
     Gemma2Config,
     Gemma2ForCausalLM,
+    GptOssConfig,
+    GptOssForCausalLM,
     GraniteMoeConfig,
     GraniteMoeForCausalLM,
     Gemma3ForCausalLM,
@@ -312,6 +314,23 @@ def fixtures():
         tie_word_embeddings=True,
         experts_implementation="eager",
     ), [12, 14, 9]
+    # gpt-oss: 4 experts, 2 per token, a router with a bias (softmax over the top-k logits),
+    # expert biases, the clamped SwiGLU ((up + 1) · gate · σ(1.702 · gate)) with a limit low
+    # enough that gate and up are clamped on both sides, attention biases and sinks, sliding (8)
+    # and full layers alternating, gpt-oss's default YaRN. On disk mlp.experts.gate_up_proj
+    # (E, C, 2I: gate and up interleaved) and down_proj (E, I, C), transposed.
+    yield "gpt_oss_experts_sinks", GptOssConfig, GptOssForCausalLM, dict(
+        num_key_value_heads=2,
+        head_dim=16,
+        intermediate_size=32,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        sliding_window=8,
+        swiglu_limit=1.2,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        experts_implementation="eager",
+    ), [13, 12, 11]
 
 
 def randomise(model, gen):
@@ -319,7 +338,7 @@ def randomise(model, gen):
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
                 p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=gen))
-            elif name.endswith(".bias"):
+            elif name.endswith(".bias") or name.endswith("_bias"):
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen))
             else:
                 fan_in = p.shape[-1]

@@ -27,6 +27,7 @@ struct TypeDefaults {
   bool tie_word_embeddings = false;
   double rope_theta = 10000.0;
   double rms_norm_eps = 1e-6;
+  bool attention_bias = false;  // attention_bias's default (gpt-oss: true)
 };
 
 // The architecture keys a config class has (false: the class fixes that part).
@@ -72,7 +73,7 @@ struct TypeTraits {
   TypeKeys keys;
 };
 
-constexpr std::array<TypeTraits, 16> kTypes = {{
+constexpr std::array<TypeTraits, 17> kTypes = {{
     {ModelType::kLlama,
      "llama",
      {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
@@ -136,6 +137,12 @@ constexpr std::array<TypeTraits, 16> kTypes = {{
      "granitemoe",
      {32000, 4096, 11008, 32, 32, 0, 0, 2048, 0},
      {.attention_bias = true, .multipliers = true, .moe = MoeFamily::kGraniteMoe}},
+    // GptOssConfig: attention biases by default, sinks, sliding (128) and full layers
+    // alternating, YaRN by default; the experts' keys in config_moe_families.cpp.
+    {ModelType::kGptOss,
+     "gpt_oss",
+     {201088, 2880, 2880, 36, 64, 8, 64, 131072, 128, false, 150000.0, 1e-5, true},
+     {.attention_bias = true, .moe = MoeFamily::kGptOss}},
 }};
 
 const TypeTraits& traits_of(ModelType type) {
@@ -236,6 +243,19 @@ RopeConfig ministral3_default_rope() {
   return rope;
 }
 
+// GptOssConfig.__post_init__'s rope_parameters when config.json has none.
+RopeConfig gpt_oss_default_rope(double theta) {
+  RopeConfig rope;
+  rope.type = RopeType::kYarn;
+  rope.theta = theta;
+  rope.factor = 32.0;
+  rope.original_max_position_embeddings = 4096;
+  rope.beta_fast = 32.0;
+  rope.beta_slow = 1.0;
+  rope.truncate = false;
+  return rope;
+}
+
 // Reads rope settings from either `rope_parameters` (5.x) or `rope_theta` + `rope_scaling` (4.x).
 RopeConfig parse_rope(const Reader& r, double default_theta, bool phi3) {
   RopeConfig rope;
@@ -298,7 +318,7 @@ std::vector<bool> parse_no_rope_layers(const Reader& r, int64_t layers) {
 
 // "did you mean 'qwen3'? " for a slip (Qwen3, qwen-3, lama): a supported type within two edits
 // once case, '-' and '_' are set aside, and with the same digits: a family's number is no slip
-// (olmo3, llama4, gpt_oss and gemma are other models, which no near name would serve).
+// (olmo3, llama4 and gemma are other models, which no near name would serve).
 std::string closest_type_hint(const std::string& name) {
   auto bare = [](std::string_view s) {
     std::string out;
@@ -511,6 +531,8 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   c.rope = parse_rope(r, defaults.rope_theta, keys.phi3);
   if (keys.ministral3 && !r.get("rope_parameters") && !r.get("rope_scaling"))
     c.rope = ministral3_default_rope();
+  if (keys.moe == MoeFamily::kGptOss && !r.get("rope_parameters") && !r.get("rope_scaling"))
+    c.rope = gpt_oss_default_rope(c.rope.theta);
   if (!keys.ministral3) c.rope.llama_4_scaling_beta = 0;  // other attentions ignore the key
   if (c.rope.llama_4_scaling_beta != 0 && c.rope.original_max_position_embeddings <= 0)
     r.bad("rope_parameters.original_max_position_embeddings",
@@ -523,7 +545,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", defaults.tie_word_embeddings);
   if (keys.no_rope_layers) c.layer_rope = parse_no_rope_layers(r, c.num_hidden_layers);
 
-  const bool attention_bias = r.boolean("attention_bias", false);
+  const bool attention_bias = r.boolean("attention_bias", defaults.attention_bias);
   if (keys.attention_bias) c.qkv_bias = c.o_bias = attention_bias;
   if (keys.mlp_bias) c.mlp_bias = r.boolean("mlp_bias", false);
   if (keys.fixed_qkv_bias) c.qkv_bias = true;
@@ -572,7 +594,8 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
       c.layer_sliding_window[i] = window.has_value() && t == "sliding_attention";
       if (c.sliding_rope) c.layer_rope_set.push_back(t == "sliding_attention" ? 1 : 0);
     }
-  } else if (keys.gemma) {
+  } else if (keys.gemma || keys.moe == MoeFamily::kGptOss) {
+    // GptOssConfig alternates as Gemma2Config does (layer 0 sliding).
     const std::vector<bool> sliding = gemma_layer_types(r, keys.gemma, c.num_hidden_layers);
     for (size_t i = 0; i < sliding.size(); ++i) {
       c.layer_sliding_window[i] = window.has_value() && sliding[i];

@@ -1,7 +1,7 @@
 // ModelConfig: the typed content of an HF config.json for the decoder family sft trains
 // (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, ministral, gemma2,
-// gemma3_text, qwen3_moe, olmoe, mixtral, granitemoe, and the text part of a gemma3 folder: its
-// config.json nests gemma3_text under text_config).
+// gemma3_text, qwen3_moe, olmoe, mixtral, granitemoe, gpt_oss, and the text part of a gemma3
+// folder: its config.json nests gemma3_text under text_config).
 //
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
@@ -38,6 +38,7 @@ enum class ModelType {
   kOlmoe,
   kMixtral,
   kGraniteMoe,
+  kGptOss,
 };
 std::string_view model_type_name(ModelType type);
 
@@ -47,8 +48,11 @@ std::string_view model_type_name(ModelType type);
 //   block_sparse_moe.gate.weight (Mixtral);
 // kStackedLinear: every expert in one block_sparse_moe.input_linear.weight (E, 2I, C: gate rows,
 //   then up rows) and output_linear.weight (E, C, I), the router block_sparse_moe.router.layer
-//   (GraniteMoe).
-enum class ExpertsOnDisk { kPerExpertProj, kPerExpertW, kStackedLinear };
+//   (GraniteMoe);
+// kTransposedInterleaved: mlp.experts.gate_up_proj (E, C, 2I: gate and up in alternating
+//   columns, 2i and 2i + 1), down_proj (E, I, C) and their biases gate_up_proj_bias (E, 2I,
+//   interleaved the same way) and down_proj_bias (E, C), the router mlp.router (gpt-oss).
+enum class ExpertsOnDisk { kPerExpertProj, kPerExpertW, kStackedLinear, kTransposedInterleaved };
 
 enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn, kLongrope };
 std::string_view rope_type_name(RopeType type);
@@ -129,7 +133,7 @@ struct ModelConfig {
   bool embedding_scale_sqrt_hidden = false;
   double final_logit_softcapping = 0;
 
-  // Mixture of experts (qwen3_moe, olmoe, mixtral, granitemoe): num_experts experts of
+  // Mixture of experts (qwen3_moe, olmoe, mixtral, granitemoe, gpt_oss): num_experts experts of
   // moe_intermediate_size each replace the dense MLP in the layers layer_moe marks (transformers:
   // not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0); the router takes
   // num_experts_per_tok of them per token, renormalising their weights with norm_topk_prob (always
@@ -151,6 +155,14 @@ struct ModelConfig {
   std::string moe_module = "mlp";
   std::string router_module = "gate";
   ExpertsOnDisk experts_on_disk = ExpertsOnDisk::kPerExpertProj;
+  // gpt-oss: the router has a bias (<router_module>.bias), each expert's projections too
+  // (experts.gate_up_proj_bias (E, 2I), experts.down_proj_bias (E, C)), and the experts'
+  // activation is the clamped SwiGLU (ops::swiglu_clamped_*): swiglu_limit > 0 (0 = the plain
+  // SwiGLU of the other families), swiglu_alpha the sigmoid's gain.
+  bool router_bias = false;
+  bool expert_biases = false;
+  double swiglu_limit = 0;
+  double swiglu_alpha = 1.702;
   bool has_experts() const { return num_experts > 0; }
   bool layer_has_experts(int64_t layer) const {
     return static_cast<size_t>(layer) < layer_moe.size() && layer_moe[static_cast<size_t>(layer)];

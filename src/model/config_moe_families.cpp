@@ -28,7 +28,7 @@ struct MoeFamilyTraits {
   ExpertsOnDisk on_disk;
 };
 
-constexpr std::array<MoeFamilyTraits, 4> kFamilies = {{
+constexpr std::array<MoeFamilyTraits, 5> kFamilies = {{
     {MoeFamily::kQwen3Moe, 128, 8, true, true, 0.001, false, "num_experts", "mlp", "gate",
      ExpertsOnDisk::kPerExpertProj},
     {MoeFamily::kOlmoe, 64, 8, false, true, 0.01, false, "num_experts", "mlp", "gate",
@@ -37,7 +37,31 @@ constexpr std::array<MoeFamilyTraits, 4> kFamilies = {{
      ExpertsOnDisk::kPerExpertW},
     {MoeFamily::kGraniteMoe, 8, 2, false, false, 0.001, false, "num_local_experts",
      "block_sparse_moe", "router", ExpertsOnDisk::kStackedLinear},
+    // gpt-oss: softmax over the top-k biased router logits (= softmax, top-k, renormalise).
+    {MoeFamily::kGptOss, 128, 4, false, false, 0.001, false, "num_local_experts", "mlp", "router",
+     ExpertsOnDisk::kTransposedInterleaved},
 }};
+
+// gpt-oss beyond the shared keys: the router's and the experts' biases, the clamped SwiGLU
+// (swiglu_limit, swiglu_alpha: GptOssConfig's 7.0 and 1.702), the attention sinks; MXFP4 expert
+// weights (the released checkpoints' quantization_config) are refused with the way to a
+// dequantized folder.
+void read_gpt_oss(const Reader& r, ModelConfig& c) {
+  if (const Json* q = r.get("quantization_config")) {
+    const Json* method = q->is_object() ? r.get(*q, "quant_method") : nullptr;
+    if (method && method->is_string() && method->get<std::string>() == "mxfp4")
+      r.bad("quantization_config", "the experts are stored in MXFP4, which sft does not read",
+            "dequantize the folder once with transformers: GptOssForCausalLM.from_pretrained("
+            "path, quantization_config=Mxfp4Config(dequantize=True), dtype=torch.bfloat16)"
+            ".save_pretrained(out) writes the bf16 experts sft loads");
+  }
+  c.router_bias = c.expert_biases = true;
+  c.attention_sinks = true;
+  c.swiglu_limit = r.get("swiglu_limit") ? r.number(*r.get("swiglu_limit"), "swiglu_limit") : 7.0;
+  if (!(c.swiglu_limit > 0))
+    r.bad("swiglu_limit", "expected a positive number, got " + std::to_string(c.swiglu_limit));
+  c.swiglu_alpha = r.get("swiglu_alpha") ? r.number(*r.get("swiglu_alpha"), "swiglu_alpha") : 1.702;
+}
 
 const MoeFamilyTraits& traits_of(MoeFamily family) {
   for (const MoeFamilyTraits& t : kFamilies)
@@ -87,6 +111,7 @@ void read_moe(const Reader& r, ModelConfig& c, MoeFamily family) {
       r.bad("clip_qkv", "clipping q, k and v is not supported",
             "set clip_qkv to null (the released OLMoE checkpoints have none)");
   }
+  if (family == MoeFamily::kGptOss) read_gpt_oss(r, c);
   c.output_router_logits = r.boolean("output_router_logits", false);
   c.moe_module = t.moe_module;
   c.router_module = t.router_module;
@@ -107,6 +132,10 @@ void write_moe(const ModelConfig& c, MoeFamily family, Json& j) {
   if (t.router_jitter_noise) j["router_jitter_noise"] = 0.0;
   j["router_aux_loss_coef"] = c.router_aux_loss_coef;
   j["output_router_logits"] = c.output_router_logits;
+  if (family == MoeFamily::kGptOss) {
+    j["swiglu_limit"] = c.swiglu_limit;
+    j["swiglu_alpha"] = c.swiglu_alpha;
+  }
   if (t.sparse_layers) {
     j["moe_intermediate_size"] = c.moe_intermediate_size;
     j["decoder_sparse_step"] = c.decoder_sparse_step;

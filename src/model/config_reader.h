@@ -81,7 +81,7 @@ class Reader {
 
 // Which mixture-of-experts family a model type is (config.cpp's type table names it; the
 // families' keys, defaults and tensor names are one table in config_moe_families.cpp).
-enum class MoeFamily { kNone, kQwen3Moe, kOlmoe, kMixtral, kGraniteMoe };
+enum class MoeFamily { kNone, kQwen3Moe, kOlmoe, kMixtral, kGraniteMoe, kGptOss };
 
 // The family's expert keys (their config class's defaults where absent), which layers have
 // experts, and the experts' tensor names (ModelConfig::moe_module and friends).

@@ -56,7 +56,11 @@ DecoderLayer DecoderLayer::bind(const ParameterSet& p, const ModelConfig& c, int
   m.activation = plan.activation;
   if (plan.experts) {
     MoeMlpBlock& e = d.moe;
-    e.router = Linear{&p.at(ParamSlot::kRouter, layer), nullptr};
+    e.router = Linear{&p.at(ParamSlot::kRouter, layer), p.find(ParamSlot::kRouterBias, layer)};
+    e.gate_up_bias = p.find(ParamSlot::kExpertsGateUpBias, layer);
+    e.down_bias = p.find(ParamSlot::kExpertsDownBias, layer);
+    e.swiglu_limit = c.swiglu_limit;
+    e.swiglu_alpha = c.swiglu_alpha;
     e.gate_up = &p.at(ParamSlot::kExpertsGateUp, layer);
     e.down = &p.at(ParamSlot::kExpertsDown, layer);
     e.experts = c.num_experts;

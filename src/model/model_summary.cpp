@@ -45,7 +45,7 @@ ModelSummary summarize_model(const std::string& name_or_path) {
     s.other_parts_elements += shape_numel(checkpoint.entry(name).shape);
   const SafetensorsCheckpoint text =
       model::experts_view(model::text_model_view(std::move(checkpoint), names), s.dir.config);
-  s.mismatch = compare_with_layout(text, model::checkpoint_layout(s.layout, text));
+  s.mismatch = compare_with_layout(text, model::checkpoint_layout(s.layout, text, s.dir.config));
   s.tokenizer_files = present_tokenizer_files(s.dir.path);
   return s;
 }

@@ -45,6 +45,45 @@ std::vector<ExpertPiece> pieces_of(const ParamSpec& p) {
   return out;
 }
 
+// gpt-oss's form on disk (kTransposedInterleaved): gate_up_proj (E, C, 2I) with expert e's
+// gate row i at column 2i and its up row i at column 2i + 1, down_proj (E, I, C), and
+// gate_up_proj_bias (E, 2I) interleaved as those columns. Element `k` of sft's tensor (in
+// row-major order of spec.shape) is element disk_index(k) of the one on disk.
+bool transposed_slot(ParamSlot slot) {
+  return slot == ParamSlot::kExpertsGateUp || slot == ParamSlot::kExpertsDown ||
+         slot == ParamSlot::kExpertsGateUpBias;
+}
+
+Shape disk_shape(const ParamSpec& p) {
+  if (p.slot == ParamSlot::kExpertsGateUp || p.slot == ParamSlot::kExpertsDown)
+    return {p.shape[0], p.shape[2], p.shape[1]};
+  return p.shape;
+}
+
+// Calls f(sft index, disk index) for every element of `p`.
+template <typename F>
+void for_each_disk_index(const ParamSpec& p, F&& f) {
+  const int64_t E = p.shape[0], rows = p.shape[1];
+  if (p.slot == ParamSlot::kExpertsGateUpBias) {  // (E, 2I): interleave the halves
+    const int64_t I = rows / 2;
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t r = 0; r < rows; ++r)
+        f(e * rows + r, e * rows + (r < I ? 2 * r : 2 * (r - I) + 1));
+    return;
+  }
+  const int64_t cols = p.shape[2];
+  for (int64_t e = 0; e < E; ++e) {
+    for (int64_t r = 0; r < rows; ++r) {
+      // gate_up: sft row r is the gate's (r < I) or the up's; on disk a column of (C, 2I).
+      const int64_t I = rows / 2;
+      const int64_t column = p.slot == ParamSlot::kExpertsGateUp ? (r < I ? 2 * r : 2 * (r - I) + 1)
+                                                                 : r;  // down: (I, C) → (C, I)
+      for (int64_t c = 0; c < cols; ++c)
+        f((e * rows + r) * cols + c, (e * cols + c) * rows + column);
+    }
+  }
+}
+
 // One tensor's name after model.layers.N. in memory (as checkpoint_layout reads it) and on disk;
 // '#' stands for an expert's index.
 struct NameRule {
@@ -71,6 +110,7 @@ std::span<const NameRule> rules_of(ExpertsOnDisk form) {
     case ExpertsOnDisk::kStackedLinear:
       return kStackedLinear;
     case ExpertsOnDisk::kPerExpertProj:
+    case ExpertsOnDisk::kTransposedInterleaved:  // sft's names, other arrangements
       break;
   }
   return {};  // stored as checkpoint_layout reads it
@@ -117,10 +157,29 @@ SafetensorsCheckpoint experts_view(SafetensorsCheckpoint ckpt, const ModelConfig
       std::move(ckpt), [&](const std::string& name) { return renamed(name, rules, false); });
 }
 
+bool converted_on_disk(const ParamSpec& spec, const ModelConfig& config) {
+  return config.experts_on_disk == ExpertsOnDisk::kTransposedInterleaved &&
+         transposed_slot(spec.slot);
+}
+
+Tensor on_disk_form(const ParamSpec& spec, const float* values) {
+  Tensor t = Tensor::zeros(DType::kF32, disk_shape(spec));
+  float* out = t.mutable_values<float>().data();
+  for_each_disk_index(spec, [&](int64_t k, int64_t d) { out[d] = values[k]; });
+  return t;
+}
+
 std::vector<ParamSpec> checkpoint_layout(const std::vector<ParamSpec>& layout,
-                                         const SafetensorsCheckpoint& ckpt) {
+                                         const SafetensorsCheckpoint& ckpt,
+                                         const ModelConfig& config) {
   std::vector<ParamSpec> out;
   for (const ParamSpec& p : layout) {
+    if (converted_on_disk(p, config)) {
+      ParamSpec q = p;
+      q.shape = q.full_shape = disk_shape(p);
+      out.push_back(std::move(q));
+      continue;
+    }
     if (!is_stack(p) || ckpt.contains(p.name)) {
       out.push_back(p);
       continue;
@@ -136,9 +195,15 @@ std::vector<ParamSpec> checkpoint_layout(const std::vector<ParamSpec>& layout,
   return out;
 }
 
-void load_checkpoint_parameters(const SafetensorsCheckpoint& ckpt, ParameterSet& params) {
+void load_checkpoint_parameters(const SafetensorsCheckpoint& ckpt, ParameterSet& params,
+                                const ModelConfig& config) {
   for (const Parameter& p : params.all()) {
     float* value = p.value.as<float>();
+    if (converted_on_disk(p.spec, config)) {  // shape checked by the caller (checkpoint_layout)
+      const std::vector<float> stored = ckpt.tensor(p.spec.name).to_f32_vector();
+      for_each_disk_index(p.spec, [&](int64_t k, int64_t d) { value[k] = stored[d]; });
+      continue;
+    }
     if (!is_stack(p.spec)) {
       read_block(ckpt.file_of(p.spec.name), ckpt.entry(p.spec.name), p.spec, value);
       continue;
@@ -158,14 +223,35 @@ void load_checkpoint_parameters(const SafetensorsCheckpoint& ckpt, ParameterSet&
   }
 }
 
+std::vector<const Parameter*> converted_sources(const ParameterSet& params,
+                                                const ModelConfig& config) {
+  const bool per_expert = config.experts_on_disk != ExpertsOnDisk::kStackedLinear &&
+                          config.experts_on_disk != ExpertsOnDisk::kTransposedInterleaved;
+  std::vector<const Parameter*> out;
+  for (const Parameter& p : params.all()) {
+    if (converted_on_disk(p.spec, config))
+      out.push_back(&p);
+    else if (is_stack(p.spec) && per_expert)
+      out.insert(out.end(), pieces_of(p.spec).size(), nullptr);
+    else
+      out.push_back(nullptr);
+  }
+  return out;
+}
+
 std::vector<NamedTensor> checkpoint_tensors(const ParameterSet& params, const ModelConfig& config) {
   const std::span<const NameRule> rules = rules_of(config.experts_on_disk);
-  const bool per_expert = config.experts_on_disk != ExpertsOnDisk::kStackedLinear;
+  const bool per_expert = config.experts_on_disk != ExpertsOnDisk::kStackedLinear &&
+                          config.experts_on_disk != ExpertsOnDisk::kTransposedInterleaved;
   std::vector<NamedTensor> out;
   std::vector<NamedTensor> values = params.named_values();  // in all()'s order
   for (size_t i = 0; i < values.size(); ++i) {
     NamedTensor& t = values[i];
     const Parameter& p = params.all()[i];
+    if (converted_on_disk(p.spec, config)) {
+      out.push_back({t.name, on_disk_form(p.spec, p.value.as<float>())});
+      continue;
+    }
     if (!is_stack(p.spec) || !per_expert) {
       t.name = renamed(t.name, rules, true);
       out.push_back(std::move(t));

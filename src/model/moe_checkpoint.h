@@ -8,11 +8,14 @@
 // OLMoE's mlp.experts.<e>.{gate,up,down}_proj.weight or Mixtral's
 // block_sparse_moe.experts.<e>.{w1,w3,w2}.weight (router block_sparse_moe.gate.weight), or stacked
 // under other names, as GraniteMoe's block_sparse_moe.input_linear.weight / output_linear.weight
-// (router block_sparse_moe.router.layer.weight). These functions do the same conversion here: a
+// (router block_sparse_moe.router.layer.weight), or transposed and interleaved, as gpt-oss's
+// mlp.experts.gate_up_proj (E, C, 2I: gate and up in alternating columns), down_proj (E, I, C)
+// and gate_up_proj_bias (E, 2I, alternating the same way). These functions do the same
+// conversion here: a
 // checkpoint is seen under sft's names (experts_view), a stacked tensor is read from its
 // per-expert tensors (or from the stacked name, when a checkpoint has that), and written back in
 // the family's form as borrowed row blocks of the stack (no copy: each expert's matrix is a
-// contiguous run of it).
+// contiguous run of it), or, transposed and interleaved, as owned copies in the form on disk.
 #pragma once
 
 #include <vector>
@@ -34,15 +37,28 @@ SafetensorsCheckpoint experts_view(SafetensorsCheckpoint ckpt, const ModelConfig
 // The layout as `ckpt` (seen through experts_view) stores it: each stacked expert tensor replaced
 // by its experts' tensors, unless the checkpoint holds the stacked name itself (then the spec
 // stays). Without experts, the layout unchanged.
+// A transposed family's stacks (config.experts_on_disk) are listed in their shapes on disk.
 std::vector<ParamSpec> checkpoint_layout(const std::vector<ParamSpec>& layout,
-                                         const SafetensorsCheckpoint& ckpt);
+                                         const SafetensorsCheckpoint& ckpt,
+                                         const ModelConfig& config);
 
 // Every parameter's value from the checkpoint (names and shapes checked against
 // checkpoint_layout by the caller), the stacked experts from their per-expert tensors.
-void load_checkpoint_parameters(const SafetensorsCheckpoint& ckpt, ParameterSet& params);
+void load_checkpoint_parameters(const SafetensorsCheckpoint& ckpt, ParameterSet& params,
+                                const ModelConfig& config);
 
 // The named values as save_pretrained writes them for `config`'s family: the experts in its form
-// on disk (borrowed views of `params`, valid while it lives), everything else as named_values().
+// on disk (borrowed views of `params`, valid while it lives, or owned copies for a transposed
+// family), everything else as named_values().
 std::vector<NamedTensor> checkpoint_tensors(const ParameterSet& params, const ModelConfig& config);
+
+// Whether `spec`'s tensor is stored in another arrangement than sft's for `config` (gpt-oss's
+// transposed, interleaved experts): then checkpoint_tensors' entry for it is a converted copy,
+// which on_disk_form makes from the parameter's whole values (a ZeRO-3 export gathers them first).
+bool converted_on_disk(const ParamSpec& spec, const ModelConfig& config);
+// For each of checkpoint_tensors' entries, in order, the parameter it is converted from, or null.
+std::vector<const Parameter*> converted_sources(const ParameterSet& params,
+                                                const ModelConfig& config);
+Tensor on_disk_form(const ParamSpec& spec, const float* values);
 
 }  // namespace sft::model

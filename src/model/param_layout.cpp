@@ -44,8 +44,11 @@ constexpr LayerTensor kLayerTensors[] = {
     {ParamSlot::kDown, "mlp.down_proj.weight", ParamRole::kMlp},
     {ParamSlot::kDownBias, "mlp.down_proj.bias", ParamRole::kBias},
     {ParamSlot::kExpertsGateUp, "mlp.experts.gate_up_proj", ParamRole::kMlp},
+    {ParamSlot::kExpertsGateUpBias, "mlp.experts.gate_up_proj_bias", ParamRole::kBias},
     {ParamSlot::kExpertsDown, "mlp.experts.down_proj", ParamRole::kMlp},
+    {ParamSlot::kExpertsDownBias, "mlp.experts.down_proj_bias", ParamRole::kBias},
     {ParamSlot::kRouter, "mlp.gate.weight", ParamRole::kMlp},
+    {ParamSlot::kRouterBias, "mlp.gate.bias", ParamRole::kBias},
 };
 
 std::optional<Shape> fused_tensor_shape(const ModelConfig& c, ParamSlot slot);
@@ -62,6 +65,12 @@ Shape layer_tensor_shape(const ModelConfig& c, ParamSlot slot, int layer) {
       return experts ? Shape{E, 2 * Ie, C} : Shape{};
     case ParamSlot::kExpertsDown:
       return experts ? Shape{E, C, Ie} : Shape{};
+    case ParamSlot::kRouterBias:
+      return experts && c.router_bias ? Shape{E} : Shape{};
+    case ParamSlot::kExpertsGateUpBias:
+      return experts && c.expert_biases ? Shape{E, 2 * Ie} : Shape{};
+    case ParamSlot::kExpertsDownBias:
+      return experts && c.expert_biases ? Shape{E, C} : Shape{};
     case ParamSlot::kGate:
     case ParamSlot::kUp:
     case ParamSlot::kDown:
@@ -144,7 +153,9 @@ std::string leaf_name(const ModelConfig& c, const LayerTensor& t) {
   if (t.slot == ParamSlot::kPostNorm && c.post_norms) return "pre_feedforward_layernorm.weight";
   // The experts under the family's module names (GraniteMoe: block_sparse_moe.router, ...).
   if (t.slot == ParamSlot::kRouter) return c.moe_module + "." + c.router_module + ".weight";
-  if (t.slot == ParamSlot::kExpertsGateUp || t.slot == ParamSlot::kExpertsDown)
+  if (t.slot == ParamSlot::kRouterBias) return c.moe_module + "." + c.router_module + ".bias";
+  if (t.slot == ParamSlot::kExpertsGateUp || t.slot == ParamSlot::kExpertsDown ||
+      t.slot == ParamSlot::kExpertsGateUpBias || t.slot == ParamSlot::kExpertsDownBias)
     return c.moe_module + std::string(t.leaf).substr(sizeof("mlp") - 1);
   return t.leaf;
 }

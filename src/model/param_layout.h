@@ -55,6 +55,12 @@ enum class ParamSlot {
   kRouter,
   kExpertsGateUp,
   kExpertsDown,
+  // gpt-oss (config.router_bias, expert_biases): the router's bias mlp.router.bias (E) and the
+  // experts' biases stacked as their weights' rows, mlp.experts.gate_up_proj_bias (E, 2I: each
+  // expert's gate entries, then its up entries) and mlp.experts.down_proj_bias (E, C).
+  kRouterBias,
+  kExpertsGateUpBias,
+  kExpertsDownBias,
 };
 
 struct ParamSpec {

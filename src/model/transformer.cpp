@@ -208,14 +208,14 @@ Transformer Transformer::load(const std::string& model_dir, const TensorParallel
   const SafetensorsCheckpoint ckpt =
       experts_view(text_model_view(std::move(stored), names), m.config_);
   const LayoutMismatch mm =
-      compare_with_layout(ckpt, checkpoint_layout(parameter_layout(m.config_), ckpt));
+      compare_with_layout(ckpt, checkpoint_layout(parameter_layout(m.config_), ckpt, m.config_));
   if (!mm.ok()) {
     fail_in_file("model", {ckpt.source(), ""},
                  "weights do not match config.json:" + describe_mismatch(mm) + "\n",
                  "the checkpoint and config.json must come from the same model");
   }
   if (m.config_.has_experts())
-    load_checkpoint_parameters(ckpt, m.params_);
+    load_checkpoint_parameters(ckpt, m.params_, m.config_);
   else
     load_parameter_slices(ckpt, m.params_);
   return m;
@@ -274,6 +274,20 @@ Transformer Transformer::random(const ModelConfig& config, uint64_t seed, float 
 
 std::vector<NamedTensor> Transformer::parameters() const {
   return checkpoint_tensors(params_, config_);
+}
+
+std::vector<NamedTensor> Transformer::gradients() const {
+  std::vector<NamedTensor> out = trainable().named_grads();  // in all()'s order
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Parameter& p = trainable().all()[i];
+    if (converted_on_disk(p.spec, config_))
+      out[i].tensor = on_disk_form(p.spec, p.grad.as<float>());
+  }
+  return out;
+}
+
+std::vector<const Parameter*> Transformer::converted_parameters() const {
+  return converted_sources(params_, config_);
 }
 
 float* Transformer::param_data(const std::string& name) {

@@ -134,9 +134,14 @@ class Transformer {
 
   // Named parameter / gradient tensors (borrowed views; valid while this object lives).
   // parameters() are as save_pretrained writes them (a mixture of experts' experts one by one,
-  // model/moe_checkpoint.h); gradients() as transformers' named_parameters (stacked experts).
+  // model/moe_checkpoint.h); gradients() as transformers' named_parameters (stacked experts;
+  // gpt-oss's transposed as transformers holds them: owned copies).
   std::vector<NamedTensor> parameters() const;
-  std::vector<NamedTensor> gradients() const { return trainable().named_grads(); }
+  // For each of parameters()' tensors, in order, the parameter it is a converted copy of
+  // (gpt-oss's transposed experts: model::on_disk_form of that parameter's values, which a
+  // sharded export makes again from the gathered whole values), or null: a view of the arena.
+  std::vector<const Parameter*> converted_parameters() const;
+  std::vector<NamedTensor> gradients() const;
   float* param_data(const std::string& name);
   float* grad_data(const std::string& name);
   void zero_grad() { trainable().zero_grads(); }

@@ -105,6 +105,19 @@ void swiglu_backward(View dgate, View dup, View dh, View gate, View up) {
       dgate, dup, dh, gate, up);
 }
 
+void swiglu_clamped_forward(View h, View gate, View up, double alpha, double limit) {
+  const ScopedOp op("swiglu_clamped_forward");
+  kernel(&KernelTable::swiglu_clamped_forward, "swiglu_clamped_forward", {h, gate, up})(
+      h, gate, up, alpha, limit);
+}
+
+void swiglu_clamped_backward(View dgate, View dup, View dh, View gate, View up, double alpha,
+                             double limit) {
+  const ScopedOp op("swiglu_clamped_backward");
+  kernel(&KernelTable::swiglu_clamped_backward, "swiglu_clamped_backward",
+         {dgate, dup, dh, gate, up})(dgate, dup, dh, gate, up, alpha, limit);
+}
+
 void gelu_tanh_gated_forward(View h, View gate, View up) {
   const ScopedOp op("gelu_tanh_gated_forward");
   kernel(&KernelTable::gelu_tanh_gated_forward, "gelu_tanh_gated_forward", {h, gate, up})(h, gate,

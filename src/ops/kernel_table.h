@@ -41,6 +41,9 @@ struct KernelTable {
 
   void (*swiglu_forward)(View h, View gate, View up) = nullptr;
   void (*swiglu_backward)(View dgate, View dup, View dh, View gate, View up) = nullptr;
+  void (*swiglu_clamped_forward)(View h, View gate, View up, double alpha, double limit) = nullptr;
+  void (*swiglu_clamped_backward)(View dgate, View dup, View dh, View gate, View up, double alpha,
+                                  double limit) = nullptr;
   void (*gelu_tanh_gated_forward)(View h, View gate, View up) = nullptr;
   void (*gelu_tanh_gated_backward)(View dgate, View dup, View dh, View gate, View up) = nullptr;
 

@@ -96,6 +96,15 @@ void rope_backward(View dx, View cos, View sin, int64_t head_dim = 0);
 void swiglu_forward(View h, View gate, View up);
 void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
 
+// gpt-oss's clamped SwiGLU (transformers' GptOssExperts._apply_gate): g = min(gate, limit),
+// u = clamp(up, −limit, limit), h = (u + 1) · g · σ(alpha · g). Backward: dgate, dup =, zero
+// where the clamp cut the input off (gate > limit, |up| > limit; torch's clamp passes the
+// gradient at the limit itself). swiglu's shapes, dtypes and bf16 forms; alpha and limit are
+// taken in the computation's precision (f32 for f32 and bf16 views), as torch takes a scalar.
+void swiglu_clamped_forward(View h, View gate, View up, double alpha, double limit);
+void swiglu_clamped_backward(View dgate, View dup, View dh, View gate, View up, double alpha,
+                             double limit);
+
 // h = gelu_tanh(gate) · up (Gemma's gated MLP, gelu_pytorch_tanh: PyTorch's tanh
 // approximation), with swiglu's shapes, dtypes and bf16 forms.
 void gelu_tanh_gated_forward(View h, View gate, View up);

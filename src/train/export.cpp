@@ -15,6 +15,7 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/model_dir.h"
+#include "model/moe_checkpoint.h"
 #include "model/text_model_names.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_config.h"
@@ -312,11 +313,20 @@ void export_hf_model(const model::Transformer& model, const std::string& out_dir
     sources.push_back(source.checkpoint->tensor(name));
     weights.push_back({name, header_only(options.dtype, sources.back())});
   }
-  Tensor converted;
+  // A tensor stored in another arrangement than sft's (gpt-oss's experts) is converted again
+  // from its parameter's gathered values: the copy parameters() made read this rank's shard.
+  const std::vector<const model::Parameter*> from = model.converted_parameters();
+  Tensor converted, rearranged;
   const TensorFill fill = [&](size_t i) {
     Tensor t = sources[i];
-    if (whole && i < num_model)
+    if (whole && i < num_model && from[i]) {
+      const model::Parameter& p = *from[i];
+      const Tensor arena = Tensor::borrow(DType::kF32, p.spec.shape, p.value.as<float>(), nullptr);
+      rearranged = model::on_disk_form(p.spec, whole(arena));
+      t = rearranged;
+    } else if (whole && i < num_model) {
       t = Tensor::borrow(DType::kF32, t.shape(), whole(sources[i]), nullptr);
+    }
     if (t.dtype() == options.dtype) return t.byte_span();
     converted = t.to(options.dtype);
     return converted.byte_span();

@@ -30,8 +30,10 @@ if(rc EQUAL 0 OR NOT err MATCHES "config.json")
   message(FATAL_ERROR "sft inspect on a folder without config.json: rc ${rc}, stderr: ${err}")
 endif()
 # Mixtures of experts stored in their families' own forms (per-expert w1/w2/w3, GraniteMoe's
-# input_linear): the weights match the layout, and the count is transformers' num_parameters.
-foreach(pair mixtral_experts_sliding:107328 granitemoe_multipliers:91328)
+# input_linear, gpt-oss's transposed and interleaved experts with their biases): the weights
+# match the layout, and the count is transformers' num_parameters.
+foreach(pair mixtral_experts_sliding:107328 granitemoe_multipliers:91328
+             gpt_oss_experts_sinks:108752)
   string(REPLACE ":" ";" pair "${pair}")
   list(GET pair 0 name)
   list(GET pair 1 want)

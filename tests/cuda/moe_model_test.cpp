@@ -136,7 +136,7 @@ TEST_P(CudaMoeModel, StepOnTheDeviceEqualsTheCpuStep) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaMoeModel,
                          ::testing::Values("qwen3_moe_topk_norm", "olmoe_experts",
-                                           "mixtral_experts_sliding"));
+                                           "mixtral_experts_sliding", "gpt_oss_experts_sinks"));
 
 // Gradient checkpointing: the backward recomputes each layer's forward, routing included.
 TEST(CudaMoeModelModes, GradientCheckpointingOnTheDeviceEqualsTheCpu) {

@@ -316,13 +316,15 @@ TEST(ModelConfig, ErrorsNameTheKeyAndHelp) {
       "[config] config.json: key 'model_type': model_type 'gpt2' is not supported "
       "(hint: supported model types: llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, "
       "ministral, ministral3, gemma2, gemma3_text, qwen3_moe, olmoe, mixtral, "
-      "granitemoe)");
+      "granitemoe, gpt_oss)");
   // A slip gets the near name; another family only the list.
   EXPECT_NE(error_of(R"({"model_type": "Qwen-3"})").find("(hint: did you mean 'qwen3'? supported"),
             std::string::npos);
   EXPECT_EQ(error_of(R"({"model_type": "gemma"})").find("did you mean"), std::string::npos);
   EXPECT_EQ(error_of(R"({"model_type": "llama4"})").find("did you mean"), std::string::npos);
   EXPECT_EQ(error_of(R"({"model_type": "olmo3"})").find("did you mean"), std::string::npos);
+  EXPECT_NE(error_of(R"({"model_type": "gpt-oss"})").find("did you mean 'gpt_oss'?"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"model_type": "lama"})").find("did you mean 'llama'?"), std::string::npos);
   EXPECT_NE(error_of(R"({"model_type": "llama", "hidden_size": "big"})")
                 .find("key 'hidden_size': expected an integer"),

@@ -95,8 +95,9 @@ TEST(MoeCheckpoint, PerExpertTensorsRoundTrip) {
 // packed batch (aux_loss), and its gradient alone (aux_grad.*: backward with the cross-entropy's
 // scale 0 and the loss's weight 1), within the parity test's tolerances.
 TEST(MoeAuxLoss, ValueAndGradientMatchTransformers) {
-  for (const char* name : {"qwen3_moe_topk_norm", "qwen3_moe_sparse_step", "olmoe_experts",
-                           "mixtral_experts_sliding", "granitemoe_multipliers"}) {
+  for (const char* name :
+       {"qwen3_moe_topk_norm", "qwen3_moe_sparse_step", "olmoe_experts", "mixtral_experts_sliding",
+        "granitemoe_multipliers", "gpt_oss_experts_sinks"}) {
     SCOPED_TRACE(name);
     const std::string dir = fixture(name);
     const SafetensorsFile expected = SafetensorsFile::open(dir + "/expected.safetensors");

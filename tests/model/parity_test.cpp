@@ -36,7 +36,8 @@ const char* const kFixtures[] = {"llama_dynamic",
                                  "olmoe_experts",
                                  "ministral3_query_scaling",
                                  "mixtral_experts_sliding",
-                                 "granitemoe_multipliers"};
+                                 "granitemoe_multipliers",
+                                 "gpt_oss_experts_sinks"};
 
 std::string fixture_dir(const std::string& name) {
   return test::source_path("tests/fixtures/parity/" + name);

@@ -344,7 +344,7 @@ TEST_F(Export, FoldersForTheTransformersCheck) {
        {"models/qwen3", "models/llama", "parity/smollm3_nope_sliding", "parity/olmo2_post_norms",
         "parity/granite_multipliers", "parity/phi3_longrope_short", "parity/phi3_longrope_long",
         "parity/gemma3_sliding_softcap", "parity/gemma2_softcaps", "models/gemma3_multimodal",
-        "parity/ministral3_query_scaling"}) {
+        "parity/ministral3_query_scaling", "parity/gpt_oss_experts_sinks"}) {
     const std::string src = test::source_path("tests/fixtures/") + name;
     const std::string folder = fs::path(name).filename().string();
     const std::string dir = test::fresh_output_dir("export_fixture_" + folder);

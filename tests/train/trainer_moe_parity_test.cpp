@@ -3,12 +3,15 @@
 // 16 text rows of tests/fixtures/train_cli in file order, padded micro-batches of 2, 2 accumulation
 // steps, 10 steps, with TRL's load-balancing loss (router_aux_loss_coef from the config, added to
 // the loss per micro-batch over the accumulation steps): loss, aux_loss and grad_norm within 1e-4
-// relative of TRL's, and the rest of the log as trainer_parity_test.cpp checks it.
+// relative of TRL's, and the rest of the log as trainer_parity_test.cpp checks it. The same for
+// the tiny gpt-oss of tests/fixtures/trainer_moe_gpt_oss (router and expert biases, the clamped
+// SwiGLU, attention sinks, sliding and full layers).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "data/prepare.h"
 #include "io/json.h"
@@ -22,15 +25,16 @@
 namespace sft {
 namespace {
 
-TEST(TrainerMoeParity, LossAuxLossAndGradNormMatchTrl) {
-  const Json golden =
-      read_json_file(test::source_path("tests/fixtures/trainer_moe/trl_log_history.json"), "t");
+// The run of tests/fixtures/<folder> against its TRL log.
+void expect_trl_parity(const std::string& folder) {
+  const std::string root = test::source_path("tests/fixtures/" + folder);
+  const Json golden = read_json_file(root + "/trl_log_history.json", "t");
   const Json& s = golden["settings"];
-  const std::string model_dir = test::source_path("tests/fixtures/trainer_moe/model");
+  const std::string model_dir = root + "/model";
   TrainingArgs a;
   a.model_name_or_path = model_dir;
   a.dataset_name = test::source_path("tests/fixtures/train_cli/train.jsonl");
-  a.output_dir = test::fresh_output_dir("trainer_moe_parity");
+  a.output_dir = test::fresh_output_dir(folder + "_parity");
   a.max_steps = s["max_steps"];
   a.per_device_train_batch_size = s["per_device_train_batch_size"];
   a.gradient_accumulation_steps = s["gradient_accumulation_steps"];
@@ -85,8 +89,17 @@ TEST(TrainerMoeParity, LossAuxLossAndGradNormMatchTrl) {
     EXPECT_NEAR(g["mean_token_accuracy"].get<double>(), w["mean_token_accuracy"].get<double>(),
                 1e-6);
   }
-  std::printf("largest relative difference from TRL: loss %.2e, aux_loss %.2e, grad_norm %.2e\n",
-              worst[0], worst[1], worst[2]);
+  std::printf(
+      "%s: largest relative difference from TRL: loss %.2e, aux_loss %.2e, grad_norm %.2e\n",
+      folder.c_str(), worst[0], worst[1], worst[2]);
+}
+
+TEST(TrainerMoeParity, LossAuxLossAndGradNormMatchTrl) {
+  expect_trl_parity("trainer_moe");
+}
+
+TEST(TrainerMoeParity, GptOssLossAuxLossAndGradNormMatchTrl) {
+  expect_trl_parity("trainer_moe_gpt_oss");
 }
 
 }  // namespace

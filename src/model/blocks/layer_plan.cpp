@@ -65,6 +65,7 @@ LayerPlan LayerPlan::of(const ModelConfig& c, int layer, const std::string& sour
     fail("model", source + ": hidden_act '" + c.hidden_act +
                       "' is not supported (the gated MLP takes silu or gelu_pytorch_tanh)");
   p.experts = c.layer_has_experts(layer);
+  p.clamped_experts = p.experts && c.swiglu_limit > 0;
   return p;
 }
 
@@ -90,7 +91,8 @@ std::string describe(const LayerPlan& p, int64_t head_dim) {
   const std::string scaled =
       p.residual_multiplier != 1 ? " · × " + number(p.residual_multiplier) : "";
   const std::string mid = p.norms.post ? " · add · " + pre : scaled + " · add + " + norm + " · ";
-  const std::string mlp = p.experts                                  ? "experts (router, SwiGLU)"
+  const std::string mlp = p.clamped_experts ? "experts (biased router and experts, clamped SwiGLU)"
+                          : p.experts       ? "experts (router, SwiGLU)"
                           : p.activation == MlpActivation::kGeluTanh ? "GELU-tanh MLP"
                                                                      : "SwiGLU MLP";
   return pre + "attention(" + attention + ")" + post + mid + mlp + post + scaled + " · add";

@@ -40,6 +40,8 @@ struct LayerPlan {
   float residual_multiplier = 1;         // each branch's output times this (Granite)
   MlpActivation activation = MlpActivation::kSilu;
   bool experts = false;  // the MLP is a mixture of experts (blocks/moe_block.h)
+  // gpt-oss's experts: biased router and projections, the clamped SwiGLU (swiglu_limit > 0).
+  bool clamped_experts = false;
 
   // Throws "[model] ..." naming `source` (the config file, or what built the config) and the
   // field when the config asks for a layer no block implements.

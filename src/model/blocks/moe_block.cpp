@@ -2,6 +2,7 @@
 #include "model/blocks/moe_block.h"
 
 #include "core/arena.h"
+#include "model/blocks/moe_expert_bias.h"
 #include "ops/ops.h"
 
 namespace sft::model {
@@ -35,6 +36,12 @@ void sort_tokens(MoeMlpBlock::Saved& a, int64_t T, int64_t k, int64_t E) {
 
 ops::ExpertRouting MoeMlpBlock::Saved::routing() const {
   return {probs.rows, weights.cols, probs.cols, expert_of, offsets, row_of, token_of};
+}
+
+std::span<const int64_t> MoeMlpBlock::Saved::host_offsets() const {
+  const auto n = static_cast<size_t>(probs.cols + 1);
+  if (probs.device == Device::kCpu) return {offsets, n};
+  return {host.data() + (offsets - expert_of), n};  // sort_tokens' mirror of the span
 }
 
 MoeMlpBlock::Saved MoeMlpBlock::carve_saved(Carver& cv, const LayerShape& s) {
@@ -78,6 +85,13 @@ MoeMlpBlock::Scratch MoeMlpBlock::carve_scratch(Carver& cv, const LayerShape& s,
   return g;
 }
 
+void MoeMlpBlock::add_gate_up_bias(ops::View gate, ops::View up,
+                                   std::span<const int64_t> offsets) const {
+  if (!gate_up_bias) return;
+  add_expert_bias(gate, gate_up_bias->value, offsets, 0);
+  add_expert_bias(up, gate_up_bias->value, offsets, I);
+}
+
 ops::View MoeMlpBlock::weights_for(const Parameter& p, const ops::View& x) const {
   if (x.dtype != DType::kBF16) return p.value;
   if (p.bf16.empty()) fail("model", "bf16 input to '" + p.spec.name + "', which has no bf16 copy");
@@ -98,14 +112,20 @@ void MoeMlpBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View ln)
   if (a.gate.dtype == DType::kBF16) {  // fp32 products, rounded as autocast stores them
     ops::grouped_matmul(s.gate32, a.xs, w_gu, r, gate_rows, true, false);
     ops::grouped_matmul(s.up32, a.xs, w_gu, r, up_rows, true, false);
+    add_gate_up_bias(s.gate32, s.up32, a.host_offsets());
     ops::cast(a.gate, s.gate32);
     ops::cast(a.up, s.up32);
   } else {
     ops::grouped_matmul(a.gate, a.xs, w_gu, r, gate_rows, true, false);
     ops::grouped_matmul(a.up, a.xs, w_gu, r, up_rows, true, false);
+    add_gate_up_bias(a.gate, a.up, a.host_offsets());
   }
-  ops::swiglu_forward(a.h, a.gate, a.up);
+  if (swiglu_limit > 0)
+    ops::swiglu_clamped_forward(a.h, a.gate, a.up, swiglu_alpha, swiglu_limit);
+  else
+    ops::swiglu_forward(a.h, a.gate, a.up);
   ops::grouped_matmul(a.ys, a.h, w_down, r, down_rows, true, false);
+  if (down_bias) add_expert_bias(a.ys, down_bias->value, a.host_offsets(), 0);
   ops::moe_combine_forward(y, a.ys, a.weights, r);
 }
 
@@ -118,6 +138,8 @@ void MoeMlpBlock::backward(ops::View dln, const Scratch& s, const Saved& a, ops:
   const ops::ExpertBlock gate_rows{I, 2 * I, 0}, up_rows{I, 2 * I, I}, down_rows{C, C, 0};
   const ops::View w_gu = weights_for(*gate_up, a.xs), w_down = weights_for(*down, a.xs);
   ops::moe_combine_backward(s.dys, s.dweights, dy, a.ys, a.weights, r);
+  if (down_bias && !down_bias->grad.empty())
+    expert_bias_backward(down_bias->grad, s.dys, a.host_offsets(), 0);
   // The down projection: dh = dys · W_down,e; dW_down,e += dys_eᵀ h_e (bf16: dys rounded).
   ops::View dys = s.dys;
   if (bf16) {
@@ -127,8 +149,23 @@ void MoeMlpBlock::backward(ops::View dln, const Scratch& s, const Saved& a, ops:
   ops::grouped_matmul(s.dh, dys, w_down, r, down_rows, false, false);
   if (!down->grad.empty()) ops::grouped_matmul_weight_grad(down->grad, dys, a.h, r, down_rows);
   ops::View dgate = s.dgate, dup = s.dup;
-  if (bf16) dgate = s.dgate16, dup = s.dup16;  // rounded by SwiGLU's backward itself
-  ops::swiglu_backward(dgate, dup, s.dh, a.gate, a.up);
+  // Under bf16 rounded by SwiGLU's backward itself, unless the biases' gradients need the
+  // fp32 values first (then rounded after them).
+  const bool bias_grads = gate_up_bias && !gate_up_bias->grad.empty();
+  if (bf16 && !bias_grads) dgate = s.dgate16, dup = s.dup16;
+  if (swiglu_limit > 0)
+    ops::swiglu_clamped_backward(dgate, dup, s.dh, a.gate, a.up, swiglu_alpha, swiglu_limit);
+  else
+    ops::swiglu_backward(dgate, dup, s.dh, a.gate, a.up);
+  if (bias_grads) {
+    expert_bias_backward(gate_up_bias->grad, dgate, a.host_offsets(), 0);
+    expert_bias_backward(gate_up_bias->grad, dup, a.host_offsets(), I);
+    if (bf16) {
+      ops::cast(s.dgate16, dgate);
+      ops::cast(s.dup16, dup);
+      dgate = s.dgate16, dup = s.dup16;
+    }
+  }
   ops::grouped_matmul(s.dxs, dgate, w_gu, r, gate_rows, false, false);
   ops::grouped_matmul(s.dxs, dup, w_gu, r, up_rows, false, true);
   if (!gate_up->grad.empty()) {

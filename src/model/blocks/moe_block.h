@@ -6,6 +6,9 @@
 //   gate_e, up_e = xs_e · W_gate,eᵀ, xs_e · W_up,eᵀ      (R, I)   grouped GEMMs, experts'
 //   h = silu(gate) · up; ys_e = h_e · W_down,eᵀ          (R, C)   stacked weights' blocks
 //   y[t] = Σ_j weights[t, j] · ys[row of (t, j)]         (T, C)
+// gpt-oss adds a bias to the router (a Linear's), per-expert biases to the gate, up and down
+// products (blocks/moe_expert_bias.h) and takes the clamped SwiGLU, h = (clamp(up) + 1) ·
+// g σ(alpha g) with g = min(gate, limit) (ops::swiglu_clamped_*), when swiglu_limit > 0.
 // Every step is an ops:: kernel (ops/ops.h's moe_* and grouped_matmul*), deterministic for any
 // thread count. Under bf16 compute the grouped GEMMs read bf16 operands (the weights' bf16
 // copies; xs, h and the rounded output gradients bf16) with fp32 accumulation, as mlp_block.h;
@@ -24,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/blocks/block_grad_scratch.h"
@@ -40,6 +44,11 @@ struct MoeMlpBlock {
   const Parameter* down = nullptr;     // mlp.experts.down_proj (E·C, I)
   int64_t experts = 0, top_k = 0, I = 0;
   bool normalize = false;  // norm_topk_prob
+  // gpt-oss: mlp.experts.gate_up_proj_bias (E, 2I: gate entries, then up entries) and
+  // down_proj_bias (E, C), or null; the clamped SwiGLU when swiglu_limit > 0.
+  const Parameter* gate_up_bias = nullptr;
+  const Parameter* down_bias = nullptr;
+  double swiglu_limit = 0, swiglu_alpha = 0;
 
   bool bound() const { return gate_up != nullptr; }
 
@@ -56,6 +65,8 @@ struct MoeMlpBlock {
     // On a device: the four routing arrays' span mirrored on the host, where the sort runs.
     std::vector<int64_t> host;
     ops::ExpertRouting routing() const;
+    // The routing's offsets (E + 1) in host memory: offsets itself, or its place in `host`.
+    std::span<const int64_t> host_offsets() const;
   };
   struct Scratch {
     ops::View logits;        // (T, E) f32 (forward: the router's output; backward: dlogits)
@@ -80,6 +91,8 @@ struct MoeMlpBlock {
 
  private:
   ops::View weights_for(const Parameter& p, const ops::View& x) const;
+  // gate, up (R, I) f32 += the experts' gate and up biases (none without them).
+  void add_gate_up_bias(ops::View gate, ops::View up, std::span<const int64_t> offsets) const;
 };
 
 }  // namespace sft::model

@@ -17,6 +17,8 @@ const KernelTable& cpu_kernels() {
       .rope_backward = cpu::rope_backward,
       .swiglu_forward = cpu::swiglu_forward,
       .swiglu_backward = cpu::swiglu_backward,
+      .swiglu_clamped_forward = cpu::swiglu_clamped_forward,
+      .swiglu_clamped_backward = cpu::swiglu_clamped_backward,
       .gelu_tanh_gated_forward = cpu::gelu_tanh_gated_forward,
       .gelu_tanh_gated_backward = cpu::gelu_tanh_gated_backward,
       .embedding_forward = cpu::embedding_forward,

@@ -34,6 +34,9 @@ void rope_backward(View dx, View cos, View sin, int64_t head_dim);
 // f32, or bf16 gate and up with f32 h / gradients (as the CPU).
 void swiglu_forward(View h, View gate, View up);
 void swiglu_backward(View dgate, View dup, View dh, View gate, View up);
+void swiglu_clamped_forward(View h, View gate, View up, double alpha, double limit);
+void swiglu_clamped_backward(View dgate, View dup, View dh, View gate, View up, double alpha,
+                             double limit);
 void gelu_tanh_gated_forward(View h, View gate, View up);
 void gelu_tanh_gated_backward(View dgate, View dup, View dh, View gate, View up);
 

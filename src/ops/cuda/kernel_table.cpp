@@ -17,6 +17,8 @@ const KernelTable& cuda_kernels() {
       .rope_backward = cuda::rope_backward,
       .swiglu_forward = cuda::swiglu_forward,
       .swiglu_backward = cuda::swiglu_backward,
+      .swiglu_clamped_forward = cuda::swiglu_clamped_forward,
+      .swiglu_clamped_backward = cuda::swiglu_clamped_backward,
       .gelu_tanh_gated_forward = cuda::gelu_tanh_gated_forward,
       .gelu_tanh_gated_backward = cuda::gelu_tanh_gated_backward,
       .embedding_forward = cuda::embedding_forward,
