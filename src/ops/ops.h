@@ -65,7 +65,8 @@ void parallel_for_rows(int64_t n, int64_t grain, F&& f) {
 
 // c (M, N) =, or += with accumulate, op(a) · op(b), op = transpose when asked. c is f32 (f64
 // for the reference); a and b are both f32, both bf16 (fp32 accumulation) or both f64. Any of
-// the three may be a column block (View::columns) (CPU and CUDA): its stride is the leading dimension.
+// the three may be a column block (View::columns) (CPU and CUDA): its stride is the leading
+// dimension.
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate);
 
 // c =, or += with accumulate, a · Wᵀ (trans_w: c (M, rows), a (M, cols)) or a · W (c (M, cols),
