@@ -29,6 +29,7 @@
 #include "text/tokenizer.h"
 #include "train/data_options.h"
 #include "train/trainer.h"
+#include "train/trainer_moe_parity_run.h"
 
 namespace sft::model {
 namespace {
@@ -149,72 +150,19 @@ TEST(CudaMoeModelModes, GradientCheckpointingOnTheDeviceEqualsTheCpu) {
               expect_step_near(got, ref, "gradient checkpointing"));
 }
 
-// The trainer on the device against TRL's golden of a mixture of experts (tests/fixtures/
-// trainer_moe, tools/make_trainer_moe_golden.py; the CPU's run is trainer_moe_parity_test.cpp):
-// the tiny Qwen3-MoE, padded micro-batches of 2 (the padding mask in the load's counts), 2
-// accumulation steps, TRL's load-balancing loss; loss, aux_loss and grad_norm of each logged
-// step within 1e-4 relative of TRL's (the CPU test's bar), num_tokens exact.
+// The trainer on the device against TRL's goldens of mixtures of experts (tests/fixtures/
+// trainer_moe and trainer_moe_gpt_oss, tools/make_trainer_moe_golden.py; the CPU's runs are
+// trainer_moe_parity_test.cpp): padded micro-batches of 2 (the padding mask in the load's counts),
+// 2 accumulation steps, TRL's load-balancing loss; loss, aux_loss and grad_norm of each logged step
+// within 1e-4 relative of TRL's (the CPU test's bar), num_tokens exact.
 TEST(CudaMoeTrainer, TrlMoeGoldenOnTheDevice) {
   SFT_SKIP_WITHOUT_CUDA();
-  const Json golden =
-      read_json_file(test::source_path("tests/fixtures/trainer_moe/trl_log_history.json"), "t");
-  const Json& s = golden["settings"];
-  const std::string model_dir = test::source_path("tests/fixtures/trainer_moe/model");
-  TrainingArgs a;
-  a.model_name_or_path = model_dir;
-  a.dataset_name = test::source_path("tests/fixtures/train_cli/train.jsonl");
-  a.output_dir = test::fresh_output_dir("cuda_trainer_moe");
-  a.max_steps = s["max_steps"];
-  a.per_device_train_batch_size = s["per_device_train_batch_size"];
-  a.gradient_accumulation_steps = s["gradient_accumulation_steps"];
-  a.learning_rate = s["learning_rate"];
-  a.warmup_steps = s["warmup_steps"];
-  a.weight_decay = s["weight_decay"];
-  a.max_length = s["max_length"].get<int64_t>();
-  a.logging_steps = s["logging_steps"];
-  a.max_grad_norm = s["max_grad_norm"];
-  a.save_strategy = "no";
-  a.gradient_checkpointing = false;
-  a.disable_tqdm = true;
-  data::PrepareOptions po = prepare_options_from_args(a, model_dir, "");
-  po.show_progress = false;
-  const std::shared_ptr<const data::PreparedDataset> rows = data::prepare_dataset(po);
-  Transformer m = Transformer::load(model_dir);
-  m.to_device(Device::kCuda);
-  const text::Tokenizer tok = text::Tokenizer::from_file(model_dir);
-  std::unique_ptr<Comm> comm = make_local_comm();
-  TrainerSetup setup;
-  setup.args = &a;
-  setup.model = &m;
-  setup.train = rows.get();
-  setup.comm = comm.get();
-  setup.shuffle = false;  // the golden uses a SequentialSampler
-  setup.batching.padding_free = false;
-  setup.batching.pad_token_id = *tok.token_to_id("<|endoftext|>");
-  setup.console_progress = false;
-  Trainer trainer(setup);
-  trainer.train();
+  test::expect_moe_trl_parity("trainer_moe", Device::kCuda);
+}
 
-  std::vector<Json> ours;
-  for (const Json& e : trainer.state().log_history)
-    if (e.contains("loss")) ours.push_back(e);
-  const Json& want = golden["log_history"];
-  ASSERT_EQ(ours.size(), want.size());
-  double worst[3] = {0, 0, 0};
-  const char* keys[3] = {"loss", "aux_loss", "grad_norm"};
-  for (size_t i = 0; i < ours.size(); ++i) {
-    SCOPED_TRACE("step " + std::to_string(i + 1));
-    EXPECT_EQ(ours[i]["step"], want[i]["step"]);
-    EXPECT_DOUBLE_EQ(ours[i]["num_tokens"].get<double>(), want[i]["num_tokens"].get<double>());
-    for (int k = 0; k < 3; ++k) {
-      ASSERT_TRUE(ours[i].contains(keys[k])) << keys[k];
-      const double ref = want[i][keys[k]], got = ours[i][keys[k]];
-      worst[k] = std::max(worst[k], std::fabs(got - ref) / ref);
-      EXPECT_NEAR(got, ref, 1e-4 * ref) << keys[k];
-    }
-  }
-  std::printf("[cuda moe] trainer vs TRL: loss %.2e, aux_loss %.2e, grad_norm %.2e\n", worst[0],
-              worst[1], worst[2]);
+TEST(CudaMoeTrainer, TrlGptOssGoldenOnTheDevice) {
+  SFT_SKIP_WITHOUT_CUDA();
+  test::expect_moe_trl_parity("trainer_moe_gpt_oss", Device::kCuda);
 }
 
 }  // namespace
