@@ -26,6 +26,7 @@
 #include "text/tokenizer.h"
 #include "train/data_options.h"
 #include "train/trainer.h"
+#include "train/trainer_parity_run.h"
 
 namespace sft::test {
 
@@ -35,22 +36,8 @@ inline void expect_moe_trl_parity(const std::string& folder, Device device) {
   const Json golden = read_json_file(root + "/trl_log_history.json", "t");
   const Json& s = golden["settings"];
   const std::string model_dir = root + "/model";
-  TrainingArgs a;
-  a.model_name_or_path = model_dir;
-  a.dataset_name = source_path("tests/fixtures/train_cli/train.jsonl");
-  a.output_dir = fresh_output_dir(folder + "_parity_" + device_name(device));
-  a.max_steps = s["max_steps"];
-  a.per_device_train_batch_size = s["per_device_train_batch_size"];
-  a.gradient_accumulation_steps = s["gradient_accumulation_steps"];
-  a.learning_rate = s["learning_rate"];
-  a.warmup_steps = s["warmup_steps"];
-  a.weight_decay = s["weight_decay"];
-  a.max_length = s["max_length"].get<int64_t>();
-  a.logging_steps = s["logging_steps"];
-  a.max_grad_norm = s["max_grad_norm"];
-  a.save_strategy = "no";
-  a.gradient_checkpointing = false;
-  a.disable_tqdm = true;
+  const TrainingArgs a = golden_training_args(
+      s, model_dir, fresh_output_dir(folder + "_parity_" + device_name(device)));
 
   data::PrepareOptions po = prepare_options_from_args(a, model_dir, "");
   po.show_progress = false;

@@ -33,15 +33,14 @@ inline Json trainer_parity_golden() {
   return read_json_file(source_path("tests/fixtures/trainer_parity/trl_log_history.json"), "t");
 }
 
-// The golden's run with the model on `device` (moved there before training); the log history.
-inline std::vector<Json> run_trainer_parity(const Json& golden, Device device,
-                                            const std::string& output_name) {
-  const Json& s = golden["settings"];
-  const std::string model_dir = source_path("tests/fixtures/generate_text");
+// A golden's training settings (its "settings" object, as tools/make_trainer_*_golden.py write
+// them) on tests/fixtures/train_cli's rows: no checkpoints, no gradient checkpointing.
+inline TrainingArgs golden_training_args(const Json& s, const std::string& model_dir,
+                                         const std::string& output_dir) {
   TrainingArgs a;
   a.model_name_or_path = model_dir;
   a.dataset_name = source_path("tests/fixtures/train_cli/train.jsonl");
-  a.output_dir = fresh_output_dir(output_name);
+  a.output_dir = output_dir;
   a.max_steps = s["max_steps"];
   a.per_device_train_batch_size = s["per_device_train_batch_size"];
   a.gradient_accumulation_steps = s["gradient_accumulation_steps"];
@@ -52,11 +51,20 @@ inline std::vector<Json> run_trainer_parity(const Json& golden, Device device,
   a.logging_steps = s["logging_steps"];
   a.max_grad_norm = s["max_grad_norm"];
   a.save_strategy = "no";
+  a.gradient_checkpointing = false;
+  a.disable_tqdm = true;
+  return a;
+}
+
+// The golden's run with the model on `device` (moved there before training); the log history.
+inline std::vector<Json> run_trainer_parity(const Json& golden, Device device,
+                                            const std::string& output_name) {
+  const Json& s = golden["settings"];
+  const std::string model_dir = source_path("tests/fixtures/generate_text");
+  TrainingArgs a = golden_training_args(s, model_dir, fresh_output_dir(output_name));
   a.eval_strategy = s["eval_strategy"];
   a.eval_steps = s["eval_steps"].get<double>();
   a.per_device_eval_batch_size = s["per_device_eval_batch_size"];
-  a.gradient_checkpointing = false;
-  a.disable_tqdm = true;
 
   data::PrepareOptions po = prepare_options_from_args(a, model_dir, "");
   po.show_progress = false;
