@@ -38,6 +38,16 @@ double tp_weighted_sum_of_squares(const model::ParameterSet& params, std::span<c
   return split + replicated / tp_size;
 }
 
+// Each decoder layer's run of the trainable arena (optim/zero2.h's layer_runs; empty when the
+// layers' parameters are not one run each): what ZeRO-2/3 shard and the overlap all-reduces.
+std::vector<ShardRange> trainable_layer_runs(const model::Transformer& model) {
+  std::vector<ParamPlace> places;
+  for (const model::Parameter& p : model.trainable().all())
+    places.push_back(
+        {p.spec.layer, static_cast<size_t>(p.offset), static_cast<size_t>(p.value.numel())});
+  return layer_runs(places, model.config().num_hidden_layers);
+}
+
 }  // namespace
 
 void Trainer::init_zero23() {
@@ -47,11 +57,7 @@ void Trainer::init_zero23() {
                       device_name(model_.device()) +
                       ": ZeRO-2/3 shard host memory only (hint: --zero_stage 1, or --use_cpu)");
   model::ParameterSet& t = model_.trainable();
-  std::vector<ParamPlace> places;
-  for (const model::Parameter& p : t.all())
-    places.push_back(
-        {p.spec.layer, static_cast<size_t>(p.offset), static_cast<size_t>(p.value.numel())});
-  const std::vector<ShardRange> runs = layer_runs(places, model_.config().num_hidden_layers);
+  const std::vector<ShardRange> runs = trainable_layer_runs(model_);
   const size_t n = static_cast<size_t>(t.numel());
   zero2_ = std::make_unique<Zero2Grads>(n, runs, *comm_);
   zero2_->release_others(t.grads());
@@ -134,11 +140,7 @@ void Trainer::init_device_comms() {
 
 void Trainer::init_overlap() {
   const model::ParameterSet& t = model_.trainable();
-  std::vector<ParamPlace> places;
-  for (const model::Parameter& p : t.all())
-    places.push_back(
-        {p.spec.layer, static_cast<size_t>(p.offset), static_cast<size_t>(p.value.numel())});
-  overlap_layers_ = layer_runs(places, model_.config().num_hidden_layers);
+  overlap_layers_ = trainable_layer_runs(model_);
   if (overlap_layers_.empty()) {  // then the one all-reduce after the backward
     if (is_main())
       log_info(

@@ -19,16 +19,10 @@
 #include <vector>
 
 #include "cuda_test_support.h"
-#include "data/prepare.h"
-#include "io/json.h"
 #include "io/safetensors.h"
 #include "model/transformer.h"
 #include "ops/cuda/cuda_memory.h"
-#include "parallel/comm.h"
 #include "test_paths.h"
-#include "text/tokenizer.h"
-#include "train/data_options.h"
-#include "train/trainer.h"
 #include "train/trainer_moe_parity_run.h"
 
 namespace sft::model {
