@@ -155,6 +155,10 @@ struct ModelConfig {
   std::string moe_module = "mlp";
   std::string router_module = "gate";
   ExpertsOnDisk experts_on_disk = ExpertsOnDisk::kPerExpertProj;
+  // gpt-oss's quantization_config {"quant_method": "mxfp4"}: the checkpoint stores the expert
+  // stacks as MXFP4 _blocks/_scales pairs (model/mxfp4.h), dequantized at load. The model is
+  // dense from then on, and the config sft writes back has no quantization_config.
+  bool experts_mxfp4 = false;
   // gpt-oss: the router has a bias (<router_module>.bias), each expert's projections too
   // (experts.gate_up_proj_bias (E, 2I), experts.down_proj_bias (E, C)), and the experts'
   // activation is the clamped SwiGLU (ops::swiglu_clamped_*): swiglu_limit > 0 (0 = the plain

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "model/config_reader.h"
+#include "model/mxfp4.h"
 
 namespace sft::config_detail {
 
@@ -42,19 +43,39 @@ constexpr std::array<MoeFamilyTraits, 5> kFamilies = {{
      ExpertsOnDisk::kTransposedInterleaved},
 }};
 
+// gpt-oss's quantization_config: "mxfp4", the released checkpoints' (their experts as MXFP4
+// pairs, dequantized at load as transformers does: model/mxfp4.h), is the one method read;
+// modules_to_not_convert needs no reading, since the checkpoint itself says which stacks are
+// stored in MXFP4 (transformers' dequantizing load goes by the stored names too).
+void read_gpt_oss_quantization(const Reader& r, ModelConfig& c) {
+  const Json* q = r.get("quantization_config");
+  if (!q || q->is_null()) return;
+  const Json* method = q->is_object() ? r.get(*q, "quant_method") : nullptr;
+  const std::string name = method && method->is_string() ? method->get<std::string>() : "";
+  if (name != "mxfp4")
+    r.bad("quantization_config",
+          method ? "quant_method " + method->dump() + " is not one sft reads for gpt-oss"
+                 : "expected an object with a quant_method",
+          "sft reads gpt-oss folders in bf16/fp32 and the released MXFP4 ones (quant_method "
+          "\"mxfp4\"); dequantize others once with transformers and save_pretrained the result");
+  // Rows of 32-value blocks: the experts' input widths must be whole blocks.
+  for (const auto& [key, width] : {std::pair{"hidden_size", c.hidden_size},
+                                   std::pair{"intermediate_size", c.intermediate_size}})
+    if (width % model::kMxfp4BlockValues != 0)
+      r.bad(key,
+            "is " + std::to_string(width) +
+                ", which MXFP4 experts cannot have: their rows "
+                "are blocks of " +
+                std::to_string(model::kMxfp4BlockValues) + " values",
+            "this config.json does not belong to an MXFP4 checkpoint");
+  c.experts_mxfp4 = true;
+}
+
 // gpt-oss beyond the shared keys: the router's and the experts' biases, the clamped SwiGLU
-// (swiglu_limit, swiglu_alpha: GptOssConfig's 7.0 and 1.702), the attention sinks; MXFP4 expert
-// weights (the released checkpoints' quantization_config) are refused with the way to a
-// dequantized folder.
+// (swiglu_limit, swiglu_alpha: GptOssConfig's 7.0 and 1.702), the attention sinks, the MXFP4
+// quantization_config.
 void read_gpt_oss(const Reader& r, ModelConfig& c) {
-  if (const Json* q = r.get("quantization_config")) {
-    const Json* method = q->is_object() ? r.get(*q, "quant_method") : nullptr;
-    if (method && method->is_string() && method->get<std::string>() == "mxfp4")
-      r.bad("quantization_config", "the experts are stored in MXFP4, which sft does not read",
-            "dequantize the folder once with transformers: GptOssForCausalLM.from_pretrained("
-            "path, quantization_config=Mxfp4Config(dequantize=True), dtype=torch.bfloat16)"
-            ".save_pretrained(out) writes the bf16 experts sft loads");
-  }
+  read_gpt_oss_quantization(r, c);
   c.router_bias = c.expert_biases = true;
   c.attention_sinks = true;
   c.swiglu_limit = r.get("swiglu_limit") ? r.number(*r.get("swiglu_limit"), "swiglu_limit") : 7.0;

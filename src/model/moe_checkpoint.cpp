@@ -2,12 +2,15 @@
 #include "model/moe_checkpoint.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <optional>
 #include <span>
 #include <string>
 
+#include "model/mxfp4.h"
 #include "model/param_slices.h"
+#include "ops/ops.h"
 
 namespace sft::model {
 
@@ -49,6 +52,11 @@ std::vector<ExpertPiece> pieces_of(const ParamSpec& p) {
 // gate row i at column 2i and its up row i at column 2i + 1, down_proj (E, I, C), and
 // gate_up_proj_bias (E, 2I) interleaved as those columns. Element `k` of sft's tensor (in
 // row-major order of spec.shape) is element disk_index(k) of the one on disk.
+// gate_up's sft row r (gate rows, then up rows) as a column on disk: gate i at 2i, up i at 2i + 1.
+int64_t interleaved_column(int64_t r, int64_t I) {
+  return r < I ? 2 * r : 2 * (r - I) + 1;
+}
+
 bool transposed_slot(ParamSlot slot) {
   return slot == ParamSlot::kExpertsGateUp || slot == ParamSlot::kExpertsDown ||
          slot == ParamSlot::kExpertsGateUpBias;
@@ -67,8 +75,7 @@ void for_each_disk_index(const ParamSpec& p, F&& f) {
   if (p.slot == ParamSlot::kExpertsGateUpBias) {  // (E, 2I): interleave the halves
     const int64_t I = rows / 2;
     for (int64_t e = 0; e < E; ++e)
-      for (int64_t r = 0; r < rows; ++r)
-        f(e * rows + r, e * rows + (r < I ? 2 * r : 2 * (r - I) + 1));
+      for (int64_t r = 0; r < rows; ++r) f(e * rows + r, e * rows + interleaved_column(r, I));
     return;
   }
   const int64_t cols = p.shape[2];
@@ -76,12 +83,88 @@ void for_each_disk_index(const ParamSpec& p, F&& f) {
     for (int64_t r = 0; r < rows; ++r) {
       // gate_up: sft row r is the gate's (r < I) or the up's; on disk a column of (C, 2I).
       const int64_t I = rows / 2;
-      const int64_t column = p.slot == ParamSlot::kExpertsGateUp ? (r < I ? 2 * r : 2 * (r - I) + 1)
+      const int64_t column = p.slot == ParamSlot::kExpertsGateUp ? interleaved_column(r, I)
                                                                  : r;  // down: (I, C) → (C, I)
       for (int64_t c = 0; c < cols; ++c)
         f((e * rows + r) * cols + c, (e * cols + c) * rows + column);
     }
   }
+}
+
+// An MXFP4 checkpoint's stack (config.experts_mxfp4, mxfp4.h) stored as its _blocks/_scales
+// pair, which a checkpoint holding the plain name does not use.
+bool stored_mxfp4(const ParamSpec& p, const SafetensorsCheckpoint& ckpt,
+                  const ModelConfig& config) {
+  return config.experts_mxfp4 && is_stack(p) && !ckpt.contains(p.name);
+}
+
+// Every pair a stored tensor's name is part of: both halves present, as mxfp4.h describes.
+void check_mxfp4_pairs(const SafetensorsCheckpoint& ckpt) {
+  for (const std::string& name : ckpt.names()) {
+    for (const char* stack : {"experts.gate_up_proj", "experts.down_proj"}) {
+      const std::string blocks_suffix = mxfp4_blocks_name(stack);
+      const std::string scales_suffix = mxfp4_scales_name(stack);
+      const bool is_blocks = name.ends_with(blocks_suffix),
+                 is_scales = name.ends_with(scales_suffix);
+      if (!is_blocks && !is_scales) continue;
+      const std::string base =
+          name.substr(0, name.size() - (is_blocks ? blocks_suffix : scales_suffix).size()) + stack;
+      const std::string blocks = mxfp4_blocks_name(base), scales = mxfp4_scales_name(base);
+      const std::string& partner = is_blocks ? scales : blocks;
+      if (!ckpt.contains(partner))
+        fail_in_file(
+            "model", {ckpt.file_of(name).path(), "tensor '" + name + "'"},
+            "has no '" + partner + "' beside it: MXFP4 needs both to decode '" + base + "'",
+            "the checkpoint is incomplete; download the folder again");
+      if (is_scales) continue;  // checked once, from its blocks
+      check_mxfp4_pair({ckpt.entry(blocks), ckpt.file_of(blocks).path(), ckpt.entry(scales),
+                        ckpt.file_of(scales).path()});
+    }
+  }
+}
+
+// Decodes `p`'s pair into sft's stack `value` (E, R, K): row r of expert e is the pair's row
+// interleaved_column(r) for gate_up (a column of the (E, C, 2I) tensor transformers makes),
+// row r for down_proj. Fails naming the first block that decodes to inf.
+void load_mxfp4_stack(const SafetensorsCheckpoint& ckpt, const ParamSpec& p, float* value) {
+  const std::string blocks_name = mxfp4_blocks_name(p.name);
+  const std::string scales_name = mxfp4_scales_name(p.name);
+  const Tensor blocks = ckpt.tensor(blocks_name), scales = ckpt.tensor(scales_name);
+  const auto* block_bytes = reinterpret_cast<const uint8_t*>(blocks.bytes());
+  const auto* scale_bytes = reinterpret_cast<const uint8_t*>(scales.bytes());
+  const int64_t E = p.shape[0], R = p.shape[1], K = p.shape[2];
+  const int64_t G = K / kMxfp4BlockValues;  // shapes checked by the caller (checkpoint_layout)
+  const bool gate_up = p.slot == ParamSlot::kExpertsGateUp;
+  auto decode = [&](int64_t row, float* out) {  // row = e * R + r of sft's stack
+    const int64_t e = row / R, r = row % R;
+    const int64_t stored = e * R + (gate_up ? interleaved_column(r, R / 2) : r);
+    return decode_mxfp4_row(
+        {block_bytes + stored * G * kMxfp4BlockBytes, static_cast<size_t>(G * kMxfp4BlockBytes)},
+        {scale_bytes + stored * G, static_cast<size_t>(G)}, {out, static_cast<size_t>(K)});
+  };
+  std::atomic<int64_t> first_bad{E * R};
+  ops::parallel_for_rows(E * R, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row)
+      if (decode(row, value + row * K) >= 0) {
+        int64_t seen = first_bad.load();
+        while (row < seen && !first_bad.compare_exchange_weak(seen, row)) {
+        }
+        break;  // a later row of this chunk cannot come first
+      }
+  });
+  if (first_bad.load() == E * R) return;
+  const int64_t row = first_bad.load(), e = row / R;
+  const int64_t stored_row = gate_up ? interleaved_column(row % R, R / 2) : row % R;
+  const int64_t g = decode(row, value + row * K) / kMxfp4BlockValues;
+  const uint8_t s = scale_bytes[(e * R + stored_row) * G + g];
+  fail_in_file("model",
+               {ckpt.file_of(blocks_name).path(),
+                "tensor '" + blocks_name + "', expert " + std::to_string(e) + ", row " +
+                    std::to_string(stored_row) + ", block " + std::to_string(g)},
+               "decodes to inf (scale byte " + std::to_string(s) + " is 2^" +
+                   std::to_string(static_cast<int>(s) - 127) + (s == 255 ? ", E8M0's NaN" : "") +
+                   "): not weights one can train",
+               "the checkpoint is damaged; download it again");
 }
 
 // One tensor's name after model.layers.N. in memory (as checkpoint_layout reads it) and on disk;
@@ -151,6 +234,7 @@ std::string renamed(const std::string& name, std::span<const NameRule> rules, bo
 }  // namespace
 
 SafetensorsCheckpoint experts_view(SafetensorsCheckpoint ckpt, const ModelConfig& config) {
+  if (config.experts_mxfp4) check_mxfp4_pairs(ckpt);
   const std::span<const NameRule> rules = rules_of(config.experts_on_disk);
   if (!config.has_experts() || rules.empty()) return ckpt;
   return SafetensorsCheckpoint::renamed(
@@ -174,6 +258,18 @@ std::vector<ParamSpec> checkpoint_layout(const std::vector<ParamSpec>& layout,
                                          const ModelConfig& config) {
   std::vector<ParamSpec> out;
   for (const ParamSpec& p : layout) {
+    if (stored_mxfp4(p, ckpt, config)) {
+      const int64_t E = p.shape[0], R = p.shape[1], K = p.shape[2];
+      for (const auto& [name, shape] :
+           {std::pair{mxfp4_blocks_name(p.name), mxfp4_blocks_shape(E, R, K)},
+            std::pair{mxfp4_scales_name(p.name), mxfp4_scales_shape(E, R, K)}}) {
+        ParamSpec q = p;
+        q.name = name;
+        q.shape = q.full_shape = shape;
+        out.push_back(std::move(q));
+      }
+      continue;
+    }
     if (converted_on_disk(p, config)) {
       ParamSpec q = p;
       q.shape = q.full_shape = disk_shape(p);
@@ -199,6 +295,10 @@ void load_checkpoint_parameters(const SafetensorsCheckpoint& ckpt, ParameterSet&
                                 const ModelConfig& config) {
   for (const Parameter& p : params.all()) {
     float* value = p.value.as<float>();
+    if (stored_mxfp4(p.spec, ckpt, config)) {
+      load_mxfp4_stack(ckpt, p.spec, value);
+      continue;
+    }
     if (converted_on_disk(p.spec, config)) {  // shape checked by the caller (checkpoint_layout)
       const std::vector<float> stored = ckpt.tensor(p.spec.name).to_f32_vector();
       for_each_disk_index(p.spec, [&](int64_t k, int64_t d) { value[k] = stored[d]; });

@@ -16,6 +16,10 @@
 // per-expert tensors (or from the stacked name, when a checkpoint has that), and written back in
 // the family's form as borrowed row blocks of the stack (no copy: each expert's matrix is a
 // contiguous run of it), or, transposed and interleaved, as owned copies in the form on disk.
+// gpt-oss's released checkpoints (config.experts_mxfp4) store each stack as an MXFP4 pair,
+// <stack>_blocks and <stack>_scales (mxfp4.h), decoded here at load; what sft writes back is the
+// plain bf16/fp32 form above, as transformers saves a model it loaded with
+// Mxfp4Config(dequantize=True) (and config.json loses its quantization_config: export_json).
 #pragma once
 
 #include <vector>
@@ -31,19 +35,23 @@ namespace sft::model {
 // `ckpt` with the family's stored expert and router names listed under the names
 // checkpoint_layout reads (Mixtral's experts.<e>.w1 as experts.<e>.gate_proj under mlp, its
 // block_sparse_moe.gate as mlp.gate, GraniteMoe's input_linear as experts.gate_up_proj, ...);
-// names already in that form, and every other tensor, as they are.
+// names already in that form, and every other tensor, as they are. An MXFP4 checkpoint's pairs
+// are checked here (both halves, uint8, agreeing shapes), before anything reads them.
 SafetensorsCheckpoint experts_view(SafetensorsCheckpoint ckpt, const ModelConfig& config);
 
 // The layout as `ckpt` (seen through experts_view) stores it: each stacked expert tensor replaced
 // by its experts' tensors, unless the checkpoint holds the stacked name itself (then the spec
 // stays). Without experts, the layout unchanged.
-// A transposed family's stacks (config.experts_on_disk) are listed in their shapes on disk.
+// A transposed family's stacks (config.experts_on_disk) are listed in their shapes on disk; an
+// MXFP4 checkpoint's stacks that it does not hold under their plain names as their _blocks and
+// _scales, in the shapes config.json implies.
 std::vector<ParamSpec> checkpoint_layout(const std::vector<ParamSpec>& layout,
                                          const SafetensorsCheckpoint& ckpt,
                                          const ModelConfig& config);
 
 // Every parameter's value from the checkpoint (names and shapes checked against
-// checkpoint_layout by the caller), the stacked experts from their per-expert tensors.
+// checkpoint_layout by the caller), the stacked experts from their per-expert tensors, or
+// decoded from their MXFP4 pairs (refusing a block that decodes to inf).
 void load_checkpoint_parameters(const SafetensorsCheckpoint& ckpt, ParameterSet& params,
                                 const ModelConfig& config);
 

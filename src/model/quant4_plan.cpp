@@ -74,6 +74,8 @@ std::optional<Quant4Plan> plan_from_model_config(const Json& config, const std::
   };
   if (!q.is_object()) refuse("must be an object", "the config.json transformers writes");
   const std::string method = q.value("quant_method", std::string());
+  // gpt-oss's MXFP4 experts are dequantized at load (model/mxfp4.h): a dense model, no 4-bit base.
+  if (method == "mxfp4") return std::nullopt;
   if (method != "bitsandbytes")
     refuse("quant_method '" + method +
                "' is not supported: sft.cpp reads bitsandbytes 4-bit "

@@ -47,7 +47,8 @@ Quant4Data quantize_for_plan(std::span<const float> values, const Quant4Plan& pl
 
 // The bitsandbytes 4-bit quantization_config of a config.json, if it has one: its plan
 // (bnb_4bit_quant_type, bnb_4bit_use_double_quant, llm_int8_skip_modules). A quantization
-// config of another method or in 8-bit is refused naming `where` with a hint.
+// config of another method or in 8-bit is refused naming `where` with a hint, except gpt-oss's
+// "mxfp4" (nullopt: its experts are dequantized at load, model/mxfp4.h).
 std::optional<Quant4Plan> plan_from_model_config(const Json& config, const std::string& where);
 
 }  // namespace sft::model

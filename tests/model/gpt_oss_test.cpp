@@ -1,6 +1,7 @@
 // gpt-oss beyond the parity test (fixture gpt_oss_experts_sinks, parity_test.cpp and
 // moe_test.cpp's aux loss): its config keys and GptOssConfig's defaults, the config written
-// back, the refused MXFP4 checkpoints, and the experts between sft's stacks and the form on disk
+// back, its quantization_config (MXFP4 read, others refused; the MXFP4 folders themselves are
+// mxfp4_test.cpp's), and the experts between sft's stacks and the form on disk
 // (mlp.experts.gate_up_proj (E, C, 2I) with gate and up in alternating columns, down_proj
 // (E, I, C), gate_up_proj_bias interleaved the same way): read element by element, saved in the
 // same form bit for bit, and read again unchanged.
@@ -116,15 +117,22 @@ TEST(GptOss, ConfigWrittenBackReadsTheSame) {
   EXPECT_EQ(parameter_layout(again).size(), parameter_layout(c).size());
 }
 
-TEST(GptOss, RefusesMxfp4AndBadLimits) {
+// The released checkpoints' quantization_config is read (their MXFP4 experts: mxfp4_test.cpp);
+// another method, and a limit that is not positive, are refused naming the key.
+TEST(GptOss, ReadsMxfp4AndRefusesOtherMethodsAndBadLimits) {
   Json j = read_json_file(fixture() + "/config.json", "test");
+  EXPECT_FALSE(parse_model_config(j, "config.json").experts_mxfp4);
   Json mx = j;
   mx["quantization_config"] = {{"quant_method", "mxfp4"},
                                {"modules_to_not_convert", Json::array()}};
-  const std::string e = error_of(mx);
-  EXPECT_NE(e.find("quantization_config"), std::string::npos) << e;
-  EXPECT_NE(e.find("MXFP4"), std::string::npos) << e;
-  EXPECT_NE(e.find("Mxfp4Config(dequantize=True)"), std::string::npos) << e;
+  EXPECT_TRUE(parse_model_config(mx, "config.json").experts_mxfp4);
+  Json other = j;
+  other["quantization_config"] = {{"quant_method", "bitsandbytes"}};
+  const std::string e = error_of(other);
+  EXPECT_NE(e.find("key 'quantization_config'"), std::string::npos) << e;
+  EXPECT_NE(e.find("quant_method \"bitsandbytes\" is not one sft reads for gpt-oss"),
+            std::string::npos)
+      << e;
   Json bad = j;
   bad["swiglu_limit"] = 0.0;
   EXPECT_NE(error_of(bad).find("swiglu_limit"), std::string::npos) << error_of(bad);
