@@ -88,6 +88,7 @@ Json to_json(const ModelSummary& s) {
       {"other_parts_elements", s.other_parts_elements},
       {"weight_files", s.weight_files},
       {"dtypes_on_disk", disk},
+      {"experts_mxfp4", c.experts_mxfp4},
       {"checkpoint_matches_config", s.mismatch.ok()},
       {"missing_tensors", s.mismatch.missing},
       {"unexpected_tensors", s.mismatch.unexpected},
@@ -139,6 +140,9 @@ std::string to_text(const ModelSummary& s) {
     o << "              " << dtype << ": " << st.tensors << " tensors, " << grouped(st.elements)
       << " elements, " << human_bytes(st.bytes) << "\n";
   }
+  if (c.experts_mxfp4)
+    o << "              the experts' U8 tensors are MXFP4 blocks and scales, dequantized at load "
+         "(fp32 in memory, as counted below)\n";
   if (!s.other_parts.empty())
     o << "              a multimodal folder: the text model above, beside " << s.other_parts.size()
       << " tensors (" << grouped(s.other_parts_elements)

@@ -50,3 +50,20 @@ foreach(pair mixtral_experts_sliding:107328 granitemoe_multipliers:91328
   endif()
   message(STATUS "${name}: ${got} parameters, as transformers")
 endforeach()
+# gpt-oss with MXFP4 experts (tests/fixtures/mxfp4, tools/make_mxfp4_fixture.py): the U8 pairs
+# match the layout, the count is transformers' num_parameters of the dequantized model.
+execute_process(COMMAND "${SFT}" inspect "${ROOT}/tests/fixtures/mxfp4/gpt_oss_tiny" --json
+                OUTPUT_VARIABLE json ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "sft inspect gpt_oss_tiny (MXFP4) failed (${rc}): ${err}")
+endif()
+string(JSON got GET "${json}" num_parameters)
+string(JSON matches GET "${json}" checkpoint_matches_config)
+string(JSON mxfp4 GET "${json}" experts_mxfp4)
+string(JSON u8 GET "${json}" dtypes_on_disk U8 tensors)
+if(NOT got EQUAL 29802 OR NOT matches OR NOT mxfp4 OR NOT u8 EQUAL 8)
+  message(FATAL_ERROR "sft inspect --json gpt_oss_tiny (MXFP4): num_parameters ${got} (transformers "
+                      "says 29802), checkpoint_matches_config ${matches}, experts_mxfp4 ${mxfp4}, "
+                      "U8 tensors ${u8}\n${json}")
+endif()
+message(STATUS "gpt_oss_tiny (MXFP4): ${got} parameters, as transformers")
