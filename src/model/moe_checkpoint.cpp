@@ -52,14 +52,14 @@ std::vector<ExpertPiece> pieces_of(const ParamSpec& p) {
 // gate row i at column 2i and its up row i at column 2i + 1, down_proj (E, I, C), and
 // gate_up_proj_bias (E, 2I) interleaved as those columns. Element `k` of sft's tensor (in
 // row-major order of spec.shape) is element disk_index(k) of the one on disk.
-// gate_up's sft row r (gate rows, then up rows) as a column on disk: gate i at 2i, up i at 2i + 1.
-int64_t interleaved_column(int64_t r, int64_t I) {
-  return r < I ? 2 * r : 2 * (r - I) + 1;
-}
-
 bool transposed_slot(ParamSlot slot) {
   return slot == ParamSlot::kExpertsGateUp || slot == ParamSlot::kExpertsDown ||
          slot == ParamSlot::kExpertsGateUpBias;
+}
+
+// gate_up's sft row r (gate rows, then up rows) as a column on disk: gate i at 2i, up i at 2i + 1.
+int64_t interleaved_column(int64_t r, int64_t I) {
+  return r < I ? 2 * r : 2 * (r - I) + 1;
 }
 
 Shape disk_shape(const ParamSpec& p) {

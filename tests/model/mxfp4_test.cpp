@@ -325,7 +325,7 @@ TEST(Mxfp4Refuses, WidthsThatAreNotWholeBlocks) {
 
 // Scale byte 255 (E8M0's NaN, 2^128 to transformers) makes inf of most codes; transformers would
 // load them, sft names the block.
-TEST(Mxfp4Refuses, ABlockThatDecodesToInfOrNan) {
+TEST(Mxfp4Refuses, ABlockThatDecodesToInf) {
   const BadFolder f = bad_folder("nan_scale", [](std::vector<NamedTensor>& t) {
     // gate_up_proj stored row 5 of expert 2 = the up projection's row 2 in sft's stack.
     named(t, kLayer0 + "gate_up_proj_scales").tensor.mutable_values<uint8_t>()[2 * 64 + 5] = 255;
