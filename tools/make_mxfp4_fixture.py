@@ -20,14 +20,15 @@ tests/fixtures/mxfp4/gpt_oss_tiny/ holds:
     grad.<name>  F32          d loss / d parameter, every parameter but the embeddings and the
                               LM head (the plain parity fixture gpt_oss_experts_sinks has those;
                               they keep this folder under 200 KB)
-    dequantized.<layer>.mlp.experts.gate_up_proj  BF16 [E, C, 2I]  what
-    dequantized.<layer>.mlp.experts.down_proj     BF16 [E, I, C]   from_pretrained holds
+    dequantized.model.layers.N.mlp.experts.gate_up_proj  BF16 [E, C, 2I]  what from_pretrained
+    dequantized.model.layers.N.mlp.experts.down_proj     BF16 [E, I, C]   holds
     num_parameters  I64 [1]   the dequantized model's num_parameters()
   tokens.json        the same batch in `sft debug forward --tokens` form
 
 tests/fixtures/mxfp4/fp4_table.safetensors: transformers' convert_moe_packed_tensors over every
 (code, scale byte) pair, the decoder's whole domain:
-  blocks  U8   [1, 256, 1, 16]   row s = scale byte s; byte j = codes 2j (low nibble), 2j + 1
+  blocks  U8   [1, 256, 1, 16]   row s for scale byte s: byte j holds codes 2j mod 16 (low
+                                 nibble) and 2j + 1 mod 16 (high), so each code twice
   scales  U8   [1, 256, 1]       s
   bf16    BF16 [1, 32, 256]      the dequantized result (transposed, as transformers returns it);
                                  dtype=float32 gives the same values (asserted here)
@@ -108,7 +109,10 @@ def table():
     # overflows (inf, or 0 times 2^128 = NaN) land alike.
     assert torch.equal(bf16.float().nan_to_num(), f32.nan_to_num()), "bf16 and f32 decodes differ"
     assert torch.equal(bf16.float().isnan(), f32.isnan())
-    save_file({"blocks": blocks, "scales": scales, "bf16": bf16.contiguous()}, OUT / "fp4_table.safetensors")
+    save_file(
+        {"blocks": blocks, "scales": scales, "bf16": bf16.contiguous()},
+        OUT / "fp4_table.safetensors",
+    )
     print(f"fp4_table: {int((~torch.isfinite(f32)).sum())} of {f32.numel()} entries not finite")
 
 
@@ -148,7 +152,8 @@ def write_folder(dir_, gen):
         for proj, rows, cols in (("gate_up_proj", 2 * I, C), ("down_proj", C, I)):
             if name.endswith("mlp.experts." + proj):
                 del weights[name]
-                weights[name + "_blocks"], weights[name + "_scales"] = experts_mxfp4(E, rows, cols, gen)
+                pair = experts_mxfp4(E, rows, cols, gen)
+                weights[name + "_blocks"], weights[name + "_scales"] = pair
     save_file(weights, dir_ / "model.safetensors", metadata={"format": "pt"})
     cfg = json.loads((dir_ / "config.json").read_text())
     cfg["quantization_config"] = QUANTIZATION_CONFIG
@@ -236,7 +241,9 @@ def main():
             tensors["grad." + pname] = p.grad.detach().float().contiguous()
     save_file(tensors, dir_ / "expected.safetensors")
     (dir_ / "tokens.json").write_text(
-        json.dumps({"input_ids": ids.tolist(), "labels": labels.tolist(), "doc_lengths": DOC_LENGTHS})
+        json.dumps(
+            {"input_ids": ids.tolist(), "labels": labels.tolist(), "doc_lengths": DOC_LENGTHS}
+        )
         + "\n"
     )
     size = sum(f.stat().st_size for f in dir_.iterdir())
