@@ -63,9 +63,7 @@ void read_gpt_oss_quantization(const Reader& r, ModelConfig& c) {
                                    std::pair{"intermediate_size", c.intermediate_size}})
     if (width % model::kMxfp4BlockValues != 0)
       r.bad(key,
-            "is " + std::to_string(width) +
-                ", which MXFP4 experts cannot have: their rows "
-                "are blocks of " +
+            "is " + std::to_string(width) + ", not a multiple of MXFP4's blocks of " +
                 std::to_string(model::kMxfp4BlockValues) + " values",
             "this config.json does not belong to an MXFP4 checkpoint");
   c.experts_mxfp4 = true;

@@ -1,7 +1,9 @@
 // MXFP4, the 4-bit format the released gpt-oss checkpoints (openai/gpt-oss-20b, -120b) store
 // their experts in, decoded as transformers 5.24 decodes it when it loads such a folder with
-// Mxfp4Config(dequantize=True) — what it does by itself on a CPU, or without triton and the
-// `kernels` package (integrations/mxfp4.py: Mxfp4Dequantize → convert_moe_packed_tensors).
+// Mxfp4Config(dequantize=True) — what its quantizer switches to by itself on a CPU without
+// use_kernels, or without triton or the `kernels` package (quantizers/quantizer_mxfp4.py;
+// integrations/mxfp4.py: Mxfp4Dequantize → convert_moe_packed_tensors, into the dtype of the
+// parameter loaded, after which the quantization_config is removed from the model's config).
 // sft reads the experts this way at load and trains them as any other weights.
 //
 // On disk (config.json's quantization_config {"quant_method": "mxfp4", ...}), each expert stack
@@ -13,8 +15,10 @@
 // the dequantized tensor is (E, K, R): the form a bf16 gpt-oss checkpoint stores, gate_up_proj
 // (E, C, 2I) with gate and up in alternating columns and down_proj (E, I, C). A row of the
 // blocks is therefore a column of that tensor, which is a row of sft's stack (E, 2I, C) /
-// (E, C, I) (moe_checkpoint.h places it; the biases, router, attention and embeddings stay
-// bf16 on disk: modules_to_not_convert, and dequantization touches only these pairs anyway).
+// (E, C, I) (moe_checkpoint.h places it). Everything else (the experts' biases, router,
+// attention, norms, embeddings) is stored plain, bf16. modules_to_not_convert (the released
+// checkpoints list self_attn, mlp.router, embed_tokens, lm_head) only steers the quantized
+// (triton) path; a dequantizing load converts whatever pairs the checkpoint holds, by name.
 //
 // Values: code c is ±{0, 0.5, 1, 1.5, 2, 3, 4, 6}[c & 7], negative when bit 3 is set (code 8 is
 // -0.0); the value is that times 2^(s − 127) (torch.ldexp: the exact product, rounded once to
