@@ -24,6 +24,7 @@ tests/fixtures/mxfp4/gpt_oss_tiny/ holds:
     dequantized.model.layers.N.mlp.experts.down_proj     BF16 [E, I, C]   holds
     num_parameters  I64 [1]   the dequantized model's num_parameters()
   tokens.json        the same batch in `sft debug forward --tokens` form
+  tokenizer.json, tokenizer_config.json  a 64-token BPE, so that `sft train` runs on the folder
 
 tests/fixtures/mxfp4/fp4_table.safetensors: transformers' convert_moe_packed_tensors over every
 (code, scale byte) pair, the decoder's whole domain:
@@ -53,7 +54,8 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import GptOssConfig, GptOssForCausalLM, Mxfp4Config
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from transformers import GptOssConfig, GptOssForCausalLM, Mxfp4Config, PreTrainedTokenizerFast
 from transformers.integrations.mxfp4 import convert_moe_packed_tensors
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -161,6 +163,21 @@ def write_folder(dir_, gen):
     return config
 
 
+def write_tokenizer(dir_):
+    """A 64-token BPE (the model's vocabulary) trained on tests/fixtures/train_cli, so that
+    `sft train` runs on the folder (tests/cli/train_mxfp4.cmake)."""
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    specials = ["<pad>", "<s>", "</s>", "[UNK]"]  # pad, bos, eos ids 0, 1, 2 as the config
+    trainer = trainers.BpeTrainer(vocab_size=CONFIG["vocab_size"], special_tokens=specials)
+    rows = (REPO / "tests" / "fixtures" / "train_cli" / "train.jsonl").read_text().splitlines()
+    tok.train_from_iterator([json.loads(r)["text"] for r in rows], trainer)
+    assert tok.get_vocab_size() == CONFIG["vocab_size"]
+    PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="[UNK]"
+    ).save_pretrained(dir_)
+
+
 def load(dir_, dtype):
     model = GptOssForCausalLM.from_pretrained(
         dir_, quantization_config=Mxfp4Config(dequantize=True), dtype=dtype, device_map="cpu"
@@ -192,6 +209,7 @@ def main():
         shutil.rmtree(dir_)
     gen = torch.Generator().manual_seed(SEED)
     config = write_folder(dir_, gen)
+    write_tokenizer(dir_)
 
     tensors = {}
     as_bf16 = load(dir_, torch.bfloat16)
