@@ -41,6 +41,19 @@ SHAPES = {
                            intermediate_size=1536, num_hidden_layers=8, num_attention_heads=8,
                            num_key_value_heads=4, head_dim=64, query_pre_attn_scalar=64,
                            sliding_window=512, max_position_embeddings=4096),
+    # The MoE benchmark's smoke test.
+    "tiny-moe": dict(model_type="qwen3_moe", vocab_size=151936, hidden_size=64, intermediate_size=128,
+                     moe_intermediate_size=32, num_experts=8, num_experts_per_tok=2, norm_topk_prob=True,
+                     num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                     max_position_embeddings=4096),
+    # A Qwen3-MoE shape of ~1B parameters (Qwen3-30B-A3B's layer, narrowed): 8 experts, top-2 with
+    # renormalised weights, every layer sparse; 1.04B parameters in all, 0.47B of them active per token
+    # (the tied 152k embedding included).
+    "qwen3-moe-1b": dict(model_type="qwen3_moe", vocab_size=151936, hidden_size=1024, intermediate_size=3072,
+                         moe_intermediate_size=1536, num_experts=8, num_experts_per_tok=2, norm_topk_prob=True,
+                         decoder_sparse_step=1, mlp_only_layers=[], num_hidden_layers=20,
+                         num_attention_heads=16, num_key_value_heads=8, head_dim=128,
+                         max_position_embeddings=4096, rope_theta=1000000.0, rms_norm_eps=1e-6),
 }
 # Qwen3's settings for the shapes without a model_type; the others take their config class's defaults
 # but for these.
@@ -61,12 +74,20 @@ def model_config(shape: str):
     return AutoConfig.for_model(model_type, **fields, **extra, **COMMON)
 
 
-def matmul_params(model) -> int:
+def matmul_params(model) -> float:
     """sft's matmul_params_: every parameter but the input embedding, plus the embedding when it is the
-    (tied) LM head. model.parameters() lists a tied matrix once; LoRA adapters (PEFT) are not counted."""
-    total = sum(p.numel() for n, p in model.named_parameters() if "lora_" not in n)
+    (tied) LM head; of a mixture's stacked experts only the k of E a token is routed to.
+    model.parameters() lists a tied matrix once; LoRA adapters (PEFT) are not counted."""
+    config = model.config
+    active = getattr(config, "num_experts_per_tok", 0) / max(getattr(config, "num_experts", 0) or 1, 1)
+    total = 0.0
+    for name, p in model.named_parameters():
+        if "lora_" in name:
+            continue
+        expert = ".experts." in name and name.endswith(("gate_up_proj", "down_proj"))
+        total += p.numel() * (active if expert else 1)
     embed = model.get_input_embeddings().weight.numel()
-    return total if model.config.tie_word_embeddings else total - embed
+    return total if config.tie_word_embeddings else total - embed
 
 
 def make_model(shape: str, model_dir: Path) -> int:

@@ -239,8 +239,17 @@ ParamCounts count_parameters(const std::vector<ParamSpec>& layout) {
     if (p.role == ParamRole::kLmHead) counts.lm_head += n;
     if (p.layer == 0) counts.per_layer += n;
     if (p.layer < 0 && p.role == ParamRole::kNorm) counts.final_norm += n;
+    if (p.slot == ParamSlot::kExpertsGateUp || p.slot == ParamSlot::kExpertsDown)
+      counts.experts += n;
   }
   return counts;
+}
+
+double matmul_params_per_token(const ModelConfig& config, const ParamCounts& counts) {
+  const double routed =
+      config.has_experts() ? double(config.num_experts_per_tok) / double(config.num_experts) : 0.0;
+  return double(counts.total - counts.embeddings - counts.experts) +
+         (counts.lm_head == 0 ? double(counts.embeddings) : 0.0) + double(counts.experts) * routed;
 }
 
 }  // namespace sft

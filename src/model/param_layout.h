@@ -113,7 +113,12 @@ struct ParamCounts {
   int64_t lm_head = 0;     // 0 when tied
   int64_t per_layer = 0;   // one decoder layer
   int64_t final_norm = 0;
+  int64_t experts = 0;  // the stacked expert matrices (gate/up and down) of every layer
 };
 ParamCounts count_parameters(const std::vector<ParamSpec>& layout);
+// The weights one token multiplies through (a step's model FLOPs are 6 · this · tokens +
+// attention): every parameter but the input embedding, which counts when it is the tied LM
+// head; of a mixture's stacked experts only the k of E each token is routed to.
+double matmul_params_per_token(const ModelConfig& config, const ParamCounts& counts);
 
 }  // namespace sft

@@ -188,7 +188,8 @@ class Transformer {
   void set_gradient_checkpointing(bool on) { gradient_checkpointing_ = on; }
 
   // Named activations of the last forward ("layers.0.attn_norm", ...), for debug dumps
-  // (with gradient checkpointing only the last layer's are kept).
+  // (with gradient checkpointing only the last layer's are kept). A layer with experts adds
+  // its routing: "router_probs" (T, E) f32 and "experts" (T, k) i64, highest weight first.
   std::vector<NamedTensor> activations() const;
   // Bytes of the activations the last forward saved for backward (its one-layer scratch, which
   // backward does not read, not counted).

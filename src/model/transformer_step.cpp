@@ -407,6 +407,11 @@ std::vector<NamedTensor> Transformer::activations() const {
     view(p + "gate", a.mlp.gate, {T, I});
     view(p + "up", a.mlp.up, {T, I});
     view(p + "swiglu", a.mlp.h, {T, I});
+    if (a.moe.expert_of) {  // the routing: what a reference's router chose, to compare with
+      view(p + "router_probs", a.moe.probs, {T, c.num_experts});
+      out.push_back({p + "experts", Tensor::borrow(DType::kI64, {T, c.num_experts_per_tok},
+                                                   a.moe.expert_of, nullptr)});
+    }
     view(p + "output", resid_.row_range(static_cast<int64_t>(l + 1) * T, T), {T, c.hidden_size});
   }
   view("final_norm", lnf_, {T, c.hidden_size});

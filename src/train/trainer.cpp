@@ -66,8 +66,9 @@ void Trainer::init_model_and_optimizer() {
   slices_ = model_.trainable().decay_slices();
   // FLOPs and HF's total_flos count the whole model (not a tensor-parallel slice).
   const ParamCounts counts = count_parameters(parameter_layout(model_.config()));
-  matmul_params_ = counts.total - counts.embeddings + (counts.lm_head == 0 ? counts.embeddings : 0);
-  flos_params_ = counts.total - counts.embeddings;  // HF: num_parameters(exclude_embeddings=True)
+  matmul_params_ = matmul_params_per_token(model_.config(), counts);
+  // HF: num_parameters(exclude_embeddings=True), every expert included.
+  flos_params_ = counts.total - counts.embeddings;
 
   AdamWOptions ao;
   ao.beta1 = args_.adam_beta1;
@@ -174,7 +175,7 @@ double Trainer::step_flops(const model::Batch& b) const {
   // QKᵀ and PV: 2 matmuls × 2 FLOPs × H·D per (query, key) pair; training = 3 × forward.
   const double attn = 3.0 * 4.0 * double(c.num_attention_heads * c.head_dim) * attention *
                       double(c.num_hidden_layers);
-  return 6.0 * double(matmul_params_) * double(b.tokens.size()) + attn;
+  return 6.0 * matmul_params_ * double(b.tokens.size()) + attn;
 }
 
 // A step in phases: this rank's micro-batches; N, the step's targets on every rank; the

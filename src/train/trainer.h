@@ -244,7 +244,7 @@ class Trainer {
   ScheduleConfig schedule_;
   TrainerState state_;
   std::unique_ptr<MetricsLog> log_;
-  int64_t matmul_params_ = 0;
+  double matmul_params_ = 0;  // the weights one token multiplies through (k of E experts)
   int64_t flos_params_ = 0;
 
   // Position in the run.

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "model/config.h"
+#include "model/param_layout.h"
 #include "model/transformer.h"
 #include "test_paths.h"
 
@@ -128,6 +129,26 @@ void round_trip(const std::string& name, const std::string& stack, int64_t stack
   ASSERT_EQ(a.size(), b.size());
   EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin()));
   std::filesystem::remove_all(out);
+}
+
+// The model FLOPs (tokens/s → GFLOP/s, the fraction of peak) count the k of E experts a token
+// is routed to, not every expert; HF's total_flos keeps them all (count.total).
+TEST(MoeFamilies, ModelFlopsCountTheRoutedExperts) {
+  // qwen3_moe, decoder_sparse_step 2: layer 1 has 8 experts (moe_intermediate 24, hidden 64),
+  // top-3; layer 0 is dense. Tied embeddings (256 × 64).
+  const ModelConfig c = load_model_config(fixture("qwen3_moe_sparse_step") + "/config.json");
+  const ParamCounts counts = count_parameters(parameter_layout(c));
+  const int64_t experts = 8 * (2 * 24 * 64 + 64 * 24);
+  EXPECT_EQ(counts.experts, experts);
+  EXPECT_EQ(counts.lm_head, 0);
+  EXPECT_DOUBLE_EQ(matmul_params_per_token(c, counts),
+                   double(counts.total - experts) + double(experts) * 3.0 / 8.0);
+
+  ModelConfig dense = c;
+  dense.num_experts = dense.num_experts_per_tok = 0;
+  const ParamCounts dense_counts = count_parameters(parameter_layout(dense));
+  EXPECT_EQ(dense_counts.experts, 0);
+  EXPECT_DOUBLE_EQ(matmul_params_per_token(dense, dense_counts), double(dense_counts.total));
 }
 
 TEST(MoeFamilies, MixtralExpertsOnDiskRoundTrip) {
