@@ -136,7 +136,8 @@ std::vector<ParamSpec> specs_of(const model::ParameterSet& params) {
 // (model/moe_checkpoint.h); a LoRA adapter holds the trainable parameters under their own names.
 struct StoredWeights {
   SafetensorsCheckpoint ckpt;
-  std::vector<ParamSpec> layout;  // what ckpt must hold, whole shapes
+  std::vector<ParamSpec> layout;        // what ckpt must hold, whole shapes
+  const ModelConfig* family = nullptr;  // a full model's: the names on disk, for messages
 };
 
 StoredWeights stored_weights(SafetensorsCheckpoint stored, const model::Transformer& m) {
@@ -146,7 +147,7 @@ StoredWeights stored_weights(SafetensorsCheckpoint stored, const model::Transfor
   if (m.lora()) return {std::move(text), specs_of(m.trainable())};
   SafetensorsCheckpoint ckpt = model::experts_view(std::move(text), m.config());
   std::vector<ParamSpec> layout = model::checkpoint_layout(specs_of(m.params()), ckpt, m.config());
-  return {std::move(ckpt), std::move(layout)};
+  return {std::move(ckpt), std::move(layout), &m.config()};
 }
 
 // Every tensor of the stored layout present in F32 with its whole shape, and nothing else.
@@ -154,8 +155,11 @@ void check_weights(const StoredWeights& w) {
   std::set<std::string> expected;
   for (const ParamSpec& s : w.layout) {
     expected.insert(s.name);
-    const TensorEntry* e = w.ckpt.contains(s.name) ? &w.ckpt.entry(s.name) : nullptr;
-    checked_entry(w.ckpt.source(), s.name, e, s.whole_shape());
+    if (!w.ckpt.contains(s.name)) {
+      const std::string stored = w.family ? model::name_on_disk(s.name, *w.family) : s.name;
+      bad(w.ckpt.source(), "tensor '" + stored + "'", "missing");
+    }
+    checked_entry(w.ckpt.file_of(s.name).path(), s.name, &w.ckpt.entry(s.name), s.whole_shape());
   }
   for (const std::string& name : w.ckpt.names())
     if (!expected.count(name))
