@@ -88,24 +88,27 @@ void write_optimizer(const std::string& path, const model::Transformer& m, AdamW
                     fill);
 }
 
-// `e` (the stored tensor `name` of `path`, or null) after checking its dtype and (whole) shape.
-const TensorEntry& checked_entry(const std::string& path, const std::string& name,
-                                 const TensorEntry* e, const Shape& shape) {
-  if (!e) bad(path, "tensor '" + name + "'", "missing");
-  // e->name: the name in the file, where a view reads it under another (Mixtral's w1, ...).
-  if (e->dtype != DType::kF32)
-    bad(path, "tensor '" + e->name + "'",
-        "dtype " + std::string(dtype_name(e->dtype)) + ", expected F32",
+// `e` (a tensor of the file at `path`) after checking its dtype and (whole) shape. Messages
+// name it as the file does (e.name), also where a view reads it under another name (Mixtral's
+// w1 as gate_proj, ...).
+const TensorEntry& checked_entry(const std::string& path, const TensorEntry& e,
+                                 const Shape& shape) {
+  if (e.dtype != DType::kF32)
+    bad(path, "tensor '" + e.name + "'",
+        "dtype " + std::string(dtype_name(e.dtype)) + ", expected F32",
         "checkpoint state is saved in F32; this file was not written by sft");
-  if (e->shape != shape)
-    bad(path, "tensor '" + e->name + "'",
-        "shape " + shape_to_string(e->shape) + ", expected " + shape_to_string(shape));
-  return *e;
+  if (e.shape != shape)
+    bad(path, "tensor '" + e.name + "'",
+        "shape " + shape_to_string(e.shape) + ", expected " + shape_to_string(shape));
+  return e;
 }
 
+// The entry of a stored f32 tensor, after checking its name, dtype and (whole) shape.
 const TensorEntry& checked_entry(const SafetensorsFile& file, const std::string& name,
                                  const Shape& shape) {
-  return checked_entry(file.path(), name, file.find(name), shape);
+  const TensorEntry* e = file.find(name);
+  if (!e) bad(file.path(), "tensor '" + name + "'", "missing");
+  return checked_entry(file.path(), *e, shape);
 }
 
 // A checked moment waiting to be copied: nothing is restored until every tensor has passed.
@@ -117,6 +120,7 @@ struct PendingCopy {
   float* dst;
 };
 
+// A moment's copy: under tensor parallelism the rank's block of the stored whole tensor.
 void read_moment(const PendingCopy& c) {
   if (c.spec->tp_dim >= 0) return model::read_block(*c.file, *c.entry, *c.spec, c.dst);
   // Unsplit: the whole tensor, which may be 3-D (a stack of experts), past what block reads take.
@@ -159,7 +163,7 @@ void check_weights(const StoredWeights& w) {
       const std::string stored = w.family ? model::name_on_disk(s.name, *w.family) : s.name;
       bad(w.ckpt.source(), "tensor '" + stored + "'", "missing");
     }
-    checked_entry(w.ckpt.file_of(s.name).path(), s.name, &w.ckpt.entry(s.name), s.whole_shape());
+    checked_entry(w.ckpt.file_of(s.name).path(), w.ckpt.entry(s.name), s.whole_shape());
   }
   for (const std::string& name : w.ckpt.names())
     if (!expected.count(name))
