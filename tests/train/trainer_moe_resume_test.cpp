@@ -43,7 +43,7 @@ TrainingArgs resume_args(const std::string& model_dir, const std::string& out) {
 
 struct Run {
   std::vector<std::string> log;  // log_history entries with a training loss, as JSON text
-  std::vector<float> params;     // every parameter, flat, after the run
+  std::vector<float> params;     // every trainable parameter, flat, after the run
 };
 
 // Every fixture's vocabulary holds these 48 ids.
