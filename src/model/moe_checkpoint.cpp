@@ -241,6 +241,10 @@ SafetensorsCheckpoint experts_view(SafetensorsCheckpoint ckpt, const ModelConfig
       std::move(ckpt), [&](const std::string& name) { return renamed(name, rules, false); });
 }
 
+std::string name_on_disk(const std::string& name, const ModelConfig& config) {
+  return config.has_experts() ? renamed(name, rules_of(config.experts_on_disk), true) : name;
+}
+
 bool converted_on_disk(const ParamSpec& spec, const ModelConfig& config) {
   return config.experts_on_disk == ExpertsOnDisk::kTransposedInterleaved &&
          transposed_slot(spec.slot);

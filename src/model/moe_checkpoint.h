@@ -22,6 +22,7 @@
 // Mxfp4Config(dequantize=True) (and config.json loses its quantization_config: export_json).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -38,6 +39,9 @@ namespace sft::model {
 // names already in that form, and every other tensor, as they are. An MXFP4 checkpoint's pairs
 // are checked here (both halves, uint8, agreeing shapes), before anything reads them.
 SafetensorsCheckpoint experts_view(SafetensorsCheckpoint ckpt, const ModelConfig& config);
+// A name experts_view lists (or checkpoint_layout expects) as the family stores it on disk, for
+// messages about a tensor the checkpoint lacks (Mixtral's experts.<e>.w1, ...).
+std::string name_on_disk(const std::string& name, const ModelConfig& config);
 
 // The layout as `ckpt` (seen through experts_view) stores it: each stacked expert tensor replaced
 // by its experts' tensors, unless the checkpoint holds the stacked name itself (then the spec

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
+#include "model/moe_checkpoint.h"
 #include "model/param_slices.h"
 #include "model/text_model_names.h"
 #include "train/adapter_io.h"
@@ -87,22 +88,30 @@ void write_optimizer(const std::string& path, const model::Transformer& m, AdamW
                     fill);
 }
 
+// `e` (a tensor of the file at `path`) after checking its dtype and (whole) shape. Messages
+// name it as the file does (e.name), also where a view reads it under another name (Mixtral's
+// w1 as gate_proj, ...).
+const TensorEntry& checked_entry(const std::string& path, const TensorEntry& e,
+                                 const Shape& shape) {
+  if (e.dtype != DType::kF32)
+    bad(path, "tensor '" + e.name + "'",
+        "dtype " + std::string(dtype_name(e.dtype)) + ", expected F32",
+        "checkpoint state is saved in F32; this file was not written by sft");
+  if (e.shape != shape)
+    bad(path, "tensor '" + e.name + "'",
+        "shape " + shape_to_string(e.shape) + ", expected " + shape_to_string(shape));
+  return e;
+}
+
 // The entry of a stored f32 tensor, after checking its name, dtype and (whole) shape.
 const TensorEntry& checked_entry(const SafetensorsFile& file, const std::string& name,
                                  const Shape& shape) {
   const TensorEntry* e = file.find(name);
   if (!e) bad(file.path(), "tensor '" + name + "'", "missing");
-  if (e->dtype != DType::kF32)
-    bad(file.path(), "tensor '" + name + "'",
-        "dtype " + std::string(dtype_name(e->dtype)) + ", expected F32",
-        "checkpoint state is saved in F32; this file was not written by sft");
-  if (e->shape != shape)
-    bad(file.path(), "tensor '" + name + "'",
-        "shape " + shape_to_string(e->shape) + ", expected " + shape_to_string(shape));
-  return *e;
+  return checked_entry(file.path(), *e, shape);
 }
 
-// A checked tensor waiting to be copied: nothing is restored until every tensor has passed.
+// A checked moment waiting to be copied: nothing is restored until every tensor has passed.
 // The copy reads the destination's block of the stored whole tensor (all of it unsplit).
 struct PendingCopy {
   const SafetensorsFile* file;
@@ -111,20 +120,64 @@ struct PendingCopy {
   float* dst;
 };
 
-void plan_weights(const SafetensorsCheckpoint& ckpt, model::Transformer& m,
-                  std::vector<PendingCopy>& copies) {
+// A moment's copy: under tensor parallelism the rank's block of the stored whole tensor.
+void read_moment(const PendingCopy& c) {
+  if (c.spec->tp_dim >= 0) return model::read_block(*c.file, *c.entry, *c.spec, c.dst);
+  // Unsplit: the whole tensor, which may be 3-D (a stack of experts), past what block reads take.
+  const std::span<const float> v = c.file->tensor(*c.entry).values<float>();
+  std::copy(v.begin(), v.end(), c.dst);
+}
+
+std::vector<ParamSpec> specs_of(const model::ParameterSet& params) {
+  std::vector<ParamSpec> out;
+  for (const model::Parameter& p : params.all()) out.push_back(p.spec);
+  return out;
+}
+
+// The trainable weights as the checkpoint stores them. A full model is in its family's form on
+// disk (export_hf_model: a mixture of experts' stacks per expert, renamed or transposed), so it
+// is read through the view and layout Transformer::load reads a model folder through
+// (model/moe_checkpoint.h); a LoRA adapter holds the trainable parameters under their own names.
+struct StoredWeights {
+  SafetensorsCheckpoint ckpt;
+  std::vector<ParamSpec> layout;        // what ckpt must hold, whole shapes
+  const ModelConfig* family = nullptr;  // a full model's: the names on disk, for messages
+};
+
+StoredWeights stored_weights(SafetensorsCheckpoint stored, const model::Transformer& m) {
+  // A multimodal model's checkpoint stores its text model as the source folder does.
+  const model::TextModelNames names = model::text_model_names(stored);
+  SafetensorsCheckpoint text = model::text_model_view(std::move(stored), names);
+  if (m.lora()) return {std::move(text), specs_of(m.trainable())};
+  SafetensorsCheckpoint ckpt = model::experts_view(std::move(text), m.config());
+  std::vector<ParamSpec> layout = model::checkpoint_layout(specs_of(m.params()), ckpt, m.config());
+  return {std::move(ckpt), std::move(layout), &m.config()};
+}
+
+// Every tensor of the stored layout present in F32 with its whole shape, and nothing else.
+void check_weights(const StoredWeights& w) {
   std::set<std::string> expected;
-  for (const model::Parameter& p : m.trainable().all()) {
-    const std::string& name = p.spec.name;
-    expected.insert(name);
-    if (!ckpt.contains(name)) bad(ckpt.source(), "tensor '" + name + "'", "missing");
-    const SafetensorsFile& f = ckpt.file_of(name);
-    copies.push_back(
-        {&f, &checked_entry(f, name, p.spec.whole_shape()), &p.spec, p.value.as<float>()});
+  for (const ParamSpec& s : w.layout) {
+    expected.insert(s.name);
+    if (!w.ckpt.contains(s.name)) {
+      const std::string stored = w.family ? model::name_on_disk(s.name, *w.family) : s.name;
+      bad(w.ckpt.source(), "tensor '" + stored + "'", "missing");
+    }
+    checked_entry(w.ckpt.file_of(s.name).path(), w.ckpt.entry(s.name), s.whole_shape());
   }
-  for (const std::string& name : ckpt.names())
+  for (const std::string& name : w.ckpt.names())
     if (!expected.count(name))
-      bad(ckpt.source(), "tensor '" + name + "'", "not a parameter of this model");
+      bad(w.ckpt.source(), "tensor '" + w.ckpt.entry(name).name + "'",
+          "not a parameter of this model");
+}
+
+// The checked weights into the model (each rank its tensor-parallel blocks), the stacked
+// experts converted back from their form on disk as at load.
+void restore_weights(const StoredWeights& w, model::Transformer& m) {
+  if (m.lora())
+    model::load_parameter_slices(w.ckpt, m.trainable());
+  else
+    model::load_checkpoint_parameters(w.ckpt, m.params(), m.config());
 }
 
 int64_t parse_step(const SafetensorsFile& f) {
@@ -265,14 +318,12 @@ void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snaps
   if (snapshot.trainer_state) trainer_state = load_trainer_state(folder);
   std::vector<PendingCopy> copies;
   std::vector<ShardCopy> shard_copies;
-  SafetensorsCheckpoint stored =
-      snapshot.model->lora()
-          ? SafetensorsCheckpoint::open_file((dir / kAdapterWeightsFile).string())
-          : SafetensorsCheckpoint::open_dir(folder);
-  // A multimodal model's checkpoint stores its text model as the source folder does.
-  const model::TextModelNames names = model::text_model_names(stored);
-  const SafetensorsCheckpoint weights = model::text_model_view(std::move(stored), names);
-  plan_weights(weights, *snapshot.model, copies);
+  const StoredWeights weights =
+      stored_weights(snapshot.model->lora()
+                         ? SafetensorsCheckpoint::open_file((dir / kAdapterWeightsFile).string())
+                         : SafetensorsCheckpoint::open_dir(folder),
+                     *snapshot.model);
+  check_weights(weights);
   std::optional<SafetensorsFile> optimizer_file;
   int64_t step = 0;
   if (snapshot.optimizer) {
@@ -288,7 +339,8 @@ void read_training_checkpoint(const std::string& folder, TrainingSnapshot& snaps
   }
 
   // Each rank reads only its blocks of the mapped files.
-  for (const PendingCopy& c : copies) model::read_block(*c.file, *c.entry, *c.spec, c.dst);
+  restore_weights(weights, *snapshot.model);
+  for (const PendingCopy& c : copies) read_moment(c);
   for (const ShardCopy& c : shard_copies)
     std::memcpy(c.dst, c.file->tensor(*c.entry).values<float>().data() + c.from,
                 c.count * sizeof(float));

@@ -1,15 +1,19 @@
 // The files of checkpoint-<step>/ beyond the HF model (which export.h writes), so that a
 // resumed run continues bit for bit:
 //
-//   optimizer.safetensors   "exp_avg.<HF name>" and "exp_avg_sq.<HF name>" (F32, the
-//                           parameter's shape) for every parameter; __metadata__ holds
+//   optimizer.safetensors   "exp_avg.<name>" and "exp_avg_sq.<name>" (F32, the parameter's
+//                           shape) for every parameter under sft's name (the HF name, but a
+//                           mixture of experts' stacks as sft holds them, model/param_layout.h,
+//                           not per expert as the model file); __metadata__ holds
 //                           format "sft-adamw", version "1", step (AdamW::steps_taken) and,
 //                           for information, beta1/beta2/eps/weight_decay
 //   training_state.json     scheduler config and step, data-loader cursor, RNG seed and
 //                           the run's settings that must not change on resume
 //   trainer_state.json      as transformers writes it (trainer_state.h)
 //
-// The model weights saved in F32 are the master weights. No pickle anywhere. The files are
+// The model weights saved in F32 are the master weights, in the family's form on disk (a mixture
+// of experts' as model/moe_checkpoint.h converts them), and read back through the same
+// conversion as a model folder at load. No pickle anywhere. The files are
 // written into the folder checkpoint_dir.h's save_checkpoint hands over (which makes the
 // whole checkpoint atomic); reading checks every tensor's name, shape and dtype and names
 // the file and tensor when something does not fit; everything is checked before anything

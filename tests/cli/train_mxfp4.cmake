@@ -3,9 +3,9 @@
 # each checkpoint hold the plain model as transformers saves the dequantized one (experts as
 # gate_up_proj / down_proj in the saved dtype, here TRL's default float32, no _blocks / _scales,
 # config.json without quantization_config: 37 F32 tensors), which
-# the run's own export check reloads; LoRA on it trains too. (No resume here: resuming a full
-# fine-tune of any mixture of experts is refused today, the checkpoint's experts being in the
-# family's form on disk.)
+# the run's own export check reloads; a resume from checkpoint-2 (whose experts are the plain
+# transposed, interleaved ones, while config.json of the run still says MXFP4) ends with the
+# same model, byte for byte; LoRA on it trains too.
 # Usage: cmake -DSFT=path/to/sft -DROOT=repo -DWORK=scratch -P train_mxfp4.cmake
 cmake_minimum_required(VERSION 3.25)
 set(MODEL "${ROOT}/tests/fixtures/mxfp4/gpt_oss_tiny")
@@ -50,6 +50,13 @@ set(A "${WORK}/a")
 sft_train(--output_dir "${A}")
 expect_plain("${A}")
 expect_plain("${A}/checkpoint-2")
+
+sft_train(--output_dir "${WORK}/resumed" --resume_from_checkpoint "${A}/checkpoint-2")
+execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files "${A}/model.safetensors"
+                        "${WORK}/resumed/model.safetensors" RESULT_VARIABLE differ)
+if(differ)
+  message(FATAL_ERROR "the run resumed from ${A}/checkpoint-2 ends with another model than ${A}")
+endif()
 
 sft_train(--output_dir "${WORK}/lora" --use_peft true --lora_target_modules all-linear)
 if(NOT EXISTS "${WORK}/lora/adapter_model.safetensors")

@@ -17,7 +17,7 @@ endforeach()
 
 add_executable(sft_compare_weights ${CMAKE_CURRENT_SOURCE_DIR}/parallel/compare_weights.cpp)
 target_link_libraries(sft_compare_weights PRIVATE sft sft_warnings)
-foreach(case parity zero1 zero2 zero2_compose zero3 zero3_resume zero3_reshard tp tp_resume packing resume faults)
+foreach(case parity zero1 zero2 zero2_compose zero3 zero3_resume zero3_reshard moe_resume tp tp_resume packing resume faults)
   add_test(NAME parallel.train_${case}
     COMMAND ${CMAKE_COMMAND} -DSFT=$<TARGET_FILE:sft_cli> -DMPIRUN=${SFT_MPIRUN}
             -DCOMPARE=$<TARGET_FILE:sft_compare_weights> -DROOT=${PROJECT_SOURCE_DIR}

@@ -20,6 +20,10 @@
 #   zero3_reshard ZeRO-3's checkpoint and export (written a tensor at a time) byte-identical to
 #            plain DP's; a np 2 ZeRO-3 checkpoint resumed on np 1 and a np 1 one on np 2 ZeRO-3
 #            (same rows per micro-batch) equal the uninterrupted runs within 1e-5
+#   moe_resume a mixture of experts' checkpoint (the experts in the family's form on disk:
+#            Qwen3-MoE per expert, gpt-oss transposed and interleaved) resumed under ZeRO-3 bit
+#            for bit, and without ZeRO within 1e-5 (a router's load-balancing loss is per
+#            micro-batch, so rows per micro-batch stay: np 2 again)
 #   tp       tensor parallel: tp 2 (np 2) and tp 2 × dp 2 (np 4) vs one process, tp 4 on an
 #            8-head model, ZeRO-1 with tp 2 × dp 2, bf16 + packing + gradient checkpointing
 #            with tp 2; the same tolerances (bf16: 2e-3); the export is one HF model; an odd
@@ -320,6 +324,25 @@ elseif(CASE STREQUAL "zero3_reshard")
       --resume_from_checkpoint true --zero_stage 3)
   same_metrics("${WORK}/np1" "${WORK}/to_z3np2" 1e-5)
   same_weights("${WORK}/np1" "${WORK}/to_z3np2" 1e-5)
+elseif(CASE STREQUAL "moe_resume")
+  # The resume reads the experts back through the load's conversion (model/moe_checkpoint.h);
+  # the moments are sft's stacks, each rank reading its shard of them.
+  foreach(m trainer_moe trainer_moe_gpt_oss)
+    string(REPLACE "${MODEL}" "${ROOT}/tests/fixtures/${m}/model" R "${COMMON}")
+    list(APPEND R --max_steps 6 --save_steps 3)
+    run(2 0 ${R} --per_device_train_batch_size 2 --output_dir "${WORK}/${m}" --zero_stage 3)
+    file(COPY "${WORK}/${m}/checkpoint-3" DESTINATION "${WORK}/${m}_z3")
+    run(2 0 ${R} --per_device_train_batch_size 2 --output_dir "${WORK}/${m}_z3"
+        --resume_from_checkpoint true --zero_stage 3)
+    same_metrics("${WORK}/${m}" "${WORK}/${m}_z3" 0)
+    same_weights("${WORK}/${m}" "${WORK}/${m}_z3" 0)
+    file(COPY "${WORK}/${m}/checkpoint-3" DESTINATION "${WORK}/${m}_dp")
+    run(2 0 ${R} --per_device_train_batch_size 2 --output_dir "${WORK}/${m}_dp"
+        --resume_from_checkpoint true)
+    same_metrics("${WORK}/${m}" "${WORK}/${m}_dp" 1e-5)
+    same_weights("${WORK}/${m}" "${WORK}/${m}_dp" 1e-5)
+  endforeach()
+  no_leftovers()
 elseif(CASE STREQUAL "tp")
   run(0 0 ${COMMON} ${STEPS} --per_device_train_batch_size 4 --output_dir "${WORK}/np1")
   run(2 0 ${COMMON} ${STEPS} --per_device_train_batch_size 4 --output_dir "${WORK}/tp2"
