@@ -13,6 +13,12 @@
 // workspace: 2 · Tk · H · D values, transient, not saved across layers); a last pass sums them
 // over the group in head order. Parallelism is segments × H items (16 per document for
 // Qwen3-0.6B): enough for a few cores; wider machines want items split by key tile too.
+// The item body is compiled twice for float: with library GEMMs per tile (the baseline) and, on
+// AVX-512, with the register-blocked microkernels, Kᵀ and Vᵀ of each key tile packed once for
+// all the query tiles that see it (flash_attention_tiles.h, "Tile products").
+#include <type_traits>
+
+#include "ops/cpu/cpu_features.h"
 #include "ops/cpu/flash_attention_tiles.h"
 
 namespace sft::ops {
@@ -30,13 +36,17 @@ struct BackwardScratch {  // one per slot
   T* dk;                  // (k_tile, D)
   T* dv;                  // (k_tile, D)
   T* dcap;                // (q_tile, k_tile) the soft-cap's 1 − tanh² (only with one)
+  T* kt;                  // (D, key_pack_ld) the key tile transposed (Avx512Products)
+  T* vt;                  // (D, key_pack_ld) the value tile transposed (Avx512Products)
 };
 
-template <typename T>
-void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, const T* dout,
-                   const T* out, const T* lse, const T* q, const T* k, const T* v,
-                   const AttentionSegment& s, const AttentionDims& d, int64_t h,
-                   const AttentionWorkspace& ws, const BackwardScratch<T>& sc) {
+template <typename T, typename Products>
+[[gnu::always_inline]] inline void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride,
+                                                 T* delta, const T* dout, const T* out,
+                                                 const T* lse, const T* q, const T* k, const T* v,
+                                                 const AttentionSegment& s, const AttentionDims& d,
+                                                 int64_t h, const AttentionWorkspace& ws,
+                                                 const BackwardScratch<T>& sc, const Products& mm) {
   const int64_t HD = d.H * d.D, KD = d.Hkv * d.D, g = h / (d.H / d.Hkv);
   const int64_t Bq = ws.q_tile, Bk = ws.k_tile;
   const T scale = flash::score_scale<T>(d), cap = static_cast<T>(d.softcap);
@@ -52,6 +62,8 @@ void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, co
     const T* kt = k + (s.k_begin + j0) * KD + g * d.D;
     const T* vt = v + (s.k_begin + j0) * KD + g * d.D;
     for (int64_t x = 0; x < nk * d.D; ++x) sc.dk[x] = sc.dv[x] = T(0);
+    const flash::KeyOperand<T> k_op = mm.keys(sc.kt, kt, KD, nk, d.D);
+    const flash::KeyOperand<T> v_op = mm.keys(sc.vt, vt, KD, nk, d.D);
     // Queries that see a key of [j0, j0 + nk): position ≥ j0 and, with a window,
     // position − (j0 + nk − 1) < window.
     const int64_t ilo = std::max<int64_t>(0, j0 - s.q_offset);
@@ -60,7 +72,7 @@ void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, co
     for (int64_t i0 = ilo; i0 < ihi; i0 += Bq) {
       const int64_t nq = std::min(Bq, ihi - i0);
       const int64_t qrow = (s.q_begin + i0) * HD + h * d.D;
-      matmul(sc.p, q + qrow, kt, nq, nk, d.D, false, true, false, HD, KD, Bk, false);
+      mm.scores(sc.p, Bk, q + qrow, HD, k_op, nq, nk, d.D);
       for (int64_t r = 0; r < nq; ++r) {
         const int64_t pos = s.q_offset + i0 + r;
         const int64_t a = std::clamp(flash::key_lo(pos, d.window) - j0, int64_t{0}, nk);
@@ -76,8 +88,8 @@ void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, co
         }
         for (int64_t j = std::max(a, b); j < nk; ++j) row[j] = T(0);
       }
-      matmul(sc.dv, sc.p, dout + qrow, nk, d.D, nq, true, false, true, Bk, HD, d.D, false);
-      matmul(sc.ds, dout + qrow, vt, nq, nk, d.D, false, true, false, HD, KD, Bk, false);
+      mm.add_at(sc.dv, d.D, sc.p, Bk, dout + qrow, HD, nk, d.D, nq);
+      mm.scores(sc.ds, Bk, dout + qrow, HD, v_op, nq, nk, d.D);
       for (int64_t r = 0; r < nq; ++r) {
         const T dl = delta[(s.q_begin + i0 + r) * d.H + h];
         const T* p = sc.p + r * Bk;
@@ -90,8 +102,8 @@ void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, co
           for (int64_t j = 0; j < nk; ++j) ds[j] = p[j] * (ds[j] - dl) * scale;
         }
       }
-      matmul(sc.dk, sc.ds, q + qrow, nk, d.D, nq, true, false, true, Bk, HD, d.D, false);
-      matmul(dq + qrow, sc.ds, kt, nq, d.D, nk, false, false, true, Bk, KD, HD, false);
+      mm.add_at(sc.dk, d.D, sc.ds, Bk, q + qrow, HD, nk, d.D, nq);
+      mm.add(dq + qrow, HD, sc.ds, Bk, kt, KD, nq, d.D, nk);
     }
     for (int64_t j = 0; j < nk; ++j) {
       T* dkr = dk_dst + (s.k_begin + j0 + j) * dst_stride;
@@ -102,6 +114,24 @@ void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, co
       }
     }
   }
+}
+
+template <typename T>
+void backward_head_blas(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, const T* dout,
+                        const T* out, const T* lse, const T* q, const T* k, const T* v,
+                        const AttentionSegment& s, const AttentionDims& d, int64_t h,
+                        const AttentionWorkspace& ws, const BackwardScratch<T>& sc) {
+  backward_head(dq, dk_dst, dv_dst, dst_stride, delta, dout, out, lse, q, k, v, s, d, h, ws, sc,
+                flash::BlasProducts<T>{});
+}
+
+[[gnu::target("avx512f,avx512dq,avx512bw,avx512vl")]] void backward_head_avx512(
+    float* dq, float* dk_dst, float* dv_dst, int64_t dst_stride, float* delta, const float* dout,
+    const float* out, const float* lse, const float* q, const float* k, const float* v,
+    const AttentionSegment& s, const AttentionDims& d, int64_t h, const AttentionWorkspace& ws,
+    const BackwardScratch<float>& sc) {
+  backward_head(dq, dk_dst, dv_dst, dst_stride, delta, dout, out, lse, q, k, v, s, d, h, ws, sc,
+                flash::Avx512Products{flash::key_pack_ld(ws)});
 }
 
 // dk[row, g] = Σ over the group's heads, in head order, of the partials part[row, h].
@@ -130,7 +160,8 @@ Layout layout(const flash::Plan& p, const AttentionDims& d, const AttentionWorks
   l.prefix_bytes = padded<int64_t>(p.segments + 1) * 8;
   l.n_delta = padded<T>(p.q_rows * d.H);
   l.n_part = group > 1 ? padded<T>(p.k_rows * d.H * d.D) : 0;
-  l.per_slot = (d.softcap > 0 ? 3 : 2) * padded<T>(Bq * Bk) + 2 * padded<T>(Bk * d.D);
+  const int64_t packs = std::is_same_v<T, float> ? 2 * padded<T>(d.D * flash::key_pack_ld(ws)) : 0;
+  l.per_slot = (d.softcap > 0 ? 3 : 2) * padded<T>(Bq * Bk) + 2 * padded<T>(Bk * d.D) + packs;
   return l;
 }
 
@@ -173,6 +204,7 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const 
   T* dk_dst = group > 1 ? dk_part : dk;
   T* dv_dst = group > 1 ? dv_part : dv;
   const int64_t dst_stride = (group > 1 ? dims.H : dims.Hkv) * dims.D;
+  const bool avx512 = cpu::use_avx512();
   flash::run_items(items, slots, [&](int64_t item, int64_t slot) {
     const AttentionSegment& s = segments[static_cast<size_t>(item / dims.H)];
     const int64_t h = item % dims.H;
@@ -183,11 +215,17 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const 
     sc.dk = sc.ds + padded<T>(Bq * Bk);
     sc.dv = sc.dk + padded<T>(Bk * dims.D);
     sc.dcap = sc.dv + padded<T>(Bk * dims.D);
+    sc.kt = sc.dcap + (dims.softcap > 0 ? padded<T>(Bq * Bk) : 0);
+    sc.vt = sc.kt + padded<T>(dims.D * flash::key_pack_ld(ws));
     // Partials are indexed by the query head: row stride H·D, offset h·D; direct writes by the
     // kv head (= h when group is 1).
     const int64_t off = h * dims.D;
-    backward_head(dq, dk_dst + off, dv_dst + off, dst_stride, delta, dout, out, lse, q, k, v, s,
-                  dims, h, ws, sc);
+    if constexpr (std::is_same_v<T, float>)
+      if (avx512)
+        return backward_head_avx512(dq, dk_dst + off, dv_dst + off, dst_stride, delta, dout, out,
+                                    lse, q, k, v, s, dims, h, ws, sc);
+    backward_head_blas(dq, dk_dst + off, dv_dst + off, dst_stride, delta, dout, out, lse, q, k, v,
+                       s, dims, h, ws, sc);
   });
   if (group == 1) return;
 

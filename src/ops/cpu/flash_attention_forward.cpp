@@ -7,8 +7,13 @@
 //   l·e^(m−m') + rowsum P; acc = acc·e^(m−m') + P V.   Finally out = acc / l and lse = m + log l.
 // Keys outside the window or after the query get P = 0, row by row, so partial tiles need no
 // −inf scores; key tiles left of the window or right of the diagonal are never visited.
+// The item body is compiled twice for float: with library GEMMs per tile (the baseline) and, on
+// AVX-512, with the register-blocked microkernels, Kᵀ of each key tile packed per item
+// (flash_attention_tiles.h, "Tile products").
 #include <limits>
+#include <type_traits>
 
+#include "ops/cpu/cpu_features.h"
 #include "ops/cpu/flash_attention_tiles.h"
 
 namespace sft::ops {
@@ -23,13 +28,15 @@ struct ForwardScratch {  // one per slot
   T* acc;                // (q_tile, D)
   T* m;                  // (q_tile) running max of the scaled scores
   T* l;                  // (q_tile) running sum of exp(score − m)
+  T* kt;                 // (D, key_pack_ld) the key tile transposed (Avx512Products)
 };
 
 // Scales row r of the score tile (soft-capping it when cap > 0), turns its visible keys [a, b)
 // into exp(s − m') and zeroes the rest; returns the rescale factor e^(m − m') for the
 // accumulator and updates m and l.
 template <typename T>
-T softmax_row(T* row, int64_t nk, int64_t a, int64_t b, T scale, T cap, T* m, T* l) {
+[[gnu::always_inline]] inline T softmax_row(T* row, int64_t nk, int64_t a, int64_t b, T scale,
+                                            T cap, T* m, T* l) {
   if (a >= b) {  // no visible key in this tile for this query
     for (int64_t j = 0; j < nk; ++j) row[j] = T(0);
     return T(1);
@@ -49,10 +56,11 @@ T softmax_row(T* row, int64_t nk, int64_t a, int64_t b, T scale, T cap, T* m, T*
   return alpha;
 }
 
-template <typename T>
-void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const AttentionSegment& s,
-                  const AttentionDims& d, int64_t h, int64_t i0, const AttentionWorkspace& ws,
-                  const ForwardScratch<T>& sc) {
+template <typename T, typename Products>
+[[gnu::always_inline]] inline void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v,
+                                                const AttentionSegment& s, const AttentionDims& d,
+                                                int64_t h, int64_t i0, const AttentionWorkspace& ws,
+                                                const ForwardScratch<T>& sc, const Products& mm) {
   const int64_t HD = d.H * d.D, KD = d.Hkv * d.D, g = h / (d.H / d.Hkv);
   const int64_t nq = std::min(ws.q_tile, s.q_len - i0), Bk = ws.k_tile;
   const int64_t pos0 = s.q_offset + i0, pos1 = pos0 + nq - 1;
@@ -70,7 +78,7 @@ void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
     const int64_t nk = std::min(Bk, khi - j0);
     const T* kt = k + (s.k_begin + j0) * KD + g * d.D;
     const T* vt = v + (s.k_begin + j0) * KD + g * d.D;
-    matmul(sc.s, qt, kt, nq, nk, d.D, false, true, false, HD, KD, Bk, false);
+    mm.scores(sc.s, Bk, qt, HD, mm.keys(sc.kt, kt, KD, nk, d.D), nq, nk, d.D);
     for (int64_t r = 0; r < nq; ++r) {
       const int64_t pos = pos0 + r;
       const int64_t a = std::clamp(flash::key_lo(pos, d.window) - j0, int64_t{0}, nk);
@@ -81,7 +89,7 @@ void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
         for (int64_t x = 0; x < d.D; ++x) acc[x] *= alpha;
       }
     }
-    matmul(sc.acc, sc.s, vt, nq, d.D, nk, false, false, true, Bk, KD, d.D, false);
+    mm.add(sc.acc, d.D, sc.s, Bk, vt, KD, nq, d.D, nk);
   }
 
   for (int64_t r = 0; r < nq; ++r) {
@@ -93,14 +101,33 @@ void forward_tile(T* out, T* lse, const T* q, const T* k, const T* v, const Atte
   }
 }
 
+template <typename T>
+void forward_tile_blas(T* out, T* lse, const T* q, const T* k, const T* v,
+                       const AttentionSegment& s, const AttentionDims& d, int64_t h, int64_t i0,
+                       const AttentionWorkspace& ws, const ForwardScratch<T>& sc) {
+  forward_tile(out, lse, q, k, v, s, d, h, i0, ws, sc, flash::BlasProducts<T>{});
+}
+
+[[gnu::target("avx512f,avx512dq,avx512bw,avx512vl")]] void forward_tile_avx512(
+    float* out, float* lse, const float* q, const float* k, const float* v,
+    const AttentionSegment& s, const AttentionDims& d, int64_t h, int64_t i0,
+    const AttentionWorkspace& ws, const ForwardScratch<float>& sc) {
+  forward_tile(out, lse, q, k, v, s, d, h, i0, ws, sc,
+               flash::Avx512Products{flash::key_pack_ld(ws)});
+}
+
 // Workspace: item prefix per segment, then one scratch block per slot.
 int64_t prefix_size(const flash::Plan& p) {
   return padded<int64_t>(p.segments + 1) * 8;
 }
 template <typename T>
+int64_t key_pack(const AttentionWorkspace& ws, const AttentionDims& d) {
+  return std::is_same_v<T, float> ? padded<T>(d.D * flash::key_pack_ld(ws)) : 0;
+}
+template <typename T>
 int64_t slot_elems(const AttentionWorkspace& ws, const AttentionDims& d) {
   const int64_t Bq = ws.q_tile, Bk = ws.k_tile;
-  return padded<T>(Bq * Bk) + padded<T>(Bq * d.D) + 2 * padded<T>(Bq);
+  return padded<T>(Bq * Bk) + padded<T>(Bq * d.D) + 2 * padded<T>(Bq) + key_pack<T>(ws, d);
 }
 
 }  // namespace
@@ -136,6 +163,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
   for (int64_t i = 0; i < nseg; ++i)
     prefix[i + 1] = prefix[i] + dims.H * ((segments[i].q_len + Bq - 1) / Bq);
   T* scratch = reinterpret_cast<T*>(base + prefix_bytes);
+  const bool avx512 = cpu::use_avx512();
 
   flash::run_items(items, slots, [&](int64_t item, int64_t slot) {
     const int64_t si = std::upper_bound(prefix, prefix + nseg + 1, item) - prefix - 1;
@@ -148,7 +176,10 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
     sc.acc = sc.s + padded<T>(Bq * Bk);
     sc.m = sc.acc + padded<T>(Bq * dims.D);
     sc.l = sc.m + padded<T>(Bq);
-    forward_tile(out, lse, q, k, v, s, dims, h, tile * Bq, ws, sc);
+    sc.kt = sc.l + padded<T>(Bq);
+    if constexpr (std::is_same_v<T, float>)
+      if (avx512) return forward_tile_avx512(out, lse, q, k, v, s, dims, h, tile * Bq, ws, sc);
+    forward_tile_blas(out, lse, q, k, v, s, dims, h, tile * Bq, ws, sc);
   });
 }
 

@@ -1,5 +1,6 @@
 // Shared pieces of the tiled attention kernels (flash_attention_forward/backward.cpp): the
-// segment checks, the mask as key/query ranges, the work-item scheduler and the row exponential.
+// segment checks, the mask as key/query ranges, the work-item scheduler, the row exponential and
+// the two ways of multiplying tiles.
 //
 // Scheduling: `slots` pool chunks pull work items from one atomic counter. Which thread runs an
 // item varies from run to run, but every output element is written by exactly one item, in an
@@ -17,6 +18,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "ops/attention.h"
+#include "ops/cpu/attention_microkernel.h"
 #include "ops/cpu/fast_exp.h"
 #include "ops/ops.h"
 
@@ -140,5 +142,71 @@ T lane_sum(const T* x, int64_t n) {
   for (int64_t l = 0; j < n; ++j, ++l) lane[l] += x[j];
   return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
+
+// ---- Tile products -------------------------------------------------------------------------
+// The item bodies are templates over how they multiply tiles, compiled once per way: BlasProducts
+// (ops::matmul on the caller's thread: the baseline, double's only way, and float's under
+// SFT_CPU_ISA=generic or without AVX-512) and Avx512Products (the register-blocked microkernels
+// of attention_microkernel.h, in a body compiled for AVX-512, so the softmax rows around them
+// vectorise 16 wide too). Both give each output element one fixed summation order, so either is
+// bit-stable per thread count; they differ from each other by rounding only.
+//
+//   keys(pack, k, ldk, nk, D)        the operand Kᵀ of a score product for a key tile (nk rows
+//                                    of D, stride ldk); Avx512Products transposes it into pack
+//                                    (D rows of key_pack_ld), BlasProducts reads k in place
+//   scores(s, lds, a, lda, kt, M, N, D)   S (M, N) = A (M, D) · Kᵀ
+//   add(c, ldc, a, lda, b, ldb, M, N, K)     C (M, N) += A (M, K) · B (K, N)
+//   add_at(c, ldc, a, lda, b, ldb, M, N, K)  C (M, N) += Aᵀ · B, A stored as (K, M)
+
+template <typename T>
+struct KeyOperand {  // Kᵀ: k rows as stored (transposed), or packed D × keys
+  const T* p;
+  int64_t ld;
+};
+
+// Row length of a packed Kᵀ: the key tile rounded up to whole 64-byte lines.
+inline int64_t key_pack_ld(const AttentionWorkspace& ws) {
+  return (ws.k_tile + 15) / 16 * 16;
+}
+
+template <typename T>
+struct BlasProducts {
+  KeyOperand<T> keys(T*, const T* k, int64_t ldk, int64_t, int64_t) const { return {k, ldk}; }
+  void scores(T* s, int64_t lds, const T* a, int64_t lda, KeyOperand<T> kt, int64_t M, int64_t N,
+              int64_t D) const {
+    matmul(s, a, kt.p, M, N, D, false, true, false, lda, kt.ld, lds, false);
+  }
+  void add(T* c, int64_t ldc, const T* a, int64_t lda, const T* b, int64_t ldb, int64_t M,
+           int64_t N, int64_t K) const {
+    matmul(c, a, b, M, N, K, false, false, true, lda, ldb, ldc, false);
+  }
+  void add_at(T* c, int64_t ldc, const T* a, int64_t lda, const T* b, int64_t ldb, int64_t M,
+              int64_t N, int64_t K) const {
+    matmul(c, a, b, M, N, K, true, false, true, lda, ldb, ldc, false);
+  }
+};
+
+struct Avx512Products {
+  int64_t pack_ld;
+  KeyOperand<float> keys(float* pack, const float* k, int64_t ldk, int64_t nk, int64_t D) const {
+    cpu::attention_microkernel::transpose(pack, pack_ld, k, ldk, nk, D);
+    return {pack, pack_ld};
+  }
+  void scores(float* s, int64_t lds, const float* a, int64_t lda, KeyOperand<float> kt, int64_t M,
+              int64_t N, int64_t D) const {
+    cpu::attention_microkernel::gemm(s, lds, a, lda, cpu::attention_microkernel::ALayout::kRows,
+                                     kt.p, kt.ld, M, N, D, false);
+  }
+  void add(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb,
+           int64_t M, int64_t N, int64_t K) const {
+    cpu::attention_microkernel::gemm(c, ldc, a, lda, cpu::attention_microkernel::ALayout::kRows, b,
+                                     ldb, M, N, K, true);
+  }
+  void add_at(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb,
+              int64_t M, int64_t N, int64_t K) const {
+    cpu::attention_microkernel::gemm(c, ldc, a, lda, cpu::attention_microkernel::ALayout::kColumns,
+                                     b, ldb, M, N, K, true);
+  }
+};
 
 }  // namespace sft::ops::flash
