@@ -1,14 +1,17 @@
 // ops/cpu/attention_microkernel.h: the AVX-512 tile product and transpose of the tiled fp32
 // attention. gemm against an fp64 product for every remainder of the 6 × 64 register block
-// (M 1..13, N 1..130, K 0..130), both layouts of A, accumulate or not, strided operands: exact on
-// small integers (every partial sum representable), within K · 2⁻²³ of the fp64 value on normal
-// values; no element outside C's block written; each element's result independent of the call's
-// M and N (the fixed order the attention's thread-count stability rests on). transpose exact for
-// every edge shape. Skipped where the CPU (or SFT_CPU_ISA=generic) rules AVX-512 out.
+// (M 1..13, N 1..130, K 0..130), both layouts of A, accumulate or not, C's rows scaled or not,
+// strided operands: exact on small integers (every partial sum representable), within
+// (K + 1) · 2⁻²⁴ of Σ|terms| of the fp64 value on normal values; no element outside C's block
+// written; each element's result independent of the call's M and N (the fixed order the
+// attention's thread-count stability rests on); the causal skips give the whole product's bits
+// wherever the diagonal's zeros make them lawful. transpose exact for every edge shape. Skipped
+// where the CPU (or SFT_CPU_ISA=generic) rules AVX-512 out.
 #include "ops/cpu/attention_microkernel.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -25,18 +28,21 @@ struct Problem {
   int64_t M, N, K;
   ALayout layout;
   bool accumulate;
+  bool scaled = false;  // C's rows scaled (with accumulate)
   // Strides wider than the blocks, so reads or writes past a block's edge are seen.
   int64_t lda() const { return (layout == ALayout::kRows ? K : M) + 3; }
   int64_t ldb() const { return N + 5; }
   int64_t ldc() const { return N + 7; }
   std::string name() const {
     return "M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K) +
-           (layout == ALayout::kRows ? " rows" : " columns") + (accumulate ? " +=" : " =");
+           (layout == ALayout::kRows ? " rows" : " columns") + (accumulate ? " +=" : " =") +
+           (scaled ? " scaled" : "");
   }
 };
 
 struct Operands {
   std::vector<float> a, b, c;  // c (M, ldc), its padding columns holding kGuard
+  std::vector<float> scale;    // (M) C's row scales
 };
 
 // Values: small integers (products and sums exact in fp32) or normals.
@@ -49,7 +55,9 @@ Operands make(const Problem& p, bool integers, uint64_t stream) {
   const int64_t a_rows = p.layout == ALayout::kRows ? p.M : p.K;
   Operands o{std::vector<float>(static_cast<size_t>(a_rows * p.lda())),
              std::vector<float>(static_cast<size_t>(p.K * p.ldb())),
-             std::vector<float>(static_cast<size_t>(p.M * p.ldc()), kGuard)};
+             std::vector<float>(static_cast<size_t>(p.M * p.ldc()), kGuard),
+             std::vector<float>(static_cast<size_t>(p.M))};
+  for (float& x : o.scale) x = integers ? 2.0f : static_cast<float>(std::exp(-rng.uniform()));
   for (float& x : o.a) x = value();
   for (float& x : o.b) x = value();
   for (int64_t m = 0; m < p.M; ++m)
@@ -68,7 +76,10 @@ void reference(const Problem& p, const Operands& o, std::vector<double>& c,
   magnitude.assign(c.size(), 0.0);
   for (int64_t m = 0; m < p.M; ++m)
     for (int64_t n = 0; n < p.N; ++n) {
-      const double c0 = p.accumulate ? o.c[static_cast<size_t>(m * p.ldc() + n)] : 0.0;
+      const double c0 = !p.accumulate ? 0.0
+                        : p.scaled ? static_cast<double>(o.c[static_cast<size_t>(m * p.ldc() + n)] *
+                                                         o.scale[static_cast<size_t>(m)])
+                                   : o.c[static_cast<size_t>(m * p.ldc() + n)];
       double sum = c0, mag = std::abs(c0);
       for (int64_t k = 0; k < p.K; ++k) {
         const double t = static_cast<double>(a_at(p, o, m, k)) *
@@ -81,9 +92,21 @@ void reference(const Problem& p, const Operands& o, std::vector<double>& c,
     }
 }
 
-void run(const Problem& p, Operands& o) {
-  gemm(o.c.data(), p.ldc(), o.a.data(), p.lda(), p.layout, o.b.data(), p.ldb(), p.M, p.N, p.K,
-       p.accumulate);
+void run(const Problem& p, Operands& o, Skip skip = Skip::kNothing, int64_t diagonal = 0) {
+  gemm({.c = o.c.data(),
+        .ldc = p.ldc(),
+        .a = o.a.data(),
+        .lda = p.lda(),
+        .a_layout = p.layout,
+        .b = o.b.data(),
+        .ldb = p.ldb(),
+        .M = p.M,
+        .N = p.N,
+        .K = p.K,
+        .accumulate = p.accumulate,
+        .c_row_scale = p.scaled ? o.scale.data() : nullptr,
+        .skip = skip,
+        .diagonal = diagonal});
 }
 
 void expect_matches_reference(const Problem& p, bool integers) {
@@ -128,11 +151,18 @@ TEST_F(AttentionMicrokernel, GemmMatchesFp64OnEveryBlockRemainder) {
               expect_matches_reference({M, N, K, layout, accumulate}, integers);
 }
 
+TEST_F(AttentionMicrokernel, GemmScalesRowsOfCBeforeTheSum) {
+  for (int64_t M : {1, 6, 13})
+    for (int64_t N : {16, 70})
+      for (bool integers : {true, false})
+        expect_matches_reference({M, N, 33, ALayout::kRows, true, true}, integers);
+}
+
 // The attention's shapes: S (128 × 64 over D 128), P·V (128 × 128 over 64), dV (64 × 128 over
 // 128 with Pᵀ).
 TEST_F(AttentionMicrokernel, GemmMatchesFp64OnTheTileShapes) {
   expect_matches_reference({128, 64, 128, ALayout::kRows, false}, false);
-  expect_matches_reference({128, 128, 64, ALayout::kRows, true}, false);
+  expect_matches_reference({128, 128, 64, ALayout::kRows, true, true}, false);
   expect_matches_reference({64, 128, 128, ALayout::kColumns, true}, false);
 }
 
@@ -147,12 +177,61 @@ TEST_F(AttentionMicrokernel, ElementOrderIndependentOfTheBlocking) {
     // Rows 7..(7 + 11), columns 21..(21 + 50): A and B offset to the sub-block.
     const int64_t m0 = 7, n0 = 21, M = 11, N = 50;
     const int64_t a_off = layout == ALayout::kRows ? m0 * whole.lda() : m0;
-    gemm(part.c.data() + m0 * whole.ldc() + n0, whole.ldc(), part.a.data() + a_off, whole.lda(),
-         layout, part.b.data() + n0, whole.ldb(), M, N, whole.K, true);
+    gemm({.c = part.c.data() + m0 * whole.ldc() + n0,
+          .ldc = whole.ldc(),
+          .a = part.a.data() + a_off,
+          .lda = whole.lda(),
+          .a_layout = layout,
+          .b = part.b.data() + n0,
+          .ldb = whole.ldb(),
+          .M = M,
+          .N = N,
+          .K = whole.K,
+          .accumulate = true});
     for (int64_t m = m0; m < m0 + M; ++m)
       for (int64_t n = n0; n < n0 + N; ++n) {
         const size_t i = static_cast<size_t>(m * whole.ldc() + n);
         ASSERT_EQ(part.c[i], o.c[i]) << "(" << m << ", " << n << ")";
+      }
+  }
+}
+
+// A causal tile's operands: A is 0 where the diagonal hides the pair (query m, key k) — for
+// rows of queries k ≥ m + d, for rows of keys (A stored as queries × keys) query k < m − d + 1.
+// Skipping those terms gives the whole product's bits; with kColumnsPastDiagonal the columns a
+// row needs (n < m + d) hold the whole product's bits.
+TEST_F(AttentionMicrokernel, CausalSkipsGiveTheWholeProduct) {
+  for (int64_t diagonal : {-70, -5, 0, 1, 6, 40, 64, 300}) {
+    SCOPED_TRACE("diagonal " + std::to_string(diagonal));
+    for (Skip skip : {Skip::kDepthPastDiagonal, Skip::kDepthBeforeDiagonal}) {
+      const bool keys_rows = skip == Skip::kDepthBeforeDiagonal;
+      const Problem p{keys_rows ? 64 : 128,
+                      128,
+                      keys_rows ? 128 : 64,
+                      keys_rows ? ALayout::kColumns : ALayout::kRows,
+                      true,
+                      !keys_rows};
+      Operands o = make(p, false, 9);
+      for (int64_t m = 0; m < p.M; ++m)
+        for (int64_t k = 0; k < p.K; ++k) {
+          const bool hidden = keys_rows ? k < m - diagonal + 1 : k >= m + diagonal;
+          if (hidden)
+            o.a[static_cast<size_t>(keys_rows ? k * p.lda() + m : m * p.lda() + k)] = 0.0f;
+        }
+      Operands whole = o;
+      run(p, whole);
+      run(p, o, skip, diagonal);
+      ASSERT_EQ(o.c, whole.c) << (keys_rows ? "kDepthBeforeDiagonal" : "kDepthPastDiagonal");
+    }
+    const Problem p{128, 64, 128, ALayout::kRows, false};
+    Operands o = make(p, false, 10);
+    Operands whole = o;
+    run(p, whole);
+    run(p, o, Skip::kColumnsPastDiagonal, diagonal);
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t n = 0; n < std::min(p.N, m + diagonal); ++n) {
+        const size_t i = static_cast<size_t>(m * p.ldc() + n);
+        ASSERT_EQ(o.c[i], whole.c[i]) << "(" << m << ", " << n << ")";
       }
   }
 }

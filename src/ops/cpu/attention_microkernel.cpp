@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 
 #define SFT_MICROKERNEL_AVX512 gnu::target("avx512f,avx512dq,avx512bw,avx512vl")
 
@@ -23,22 +24,44 @@ inline __mmask16 first_lanes(int64_t n) {
   return static_cast<__mmask16>((1u << n) - 1u);
 }
 
-// C's rows [0, MR) × columns [0, 16·NV) (the last vector's lanes cut to `last`) over all K.
+// One register block's share of a Product: rows [0, MR) of c, columns [0, 16·NV) (the last
+// vector's lanes cut to `last`), steps [k0, k1) of K. a points at the block's first row, b and c
+// at its first column.
+struct Block {
+  float* c;
+  int64_t ldc;
+  const float* a;
+  int64_t lda;
+  const float* b;
+  int64_t ldb;
+  int64_t k0, k1;
+  bool accumulate;
+  const float* c_row_scale;  // the block's rows' scales, or null
+  __mmask16 last;
+};
+
 template <int MR, int NV, ALayout L>
-[[gnu::always_inline, SFT_MICROKERNEL_AVX512]] inline void block(float* c, int64_t ldc,
-                                                                 const float* a, int64_t lda,
-                                                                 const float* b, int64_t ldb,
-                                                                 int64_t K, bool accumulate,
-                                                                 __mmask16 last) {
+[[SFT_MICROKERNEL_AVX512]] void block(const Block& blk) {
+  float* const c = blk.c;
+  const float* const a = blk.a;
+  const float* const b = blk.b;
+  const int64_t ldc = blk.ldc, ldb = blk.ldb;
   // Element (m, k) of A at a[m·row + k·step].
-  const int64_t row = L == ALayout::kRows ? lda : 1, step = L == ALayout::kRows ? 1 : lda;
+  const int64_t row = L == ALayout::kRows ? blk.lda : 1, step = L == ALayout::kRows ? 1 : blk.lda;
+  const __mmask16 last = blk.last;
   __m512 acc[MR][NV];
-  for (int i = 0; i < MR; ++i)
-    for (int v = 0; v < NV; ++v)
-      acc[i][v] = accumulate
-                      ? _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xffff, c + i * ldc + 16 * v)
-                      : _mm512_setzero_ps();
-  for (int64_t k = 0; k < K; ++k) {
+  for (int i = 0; i < MR; ++i) {
+    const __m512 scale = _mm512_set1_ps(blk.c_row_scale ? blk.c_row_scale[i] : 1.0f);
+    for (int v = 0; v < NV; ++v) {
+      if (!blk.accumulate) {
+        acc[i][v] = _mm512_setzero_ps();
+        continue;
+      }
+      acc[i][v] = _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xffff, c + i * ldc + 16 * v);
+      if (blk.c_row_scale) acc[i][v] = _mm512_mul_ps(acc[i][v], scale);
+    }
+  }
+  for (int64_t k = blk.k0; k < blk.k1; ++k) {
     __m512 bk[NV];
     for (int v = 0; v < NV; ++v)
       bk[v] = _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xffff, b + k * ldb + 16 * v);
@@ -52,63 +75,16 @@ template <int MR, int NV, ALayout L>
       _mm512_mask_storeu_ps(c + i * ldc + 16 * v, v == NV - 1 ? last : 0xffff, acc[i][v]);
 }
 
-// All M rows of one column panel of at most 16·NV columns: whole blocks of kBlockRows, then the
-// remaining rows in one narrower block.
-template <int NV, ALayout L>
-[[SFT_MICROKERNEL_AVX512]] void panel(float* c, int64_t ldc, const float* a, int64_t lda,
-                                      const float* b, int64_t ldb, int64_t M, int64_t K,
-                                      bool accumulate, __mmask16 last) {
-  const int64_t a_row = L == ALayout::kRows ? lda : 1;
-  int64_t m = 0;
-  for (; m + kBlockRows <= M; m += kBlockRows)
-    block<kBlockRows, NV, L>(c + m * ldc, ldc, a + m * a_row, lda, b, ldb, K, accumulate, last);
-  float* cm = c + m * ldc;
-  const float* am = a + m * a_row;
-  switch (M - m) {
-    case 1:
-      block<1, NV, L>(cm, ldc, am, lda, b, ldb, K, accumulate, last);
-      break;
-    case 2:
-      block<2, NV, L>(cm, ldc, am, lda, b, ldb, K, accumulate, last);
-      break;
-    case 3:
-      block<3, NV, L>(cm, ldc, am, lda, b, ldb, K, accumulate, last);
-      break;
-    case 4:
-      block<4, NV, L>(cm, ldc, am, lda, b, ldb, K, accumulate, last);
-      break;
-    case 5:
-      block<5, NV, L>(cm, ldc, am, lda, b, ldb, K, accumulate, last);
-      break;
-    default:
-      break;
-  }
-  static_assert(kBlockRows == 6, "the remainder cases above cover 1 .. kBlockRows - 1 rows");
-}
-
+// block<MR, NV, L> for MR in [1, 6], NV in [1, 4]: kBlocks<L>[MR − 1][NV − 1].
+using BlockFn = void (*)(const Block&);
+template <int MR, ALayout L>
+constexpr std::array<BlockFn, kBlockVectors> kBlockRow = {block<MR, 1, L>, block<MR, 2, L>,
+                                                          block<MR, 3, L>, block<MR, 4, L>};
 template <ALayout L>
-[[SFT_MICROKERNEL_AVX512]] void gemm_panels(float* c, int64_t ldc, const float* a, int64_t lda,
-                                            const float* b, int64_t ldb, int64_t M, int64_t N,
-                                            int64_t K, bool accumulate) {
-  for (int64_t n = 0; n < N; n += kBlockColumns) {
-    const int64_t width = std::min(kBlockColumns, N - n);
-    const int64_t vectors = (width + 15) / 16;
-    const __mmask16 last = first_lanes(width - 16 * (vectors - 1));
-    switch (vectors) {
-      case 1:
-        panel<1, L>(c + n, ldc, a, lda, b + n, ldb, M, K, accumulate, last);
-        break;
-      case 2:
-        panel<2, L>(c + n, ldc, a, lda, b + n, ldb, M, K, accumulate, last);
-        break;
-      case 3:
-        panel<3, L>(c + n, ldc, a, lda, b + n, ldb, M, K, accumulate, last);
-        break;
-      default:
-        panel<kBlockVectors, L>(c + n, ldc, a, lda, b + n, ldb, M, K, accumulate, last);
-    }
-  }
-}
+constexpr std::array<std::array<BlockFn, kBlockVectors>, kBlockRows> kBlocks = {
+    kBlockRow<1, L>, kBlockRow<2, L>, kBlockRow<3, L>,
+    kBlockRow<4, L>, kBlockRow<5, L>, kBlockRow<6, L>};
+static_assert(kBlockRows == 6 && kBlockVectors == 4, "kBlocks lists every block shape");
 
 // t[x] = column x of the 16 × 16 block whose rows were t[0..16): unpacks pair rows within each
 // 128-bit lane, then 64-bit pairs, then moves whole 128-bit lanes.
@@ -142,14 +118,44 @@ template <ALayout L>
 
 }  // namespace
 
-[[SFT_MICROKERNEL_AVX512]] void gemm(float* c, int64_t ldc, const float* a, int64_t lda,
-                                     ALayout a_layout, const float* b, int64_t ldb, int64_t M,
-                                     int64_t N, int64_t K, bool accumulate) {
-  if (M <= 0 || N <= 0) return;
-  if (a_layout == ALayout::kRows)
-    gemm_panels<ALayout::kRows>(c, ldc, a, lda, b, ldb, M, N, K, accumulate);
-  else
-    gemm_panels<ALayout::kColumns>(c, ldc, a, lda, b, ldb, M, N, K, accumulate);
+[[SFT_MICROKERNEL_AVX512]] void gemm(const Product& p) {
+  if (p.M <= 0 || p.N <= 0) return;
+  const auto& blocks =
+      p.a_layout == ALayout::kRows ? kBlocks<ALayout::kRows> : kBlocks<ALayout::kColumns>;
+  const int64_t a_row = p.a_layout == ALayout::kRows ? p.lda : 1;
+  // Column panels outside, row blocks inside: a panel of B stays in L1 while A streams past.
+  for (int64_t n0 = 0; n0 < p.N; n0 += kBlockColumns)
+    for (int64_t m0 = 0; m0 < p.M; m0 += kBlockRows) {
+      const int64_t rows = std::min<int64_t>(kBlockRows, p.M - m0), last_row = m0 + rows - 1;
+      int64_t n1 = std::min(p.N, n0 + kBlockColumns), k0 = 0, k1 = p.K;
+      switch (p.skip) {
+        case Skip::kNothing:
+          break;
+        case Skip::kColumnsPastDiagonal:
+          n1 = std::min(n1, last_row + p.diagonal);
+          break;
+        case Skip::kDepthPastDiagonal:
+          k1 = std::clamp<int64_t>(last_row + p.diagonal, 0, p.K);
+          break;
+        case Skip::kDepthBeforeDiagonal:
+          k0 = std::clamp<int64_t>(m0 - p.diagonal + 1, 0, p.K);
+          break;
+      }
+      if (n1 <= n0) continue;  // no column of this block is needed (nor written)
+      const int64_t width = n1 - n0, vectors = (width + 15) / 16;
+      const Block blk{p.c + m0 * p.ldc + n0,
+                      p.ldc,
+                      p.a + m0 * a_row,
+                      p.lda,
+                      p.b + n0,
+                      p.ldb,
+                      k0,
+                      k1,
+                      p.accumulate,
+                      p.c_row_scale ? p.c_row_scale + m0 : nullptr,
+                      first_lanes(width - 16 * (vectors - 1))};
+      blocks[static_cast<size_t>(rows - 1)][static_cast<size_t>(vectors - 1)](blk);
+    }
 }
 
 [[SFT_MICROKERNEL_AVX512]] void transpose(float* dst, int64_t ld_dst, const float* src,

@@ -31,13 +31,13 @@ constexpr int64_t kReduceRows = 64;  // key rows per work item of the group sum
 
 template <typename T>
 struct BackwardScratch {  // one per slot
-  T* p;                   // (q_tile, k_tile) scores, then probabilities
-  T* ds;                  // (q_tile, k_tile) dP, then dS
+  T* p;                   // (q_tile, tile_ld) scores, then probabilities
+  T* ds;                  // (q_tile, tile_ld) dP, then dS
   T* dk;                  // (k_tile, D)
   T* dv;                  // (k_tile, D)
-  T* dcap;                // (q_tile, k_tile) the soft-cap's 1 − tanh² (only with one)
-  T* kt;                  // (D, key_pack_ld) the key tile transposed (Avx512Products)
-  T* vt;                  // (D, key_pack_ld) the value tile transposed (Avx512Products)
+  T* dcap;                // (q_tile, tile_ld) the soft-cap's 1 − tanh² (only with one)
+  T* kt;                  // (D, tile_ld) the key tile transposed (Avx512Products)
+  T* vt;                  // (D, tile_ld) the value tile transposed (Avx512Products)
 };
 
 template <typename T, typename Products>
@@ -48,7 +48,8 @@ template <typename T, typename Products>
                                                  int64_t h, const AttentionWorkspace& ws,
                                                  const BackwardScratch<T>& sc, const Products& mm) {
   const int64_t HD = d.H * d.D, KD = d.Hkv * d.D, g = h / (d.H / d.Hkv);
-  const int64_t Bq = ws.q_tile, Bk = ws.k_tile;
+  const int64_t Bq = ws.q_tile, Bk = ws.k_tile, Ls = flash::tile_ld(ws);
+  constexpr int64_t Lanes = Products::kLanes;
   const T scale = flash::score_scale<T>(d), cap = static_cast<T>(d.softcap);
 
   for (int64_t i = 0; i < s.q_len; ++i) {
@@ -62,8 +63,9 @@ template <typename T, typename Products>
     const T* kt = k + (s.k_begin + j0) * KD + g * d.D;
     const T* vt = v + (s.k_begin + j0) * KD + g * d.D;
     for (int64_t x = 0; x < nk * d.D; ++x) sc.dk[x] = sc.dv[x] = T(0);
-    const flash::KeyOperand<T> k_op = mm.keys(sc.kt, kt, KD, nk, d.D);
-    const flash::KeyOperand<T> v_op = mm.keys(sc.vt, vt, KD, nk, d.D);
+    const flash::Rows<const T> k_rows{kt, KD}, v_rows{vt, KD};
+    const flash::Rows<const T> k_op = mm.keys(sc.kt, k_rows, nk, d.D);
+    const flash::Rows<const T> v_op = mm.keys(sc.vt, v_rows, nk, d.D);
     // Queries that see a key of [j0, j0 + nk): position ≥ j0 and, with a window,
     // position − (j0 + nk − 1) < window.
     const int64_t ilo = std::max<int64_t>(0, j0 - s.q_offset);
@@ -72,38 +74,48 @@ template <typename T, typename Products>
     for (int64_t i0 = ilo; i0 < ihi; i0 += Bq) {
       const int64_t nq = std::min(Bq, ihi - i0);
       const int64_t qrow = (s.q_begin + i0) * HD + h * d.D;
-      mm.scores(sc.p, Bk, q + qrow, HD, k_op, nq, nk, d.D);
+      const flash::Rows<const T> qi{q + qrow, HD}, dout_i{dout + qrow, HD};
+      const int64_t diagonal = s.q_offset + i0 + 1 - j0;
+      mm.scores({sc.p, Ls}, qi, k_op, nq, nk, d.D, diagonal);
       for (int64_t r = 0; r < nq; ++r) {
-        const int64_t pos = s.q_offset + i0 + r;
-        const int64_t a = std::clamp(flash::key_lo(pos, d.window) - j0, int64_t{0}, nk);
-        const int64_t b = std::clamp(flash::key_hi(pos, s.k_len) - j0, int64_t{0}, nk);
+        const flash::TileKeys keys =
+            flash::visible_keys(s.q_offset + i0 + r, j0, nk, d.window, s.k_len);
+        const auto [a, b] = keys;
         const T m = lse[(s.q_begin + i0 + r) * d.H + h];
-        T* row = sc.p + r * Bk;
-        for (int64_t j = 0; j < a; ++j) row[j] = T(0);
+        T* row = sc.p + r * Ls;
         if (cap > T(0) && a < b) {
-          flash::soft_cap(row + a, b - a, scale, cap, sc.dcap + r * Bk + a);
-          for (int64_t j = a; j < b; ++j) row[j] = flash::exp_score(row[j] - m);
-        } else {
-          for (int64_t j = a; j < b; ++j) row[j] = flash::exp_score(row[j] * scale - m);
+          flash::soft_cap(row + a, b - a, scale, cap, sc.dcap + r * Ls + a);
+          flash::for_lanes<Lanes>(keys, [&](int64_t j) { row[j] = flash::exp_score(row[j] - m); });
+        } else if (a < b) {
+          flash::for_lanes<Lanes>(
+              keys, [&](int64_t j) { row[j] = flash::exp_score(row[j] * scale - m); });
         }
+        for (int64_t j = 0; j < a; ++j) row[j] = T(0);
         for (int64_t j = std::max(a, b); j < nk; ++j) row[j] = T(0);
       }
-      mm.add_at(sc.dv, d.D, sc.p, Bk, dout + qrow, HD, nk, d.D, nq);
-      mm.scores(sc.ds, Bk, dout + qrow, HD, v_op, nq, nk, d.D);
+      mm.add_at({sc.dv, d.D}, {sc.p, Ls}, dout_i, nk, d.D, nq, diagonal);
+      mm.scores({sc.ds, Ls}, dout_i, v_op, nq, nk, d.D, diagonal);
+      // dS is 0 where P is: outside the visible keys, where dP may be unwritten (past the
+      // diagonal) and dcap is.
       for (int64_t r = 0; r < nq; ++r) {
+        const flash::TileKeys keys =
+            flash::visible_keys(s.q_offset + i0 + r, j0, nk, d.window, s.k_len);
+        const auto [a, b] = keys;
         const T dl = delta[(s.q_begin + i0 + r) * d.H + h];
-        const T* p = sc.p + r * Bk;
-        T* ds = sc.ds + r * Bk;
-        if (cap > T(0)) {  // P is 0 outside the visible keys, where dcap was not written
-          const T* dc = sc.dcap + r * Bk;
-          for (int64_t j = 0; j < nk; ++j)
-            ds[j] = p[j] == T(0) ? T(0) : p[j] * (ds[j] - dl) * dc[j] * scale;
-        } else {
-          for (int64_t j = 0; j < nk; ++j) ds[j] = p[j] * (ds[j] - dl) * scale;
+        const T* p = sc.p + r * Ls;
+        T* ds = sc.ds + r * Ls;
+        if (cap > T(0) && a < b) {
+          const T* dc = sc.dcap + r * Ls;
+          flash::for_lanes<Lanes>(keys,
+                                  [&](int64_t j) { ds[j] = p[j] * (ds[j] - dl) * dc[j] * scale; });
+        } else if (a < b) {
+          flash::for_lanes<Lanes>(keys, [&](int64_t j) { ds[j] = p[j] * (ds[j] - dl) * scale; });
         }
+        for (int64_t j = 0; j < a; ++j) ds[j] = T(0);
+        for (int64_t j = std::max(a, b); j < nk; ++j) ds[j] = T(0);
       }
-      mm.add_at(sc.dk, d.D, sc.ds, Bk, q + qrow, HD, nk, d.D, nq);
-      mm.add(dq + qrow, HD, sc.ds, Bk, kt, KD, nq, d.D, nk);
+      mm.add_at({sc.dk, d.D}, {sc.ds, Ls}, qi, nk, d.D, nq, diagonal);
+      mm.add({dq + qrow, HD}, {sc.ds, Ls}, k_rows, nq, d.D, nk, diagonal, nullptr);
     }
     for (int64_t j = 0; j < nk; ++j) {
       T* dkr = dk_dst + (s.k_begin + j0 + j) * dst_stride;
@@ -131,7 +143,7 @@ void backward_head_blas(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delt
     const AttentionSegment& s, const AttentionDims& d, int64_t h, const AttentionWorkspace& ws,
     const BackwardScratch<float>& sc) {
   backward_head(dq, dk_dst, dv_dst, dst_stride, delta, dout, out, lse, q, k, v, s, d, h, ws, sc,
-                flash::Avx512Products{flash::key_pack_ld(ws)});
+                flash::Avx512Products{flash::tile_ld(ws)});
 }
 
 // dk[row, g] = Σ over the group's heads, in head order, of the partials part[row, h].
@@ -160,8 +172,9 @@ Layout layout(const flash::Plan& p, const AttentionDims& d, const AttentionWorks
   l.prefix_bytes = padded<int64_t>(p.segments + 1) * 8;
   l.n_delta = padded<T>(p.q_rows * d.H);
   l.n_part = group > 1 ? padded<T>(p.k_rows * d.H * d.D) : 0;
-  const int64_t packs = std::is_same_v<T, float> ? 2 * padded<T>(d.D * flash::key_pack_ld(ws)) : 0;
-  l.per_slot = (d.softcap > 0 ? 3 : 2) * padded<T>(Bq * Bk) + 2 * padded<T>(Bk * d.D) + packs;
+  const int64_t packs = std::is_same_v<T, float> ? 2 * padded<T>(d.D * flash::tile_ld(ws)) : 0;
+  l.per_slot = (d.softcap > 0 ? 3 : 2) * padded<T>(Bq * flash::tile_ld(ws)) +
+               2 * padded<T>(Bk * d.D) + packs;
   return l;
 }
 
@@ -211,12 +224,12 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const 
     T* p = scratch + slot * per_slot;
     BackwardScratch<T> sc;
     sc.p = p;
-    sc.ds = sc.p + padded<T>(Bq * Bk);
-    sc.dk = sc.ds + padded<T>(Bq * Bk);
+    sc.ds = sc.p + padded<T>(Bq * flash::tile_ld(ws));
+    sc.dk = sc.ds + padded<T>(Bq * flash::tile_ld(ws));
     sc.dv = sc.dk + padded<T>(Bk * dims.D);
     sc.dcap = sc.dv + padded<T>(Bk * dims.D);
-    sc.kt = sc.dcap + (dims.softcap > 0 ? padded<T>(Bq * Bk) : 0);
-    sc.vt = sc.kt + padded<T>(dims.D * flash::key_pack_ld(ws));
+    sc.kt = sc.dcap + (dims.softcap > 0 ? padded<T>(Bq * flash::tile_ld(ws)) : 0);
+    sc.vt = sc.kt + padded<T>(dims.D * flash::tile_ld(ws));
     // Partials are indexed by the query head: row stride H·D, offset h·D; direct writes by the
     // kv head (= h when group is 1).
     const int64_t off = h * dims.D;

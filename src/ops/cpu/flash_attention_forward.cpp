@@ -24,19 +24,21 @@ using flash::padded;
 
 template <typename T>
 struct ForwardScratch {  // one per slot
-  T* s;                  // (q_tile, k_tile) scores, then probabilities
+  T* s;                  // (q_tile, tile_ld) scores, then probabilities
   T* acc;                // (q_tile, D)
   T* m;                  // (q_tile) running max of the scaled scores
   T* l;                  // (q_tile) running sum of exp(score − m)
-  T* kt;                 // (D, key_pack_ld) the key tile transposed (Avx512Products)
+  T* alpha;              // (q_tile) the key tile's rescale of acc's rows, e^(m − m')
+  T* kt;                 // (D, tile_ld) the key tile transposed (Avx512Products)
 };
 
 // Scales row r of the score tile (soft-capping it when cap > 0), turns its visible keys [a, b)
 // into exp(s − m') and zeroes the rest; returns the rescale factor e^(m − m') for the
-// accumulator and updates m and l.
-template <typename T>
-[[gnu::always_inline]] inline T softmax_row(T* row, int64_t nk, int64_t a, int64_t b, T scale,
+// accumulator and updates m and l. The exponentials run in whole groups of Lanes (for_lanes).
+template <int64_t Lanes, typename T>
+[[gnu::always_inline]] inline T softmax_row(T* row, int64_t nk, flash::TileKeys keys, T scale,
                                             T cap, T* m, T* l) {
+  const auto [a, b] = keys;
   if (a >= b) {  // no visible key in this tile for this query
     for (int64_t j = 0; j < nk; ++j) row[j] = T(0);
     return T(1);
@@ -47,9 +49,9 @@ template <typename T>
   }
   const T mx = flash::scaled_max(row + a, b - a, scale, *m);
   const T alpha = *m == -std::numeric_limits<T>::infinity() ? T(0) : flash::exp_score(*m - mx);
-  for (int64_t j = 0; j < a; ++j) row[j] = T(0);
-  for (int64_t j = a; j < b; ++j) row[j] = flash::exp_score(row[j] * scale - mx);
+  flash::for_lanes<Lanes>(keys, [&](int64_t j) { row[j] = flash::exp_score(row[j] * scale - mx); });
   const T sum = flash::lane_sum(row + a, b - a);
+  for (int64_t j = 0; j < a; ++j) row[j] = T(0);
   for (int64_t j = b; j < nk; ++j) row[j] = T(0);
   *l = *l * alpha + sum;
   *m = mx;
@@ -62,7 +64,7 @@ template <typename T, typename Products>
                                                 int64_t h, int64_t i0, const AttentionWorkspace& ws,
                                                 const ForwardScratch<T>& sc, const Products& mm) {
   const int64_t HD = d.H * d.D, KD = d.Hkv * d.D, g = h / (d.H / d.Hkv);
-  const int64_t nq = std::min(ws.q_tile, s.q_len - i0), Bk = ws.k_tile;
+  const int64_t nq = std::min(ws.q_tile, s.q_len - i0), Bk = ws.k_tile, Ls = flash::tile_ld(ws);
   const int64_t pos0 = s.q_offset + i0, pos1 = pos0 + nq - 1;
   const int64_t klo = flash::key_lo(pos0, d.window), khi = flash::key_hi(pos1, s.k_len);
   const T scale = flash::score_scale<T>(d), cap = static_cast<T>(d.softcap);
@@ -76,20 +78,16 @@ template <typename T, typename Products>
 
   for (int64_t j0 = klo; j0 < khi; j0 += Bk) {
     const int64_t nk = std::min(Bk, khi - j0);
-    const T* kt = k + (s.k_begin + j0) * KD + g * d.D;
-    const T* vt = v + (s.k_begin + j0) * KD + g * d.D;
-    mm.scores(sc.s, Bk, qt, HD, mm.keys(sc.kt, kt, KD, nk, d.D), nq, nk, d.D);
+    const flash::Rows<const T> kt{k + (s.k_begin + j0) * KD + g * d.D, KD};
+    const flash::Rows<const T> vt{v + (s.k_begin + j0) * KD + g * d.D, KD};
+    const int64_t diagonal = pos0 + 1 - j0;
+    mm.scores({sc.s, Ls}, {qt, HD}, mm.keys(sc.kt, kt, nk, d.D), nq, nk, d.D, diagonal);
     for (int64_t r = 0; r < nq; ++r) {
-      const int64_t pos = pos0 + r;
-      const int64_t a = std::clamp(flash::key_lo(pos, d.window) - j0, int64_t{0}, nk);
-      const int64_t b = std::clamp(flash::key_hi(pos, s.k_len) - j0, int64_t{0}, nk);
-      const T alpha = softmax_row(sc.s + r * Bk, nk, a, b, scale, cap, sc.m + r, sc.l + r);
-      if (alpha != T(1)) {
-        T* acc = sc.acc + r * d.D;
-        for (int64_t x = 0; x < d.D; ++x) acc[x] *= alpha;
-      }
+      const flash::TileKeys keys = flash::visible_keys(pos0 + r, j0, nk, d.window, s.k_len);
+      sc.alpha[r] =
+          softmax_row<Products::kLanes>(sc.s + r * Ls, nk, keys, scale, cap, sc.m + r, sc.l + r);
     }
-    mm.add(sc.acc, d.D, sc.s, Bk, vt, KD, nq, d.D, nk);
+    mm.add({sc.acc, d.D}, {sc.s, Ls}, vt, nq, d.D, nk, diagonal, sc.alpha);
   }
 
   for (int64_t r = 0; r < nq; ++r) {
@@ -112,8 +110,7 @@ void forward_tile_blas(T* out, T* lse, const T* q, const T* k, const T* v,
     float* out, float* lse, const float* q, const float* k, const float* v,
     const AttentionSegment& s, const AttentionDims& d, int64_t h, int64_t i0,
     const AttentionWorkspace& ws, const ForwardScratch<float>& sc) {
-  forward_tile(out, lse, q, k, v, s, d, h, i0, ws, sc,
-               flash::Avx512Products{flash::key_pack_ld(ws)});
+  forward_tile(out, lse, q, k, v, s, d, h, i0, ws, sc, flash::Avx512Products{flash::tile_ld(ws)});
 }
 
 // Workspace: item prefix per segment, then one scratch block per slot.
@@ -122,12 +119,13 @@ int64_t prefix_size(const flash::Plan& p) {
 }
 template <typename T>
 int64_t key_pack(const AttentionWorkspace& ws, const AttentionDims& d) {
-  return std::is_same_v<T, float> ? padded<T>(d.D * flash::key_pack_ld(ws)) : 0;
+  return std::is_same_v<T, float> ? padded<T>(d.D * flash::tile_ld(ws)) : 0;
 }
 template <typename T>
 int64_t slot_elems(const AttentionWorkspace& ws, const AttentionDims& d) {
-  const int64_t Bq = ws.q_tile, Bk = ws.k_tile;
-  return padded<T>(Bq * Bk) + padded<T>(Bq * d.D) + 2 * padded<T>(Bq) + key_pack<T>(ws, d);
+  const int64_t Bq = ws.q_tile;
+  return padded<T>(Bq * flash::tile_ld(ws)) + padded<T>(Bq * d.D) + 3 * padded<T>(Bq) +
+         key_pack<T>(ws, d);
 }
 
 }  // namespace
@@ -148,7 +146,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
                        AttentionWorkspace& ws) {
   const flash::Extent e = flash::check_segments(segments, dims, false);
   if (ws.q_tile <= 0 || ws.k_tile <= 0) fail("attention", "tile sizes must be positive");
-  const int64_t Bq = ws.q_tile, Bk = ws.k_tile, nseg = static_cast<int64_t>(segments.size());
+  const int64_t Bq = ws.q_tile, nseg = static_cast<int64_t>(segments.size());
 
   int64_t items = 0;
   for (const AttentionSegment& s : segments) items += dims.H * ((s.q_len + Bq - 1) / Bq);
@@ -173,10 +171,11 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
     T* p = scratch + slot * per_slot;
     ForwardScratch<T> sc;
     sc.s = p;
-    sc.acc = sc.s + padded<T>(Bq * Bk);
+    sc.acc = sc.s + padded<T>(Bq * flash::tile_ld(ws));
     sc.m = sc.acc + padded<T>(Bq * dims.D);
     sc.l = sc.m + padded<T>(Bq);
-    sc.kt = sc.l + padded<T>(Bq);
+    sc.alpha = sc.l + padded<T>(Bq);
+    sc.kt = sc.alpha + padded<T>(Bq);
     if constexpr (std::is_same_v<T, float>)
       if (avx512) return forward_tile_avx512(out, lse, q, k, v, s, dims, h, tile * Bq, ws, sc);
     forward_tile_blas(out, lse, q, k, v, s, dims, h, tile * Bq, ws, sc);

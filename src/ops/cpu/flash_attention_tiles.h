@@ -84,6 +84,16 @@ inline int64_t key_hi(int64_t pos, int64_t k_len) {
   return std::min(pos + 1, k_len);
 }
 
+// The keys [a, b) of a tile's keys [j0, j0 + nk) visible from the query at position pos, as
+// offsets into the tile (a ≥ b: none).
+struct TileKeys {
+  int64_t a, b;
+};
+inline TileKeys visible_keys(int64_t pos, int64_t j0, int64_t nk, int64_t window, int64_t k_len) {
+  return {std::clamp(key_lo(pos, window) - j0, int64_t{0}, nk),
+          std::clamp(key_hi(pos, k_len) - j0, int64_t{0}, nk)};
+}
+
 // Elements of T rounded up to a whole 64-byte line, so every scratch array starts aligned.
 template <typename T>
 constexpr int64_t padded(int64_t n) {
@@ -151,61 +161,121 @@ T lane_sum(const T* x, int64_t n) {
 // vectorise 16 wide too). Both give each output element one fixed summation order, so either is
 // bit-stable per thread count; they differ from each other by rounding only.
 //
-//   keys(pack, k, ldk, nk, D)        the operand Kᵀ of a score product for a key tile (nk rows
-//                                    of D, stride ldk); Avx512Products transposes it into pack
-//                                    (D rows of key_pack_ld), BlasProducts reads k in place
-//   scores(s, lds, a, lda, kt, M, N, D)   S (M, N) = A (M, D) · Kᵀ
-//   add(c, ldc, a, lda, b, ldb, M, N, K)     C (M, N) += A (M, K) · B (K, N)
-//   add_at(c, ldc, a, lda, b, ldb, M, N, K)  C (M, N) += Aᵀ · B, A stored as (K, M)
+// Operands are Rows: a matrix by its first element and its row stride. `diagonal` is where the
+// causal mask crosses the tile: the number of the tile's keys its first query sees (pos0 + 1 − j0,
+// any sign); Avx512Products skips the blocks of terms beyond it (their P and dS are 0),
+// BlasProducts multiplies whole tiles.
+//   kLanes                       the row loops' for_lanes width (16 where AVX-512 runs them)
+//   keys(pack, k, nk, D)         the operand Kᵀ of a score product for a key tile of nk rows of
+//                                D: Avx512Products transposes it into pack (D rows of
+//                                tile_ld), BlasProducts reads k in place
+//   scores(s, a, kt, M, N, D, diagonal)   S (M, N) = A (M, D) · Kᵀ; S's columns past the
+//                                         diagonal may be left unwritten
+//   add(c, a, b, M, N, K, diagonal, c_row_scale)   C (M, N) = diag(c_row_scale) C + A (M, K) ·
+//                                  B (K, N) (no scale when null); A's rows are queries
+//   add_at(c, a, b, M, N, K, diagonal)  C (M, N) += Aᵀ · B, A stored as (K, M) with rows of
+//                                       queries (C's rows are keys)
 
 template <typename T>
-struct KeyOperand {  // Kᵀ: k rows as stored (transposed), or packed D × keys
-  const T* p;
+struct Rows {
+  T* p;
   int64_t ld;
 };
 
-// Row length of a packed Kᵀ: the key tile rounded up to whole 64-byte lines.
-inline int64_t key_pack_ld(const AttentionWorkspace& ws) {
+// Row stride of the tiles a key tile wide (S, P, dS, the soft-cap's derivative) and of a packed
+// Kᵀ: the key tile rounded up to 16, so rows start on 64-byte lines and hold whole AVX-512
+// vectors (for_lanes below).
+inline int64_t tile_ld(const AttentionWorkspace& ws) {
   return (ws.k_tile + 15) / 16 * 16;
+}
+
+// f(j) for j of [a, b) widened to whole groups of Lanes from the row's start (a rounded down, b
+// rounded up; within a row of tile_ld), so a body compiled for AVX-512 runs whole vectors and no
+// scalar tail. The extra j compute on whatever the row holds there: callers overwrite them.
+template <int64_t Lanes, typename F>
+[[gnu::always_inline]] inline void for_lanes(TileKeys keys, F&& f) {
+  const int64_t hi = (keys.b + Lanes - 1) / Lanes * Lanes;
+  for (int64_t j = keys.a / Lanes * Lanes; j < hi; j += Lanes)
+    for (int64_t l = 0; l < Lanes; ++l) f(j + l);
 }
 
 template <typename T>
 struct BlasProducts {
-  KeyOperand<T> keys(T*, const T* k, int64_t ldk, int64_t, int64_t) const { return {k, ldk}; }
-  void scores(T* s, int64_t lds, const T* a, int64_t lda, KeyOperand<T> kt, int64_t M, int64_t N,
-              int64_t D) const {
-    matmul(s, a, kt.p, M, N, D, false, true, false, lda, kt.ld, lds, false);
+  static constexpr int64_t kLanes = 1;
+  Rows<const T> keys(T*, Rows<const T> k, int64_t, int64_t) const { return k; }
+  void scores(Rows<T> s, Rows<const T> a, Rows<const T> kt, int64_t M, int64_t N, int64_t D,
+              int64_t) const {
+    matmul(s.p, a.p, kt.p, M, N, D, false, true, false, a.ld, kt.ld, s.ld, false);
   }
-  void add(T* c, int64_t ldc, const T* a, int64_t lda, const T* b, int64_t ldb, int64_t M,
-           int64_t N, int64_t K) const {
-    matmul(c, a, b, M, N, K, false, false, true, lda, ldb, ldc, false);
+  void add(Rows<T> c, Rows<const T> a, Rows<const T> b, int64_t M, int64_t N, int64_t K, int64_t,
+           const T* c_row_scale) const {
+    for (int64_t r = 0; c_row_scale && r < M; ++r)
+      if (c_row_scale[r] != T(1))
+        for (int64_t x = 0; x < N; ++x) c.p[r * c.ld + x] *= c_row_scale[r];
+    matmul(c.p, a.p, b.p, M, N, K, false, false, true, a.ld, b.ld, c.ld, false);
   }
-  void add_at(T* c, int64_t ldc, const T* a, int64_t lda, const T* b, int64_t ldb, int64_t M,
-              int64_t N, int64_t K) const {
-    matmul(c, a, b, M, N, K, true, false, true, lda, ldb, ldc, false);
+  void add_at(Rows<T> c, Rows<const T> a, Rows<const T> b, int64_t M, int64_t N, int64_t K,
+              int64_t) const {
+    matmul(c.p, a.p, b.p, M, N, K, true, false, true, a.ld, b.ld, c.ld, false);
   }
 };
 
 struct Avx512Products {
+  using Product = cpu::attention_microkernel::Product;
+  using ALayout = cpu::attention_microkernel::ALayout;
+  using Skip = cpu::attention_microkernel::Skip;
+  static constexpr int64_t kLanes = 16;
   int64_t pack_ld;
-  KeyOperand<float> keys(float* pack, const float* k, int64_t ldk, int64_t nk, int64_t D) const {
-    cpu::attention_microkernel::transpose(pack, pack_ld, k, ldk, nk, D);
+
+  Rows<const float> keys(float* pack, Rows<const float> k, int64_t nk, int64_t D) const {
+    cpu::attention_microkernel::transpose(pack, pack_ld, k.p, k.ld, nk, D);
     return {pack, pack_ld};
   }
-  void scores(float* s, int64_t lds, const float* a, int64_t lda, KeyOperand<float> kt, int64_t M,
-              int64_t N, int64_t D) const {
-    cpu::attention_microkernel::gemm(s, lds, a, lda, cpu::attention_microkernel::ALayout::kRows,
-                                     kt.p, kt.ld, M, N, D, false);
+  void scores(Rows<float> s, Rows<const float> a, Rows<const float> kt, int64_t M, int64_t N,
+              int64_t D, int64_t diagonal) const {
+    cpu::attention_microkernel::gemm({.c = s.p,
+                                      .ldc = s.ld,
+                                      .a = a.p,
+                                      .lda = a.ld,
+                                      .b = kt.p,
+                                      .ldb = kt.ld,
+                                      .M = M,
+                                      .N = N,
+                                      .K = D,
+                                      .skip = Skip::kColumnsPastDiagonal,
+                                      .diagonal = diagonal});
   }
-  void add(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb,
-           int64_t M, int64_t N, int64_t K) const {
-    cpu::attention_microkernel::gemm(c, ldc, a, lda, cpu::attention_microkernel::ALayout::kRows, b,
-                                     ldb, M, N, K, true);
+  void add(Rows<float> c, Rows<const float> a, Rows<const float> b, int64_t M, int64_t N, int64_t K,
+           int64_t diagonal, const float* c_row_scale) const {
+    cpu::attention_microkernel::gemm({.c = c.p,
+                                      .ldc = c.ld,
+                                      .a = a.p,
+                                      .lda = a.ld,
+                                      .b = b.p,
+                                      .ldb = b.ld,
+                                      .M = M,
+                                      .N = N,
+                                      .K = K,
+                                      .accumulate = true,
+                                      .c_row_scale = c_row_scale,
+                                      .skip = Skip::kDepthPastDiagonal,
+                                      .diagonal = diagonal});
   }
-  void add_at(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb,
-              int64_t M, int64_t N, int64_t K) const {
-    cpu::attention_microkernel::gemm(c, ldc, a, lda, cpu::attention_microkernel::ALayout::kColumns,
-                                     b, ldb, M, N, K, true);
+  void add_at(Rows<float> c, Rows<const float> a, Rows<const float> b, int64_t M, int64_t N,
+              int64_t K, int64_t diagonal) const {
+    cpu::attention_microkernel::gemm({.c = c.p,
+                                      .ldc = c.ld,
+                                      .a = a.p,
+                                      .lda = a.ld,
+                                      .a_layout = ALayout::kColumns,
+                                      .b = b.p,
+                                      .ldb = b.ld,
+                                      .M = M,
+                                      .N = N,
+                                      .K = K,
+                                      .accumulate = true,
+                                      .skip = Skip::kDepthBeforeDiagonal,
+                                      .diagonal = diagonal});
   }
 };
 
