@@ -30,6 +30,7 @@ struct ForwardScratch {  // one per slot
   T* l;                  // (q_tile) running sum of exp(score − m)
   T* alpha;              // (q_tile) the key tile's rescale of acc's rows, e^(m − m')
   T* kt;                 // (D, tile_ld) the key tile transposed (Avx512Products)
+  T* vp;                 // (k_tile, row_ld) the value tile packed (Avx512Products)
 };
 
 // Scales row r of the score tile (soft-capping it when cap > 0), turns its visible keys [a, b)
@@ -87,7 +88,7 @@ template <typename T, typename Products>
       sc.alpha[r] =
           softmax_row<Products::kLanes>(sc.s + r * Ls, nk, keys, scale, cap, sc.m + r, sc.l + r);
     }
-    mm.add({sc.acc, d.D}, {sc.s, Ls}, vt, nq, d.D, nk, diagonal, sc.alpha);
+    mm.add({sc.acc, d.D}, {sc.s, Ls}, mm.rows(sc.vp, vt, nk, d.D), nq, d.D, nk, diagonal, sc.alpha);
   }
 
   for (int64_t r = 0; r < nq; ++r) {
@@ -119,7 +120,9 @@ int64_t prefix_size(const flash::Plan& p) {
 }
 template <typename T>
 int64_t key_pack(const AttentionWorkspace& ws, const AttentionDims& d) {
-  return std::is_same_v<T, float> ? padded<T>(d.D * flash::tile_ld(ws)) : 0;
+  return std::is_same_v<T, float>
+             ? padded<T>(d.D * flash::tile_ld(ws)) + padded<T>(ws.k_tile * flash::row_ld(d.D))
+             : 0;
 }
 template <typename T>
 int64_t slot_elems(const AttentionWorkspace& ws, const AttentionDims& d) {
@@ -176,6 +179,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
     sc.l = sc.m + padded<T>(Bq);
     sc.alpha = sc.l + padded<T>(Bq);
     sc.kt = sc.alpha + padded<T>(Bq);
+    sc.vp = sc.kt + padded<T>(dims.D * flash::tile_ld(ws));
     if constexpr (std::is_same_v<T, float>)
       if (avx512) return forward_tile_avx512(out, lse, q, k, v, s, dims, h, tile * Bq, ws, sc);
     forward_tile_blas(out, lse, q, k, v, s, dims, h, tile * Bq, ws, sc);

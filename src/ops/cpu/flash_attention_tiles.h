@@ -169,6 +169,10 @@ T lane_sum(const T* x, int64_t n) {
 //   keys(pack, k, nk, D)         the operand Kᵀ of a score product for a key tile of nk rows of
 //                                D: Avx512Products transposes it into pack (D rows of
 //                                tile_ld), BlasProducts reads k in place
+//   rows(pack, x, n, D)          the operand B of add / add_at for n rows of D (a tile of V, K,
+//                                Q or dO): Avx512Products copies them into pack (n rows of
+//                                row_ld(D), away from the power-of-two strides of the heads
+//                                that map every row to the same L1 sets), BlasProducts reads x
 //   scores(s, a, kt, M, N, D, diagonal)   S (M, N) = A (M, D) · Kᵀ; S's columns past the
 //                                         diagonal may be left unwritten
 //   add(c, a, b, M, N, K, diagonal, c_row_scale)   C (M, N) = diag(c_row_scale) C + A (M, K) ·
@@ -199,10 +203,16 @@ template <int64_t Lanes, typename F>
     for (int64_t l = 0; l < Lanes; ++l) f(j + l);
 }
 
+// Row stride of a packed row operand: D rounded up to 16.
+inline int64_t row_ld(int64_t D) {
+  return (D + 15) / 16 * 16;
+}
+
 template <typename T>
 struct BlasProducts {
   static constexpr int64_t kLanes = 1;
   Rows<const T> keys(T*, Rows<const T> k, int64_t, int64_t) const { return k; }
+  Rows<const T> rows(T*, Rows<const T> x, int64_t, int64_t) const { return x; }
   void scores(Rows<T> s, Rows<const T> a, Rows<const T> kt, int64_t M, int64_t N, int64_t D,
               int64_t) const {
     matmul(s.p, a.p, kt.p, M, N, D, false, true, false, a.ld, kt.ld, s.ld, false);
@@ -230,6 +240,12 @@ struct Avx512Products {
   Rows<const float> keys(float* pack, Rows<const float> k, int64_t nk, int64_t D) const {
     cpu::attention_microkernel::transpose(pack, pack_ld, k.p, k.ld, nk, D);
     return {pack, pack_ld};
+  }
+  Rows<const float> rows(float* pack, Rows<const float> x, int64_t n, int64_t D) const {
+    const int64_t ld = row_ld(D);
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < D; ++c) pack[r * ld + c] = x.p[r * x.ld + c];
+    return {pack, ld};
   }
   void scores(Rows<float> s, Rows<const float> a, Rows<const float> kt, int64_t M, int64_t N,
               int64_t D, int64_t diagonal) const {
