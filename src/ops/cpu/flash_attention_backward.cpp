@@ -15,6 +15,7 @@
 // and, on AVX-512, with the register-blocked microkernels, Kᵀ and Vᵀ of each key tile packed once
 // for every head and query tile that sees it (flash_attention_tiles.h, "Tile products").
 #include <type_traits>
+#include <utility>
 
 #include "ops/cpu/cpu_features.h"
 #include "ops/cpu/flash_attention_tiles.h"
@@ -153,32 +154,36 @@ void backward_group_blas(T* dq, T* dk, T* dv, T* delta, const T* dout, const T* 
 }
 
 // Workspace: Δ (q_rows, H), then one scratch block per slot (sizes in elements of T).
-struct Layout {
-  int64_t n_delta, per_slot;
-};
 template <typename T>
-Layout layout(const flash::Plan& p, const AttentionDims& d, const AttentionWorkspace& ws) {
-  const int64_t tile = padded<T>(ws.q_tile * flash::tile_ld(ws));
-  const int64_t packs = std::is_same_v<T, float> ? 2 * padded<T>(d.D * flash::tile_ld(ws)) +
-                                                       padded<T>(ws.k_tile * flash::row_ld(d.D)) +
-                                                       2 * padded<T>(ws.q_tile * flash::row_ld(d.D))
-                                                 : 0;
-  return {padded<T>(p.q_rows * d.H), (d.softcap > 0 ? 3 : 2) * tile + packs};
+int64_t delta_elems(const flash::Plan& p, const AttentionDims& d) {
+  return padded<T>(p.q_rows * d.H);
 }
 
+// One slot's scratch as element offsets; the packs exist for float only (Avx512Products).
+struct SlotLayout {
+  int64_t p, ds, dcap = -1, kt = -1, vt = -1, kp = -1, qp = -1, dop = -1, elems = 0;
+};
 template <typename T>
-BackwardScratch<T> carve(T* p, const AttentionDims& d, const AttentionWorkspace& ws) {
-  const int64_t tile = padded<T>(ws.q_tile * flash::tile_ld(ws));
-  BackwardScratch<T> sc;
-  sc.p = p;
-  sc.ds = sc.p + tile;
-  sc.dcap = sc.ds + tile;
-  sc.kt = sc.dcap + (d.softcap > 0 ? tile : 0);
-  sc.vt = sc.kt + padded<T>(d.D * flash::tile_ld(ws));
-  sc.kp = sc.vt + padded<T>(d.D * flash::tile_ld(ws));
-  sc.qp = sc.kp + padded<T>(ws.k_tile * flash::row_ld(d.D));
-  sc.dop = sc.qp + padded<T>(ws.q_tile * flash::row_ld(d.D));
-  return sc;
+SlotLayout slot_layout(const AttentionWorkspace& ws, const AttentionDims& d) {
+  SlotLayout o;
+  auto take = [&](int64_t n) { return std::exchange(o.elems, o.elems + padded<T>(n)); };
+  const int64_t tile = ws.q_tile * flash::tile_ld(ws);
+  o.p = take(tile);
+  o.ds = take(tile);
+  if (d.softcap > 0) o.dcap = take(tile);
+  if constexpr (std::is_same_v<T, float>) {
+    o.kt = take(d.D * flash::tile_ld(ws));
+    o.vt = take(d.D * flash::tile_ld(ws));
+    o.kp = take(ws.k_tile * flash::row_ld(d.D));
+    o.qp = take(ws.q_tile * flash::row_ld(d.D));
+    o.dop = take(ws.q_tile * flash::row_ld(d.D));
+  }
+  return o;
+}
+template <typename T>
+BackwardScratch<T> carve(T* p, const SlotLayout& o) {
+  auto at = [&](int64_t offset) { return offset >= 0 ? p + offset : nullptr; };
+  return {at(o.p), at(o.ds), at(o.dcap), at(o.kt), at(o.vt), at(o.kp), at(o.qp), at(o.dop)};
 }
 
 }  // namespace
@@ -186,8 +191,8 @@ BackwardScratch<T> carve(T* p, const AttentionDims& d, const AttentionWorkspace&
 namespace flash {
 template <typename T>
 size_t backward_bytes(const Plan& p, const AttentionDims& dims, const AttentionWorkspace& ws) {
-  const Layout l = layout<T>(p, dims, ws);
-  return static_cast<size_t>((l.n_delta + p.slots * l.per_slot) * static_cast<int64_t>(sizeof(T)));
+  const int64_t elems = delta_elems<T>(p, dims) + p.slots * slot_layout<T>(ws, dims).elems;
+  return static_cast<size_t>(elems * static_cast<int64_t>(sizeof(T)));
 }
 template size_t backward_bytes<float>(const Plan&, const AttentionDims&, const AttentionWorkspace&);
 template size_t backward_bytes<double>(const Plan&, const AttentionDims&,
@@ -203,15 +208,15 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const 
   const int64_t items = static_cast<int64_t>(segments.size()) * dims.Hkv;
   if (items == 0) return;
   const flash::Plan plan = flash::plan_of(segments, e, ws, items);
-  const Layout l = layout<T>(plan, dims, ws);
+  const SlotLayout layout = slot_layout<T>(ws, dims);
   T* delta = reinterpret_cast<T*>(
       flash::take_bytes(ws, "attention_backward", flash::backward_bytes<T>(plan, dims, ws)));
-  T* scratch = delta + l.n_delta;
+  T* scratch = delta + delta_elems<T>(plan, dims);
   const bool avx512 = cpu::use_avx512();
   flash::run_items(items, plan.slots, [&](int64_t item, int64_t slot) {
     const AttentionSegment& s = segments[static_cast<size_t>(item / dims.Hkv)];
     const int64_t g = item % dims.Hkv;
-    const BackwardScratch<T> sc = carve(scratch + slot * l.per_slot, dims, ws);
+    const BackwardScratch<T> sc = carve(scratch + slot * layout.elems, layout);
     if constexpr (std::is_same_v<T, float>)
       if (avx512)
         return backward_group_avx512(dq, dk, dv, delta, dout, out, lse, q, k, v, s, dims, g, ws,

@@ -8,10 +8,11 @@
 // Keys outside the window or after the query get P = 0, row by row, so partial tiles need no
 // −inf scores; key tiles left of the window or right of the diagonal are never visited.
 // The item body is compiled twice for float: with library GEMMs per tile (the baseline) and, on
-// AVX-512, with the register-blocked microkernels, Kᵀ of each key tile packed per item
-// (flash_attention_tiles.h, "Tile products").
+// AVX-512, with the register-blocked microkernels, each key tile's Kᵀ transposed and V copied
+// per item (flash_attention_tiles.h, "Tile products").
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "ops/cpu/cpu_features.h"
 #include "ops/cpu/flash_attention_tiles.h"
@@ -118,17 +119,36 @@ void forward_tile_blas(T* out, T* lse, const T* q, const T* k, const T* v,
 int64_t prefix_size(const flash::Plan& p) {
   return padded<int64_t>(p.segments + 1) * 8;
 }
+
+// One slot's scratch as element offsets; the packs exist for float only (Avx512Products).
+struct SlotLayout {
+  int64_t s, acc, m, l, alpha, kt = -1, vp = -1, elems = 0;
+};
 template <typename T>
-int64_t key_pack(const AttentionWorkspace& ws, const AttentionDims& d) {
-  return std::is_same_v<T, float>
-             ? padded<T>(d.D * flash::tile_ld(ws)) + padded<T>(ws.k_tile * flash::row_ld(d.D))
-             : 0;
+SlotLayout slot_layout(const AttentionWorkspace& ws, const AttentionDims& d) {
+  SlotLayout o;
+  auto take = [&](int64_t n) { return std::exchange(o.elems, o.elems + padded<T>(n)); };
+  const int64_t Bq = ws.q_tile;
+  o.s = take(Bq * flash::tile_ld(ws));
+  o.acc = take(Bq * d.D);
+  o.m = take(Bq);
+  o.l = take(Bq);
+  o.alpha = take(Bq);
+  if constexpr (std::is_same_v<T, float>) {
+    o.kt = take(d.D * flash::tile_ld(ws));
+    o.vp = take(ws.k_tile * flash::row_ld(d.D));
+  }
+  return o;
 }
 template <typename T>
-int64_t slot_elems(const AttentionWorkspace& ws, const AttentionDims& d) {
-  const int64_t Bq = ws.q_tile;
-  return padded<T>(Bq * flash::tile_ld(ws)) + padded<T>(Bq * d.D) + 3 * padded<T>(Bq) +
-         key_pack<T>(ws, d);
+ForwardScratch<T> carve(T* p, const SlotLayout& o) {
+  return {p + o.s,
+          p + o.acc,
+          p + o.m,
+          p + o.l,
+          p + o.alpha,
+          o.kt >= 0 ? p + o.kt : nullptr,
+          o.vp >= 0 ? p + o.vp : nullptr};
 }
 
 }  // namespace
@@ -136,8 +156,8 @@ int64_t slot_elems(const AttentionWorkspace& ws, const AttentionDims& d) {
 namespace flash {
 template <typename T>
 size_t forward_bytes(const Plan& p, const AttentionDims& dims, const AttentionWorkspace& ws) {
-  return static_cast<size_t>(prefix_size(p) +
-                             p.slots * slot_elems<T>(ws, dims) * static_cast<int64_t>(sizeof(T)));
+  return static_cast<size_t>(prefix_size(p) + p.slots * slot_layout<T>(ws, dims).elems *
+                                                  static_cast<int64_t>(sizeof(T)));
 }
 template size_t forward_bytes<float>(const Plan&, const AttentionDims&, const AttentionWorkspace&);
 template size_t forward_bytes<double>(const Plan&, const AttentionDims&, const AttentionWorkspace&);
@@ -156,7 +176,8 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
   if (items == 0) return;
   const flash::Plan plan = flash::plan_of(segments, e, ws, items);
   const int64_t slots = plan.slots;
-  const int64_t prefix_bytes = prefix_size(plan), per_slot = slot_elems<T>(ws, dims);
+  const SlotLayout layout = slot_layout<T>(ws, dims);
+  const int64_t prefix_bytes = prefix_size(plan);
   std::byte* base =
       flash::take_bytes(ws, "attention_forward", flash::forward_bytes<T>(plan, dims, ws));
   auto* prefix = reinterpret_cast<int64_t*>(base);
@@ -171,15 +192,7 @@ void attention_forward(T* out, T* lse, const T* q, const T* k, const T* v,
     const AttentionSegment& s = segments[static_cast<size_t>(si)];
     const int64_t r = item - prefix[si], tiles = (s.q_len + Bq - 1) / Bq;
     const int64_t tile = tiles - 1 - r / dims.H, h = r % dims.H;
-    T* p = scratch + slot * per_slot;
-    ForwardScratch<T> sc;
-    sc.s = p;
-    sc.acc = sc.s + padded<T>(Bq * flash::tile_ld(ws));
-    sc.m = sc.acc + padded<T>(Bq * dims.D);
-    sc.l = sc.m + padded<T>(Bq);
-    sc.alpha = sc.l + padded<T>(Bq);
-    sc.kt = sc.alpha + padded<T>(Bq);
-    sc.vp = sc.kt + padded<T>(dims.D * flash::tile_ld(ws));
+    const ForwardScratch<T> sc = carve(scratch + slot * layout.elems, layout);
     if constexpr (std::is_same_v<T, float>)
       if (avx512) return forward_tile_avx512(out, lse, q, k, v, s, dims, h, tile * Bq, ws, sc);
     forward_tile_blas(out, lse, q, k, v, s, dims, h, tile * Bq, ws, sc);
