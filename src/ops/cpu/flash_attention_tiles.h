@@ -175,6 +175,7 @@ T lane_sum(const T* x, int64_t n) {
 //                                that map every row to the same L1 sets), BlasProducts reads x
 //   scores(s, a, kt, M, N, D, diagonal)   S (M, N) = A (M, D) · Kᵀ; S's columns past the
 //                                         diagonal may be left unwritten
+//   assign(c, a, b, M, N, K, diagonal)   C (M, N) = A (M, K) · B (K, N); A's rows are queries
 //   add(c, a, b, M, N, K, diagonal, c_row_scale)   C (M, N) = diag(c_row_scale) C + A (M, K) ·
 //                                  B (K, N) (no scale when null); A's rows are queries
 //   add_at(c, a, b, M, N, K, diagonal)  C (M, N) += Aᵀ · B, A stored as (K, M) with rows of
@@ -216,6 +217,10 @@ struct BlasProducts {
   void scores(Rows<T> s, Rows<const T> a, Rows<const T> kt, int64_t M, int64_t N, int64_t D,
               int64_t) const {
     matmul(s.p, a.p, kt.p, M, N, D, false, true, false, a.ld, kt.ld, s.ld, false);
+  }
+  void assign(Rows<T> c, Rows<const T> a, Rows<const T> b, int64_t M, int64_t N, int64_t K,
+              int64_t) const {
+    matmul(c.p, a.p, b.p, M, N, K, false, false, false, a.ld, b.ld, c.ld, false);
   }
   void add(Rows<T> c, Rows<const T> a, Rows<const T> b, int64_t M, int64_t N, int64_t K, int64_t,
            const T* c_row_scale) const {
@@ -259,6 +264,20 @@ struct Avx512Products {
                                       .N = N,
                                       .K = D,
                                       .skip = Skip::kColumnsPastDiagonal,
+                                      .diagonal = diagonal});
+  }
+  void assign(Rows<float> c, Rows<const float> a, Rows<const float> b, int64_t M, int64_t N,
+              int64_t K, int64_t diagonal) const {
+    cpu::attention_microkernel::gemm({.c = c.p,
+                                      .ldc = c.ld,
+                                      .a = a.p,
+                                      .lda = a.ld,
+                                      .b = b.p,
+                                      .ldb = b.ld,
+                                      .M = M,
+                                      .N = N,
+                                      .K = K,
+                                      .skip = Skip::kDepthPastDiagonal,
                                       .diagonal = diagonal});
   }
   void add(Rows<float> c, Rows<const float> a, Rows<const float> b, int64_t M, int64_t N, int64_t K,
