@@ -50,17 +50,8 @@ template <int MR, int NV, ALayout L>
   const int64_t row = L == ALayout::kRows ? blk.lda : 1, step = L == ALayout::kRows ? 1 : blk.lda;
   const __mmask16 last = blk.last;
   __m512 acc[MR][NV];
-  for (int i = 0; i < MR; ++i) {
-    const __m512 scale = _mm512_set1_ps(blk.c_row_scale ? blk.c_row_scale[i] : 1.0f);
-    for (int v = 0; v < NV; ++v) {
-      if (!blk.accumulate) {
-        acc[i][v] = _mm512_setzero_ps();
-        continue;
-      }
-      acc[i][v] = _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xffff, c + i * ldc + 16 * v);
-      if (blk.c_row_scale) acc[i][v] = _mm512_mul_ps(acc[i][v], scale);
-    }
-  }
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
   for (int64_t k = blk.k0; k < blk.k1; ++k) {
     __m512 bk[NV];
     for (int v = 0; v < NV; ++v)
@@ -68,6 +59,17 @@ template <int MR, int NV, ALayout L>
     for (int i = 0; i < MR; ++i) {
       const __m512 x = _mm512_set1_ps(a[i * row + k * step]);
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(x, bk[v], acc[i][v]);
+    }
+  }
+  // C joins once, after the call's sum: with C carried across a tile's calls (the key or query
+  // tiles), the error grows with the tiles, not with every term of the whole sum.
+  if (blk.accumulate) {
+    for (int i = 0; i < MR; ++i) {
+      const __m512 scale = _mm512_set1_ps(blk.c_row_scale ? blk.c_row_scale[i] : 1.0f);
+      for (int v = 0; v < NV; ++v)
+        acc[i][v] = _mm512_fmadd_ps(
+            _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xffff, c + i * ldc + 16 * v), scale,
+            acc[i][v]);
     }
   }
   for (int i = 0; i < MR; ++i)

@@ -17,11 +17,13 @@
 // tiles that is about a third of the work. Skipped terms are 0 · b, so C's values are those of
 // the whole product (up to the sign of a zero).
 //
-// Numerics: each C element is one chain of fused multiply-adds in ascending k, starting from 0,
-// or from C's value (times its row's scale) with accumulate. The order is fixed by the element
-// alone (not by the blocking, the call's M or N, or the thread that runs it), so results are
-// bit-identical for any thread count. It is not the order of a library GEMM: the two paths
-// differ by rounding only.
+// Numerics: each C element is one chain of fused multiply-adds in ascending k from 0, to which
+// C's old value (times its row's scale, in one fused multiply-add) is added once at the end with
+// accumulate, so a sum carried across calls (a tile's key or query tiles) rounds per call and
+// per term of one call, as a library GEMM's blocked K does. The order is fixed by the element
+// and the call's K alone (not by the blocking, the call's M or N, or the thread that runs it),
+// so results are bit-identical for any thread count. It is not the order of a library GEMM: the
+// two paths differ by rounding only.
 //
 // Callers check cpu::use_avx512() first (cpu_features.h): the functions are compiled for
 // AVX-512 with function-level target attributes and fault on a CPU without it.
@@ -56,7 +58,7 @@ struct Product {
   int64_t ldb = 0;
   int64_t M = 0, N = 0, K = 0;
   bool accumulate = false;
-  // With accumulate: C's row m is multiplied by c_row_scale[m] before the sum (the online
+  // With accumulate: C's row m is multiplied by c_row_scale[m] as it joins the sum (the online
   // softmax's rescale of its accumulator, fused into the one pass over C).
   const float* c_row_scale = nullptr;
   Skip skip = Skip::kNothing;
