@@ -39,14 +39,14 @@ struct BackwardScratch {  // one per slot
 };
 
 // The five products of query tile [i0, i0 + nq) of head h against key tile [j0, j0 + nk):
-// dV, dK (rows of the key tile) and dQ += in place.
+// dV, dK (rows of the key tile; = for the key tile's first pair, else +=) and dQ += in place.
 template <typename T, typename Products>
 [[gnu::always_inline]] inline void backward_tile_pair(
-    T* dq, flash::Rows<T> dk, flash::Rows<T> dv, const T* delta, const T* dout, const T* lse,
-    const T* q, flash::Rows<const T> k_rows, flash::Rows<const T> k_op, flash::Rows<const T> v_op,
-    const AttentionSegment& s, const AttentionDims& d, int64_t h, int64_t i0, int64_t nq,
-    int64_t j0, int64_t nk, const AttentionWorkspace& ws, const BackwardScratch<T>& sc,
-    const Products& mm) {
+    bool accumulate_dkv, T* dq, flash::Rows<T> dk, flash::Rows<T> dv, const T* delta, const T* dout,
+    const T* lse, const T* q, flash::Rows<const T> k_rows, flash::Rows<const T> k_op,
+    flash::Rows<const T> v_op, const AttentionSegment& s, const AttentionDims& d, int64_t h,
+    int64_t i0, int64_t nq, int64_t j0, int64_t nk, const AttentionWorkspace& ws,
+    const BackwardScratch<T>& sc, const Products& mm) {
   constexpr int64_t Lanes = Products::kLanes;
   const int64_t HD = d.H * d.D, Ls = flash::tile_ld(ws);
   const T scale = flash::score_scale<T>(d), cap = static_cast<T>(d.softcap);
@@ -72,7 +72,7 @@ template <typename T, typename Products>
     for (int64_t j = 0; j < a; ++j) row[j] = T(0);
     for (int64_t j = std::max(a, b); j < nk; ++j) row[j] = T(0);
   }
-  mm.add_at(dv, {sc.p, Ls}, dout_op, nk, d.D, nq, diagonal);
+  mm.product_at(dv, {sc.p, Ls}, dout_op, nk, d.D, nq, diagonal, accumulate_dkv);
   mm.scores({sc.ds, Ls}, dout_i, v_op, nq, nk, d.D, diagonal);
   // dS is 0 where P is: outside the visible keys, where dP may be unwritten (past the diagonal)
   // and dcap is.
@@ -93,7 +93,7 @@ template <typename T, typename Products>
     for (int64_t j = 0; j < a; ++j) ds[j] = T(0);
     for (int64_t j = std::max(a, b); j < nk; ++j) ds[j] = T(0);
   }
-  mm.add_at(dk, {sc.ds, Ls}, q_op, nk, d.D, nq, diagonal);
+  mm.product_at(dk, {sc.ds, Ls}, q_op, nk, d.D, nq, diagonal, accumulate_dkv);
   mm.add({dq + qrow, HD}, {sc.ds, Ls}, k_rows, nq, d.D, nk, diagonal, nullptr);
 }
 
@@ -117,8 +117,6 @@ template <typename T, typename Products>
     const int64_t nk = std::min(Bk, s.k_len - j0);
     const int64_t krow = (s.k_begin + j0) * KD + g * d.D;
     const flash::Rows<T> dk_rows{dk + krow, KD}, dv_rows{dv + krow, KD};
-    for (int64_t j = 0; j < nk; ++j)
-      for (int64_t x = 0; x < d.D; ++x) dk_rows.p[j * KD + x] = dv_rows.p[j * KD + x] = T(0);
     const flash::Rows<const T> k_rows{k + krow, KD}, v_rows{v + krow, KD};
     const flash::Rows<const T> k_op = mm.keys(sc.kt, k_rows, nk, d.D);
     const flash::Rows<const T> v_op = mm.keys(sc.vt, v_rows, nk, d.D);
@@ -128,10 +126,15 @@ template <typename T, typename Products>
     const int64_t ilo = std::max<int64_t>(0, j0 - s.q_offset);
     const int64_t ihi =
         d.window > 0 ? std::min(s.q_len, j0 + nk - 1 + d.window - s.q_offset) : s.q_len;
+    if (ilo >= ihi) {  // keys no query sees (left of every window)
+      for (int64_t j = 0; j < nk; ++j)
+        for (int64_t x = 0; x < d.D; ++x) dk_rows.p[j * KD + x] = dv_rows.p[j * KD + x] = T(0);
+      continue;
+    }
     for (int64_t h = h0; h < h0 + group; ++h)
       for (int64_t i0 = ilo; i0 < ihi; i0 += Bq)
-        backward_tile_pair(dq, dk_rows, dv_rows, delta, dout, lse, q, k_packed, k_op, v_op, s, d, h,
-                           i0, std::min(Bq, ihi - i0), j0, nk, ws, sc, mm);
+        backward_tile_pair(h > h0 || i0 > ilo, dq, dk_rows, dv_rows, delta, dout, lse, q, k_packed,
+                           k_op, v_op, s, d, h, i0, std::min(Bq, ihi - i0), j0, nk, ws, sc, mm);
   }
 }
 

@@ -178,8 +178,9 @@ T lane_sum(const T* x, int64_t n) {
 //   assign(c, a, b, M, N, K, diagonal)   C (M, N) = A (M, K) · B (K, N); A's rows are queries
 //   add(c, a, b, M, N, K, diagonal, c_row_scale)   C (M, N) = diag(c_row_scale) C + A (M, K) ·
 //                                  B (K, N) (no scale when null); A's rows are queries
-//   add_at(c, a, b, M, N, K, diagonal)  C (M, N) += Aᵀ · B, A stored as (K, M) with rows of
-//                                       queries (C's rows are keys)
+//   product_at(c, a, b, M, N, K, diagonal, accumulate)   C (M, N) = (or += with accumulate)
+//                                  Aᵀ · B, A stored as (K, M) with rows of queries (C's rows
+//                                  are keys)
 
 template <typename T>
 struct Rows {
@@ -229,9 +230,9 @@ struct BlasProducts {
         for (int64_t x = 0; x < N; ++x) c.p[r * c.ld + x] *= c_row_scale[r];
     matmul(c.p, a.p, b.p, M, N, K, false, false, true, a.ld, b.ld, c.ld, false);
   }
-  void add_at(Rows<T> c, Rows<const T> a, Rows<const T> b, int64_t M, int64_t N, int64_t K,
-              int64_t) const {
-    matmul(c.p, a.p, b.p, M, N, K, true, false, true, a.ld, b.ld, c.ld, false);
+  void product_at(Rows<T> c, Rows<const T> a, Rows<const T> b, int64_t M, int64_t N, int64_t K,
+                  int64_t, bool accumulate) const {
+    matmul(c.p, a.p, b.p, M, N, K, true, false, accumulate, a.ld, b.ld, c.ld, false);
   }
 };
 
@@ -296,8 +297,8 @@ struct Avx512Products {
                                       .skip = Skip::kDepthPastDiagonal,
                                       .diagonal = diagonal});
   }
-  void add_at(Rows<float> c, Rows<const float> a, Rows<const float> b, int64_t M, int64_t N,
-              int64_t K, int64_t diagonal) const {
+  void product_at(Rows<float> c, Rows<const float> a, Rows<const float> b, int64_t M, int64_t N,
+                  int64_t K, int64_t diagonal, bool accumulate) const {
     cpu::attention_microkernel::gemm({.c = c.p,
                                       .ldc = c.ld,
                                       .a = a.p,
@@ -308,7 +309,7 @@ struct Avx512Products {
                                       .M = M,
                                       .N = N,
                                       .K = K,
-                                      .accumulate = true,
+                                      .accumulate = accumulate,
                                       .skip = Skip::kDepthBeforeDiagonal,
                                       .diagonal = diagonal});
   }
