@@ -9,14 +9,18 @@
 // backward 7. BM_FlashTiles sweeps the tile shape (the choice in ops/attention.h).
 // BM_FlashBf16* run the bf16 kernels (AMX where present) on the same values rounded to bf16.
 // The fp32 kernel's tile products are AVX-512 microkernels where the CPU has it; run with
-// SFT_CPU_ISA=generic for the baseline (a library GEMM per tile).
+// SFT_CPU_ISA=generic for the baseline (a library GEMM per tile). BM_TileProduct times one
+// microkernel product alone on the kernel's tile shapes (operands hot in cache).
 #include <benchmark/benchmark.h>
 
 #include <vector>
 
 #include "core/half.h"
+#include "core/tensor.h"
 #include "ops/attention.h"
+#include "ops/cpu/attention_microkernel.h"
 #include "ops/cpu/attention_reference.h"
+#include "ops/cpu/cpu_features.h"
 
 namespace {
 
@@ -209,6 +213,51 @@ void BM_FlashTiles(benchmark::State& s) {
   flash(s, s.range(2), Passes::kBoth, s.range(0), s.range(1));
 }
 
+// Arg: 0 = S = Q Kᵀ (128 × 64 over D 128, Kᵀ packed), 1 = acc += P V (128 × 128 over 64 keys),
+// 2 = dV += Pᵀ dO (64 × 128 over 128 queries, A transposed). 64-byte aligned, packed strides.
+void BM_TileProduct(benchmark::State& state) {
+  using sft::ops::cpu::attention_microkernel::ALayout;
+  if (!sft::ops::cpu::use_avx512()) {
+    state.SkipWithError("no AVX-512 (or SFT_CPU_ISA=generic)");
+    return;
+  }
+  struct Shape {
+    int64_t M, N, K;
+    ALayout layout;
+    bool accumulate;
+  };
+  const Shape shapes[] = {{128, 64, kD, ALayout::kRows, false},
+                          {128, kD, 64, ALayout::kRows, true},
+                          {64, kD, 128, ALayout::kColumns, true}};
+  const Shape& z = shapes[state.range(0)];
+  const int64_t a_cols = z.layout == ALayout::kRows ? z.K : z.M;
+  const int64_t a_rows = z.layout == ALayout::kRows ? z.M : z.K;
+  // Owned tensors: 64-byte aligned, as the kernel's packed operands.
+  sft::Tensor a = sft::Tensor::zeros(sft::DType::kF32, {a_rows, a_cols});
+  sft::Tensor b = sft::Tensor::zeros(sft::DType::kF32, {z.K, z.N});
+  sft::Tensor c = sft::Tensor::zeros(sft::DType::kF32, {z.M, z.N});
+  for (float& x : a.mutable_values<float>()) x = 0.5f;
+  for (float& x : b.mutable_values<float>()) x = 0.25f;
+  float* cp = c.mutable_values<float>().data();
+  for (auto _ : state) {
+    sft::ops::cpu::attention_microkernel::gemm({.c = cp,
+                                                .ldc = z.N,
+                                                .a = a.values<float>().data(),
+                                                .lda = a_cols,
+                                                .a_layout = z.layout,
+                                                .b = b.values<float>().data(),
+                                                .ldb = z.N,
+                                                .M = z.M,
+                                                .N = z.N,
+                                                .K = z.K,
+                                                .accumulate = z.accumulate});
+    benchmark::DoNotOptimize(cp);
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(z.M * z.N * z.K),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_TileProduct)->DenseRange(0, 2);
 BENCHMARK(BM_FlashForward)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_FlashBackward)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_FlashForwardBackward)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
