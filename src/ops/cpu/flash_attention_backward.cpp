@@ -13,11 +13,12 @@
 // document for Qwen3-0.6B): enough for a few cores; wider machines want items split by key tile
 // too. The item body is compiled twice for float: with library GEMMs per tile (the baseline)
 // and, on AVX-512, with the register-blocked microkernels, Kᵀ and Vᵀ of each key tile packed once
-// for every head and query tile that sees it (flash_attention_tiles.h, "Tile products").
+// for every head and query tile that sees it (flash_attention_products.h).
 #include <type_traits>
 #include <utility>
 
 #include "ops/cpu/cpu_features.h"
+#include "ops/cpu/flash_attention_products.h"
 #include "ops/cpu/flash_attention_tiles.h"
 
 namespace sft::ops {

@@ -10,12 +10,13 @@
 // −inf scores; key tiles left of the window or right of the diagonal are never visited.
 // The item body is compiled twice for float: with library GEMMs per tile (the baseline) and, on
 // AVX-512, with the register-blocked microkernels, each key tile's Kᵀ transposed and V copied
-// once per item for the group's heads (flash_attention_tiles.h, "Tile products").
+// once per item for the group's heads (flash_attention_products.h).
 #include <limits>
 #include <type_traits>
 #include <utility>
 
 #include "ops/cpu/cpu_features.h"
+#include "ops/cpu/flash_attention_products.h"
 #include "ops/cpu/flash_attention_tiles.h"
 
 namespace sft::ops {
