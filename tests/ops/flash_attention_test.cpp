@@ -2,10 +2,11 @@
 // cpu::attention_forward/backward per segment in double (≤ 1e-12), over packed documents of
 // lengths 1, 7, 64, 130, GQA and plain heads, sliding windows, decode against a longer KV run,
 // D = 16/64/128 and several tile shapes (partial and masked tiles); float against double
-// (1e-5 of the largest value); backward against float64 central differences; bit-identical
-// results with 1 and 2 threads; rows outside every segment untouched; bad segments refused. The
-// score map (a set scale, the soft-cap) and attention sinks (ops::attention_sinks_* around the
-// tiled kernels) against the same reference.
+// (1e-5 of the largest value; on AVX-512 the float kernel's register-blocked tile products, with
+// SFT_CPU_ISA=generic — ctest ops.flash_attention_generic — its library GEMMs); backward against
+// float64 central differences; bit-identical results with 1 and 2 threads; rows outside every
+// segment untouched; bad segments refused. The score map (a set scale, the soft-cap) and attention
+// sinks (ops::attention_sinks_* around the tiled kernels) against the same reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -234,6 +235,38 @@ TEST(FlashAttention, FloatAgreesWithDouble) {
   }
 }
 
+// The float kernel on every edge of its tile products (the AVX-512 microkernels' row and column
+// remainders where this CPU takes them, the library GEMMs otherwise): head dims that are not a
+// multiple of 16, tiles smaller and larger than the register block, windows, the score map,
+// a decode against a longer KV run. Same 1e-5 as FloatAgreesWithDouble.
+TEST(FlashAttention, FloatAgreesWithDoubleOnEveryTileShape) {
+  const std::vector<Case> cases = {
+      packed(kDocs, 4, 2, 128, 0),
+      packed(kDocs, 2, 2, 40, 0),
+      packed({3, 90}, 2, 1, 8, 0),
+      packed(kDocs, 4, 2, 64, 50),
+      with_score_map(packed(kDocs, 4, 4, 24, 20), 0.3, 2),
+      decode(100, 3, 4, 2, 128, 0),
+  };
+  for (const Case& c : cases)
+    for (auto [bq, bk] : {std::pair<int64_t, int64_t>{128, 64}, {5, 7}, {13, 33}, {64, 128}}) {
+      SCOPED_TRACE("D " + std::to_string(c.dims.D) + " window " + std::to_string(c.dims.window) +
+                   " tiles " + std::to_string(bq) + "x" + std::to_string(bk) + " softcap " +
+                   std::to_string(c.dims.softcap));
+      const Inputs in = make_inputs(c);
+      AttentionWorkspace ws;
+      ws.q_tile = bq;
+      ws.k_tile = bk;
+      const Flash<double> d = run_flash<double>(c, in, ws);
+      const Flash<float> f = run_flash<float>(c, in, ws);
+      EXPECT_LE(max_diff(f.out, d.out), 1e-5 * max_abs(d.out));
+      EXPECT_LE(max_diff(f.lse, d.lse), 1e-5 * max_abs(d.lse));
+      EXPECT_LE(max_diff(f.dq, d.dq), 1e-5 * max_abs(d.dq));
+      EXPECT_LE(max_diff(f.dk, d.dk), 1e-5 * max_abs(d.dk));
+      EXPECT_LE(max_diff(f.dv, d.dv), 1e-5 * max_abs(d.dv));
+    }
+}
+
 // Loss Σ out ⊙ dout, so its gradients are what backward returns for that dout.
 double loss(const Case& c, const Inputs& in, AttentionWorkspace& ws) {
   std::vector<double> out(in.q.size()), lse(static_cast<size_t>(c.Tq * c.dims.H));
@@ -274,9 +307,12 @@ TEST(FlashAttention, BackwardMatchesFiniteDifferences) {
 
 TEST(FlashAttention, BitIdenticalWithOneAndTwoThreads) {
   if (default_thread_pool().size() < 2) GTEST_SKIP() << "the default pool has one thread";
-  for (int64_t window : {0, 30}) {
-    const Case c =
-        with_score_map(packed({200, 1, 7, 64, 130, 300}, 4, 2, 64, window), 0, window ? 3.0 : 0.0);
+  const std::vector<Case> cases = {
+      packed({200, 1, 7, 64, 130, 300}, 4, 2, 64, 0),
+      with_score_map(packed({200, 1, 7, 64, 130, 300}, 4, 2, 64, 30), 0, 3.0),
+      packed({384, 256, 70, 1}, 16, 8, 128, 0),  // Qwen3-0.6B's heads
+  };
+  for (const Case& c : cases) {
     const Inputs in = make_inputs(c);
     AttentionWorkspace serial, threaded;
     serial.max_threads = 1;

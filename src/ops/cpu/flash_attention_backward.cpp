@@ -3,16 +3,22 @@
 //   dV = Pᵀ dO,  dP = dO Vᵀ,  dS = P ⊙ (dP − Δ) · scale,  dK = dSᵀ Q,  dQ = dS K
 // (with a soft-cap, dS also ⊙ (1 − tanh²) of the capped scores, kept beside P).
 //
-// Work item = (segment, query head). It walks key tiles in ascending order (outer) and, for
-// each, the query tiles that can see it (inner), so dK and dV of the key tile accumulate in
-// scratch and are written once, while dQ rows, owned by this item alone, accumulate in place
-// across key tiles in ascending order: five tile matmuls per (query, key) tile pair and no
-// races. Splitting by key tile instead would need a second pass recomputing S and dP for dQ
-// (seven matmuls); with H items per document the pool stays busy on these 2-core machines.
-// A kv head shared by a group of query heads gets one partial dK, dV per query head (in
-// workspace: 2 · Tk · H · D values, transient, not saved across layers); a last pass sums them
-// over the group in head order. Parallelism is segments × H items (16 per document for
-// Qwen3-0.6B): enough for a few cores; wider machines want items split by key tile too.
+// Work item = (segment, kv head): the query heads of its group and the key rows of its kv head
+// are this item's alone. It walks key tiles in ascending order (outer) and, for each, the
+// group's heads in order and the query tiles that see the tile (inner), so dK and dV of the key
+// tile accumulate in place over the whole group (no per-head partials, no second pass), while
+// dQ rows accumulate in place across key tiles in ascending order: five tile products per
+// (query, key) tile pair and no races. Splitting by key tile instead would need a second pass
+// recomputing S and dP for dQ (seven products). Parallelism is segments × Hkv items (8 per
+// document for Qwen3-0.6B): enough for a few cores; wider machines want items split by key tile
+// too. The item body is compiled twice for float: with library GEMMs per tile (the baseline)
+// and, on AVX-512, with the register-blocked microkernels, Kᵀ and Vᵀ of each key tile packed once
+// for every head and query tile that sees it (flash_attention_products.h).
+#include <type_traits>
+#include <utility>
+
+#include "ops/cpu/cpu_features.h"
+#include "ops/cpu/flash_attention_products.h"
 #include "ops/cpu/flash_attention_tiles.h"
 
 namespace sft::ops {
@@ -21,117 +27,167 @@ namespace {
 
 using flash::padded;
 
-constexpr int64_t kReduceRows = 64;  // key rows per work item of the group sum
-
 template <typename T>
 struct BackwardScratch {  // one per slot
-  T* p;                   // (q_tile, k_tile) scores, then probabilities
-  T* ds;                  // (q_tile, k_tile) dP, then dS
-  T* dk;                  // (k_tile, D)
-  T* dv;                  // (k_tile, D)
-  T* dcap;                // (q_tile, k_tile) the soft-cap's 1 − tanh² (only with one)
+  T* p;                   // (q_tile, tile_ld) scores, then probabilities
+  T* ds;                  // (q_tile, tile_ld) dP, then dS
+  T* dcap;                // (q_tile, tile_ld) the soft-cap's 1 − tanh² (only with one)
+  T* kt;                  // (D, tile_ld) the key tile transposed (Avx512Products)
+  T* vt;                  // (D, tile_ld) the value tile transposed (Avx512Products)
+  T* kp;                  // (k_tile, row_ld) the key tile packed (Avx512Products)
+  T* qp;                  // (q_tile, row_ld) the query tile packed (Avx512Products)
+  T* dop;                 // (q_tile, row_ld) the output gradient's tile packed (Avx512Products)
 };
 
-template <typename T>
-void backward_head(T* dq, T* dk_dst, T* dv_dst, int64_t dst_stride, T* delta, const T* dout,
-                   const T* out, const T* lse, const T* q, const T* k, const T* v,
-                   const AttentionSegment& s, const AttentionDims& d, int64_t h,
-                   const AttentionWorkspace& ws, const BackwardScratch<T>& sc) {
-  const int64_t HD = d.H * d.D, KD = d.Hkv * d.D, g = h / (d.H / d.Hkv);
-  const int64_t Bq = ws.q_tile, Bk = ws.k_tile;
+// The five products of query tile [i0, i0 + nq) of head h against key tile [j0, j0 + nk):
+// dV, dK (rows of the key tile; = for the key tile's first pair, else +=) and dQ += in place.
+template <typename T, typename Products>
+[[gnu::always_inline]] inline void backward_tile_pair(
+    bool accumulate_dkv, T* dq, flash::Rows<T> dk, flash::Rows<T> dv, const T* delta, const T* dout,
+    const T* lse, const T* q, flash::Rows<const T> k_rows, flash::Rows<const T> k_op,
+    flash::Rows<const T> v_op, const AttentionSegment& s, const AttentionDims& d, int64_t h,
+    int64_t i0, int64_t nq, int64_t j0, int64_t nk, const AttentionWorkspace& ws,
+    const BackwardScratch<T>& sc, const Products& mm) {
+  constexpr int64_t Lanes = Products::kLanes;
+  const int64_t HD = d.H * d.D, Ls = flash::tile_ld(ws);
   const T scale = flash::score_scale<T>(d), cap = static_cast<T>(d.softcap);
-
-  for (int64_t i = 0; i < s.q_len; ++i) {
-    const int64_t row = (s.q_begin + i) * HD + h * d.D;
-    delta[(s.q_begin + i) * d.H + h] = flash::lane_dot(dout + row, out + row, d.D);
-    for (int64_t x = 0; x < d.D; ++x) dq[row + x] = T(0);
+  const int64_t qrow = (s.q_begin + i0) * HD + h * d.D;
+  const flash::Rows<const T> qi{q + qrow, HD}, dout_i{dout + qrow, HD};
+  const flash::Rows<const T> q_op = mm.rows(sc.qp, qi, nq, d.D);
+  const flash::Rows<const T> dout_op = mm.rows(sc.dop, dout_i, nq, d.D);
+  const int64_t diagonal = s.q_offset + i0 + 1 - j0;
+  mm.scores({sc.p, Ls}, qi, k_op, nq, nk, d.D, diagonal);
+  for (int64_t r = 0; r < nq; ++r) {
+    const flash::TileKeys keys =
+        flash::visible_keys(s.q_offset + i0 + r, j0, nk, d.window, s.k_len);
+    const auto [a, b] = keys;
+    const T m = lse[(s.q_begin + i0 + r) * d.H + h];
+    T* row = sc.p + r * Ls;
+    if (cap > T(0) && a < b) {
+      flash::soft_cap(row + a, b - a, scale, cap, sc.dcap + r * Ls + a);
+      flash::for_lanes<Lanes>(keys, [&](int64_t j) { row[j] = flash::exp_score(row[j] - m); });
+    } else if (a < b) {
+      flash::for_lanes<Lanes>(keys,
+                              [&](int64_t j) { row[j] = flash::exp_score(row[j] * scale - m); });
+    }
+    for (int64_t j = 0; j < a; ++j) row[j] = T(0);
+    for (int64_t j = std::max(a, b); j < nk; ++j) row[j] = T(0);
   }
+  mm.product_at(dv, {sc.p, Ls}, dout_op, nk, d.D, nq, diagonal, accumulate_dkv);
+  mm.scores({sc.ds, Ls}, dout_i, v_op, nq, nk, d.D, diagonal);
+  // dS is 0 where P is: outside the visible keys, where dP may be unwritten (past the diagonal)
+  // and dcap is.
+  for (int64_t r = 0; r < nq; ++r) {
+    const flash::TileKeys keys =
+        flash::visible_keys(s.q_offset + i0 + r, j0, nk, d.window, s.k_len);
+    const auto [a, b] = keys;
+    const T dl = delta[(s.q_begin + i0 + r) * d.H + h];
+    const T* p = sc.p + r * Ls;
+    T* ds = sc.ds + r * Ls;
+    if (cap > T(0) && a < b) {
+      const T* dc = sc.dcap + r * Ls;
+      flash::for_lanes<Lanes>(keys,
+                              [&](int64_t j) { ds[j] = p[j] * (ds[j] - dl) * dc[j] * scale; });
+    } else if (a < b) {
+      flash::for_lanes<Lanes>(keys, [&](int64_t j) { ds[j] = p[j] * (ds[j] - dl) * scale; });
+    }
+    for (int64_t j = 0; j < a; ++j) ds[j] = T(0);
+    for (int64_t j = std::max(a, b); j < nk; ++j) ds[j] = T(0);
+  }
+  mm.product_at(dk, {sc.ds, Ls}, q_op, nk, d.D, nq, diagonal, accumulate_dkv);
+  mm.add({dq + qrow, HD}, {sc.ds, Ls}, k_rows, nq, d.D, nk, diagonal, nullptr);
+}
+
+// One work item: segment s, kv head g and its group's query heads.
+template <typename T, typename Products>
+[[gnu::always_inline]] inline void backward_group(
+    T* dq, T* dk, T* dv, T* delta, const T* dout, const T* out, const T* lse, const T* q,
+    const T* k, const T* v, const AttentionSegment& s, const AttentionDims& d, int64_t g,
+    const AttentionWorkspace& ws, const BackwardScratch<T>& sc, const Products& mm) {
+  const int64_t HD = d.H * d.D, KD = d.Hkv * d.D, group = d.H / d.Hkv, h0 = g * group;
+  const int64_t Bq = ws.q_tile, Bk = ws.k_tile;
+
+  for (int64_t i = 0; i < s.q_len; ++i)
+    for (int64_t h = h0; h < h0 + group; ++h) {
+      const int64_t row = (s.q_begin + i) * HD + h * d.D;
+      delta[(s.q_begin + i) * d.H + h] = flash::lane_dot(dout + row, out + row, d.D);
+      for (int64_t x = 0; x < d.D; ++x) dq[row + x] = T(0);
+    }
 
   for (int64_t j0 = 0; j0 < s.k_len; j0 += Bk) {
     const int64_t nk = std::min(Bk, s.k_len - j0);
-    const T* kt = k + (s.k_begin + j0) * KD + g * d.D;
-    const T* vt = v + (s.k_begin + j0) * KD + g * d.D;
-    for (int64_t x = 0; x < nk * d.D; ++x) sc.dk[x] = sc.dv[x] = T(0);
+    const int64_t krow = (s.k_begin + j0) * KD + g * d.D;
+    const flash::Rows<T> dk_rows{dk + krow, KD}, dv_rows{dv + krow, KD};
+    const flash::Rows<const T> k_rows{k + krow, KD}, v_rows{v + krow, KD};
+    const flash::Rows<const T> k_op = mm.keys(sc.kt, k_rows, nk, d.D);
+    const flash::Rows<const T> v_op = mm.keys(sc.vt, v_rows, nk, d.D);
+    const flash::Rows<const T> k_packed = mm.rows(sc.kp, k_rows, nk, d.D);
     // Queries that see a key of [j0, j0 + nk): position ≥ j0 and, with a window,
     // position − (j0 + nk − 1) < window.
     const int64_t ilo = std::max<int64_t>(0, j0 - s.q_offset);
     const int64_t ihi =
         d.window > 0 ? std::min(s.q_len, j0 + nk - 1 + d.window - s.q_offset) : s.q_len;
-    for (int64_t i0 = ilo; i0 < ihi; i0 += Bq) {
-      const int64_t nq = std::min(Bq, ihi - i0);
-      const int64_t qrow = (s.q_begin + i0) * HD + h * d.D;
-      matmul(sc.p, q + qrow, kt, nq, nk, d.D, false, true, false, HD, KD, Bk, false);
-      for (int64_t r = 0; r < nq; ++r) {
-        const int64_t pos = s.q_offset + i0 + r;
-        const int64_t a = std::clamp(flash::key_lo(pos, d.window) - j0, int64_t{0}, nk);
-        const int64_t b = std::clamp(flash::key_hi(pos, s.k_len) - j0, int64_t{0}, nk);
-        const T m = lse[(s.q_begin + i0 + r) * d.H + h];
-        T* row = sc.p + r * Bk;
-        for (int64_t j = 0; j < a; ++j) row[j] = T(0);
-        if (cap > T(0) && a < b) {
-          flash::soft_cap(row + a, b - a, scale, cap, sc.dcap + r * Bk + a);
-          for (int64_t j = a; j < b; ++j) row[j] = flash::exp_score(row[j] - m);
-        } else {
-          for (int64_t j = a; j < b; ++j) row[j] = flash::exp_score(row[j] * scale - m);
-        }
-        for (int64_t j = std::max(a, b); j < nk; ++j) row[j] = T(0);
-      }
-      matmul(sc.dv, sc.p, dout + qrow, nk, d.D, nq, true, false, true, Bk, HD, d.D, false);
-      matmul(sc.ds, dout + qrow, vt, nq, nk, d.D, false, true, false, HD, KD, Bk, false);
-      for (int64_t r = 0; r < nq; ++r) {
-        const T dl = delta[(s.q_begin + i0 + r) * d.H + h];
-        const T* p = sc.p + r * Bk;
-        T* ds = sc.ds + r * Bk;
-        if (cap > T(0)) {  // P is 0 outside the visible keys, where dcap was not written
-          const T* dc = sc.dcap + r * Bk;
-          for (int64_t j = 0; j < nk; ++j)
-            ds[j] = p[j] == T(0) ? T(0) : p[j] * (ds[j] - dl) * dc[j] * scale;
-        } else {
-          for (int64_t j = 0; j < nk; ++j) ds[j] = p[j] * (ds[j] - dl) * scale;
-        }
-      }
-      matmul(sc.dk, sc.ds, q + qrow, nk, d.D, nq, true, false, true, Bk, HD, d.D, false);
-      matmul(dq + qrow, sc.ds, kt, nq, d.D, nk, false, false, true, Bk, KD, HD, false);
+    if (ilo >= ihi) {  // keys no query sees (left of every window)
+      for (int64_t j = 0; j < nk; ++j)
+        for (int64_t x = 0; x < d.D; ++x) dk_rows.p[j * KD + x] = dv_rows.p[j * KD + x] = T(0);
+      continue;
     }
-    for (int64_t j = 0; j < nk; ++j) {
-      T* dkr = dk_dst + (s.k_begin + j0 + j) * dst_stride;
-      T* dvr = dv_dst + (s.k_begin + j0 + j) * dst_stride;
-      for (int64_t x = 0; x < d.D; ++x) {
-        dkr[x] = sc.dk[j * d.D + x];
-        dvr[x] = sc.dv[j * d.D + x];
-      }
-    }
+    for (int64_t h = h0; h < h0 + group; ++h)
+      for (int64_t i0 = ilo; i0 < ihi; i0 += Bq)
+        backward_tile_pair(h > h0 || i0 > ilo, dq, dk_rows, dv_rows, delta, dout, lse, q, k_packed,
+                           k_op, v_op, s, d, h, i0, std::min(Bq, ihi - i0), j0, nk, ws, sc, mm);
   }
 }
 
-// dk[row, g] = Σ over the group's heads, in head order, of the partials part[row, h].
 template <typename T>
-void sum_group(T* dst, const T* part, int64_t row0, int64_t rows, const AttentionDims& d) {
-  const int64_t group = d.H / d.Hkv;
-  for (int64_t row = row0; row < row0 + rows; ++row)
-    for (int64_t g = 0; g < d.Hkv; ++g) {
-      T* o = dst + (row * d.Hkv + g) * d.D;
-      const T* p = part + (row * d.H + g * group) * d.D;
-      for (int64_t x = 0; x < d.D; ++x) o[x] = p[x];
-      for (int64_t hl = 1; hl < group; ++hl)
-        for (int64_t x = 0; x < d.D; ++x) o[x] += p[hl * d.D + x];
-    }
+void backward_group_blas(T* dq, T* dk, T* dv, T* delta, const T* dout, const T* out, const T* lse,
+                         const T* q, const T* k, const T* v, const AttentionSegment& s,
+                         const AttentionDims& d, int64_t g, const AttentionWorkspace& ws,
+                         const BackwardScratch<T>& sc) {
+  backward_group(dq, dk, dv, delta, dout, out, lse, q, k, v, s, d, g, ws, sc,
+                 flash::BlasProducts<T>{});
 }
 
-// Workspace: reduce-item prefix, Δ (q_rows, H), partial dK/dV (k_rows, H, D) when heads share
-// a kv head, then one scratch block per slot (sizes in elements of T, the prefix in bytes).
-struct Layout {
-  int64_t prefix_bytes, n_delta, n_part, per_slot;
+[[gnu::target("avx512f,avx512dq,avx512bw,avx512vl")]] void backward_group_avx512(
+    float* dq, float* dk, float* dv, float* delta, const float* dout, const float* out,
+    const float* lse, const float* q, const float* k, const float* v, const AttentionSegment& s,
+    const AttentionDims& d, int64_t g, const AttentionWorkspace& ws,
+    const BackwardScratch<float>& sc) {
+  backward_group(dq, dk, dv, delta, dout, out, lse, q, k, v, s, d, g, ws, sc,
+                 flash::Avx512Products{flash::tile_ld(ws)});
+}
+
+// Workspace: Δ (q_rows, H), then one scratch block per slot (sizes in elements of T).
+template <typename T>
+int64_t delta_elems(const flash::Plan& p, const AttentionDims& d) {
+  return padded<T>(p.q_rows * d.H);
+}
+
+// One slot's scratch as element offsets; the packs exist for float only (Avx512Products).
+struct SlotLayout {
+  int64_t p, ds, dcap = -1, kt = -1, vt = -1, kp = -1, qp = -1, dop = -1, elems = 0;
 };
 template <typename T>
-Layout layout(const flash::Plan& p, const AttentionDims& d, const AttentionWorkspace& ws) {
-  const int64_t group = d.H / d.Hkv, Bq = ws.q_tile, Bk = ws.k_tile;
-  Layout l;
-  l.prefix_bytes = padded<int64_t>(p.segments + 1) * 8;
-  l.n_delta = padded<T>(p.q_rows * d.H);
-  l.n_part = group > 1 ? padded<T>(p.k_rows * d.H * d.D) : 0;
-  l.per_slot = (d.softcap > 0 ? 3 : 2) * padded<T>(Bq * Bk) + 2 * padded<T>(Bk * d.D);
-  return l;
+SlotLayout slot_layout(const AttentionWorkspace& ws, const AttentionDims& d) {
+  SlotLayout o;
+  auto take = [&](int64_t n) { return std::exchange(o.elems, o.elems + padded<T>(n)); };
+  const int64_t tile = ws.q_tile * flash::tile_ld(ws);
+  o.p = take(tile);
+  o.ds = take(tile);
+  if (d.softcap > 0) o.dcap = take(tile);
+  if constexpr (std::is_same_v<T, float>) {
+    o.kt = take(d.D * flash::tile_ld(ws));
+    o.vt = take(d.D * flash::tile_ld(ws));
+    o.kp = take(ws.k_tile * flash::row_ld(d.D));
+    o.qp = take(ws.q_tile * flash::row_ld(d.D));
+    o.dop = take(ws.q_tile * flash::row_ld(d.D));
+  }
+  return o;
+}
+template <typename T>
+BackwardScratch<T> carve(T* p, const SlotLayout& o) {
+  auto at = [&](int64_t offset) { return offset >= 0 ? p + offset : nullptr; };
+  return {at(o.p), at(o.ds), at(o.dcap), at(o.kt), at(o.vt), at(o.kp), at(o.qp), at(o.dop)};
 }
 
 }  // namespace
@@ -139,9 +195,8 @@ Layout layout(const flash::Plan& p, const AttentionDims& d, const AttentionWorks
 namespace flash {
 template <typename T>
 size_t backward_bytes(const Plan& p, const AttentionDims& dims, const AttentionWorkspace& ws) {
-  const Layout l = layout<T>(p, dims, ws);
-  const int64_t elems = l.n_delta + 2 * l.n_part + p.slots * l.per_slot;
-  return static_cast<size_t>(l.prefix_bytes + elems * static_cast<int64_t>(sizeof(T)));
+  const int64_t elems = delta_elems<T>(p, dims) + p.slots * slot_layout<T>(ws, dims).elems;
+  return static_cast<size_t>(elems * static_cast<int64_t>(sizeof(T)));
 }
 template size_t backward_bytes<float>(const Plan&, const AttentionDims&, const AttentionWorkspace&);
 template size_t backward_bytes<double>(const Plan&, const AttentionDims&,
@@ -154,54 +209,23 @@ void attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* out, const 
                         const AttentionDims& dims, AttentionWorkspace& ws) {
   const flash::Extent e = flash::check_segments(segments, dims, true);
   if (ws.q_tile <= 0 || ws.k_tile <= 0) fail("attention", "tile sizes must be positive");
-  const int64_t Bq = ws.q_tile, Bk = ws.k_tile, nseg = static_cast<int64_t>(segments.size());
-  const int64_t group = dims.H / dims.Hkv, items = nseg * dims.H;
+  const int64_t items = static_cast<int64_t>(segments.size()) * dims.Hkv;
   if (items == 0) return;
   const flash::Plan plan = flash::plan_of(segments, e, ws, items);
-  const int64_t slots = plan.slots;
-  const Layout l = layout<T>(plan, dims, ws);
-  const int64_t prefix_bytes = l.prefix_bytes, n_delta = l.n_delta, n_part = l.n_part,
-                per_slot = l.per_slot;
-  std::byte* base =
-      flash::take_bytes(ws, "attention_backward", flash::backward_bytes<T>(plan, dims, ws));
-  auto* prefix = reinterpret_cast<int64_t*>(base);
-  T* delta = reinterpret_cast<T*>(base + prefix_bytes);
-  T* dk_part = delta + n_delta;
-  T* dv_part = dk_part + n_part;
-  T* scratch = dv_part + n_part;
-
-  T* dk_dst = group > 1 ? dk_part : dk;
-  T* dv_dst = group > 1 ? dv_part : dv;
-  const int64_t dst_stride = (group > 1 ? dims.H : dims.Hkv) * dims.D;
-  flash::run_items(items, slots, [&](int64_t item, int64_t slot) {
-    const AttentionSegment& s = segments[static_cast<size_t>(item / dims.H)];
-    const int64_t h = item % dims.H;
-    T* p = scratch + slot * per_slot;
-    BackwardScratch<T> sc;
-    sc.p = p;
-    sc.ds = sc.p + padded<T>(Bq * Bk);
-    sc.dk = sc.ds + padded<T>(Bq * Bk);
-    sc.dv = sc.dk + padded<T>(Bk * dims.D);
-    sc.dcap = sc.dv + padded<T>(Bk * dims.D);
-    // Partials are indexed by the query head: row stride H·D, offset h·D; direct writes by the
-    // kv head (= h when group is 1).
-    const int64_t off = h * dims.D;
-    backward_head(dq, dk_dst + off, dv_dst + off, dst_stride, delta, dout, out, lse, q, k, v, s,
-                  dims, h, ws, sc);
-  });
-  if (group == 1) return;
-
-  prefix[0] = 0;
-  for (int64_t i = 0; i < nseg; ++i)
-    prefix[i + 1] = prefix[i] + (segments[i].k_len + kReduceRows - 1) / kReduceRows;
-  const int64_t blocks = prefix[nseg];
-  flash::run_items(blocks, flash::slot_count(ws, blocks), [&](int64_t item, int64_t) {
-    const int64_t si = std::upper_bound(prefix, prefix + nseg + 1, item) - prefix - 1;
-    const AttentionSegment& s = segments[static_cast<size_t>(si)];
-    const int64_t r0 = (item - prefix[si]) * kReduceRows;
-    const int64_t rows = std::min(kReduceRows, s.k_len - r0);
-    sum_group(dk, dk_part, s.k_begin + r0, rows, dims);
-    sum_group(dv, dv_part, s.k_begin + r0, rows, dims);
+  const SlotLayout layout = slot_layout<T>(ws, dims);
+  T* delta = reinterpret_cast<T*>(
+      flash::take_bytes(ws, "attention_backward", flash::backward_bytes<T>(plan, dims, ws)));
+  T* scratch = delta + delta_elems<T>(plan, dims);
+  const bool avx512 = cpu::use_avx512();
+  flash::run_items(items, plan.slots, [&](int64_t item, int64_t slot) {
+    const AttentionSegment& s = segments[static_cast<size_t>(item / dims.Hkv)];
+    const int64_t g = item % dims.Hkv;
+    const BackwardScratch<T> sc = carve(scratch + slot * layout.elems, layout);
+    if constexpr (std::is_same_v<T, float>)
+      if (avx512)
+        return backward_group_avx512(dq, dk, dv, delta, dout, out, lse, q, k, v, s, dims, g, ws,
+                                     sc);
+    backward_group_blas(dq, dk, dv, delta, dout, out, lse, q, k, v, s, dims, g, ws, sc);
   });
 }
 

@@ -1,5 +1,6 @@
 // Shared pieces of the tiled attention kernels (flash_attention_forward/backward.cpp): the
-// segment checks, the mask as key/query ranges, the work-item scheduler and the row exponential.
+// segment checks, the mask as key/query ranges, the work-item scheduler, the row exponential and
+// the rows of a score tile (their stride, whole-vector loops over them).
 //
 // Scheduling: `slots` pool chunks pull work items from one atomic counter. Which thread runs an
 // item varies from run to run, but every output element is written by exactly one item, in an
@@ -82,6 +83,16 @@ inline int64_t key_hi(int64_t pos, int64_t k_len) {
   return std::min(pos + 1, k_len);
 }
 
+// The keys [a, b) of a tile's keys [j0, j0 + nk) visible from the query at position pos, as
+// offsets into the tile (a ≥ b: none).
+struct TileKeys {
+  int64_t a, b;
+};
+inline TileKeys visible_keys(int64_t pos, int64_t j0, int64_t nk, int64_t window, int64_t k_len) {
+  return {std::clamp(key_lo(pos, window) - j0, int64_t{0}, nk),
+          std::clamp(key_hi(pos, k_len) - j0, int64_t{0}, nk)};
+}
+
 // Elements of T rounded up to a whole 64-byte line, so every scratch array starts aligned.
 template <typename T>
 constexpr int64_t padded(int64_t n) {
@@ -139,6 +150,23 @@ T lane_sum(const T* x, int64_t n) {
     for (int64_t l = 0; l < 8; ++l) lane[l] += x[j + l];
   for (int64_t l = 0; j < n; ++j, ++l) lane[l] += x[j];
   return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+// Row stride of the tiles a key tile wide (S, P, dS, the soft-cap's derivative) and of a packed
+// Kᵀ: the key tile rounded up to 16, so rows start on 64-byte lines and hold whole AVX-512
+// vectors (for_lanes below).
+inline int64_t tile_ld(const AttentionWorkspace& ws) {
+  return (ws.k_tile + 15) / 16 * 16;
+}
+
+// f(j) for j of [a, b) widened to whole groups of Lanes from the row's start (a rounded down, b
+// rounded up; within a row of tile_ld), so a body compiled for AVX-512 runs whole vectors and no
+// scalar tail. The extra j compute on whatever the row holds there: callers overwrite them.
+template <int64_t Lanes, typename F>
+[[gnu::always_inline]] inline void for_lanes(TileKeys keys, F&& f) {
+  const int64_t hi = (keys.b + Lanes - 1) / Lanes * Lanes;
+  for (int64_t j = keys.a / Lanes * Lanes; j < hi; j += Lanes)
+    for (int64_t l = 0; l < Lanes; ++l) f(j + l);
 }
 
 }  // namespace sft::ops::flash
