@@ -13,17 +13,20 @@
 // thread count. Under bf16 compute the grouped GEMMs read bf16 operands (the weights' bf16
 // copies; xs, h and the rounded output gradients bf16) with fp32 accumulation, as mlp_block.h;
 // the router's softmax and the combine stay fp32.
-// LoRA on the stacks (PEFT's target_parameters) is data the block receives: an ExpertStack hands
-// the grouped GEMMs W + delta and routes their weight gradient to the adapter
-// (model/expert_lora.h). On a device the routing's arrays are device memory (ops/moe.h) and the
-// token sort runs on the host: the router's ids cross to a host mirror and the sorted arrays back,
-// one round trip per layer and forward. Saved: probs, weights and the routing (expert_of, offsets,
-// row_of, token_of), xs, gate, up, h and ys (the combine's backward reads ys for the weights'
-// gradient). Backward reads them and the layer's ln. The load-balancing loss's gradient on the
-// probabilities comes in as dprobs (model/moe_aux_loss.h), or none. Signature rule: outputs first,
-// then saved activations, inputs, weights; parameter grads accumulate (+=), activation grads
-// overwrite (=). Dimensions: T tokens, C hidden, E experts, k experts per token, R = T·k routed
-// rows, I an expert's intermediate size.
+// On a device the routing's arrays are device memory (ops/moe.h) and the token sort runs on the
+// host: the router's ids cross to a host mirror and the sorted arrays back, one round trip per
+// layer and forward.
+// LoRA on the stacks (PEFT's target_parameters) is data the block receives: an ExpertStack
+// hands the grouped GEMMs W + delta and routes their weight gradient to the adapter
+// (model/expert_lora.h).
+// Saved: probs, weights and the routing (expert_of, offsets, row_of, token_of), xs, gate, up,
+// h and ys (the combine's backward reads ys for the weights' gradient). Backward reads them
+// and the layer's ln. The load-balancing loss's gradient on the probabilities comes in as
+// dprobs (model/moe_aux_loss.h), or none.
+// Signature rule: outputs first, then saved activations, inputs, weights; parameter grads
+// accumulate (+=), activation grads overwrite (=).
+// Dimensions: T tokens, C hidden, E experts, k experts per token, R = T·k routed rows, I an
+// expert's intermediate size.
 #pragma once
 
 #include <cstdint>
