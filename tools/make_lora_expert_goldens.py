@@ -105,6 +105,7 @@ def make(fixture):
     cfg = json.loads(cfg_path.read_text())
     cfg["base_model_name_or_path"] = f"tests/fixtures/parity/{fixture}"
     cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    (dir_ / "adapter" / "README.md").unlink(missing_ok=True)
 
     model.zero_grad()
     logits, loss = packed_forward(model, ids, labels, doc_lengths)
