@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <sstream>
 
 #include "core/arena.h"
 #include "core/edit_distance.h"
@@ -102,6 +103,12 @@ namespace {
 // Where target_parameters came from, for messages: `what` names the flag that enabled LoRA on
 // the command line ("--lora_target_modules": then the list is --lora_target_parameters'), or
 // the adapter_config.json it was read from.
+std::string number_text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
 std::string target_parameters_source(const std::string& what) {
   return what.starts_with("--") ? std::string("--lora_target_parameters")
                                 : what + ": target_parameters";
@@ -166,7 +173,7 @@ std::vector<std::string> resolve_lora_targets(const LoraConfig& c, const ModelCo
   if (c.dropout < 0 || c.dropout >= 1)
     fail("lora", what + ": lora_dropout " + std::to_string(c.dropout) + " must be in [0, 1)");
   if (!c.target_parameters.empty() && c.dropout > 0)
-    fail("lora", target_parameters_source(what) + ": lora_dropout " + std::to_string(c.dropout) +
+    fail("lora", target_parameters_source(what) + ": lora_dropout " + number_text(c.dropout) +
                      " is refused, as PEFT's ParamWrapper refuses dropout on an adapted parameter "
                      "(dropout(x) cannot be factored out of the adapted weight) (hint: "
                      "--lora_dropout 0)");
