@@ -2,9 +2,10 @@
 """LoRA on the experts of a mixture of experts, as PEFT 0.21 adapts them through `target_parameters`
 (peft/tuners/lora/layer.py ParamWrapper), for tests/model/lora_experts_test.cpp.
 
-For each tiny MoE parity fixture (tests/fixtures/parity/<fixture>, made by make_model_parity_fixtures.py)
-this applies LoraConfig(r=4, lora_alpha=8, lora_dropout=0, target_modules=["q_proj", "v_proj"],
-target_parameters=["mlp.experts.gate_up_proj", "mlp.experts.down_proj"]) after torch.manual_seed(SEED),
+For each tiny MoE parity fixture (tests/fixtures/parity/<fixture>, made by make_model_parity_fixtures.py:
+qwen3_moe, gpt-oss, OLMoE, Mixtral, GraniteMoe) this applies LoraConfig(r=4, lora_alpha=8, lora_dropout=0,
+target_modules=["q_proj", "v_proj"], target_parameters=[<moe module>.experts.gate_up_proj,
+<moe module>.experts.down_proj]) after torch.manual_seed(SEED),
 and writes tests/fixtures/lora_experts/<fixture>/:
 
   init.safetensors       PEFT's freshly initialised adapter (A Kaiming-uniform, B zero) under the keys
@@ -36,11 +37,17 @@ from transformers import AutoModelForCausalLM
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "tests" / "fixtures" / "lora_experts"
-FIXTURES = ["qwen3_moe_topk_norm", "gpt_oss_experts_sinks"]
+# fixture: the experts' parameter names as transformers 5 holds them (GraniteMoe's module is block_sparse_moe).
+FIXTURES = {
+    "qwen3_moe_topk_norm": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
+    "gpt_oss_experts_sinks": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
+    "olmoe_experts": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
+    "mixtral_experts_sliding": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"],
+    "granitemoe_multipliers": ["block_sparse_moe.experts.gate_up_proj", "block_sparse_moe.experts.down_proj"],
+}
 SEED = 11
 R, ALPHA = 4, 8
 TARGET_MODULES = ["q_proj", "v_proj"]
-TARGET_PARAMETERS = ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"]
 
 
 def shifted_ce_sum(logits, labels):
@@ -69,7 +76,7 @@ def adapter_state(model):
     return out
 
 
-def make(fixture):
+def make(fixture, target_parameters):
     src = REPO / "tests" / "fixtures" / "parity" / fixture
     expected = load_file(str(src / "expected.safetensors"))
     ids, labels = expected["input_ids"], expected["labels"]
@@ -83,7 +90,7 @@ def make(fixture):
         lora_alpha=ALPHA,
         lora_dropout=0.0,
         target_modules=TARGET_MODULES,
-        target_parameters=TARGET_PARAMETERS,
+        target_parameters=target_parameters,
         task_type="CAUSAL_LM",
     )
     model = get_peft_model(base, config)
@@ -122,8 +129,8 @@ def make(fixture):
 
 
 def main():
-    for f in FIXTURES:
-        make(f)
+    for f, targets in FIXTURES.items():
+        make(f, targets)
 
 
 if __name__ == "__main__":
