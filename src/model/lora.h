@@ -13,10 +13,10 @@
 //
 // Target names follow PEFT: a module path matches a name when it equals it or ends with
 // "." + name; "all-linear" = the seven projections (never the LM head). Without targets the
-// per-architecture default of PEFT 0.21 applies (q_proj, v_proj for llama, mistral, qwen2,
-// qwen3). Phi-3's fused qkv_proj and gate_up_proj are one adapted Linear each, as in PEFT (one
-// A (r, C), one B of the fused rows); all-linear there is qkv_proj, o_proj, gate_up_proj,
-// down_proj, and PEFT has no default.
+// per-architecture default of PEFT 0.21 applies (q_proj, v_proj for llama, mistral, mixtral,
+// qwen2, qwen3, gemma2, gemma3_text). Phi-3's fused qkv_proj and gate_up_proj are one adapted
+// Linear each, as in PEFT (one A (r, C), one B of the fused rows); all-linear there is qkv_proj,
+// o_proj, gate_up_proj, down_proj, and PEFT has no default.
 //
 // target_parameters (PEFT's LoraConfig field, TRL's --lora_target_parameters) adapts a mixture
 // of experts' stacked weights, mlp.experts.gate_up_proj and down_proj (block_sparse_moe's for

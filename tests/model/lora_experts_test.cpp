@@ -303,9 +303,10 @@ TEST(LoraExperts, RefusesWhatPeftRefusesAndWhatIsNoExpertStack) {
   EXPECT_NE(msg.find("has no stacked expert weights"), std::string::npos) << msg;
 }
 
-TEST(LoraExperts, ParametersAloneAndPeftsKeyForASingleStack) {
+TEST(LoraExperts, ParametersAloneOrWithPeftsDefaultsAndPeftsKeyForASingleStack) {
   // No target_modules: qwen3_moe has no PEFT default, so the experts alone are adapted; one
-  // stack per experts module is not nested (no base_layer in its key).
+  // stack per experts module is not nested (no base_layer in its key). (PEFT's naming of the
+  // nested pair is the goldens'.)
   LoraConfig c = golden_config();
   c.target_modules = {};
   c.target_parameters = {"down_proj"};
@@ -317,6 +318,13 @@ TEST(LoraExperts, ParametersAloneAndPeftsKeyForASingleStack) {
   EXPECT_EQ(lora.expert_adapters()[0].a->spec.name,
             "base_model.model.model.layers.0.mlp.experts.lora_A.weight");
   EXPECT_EQ(lora.expert_adapters()[1].b->spec.shape, (Shape{64, 4 * 4}));
+
+  // Mixtral has PEFT's default targets, which join the experts.
+  c.target_parameters = {"mlp.experts.gate_up_proj"};
+  Transformer mixtral = Transformer::load(parity_dir("mixtral_experts_sliding"));
+  const LoraModel& ml = mixtral.enable_lora(c, 11, "test");
+  EXPECT_EQ(ml.targets(), (std::vector<std::string>{"q_proj", "v_proj"}));
+  EXPECT_EQ(ml.expert_adapters().size(), 2u);
 }
 
 }  // namespace
