@@ -1,8 +1,8 @@
 # LoRA on a mixture of experts' stacks end to end (PEFT's target_parameters): on the tiny
 # Qwen3-MoE of tests/fixtures/trainer_moe, `--lora_target_parameters` as TRL takes it (space-
 # separated words, or a YAML list in --config) trains the experts' adapters and writes PEFT's
-# keys and adapter_config.json field; a resume from checkpoint-2 writes a bit-identical adapter;
-# `sft merge` folds them in. The refusals name the flag, the closest name and the hint, and
+# keys and adapter_config.json field; a resume from checkpoint-2, and a run with gradient
+# checkpointing, write a bit-identical adapter; `sft merge` folds them in. The refusals name the flag, the closest name and the hint, and
 # leave no output folder (TRL's default lora_dropout 0.05, which PEFT's ParamWrapper refuses; a
 # misspelled stack; a projection's weight, which target_modules adapts).
 # Usage: cmake -DSFT=path/to/sft -DROOT=repo -DWORK=scratch -P train_lora_experts.cmake
@@ -62,6 +62,15 @@ file(SHA256 "${A}/adapter_model.safetensors" ha)
 file(SHA256 "${B}/adapter_model.safetensors" hb)
 if(NOT ha STREQUAL hb)
   message(FATAL_ERROR "the resumed run's adapter differs from the uninterrupted one's")
+endif()
+
+# Gradient checkpointing forms W + delta again in the recomputed forward: the same adapter.
+set(C "${WORK}/c")
+sft(0 train ${COMMON} --lora_dropout 0 --lora_target_parameters gate_up_proj,down_proj
+    --gradient_checkpointing true --output_dir "${C}" --max_steps 4)
+file(SHA256 "${C}/adapter_model.safetensors" hc)
+if(NOT ha STREQUAL hc)
+  message(FATAL_ERROR "gradient checkpointing changed the adapter")
 endif()
 
 sft(0 merge --adapter "${A}" --output_dir "${WORK}/merged")
