@@ -97,23 +97,24 @@ const std::vector<std::string>& lora_projection_names(const ModelConfig& config)
 
 namespace {
 
-// PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: llama, mistral, mixtral, qwen2,
-// qwen3, gemma2 and gemma3_text alike; it has no entry for smollm3, olmo2, granite, phi3 or the
-// other mixtures of experts (PEFT 0.21.2).
-// Where target_parameters came from, for messages: `what` names the flag that enabled LoRA on
-// the command line ("--lora_target_modules": then the list is --lora_target_parameters'), or
-// the adapter_config.json it was read from.
+// 0.05, not std::to_string's 0.050000.
 std::string number_text(double v) {
   std::ostringstream out;
   out << v;
   return out.str();
 }
 
+// Where target_parameters came from, for messages: `what` names the flag that enabled LoRA on
+// the command line (then the list came from --lora_target_parameters), or the
+// adapter_config.json it was read from.
 std::string target_parameters_source(const std::string& what) {
   return what.starts_with("--") ? std::string("--lora_target_parameters")
                                 : what + ": target_parameters";
 }
 
+// PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: llama, mistral, mixtral, qwen2,
+// qwen3, gemma2 and gemma3_text alike; it has no entry for smollm3, olmo2, granite, phi3 or the
+// other mixtures of experts (PEFT 0.21.2).
 bool has_peft_default_targets(ModelType type) {
   switch (type) {
     case ModelType::kLlama:
