@@ -128,7 +128,7 @@ Json adapter_config_json(const model::LoraModel& lora) {
       {"r", c.r},
       {"rank_pattern", Json::object()},
       {"revision", nullptr},
-      {"target_modules", lora.targets().empty() ? Json(nullptr) : Json(lora.targets())},
+      {"target_modules", lora.targets()},  // [] when only target_parameters adapt, as PEFT
       {"target_parameters",
        c.target_parameters.empty() ? Json(nullptr) : Json(c.target_parameters)},
       {"task_type", "CAUSAL_LM"},

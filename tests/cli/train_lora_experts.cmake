@@ -39,9 +39,9 @@ string(JSON tp GET "${cfg}" target_parameters)
 if(NOT tp MATCHES "\"mlp.experts.gate_up_proj\".*\"mlp.experts.down_proj\"")
   message(FATAL_ERROR "adapter_config.json target_parameters: ${tp}")
 endif()
-string(JSON tm TYPE "${cfg}" target_modules)
-if(NOT tm STREQUAL "NULL")  # qwen3_moe has no PEFT default targets: the experts alone
-  message(FATAL_ERROR "adapter_config.json target_modules is ${tm}, not null")
+string(JSON tm GET "${cfg}" target_modules)
+if(NOT tm STREQUAL "[]")  # qwen3_moe has no PEFT default targets: the experts alone, as PEFT
+  message(FATAL_ERROR "adapter_config.json target_modules is ${tm}, not [] as PEFT writes it")
 endif()
 file(READ "${A}/adapter_model.safetensors" header LIMIT 4096)
 foreach(key "base_model.model.model.layers.0.mlp.experts.base_layer.lora_A.weight"
