@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <sstream>
 
 #include "core/arena.h"
@@ -231,43 +232,56 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
     if (x->spec.layer != y->spec.layer) return x->spec.layer < y->spec.layer;
     return peft_module_rank(x->spec.slot) < peft_module_rank(y->spec.slot);
   });
-  for (const Parameter* p : adapted_) {
-    const int64_t O = p->spec.shape[0], I = p->spec.shape[1];
-    specs.push_back({peft_key(p->spec.name, "lora_A"),
-                     {config.r, I},
-                     p->spec.role,
-                     p->spec.layer,
-                     p->spec.slot});
-    specs.push_back({peft_key(p->spec.name, "lora_B"),
-                     {O, config.r},
-                     p->spec.role,
-                     p->spec.layer,
-                     p->spec.slot});
-  }
   const std::vector<const Parameter*> stacks = expert_targets(base, mc, what);
-  for (const Parameter* p : stacks) {
-    const int64_t E = p->spec.shape[0], O = p->spec.shape[1], I = p->spec.shape[2];
+  auto add_projection = [&](const Parameter& p) {
+    const int64_t O = p.spec.shape[0], I = p.spec.shape[1];
+    specs.push_back(
+        {peft_key(p.spec.name, "lora_A"), {config.r, I}, p.spec.role, p.spec.layer, p.spec.slot});
+    specs.push_back(
+        {peft_key(p.spec.name, "lora_B"), {O, config.r}, p.spec.role, p.spec.layer, p.spec.slot});
+  };
+  auto add_stack = [&](const Parameter& p) {
+    const int64_t E = p.spec.shape[0], O = p.spec.shape[1], I = p.spec.shape[2];
     // PEFT nests two targets on one experts module: the one wrapped first (gate_up_proj,
     // registered first) sits under the other's base_layer.
     const bool nested =
-        p->spec.slot == ParamSlot::kExpertsGateUp &&
+        p.spec.slot == ParamSlot::kExpertsGateUp &&
         std::find_if(stacks.begin(), stacks.end(), [&](const Parameter* q) {
-          return q->spec.layer == p->spec.layer && q->spec.slot == ParamSlot::kExpertsDown;
+          return q->spec.layer == p.spec.layer && q->spec.slot == ParamSlot::kExpertsDown;
         }) != stacks.end();
     const std::string module =
-        "base_model.model." + module_path(p->spec.name) + (nested ? ".base_layer" : "");
+        "base_model.model." + module_path(p.spec.name) + (nested ? ".base_layer" : "");
     // The slot of a plain MLP matrix: the stacks' own slots carry their on-disk conversion
     // (gpt-oss's transposition, model/moe_checkpoint.h), which PEFT's A and B do not have.
     specs.push_back({module + ".lora_A.weight",
                      {config.r * E, I},
-                     p->spec.role,
-                     p->spec.layer,
+                     p.spec.role,
+                     p.spec.layer,
                      ParamSlot::kDown});
     specs.push_back({module + ".lora_B.weight",
                      {O, config.r * E},
-                     p->spec.role,
-                     p->spec.layer,
+                     p.spec.role,
+                     p.spec.layer,
                      ParamSlot::kDown});
+  };
+  // Adapter k is projection k, or stack k - adapted_.size(): PEFT's drawing order. They are
+  // stored layer by layer (ZeRO-3 gathers a layer's trainable parameters as one run of the
+  // arena), a layer's projections before its stacks; first[k] is the index of adapter k's A,
+  // its B comes next.
+  std::vector<const Parameter*> targets = adapted_;
+  targets.insert(targets.end(), stacks.begin(), stacks.end());
+  std::vector<size_t> stored(targets.size());
+  std::iota(stored.begin(), stored.end(), size_t{0});
+  std::stable_sort(stored.begin(), stored.end(), [&](size_t x, size_t y) {
+    return targets[x]->spec.layer < targets[y]->spec.layer;
+  });
+  std::vector<size_t> first(targets.size());
+  for (size_t k : stored) {
+    first[k] = specs.size();
+    if (k < adapted_.size())
+      add_projection(*targets[k]);
+    else
+      add_stack(*targets[k]);
   }
   std::vector<const Parameter*> saved_base;
   for (const std::string& m : config.modules_to_save) {
@@ -301,8 +315,8 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
   // torch's generator after transformers.set_seed(seed), as PEFT consumes it (lora.h).
   TorchGenerator gen(seed);
   for (size_t i = 0; i < adapted_.size(); ++i) {
-    const Parameter& a = ps[2 * i];
-    const int64_t r = a.value.rows, I = a.value.cols, O = ps[2 * i + 1].value.rows;
+    const Parameter& a = ps[first[i]];
+    const int64_t r = a.value.rows, I = a.value.cols, O = ps[first[i] + 1].value.rows;
     torch_skip_uniform(gen, r * I);  // nn.Linear(I, r)'s own init of lora_A
     torch_skip_uniform(gen, O * r);  // nn.Linear(r, O)'s of lora_B
     torch_kaiming_uniform(gen, {a.value.as<float>(), static_cast<size_t>(r * I)}, I,
@@ -310,7 +324,7 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
     // B stays zero (a fresh arena is zero-filled), so the adapted model starts as the base.
     LoraAdapter ad;
     ad.a = &a;
-    ad.b = &ps[2 * i + 1];
+    ad.b = &ps[first[i] + 1];
     ad.scale = scale;
     ad.dropout = static_cast<float>(config.dropout);
     ad.seed = seed;
@@ -321,10 +335,9 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
   }
   bind_fused_parts(base);
   // The expert stacks' adapters, drawn after every projection's as PEFT injects them.
-  const size_t first_stack = 2 * adapted_.size();
   for (size_t k = 0; k < stacks.size(); ++k) {
-    const Parameter& a = ps[first_stack + 2 * k];
-    const Parameter& b = ps[first_stack + 2 * k + 1];
+    const Parameter& a = ps[first[adapted_.size() + k]];
+    const Parameter& b = ps[first[adapted_.size() + k] + 1];
     const int64_t rE = a.value.rows, I = a.value.cols, O = b.value.rows;
     torch_skip_uniform(gen, rE * I);
     torch_skip_uniform(gen, O * rE);
@@ -344,7 +357,7 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
     expert_adapters_.push_back(ad);
   }
   for (size_t i = 0; i < saved_base.size(); ++i) {
-    const Parameter& copy = ps[first_stack + 2 * stacks.size() + i];
+    const Parameter& copy = ps[2 * (adapted_.size() + stacks.size()) + i];
     std::memcpy(copy.value.data, saved_base[i]->value.data,
                 static_cast<size_t>(copy.value.numel()) * sizeof(float));
     saved_.push_back({saved_base[i], &copy});
