@@ -7,7 +7,11 @@
 3. runs `sft merge --adapter <folder> --output_dir <merged>` and compares transformers' logits of the merged
    folder with PEFT's merge_and_unload() logits (<= 1e-5).
 
-Run: ~/.venv-sft/bin/python tools/check_lora_adapter.py [--sft build/sft] [--config all7_bfd_gas1]
+With --experts qwen3_moe (or gpt_oss) step 1 instead trains LoRA on the experts of the tiny mixture of experts in
+tests/fixtures/trainer_moe{,_gpt_oss}/model (--lora_target_parameters mlp.experts.gate_up_proj mlp.experts.down_proj
+beside q_proj and v_proj, PEFT's target_parameters) on tests/fixtures/train_cli.
+
+Run: ~/.venv-sft/bin/python tools/check_lora_adapter.py [--sft build/sft] [--config all7_bfd_gas1 | --experts qwen3_moe]
 """
 
 import argparse
@@ -30,13 +34,23 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sft", default=str(REPO / "build/sft"))
     ap.add_argument("--config", default="all7_bfd_gas1")
+    ap.add_argument("--experts", choices=["qwen3_moe", "gpt_oss"])
     a = ap.parse_args()
-    golden = json.loads((REPO / f"tests/fixtures/lora/{a.config}.json").read_text())
+    base_dir = BASE
+    if a.experts:
+        base_dir = REPO / ("tests/fixtures/trainer_moe" + ("_gpt_oss" if a.experts == "gpt_oss" else "") + "/model")
+        flags = ["--model_name_or_path", str(base_dir), "--dataset_name", "tests/fixtures/train_cli/train.jsonl",
+                 "--max_steps", "20", "--learning_rate", "0.01", "--max_length", "32", "--report_to", "none",
+                 "--bf16", "false", "--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_dropout", "0",
+                 "--lora_target_modules", "q_proj", "v_proj", "--lora_target_parameters",
+                 "mlp.experts.gate_up_proj", "mlp.experts.down_proj"]
+    else:
+        flags = json.loads((REPO / f"tests/fixtures/lora/{a.config}.json").read_text())["flags"]
     ids = [(i * 37 + 5) % 702 for i in range(40)]
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         out, merged_dir = Path(tmp) / "adapter", Path(tmp) / "merged"
-        subprocess.run([a.sft, "train", *golden["flags"], "--output_dir", str(out)], cwd=REPO, check=True,
+        subprocess.run([a.sft, "train", *flags, "--output_dir", str(out)], cwd=REPO, check=True,
                        capture_output=True)
         tokens = Path(tmp) / "tokens.json"
         tokens.write_text(json.dumps({"input_ids": ids}))
@@ -45,7 +59,7 @@ def main() -> int:
                        cwd=REPO, check=True, capture_output=True)
         sft_logits = load_file(str(dump))["logits"]
 
-        base = AutoModelForCausalLM.from_pretrained(BASE, dtype=torch.float32)
+        base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32, experts_implementation="eager")
         peft_model = PeftModel.from_pretrained(base, str(out)).eval()
         with torch.no_grad():
             peft_logits = peft_model(torch.tensor([ids])).logits[0]
@@ -57,7 +71,8 @@ def main() -> int:
                        check=True, capture_output=True)
         with torch.no_grad():
             peft_merged = peft_model.merge_and_unload()(torch.tensor([ids])).logits[0]
-            ours = AutoModelForCausalLM.from_pretrained(merged_dir, dtype=torch.float32).eval()
+            ours = AutoModelForCausalLM.from_pretrained(merged_dir, dtype=torch.float32,
+                                                        experts_implementation="eager").eval()
             merged_logits = ours(torch.tensor([ids])).logits[0]
         d2 = float((peft_merged - merged_logits).abs().max())
         print(f"merge: transformers on `sft merge` output vs PEFT merge_and_unload(): max |diff| {d2:.3e}")

@@ -79,7 +79,7 @@ int run_merge(const Args& args) {
              : model::Transformer::load(source.model_dir);
   m.enable_lora(lora, 0, f.adapter + "/" + kAdapterConfigFile);
   load_adapter_weights(m, f.adapter);
-  const size_t adapters = m.lora()->adapters().size();
+  const size_t adapters = m.lora()->adapters().size() + m.lora()->expert_adapters().size();
   m.merge_lora();
 
   TrainingArgs targs;  // the export options take --dtype and --max_shard_size as train does

@@ -61,8 +61,8 @@ DecoderLayer DecoderLayer::bind(const ParameterSet& p, const ModelConfig& c, int
     e.down_bias = p.find(ParamSlot::kExpertsDownBias, layer);
     e.swiglu_limit = c.swiglu_limit;
     e.swiglu_alpha = c.swiglu_alpha;
-    e.gate_up = &p.at(ParamSlot::kExpertsGateUp, layer);
-    e.down = &p.at(ParamSlot::kExpertsDown, layer);
+    e.gate_up.base = &p.at(ParamSlot::kExpertsGateUp, layer);
+    e.down.base = &p.at(ParamSlot::kExpertsDown, layer);
     e.experts = c.num_experts;
     e.top_k = c.num_experts_per_tok;
     e.I = c.moe_intermediate_size;

@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
+#include <sstream>
 
 #include "core/arena.h"
+#include "core/edit_distance.h"
 #include "core/error.h"
 #include "core/torch_generator.h"
 #include "model/torch_init.h"
@@ -93,27 +96,53 @@ const std::vector<std::string>& lora_projection_names(const ModelConfig& config)
   return config.fused_projections ? fused : names;
 }
 
-std::vector<std::string> lora_default_targets(const ModelConfig& config) {
-  // PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: llama, mistral, qwen2, qwen3,
-  // gemma2 and gemma3_text alike; it has no entry for smollm3, olmo2, granite or phi3 (PEFT
-  // 0.21.2), where PEFT asks for target_modules.
-  switch (config.model_type) {
+namespace {
+
+// 0.05, not std::to_string's 0.050000.
+std::string number_text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// Where target_parameters came from, for messages: `what` names the flag that enabled LoRA on
+// the command line (then the list came from --lora_target_parameters), or the
+// adapter_config.json it was read from.
+std::string target_parameters_source(const std::string& what) {
+  return what.starts_with("--") ? std::string("--lora_target_parameters")
+                                : what + ": target_parameters";
+}
+
+// PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: llama, mistral, mixtral, qwen2,
+// qwen3, gemma2 and gemma3_text alike; it has no entry for smollm3, olmo2, granite, phi3 or the
+// other mixtures of experts (PEFT 0.21.2).
+bool has_peft_default_targets(ModelType type) {
+  switch (type) {
     case ModelType::kLlama:
     case ModelType::kMistral:
+    case ModelType::kMixtral:
     case ModelType::kQwen2:
     case ModelType::kQwen3:
     case ModelType::kGemma2:
     case ModelType::kGemma3Text:
-      return {"q_proj", "v_proj"};
+      return true;
     default:
-      fail("lora", "PEFT has no default LoRA target modules for model_type " +
-                       std::string(model_type_name(config.model_type)) +
-                       (config.fused_projections
-                            ? " (hint: name them, e.g. --lora_target_modules qkv_proj "
-                              "gate_up_proj, or all-linear)"
-                            : " (hint: name them, e.g. --lora_target_modules q_proj v_proj, or "
-                              "all-linear)"));
+      return false;
   }
+}
+
+}  // namespace
+
+std::vector<std::string> lora_default_targets(const ModelConfig& config) {
+  // Without a default PEFT asks for target_modules (or target_parameters).
+  if (has_peft_default_targets(config.model_type)) return {"q_proj", "v_proj"};
+  fail("lora", "PEFT has no default LoRA target modules for model_type " +
+                   std::string(model_type_name(config.model_type)) +
+                   (config.fused_projections
+                        ? " (hint: name them, e.g. --lora_target_modules qkv_proj "
+                          "gate_up_proj, or all-linear)"
+                        : " (hint: name them, e.g. --lora_target_modules q_proj v_proj, or "
+                          "all-linear)"));
 }
 
 namespace {
@@ -145,7 +174,15 @@ std::vector<std::string> resolve_lora_targets(const LoraConfig& c, const ModelCo
                      " must be positive (hint: --lora_r 16 is TRL's default)");
   if (c.dropout < 0 || c.dropout >= 1)
     fail("lora", what + ": lora_dropout " + std::to_string(c.dropout) + " must be in [0, 1)");
-  if (c.target_modules.empty()) return lora_default_targets(mc);
+  if (!c.target_parameters.empty() && c.dropout > 0)
+    fail("lora", target_parameters_source(what) + ": lora_dropout " + number_text(c.dropout) +
+                     " is refused, as PEFT's ParamWrapper refuses dropout on an adapted parameter "
+                     "(dropout(x) cannot be factored out of the adapted weight) (hint: "
+                     "--lora_dropout 0)");
+  if (c.target_modules.empty())
+    return c.target_parameters.empty() || has_peft_default_targets(mc.model_type)
+               ? lora_default_targets(mc)
+               : std::vector<std::string>{};
   const auto& all = lora_projection_names(mc);
   if (c.target_modules.size() == 1 &&
       (c.target_modules[0] == "all-linear" || c.target_modules[0] == "all_linear"))
@@ -195,18 +232,56 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
     if (x->spec.layer != y->spec.layer) return x->spec.layer < y->spec.layer;
     return peft_module_rank(x->spec.slot) < peft_module_rank(y->spec.slot);
   });
-  for (const Parameter* p : adapted_) {
-    const int64_t O = p->spec.shape[0], I = p->spec.shape[1];
-    specs.push_back({peft_key(p->spec.name, "lora_A"),
-                     {config.r, I},
-                     p->spec.role,
-                     p->spec.layer,
-                     p->spec.slot});
-    specs.push_back({peft_key(p->spec.name, "lora_B"),
-                     {O, config.r},
-                     p->spec.role,
-                     p->spec.layer,
-                     p->spec.slot});
+  const std::vector<const Parameter*> stacks = expert_targets(base, mc, what);
+  auto add_projection = [&](const Parameter& p) {
+    const int64_t O = p.spec.shape[0], I = p.spec.shape[1];
+    specs.push_back(
+        {peft_key(p.spec.name, "lora_A"), {config.r, I}, p.spec.role, p.spec.layer, p.spec.slot});
+    specs.push_back(
+        {peft_key(p.spec.name, "lora_B"), {O, config.r}, p.spec.role, p.spec.layer, p.spec.slot});
+  };
+  auto add_stack = [&](const Parameter& p) {
+    const int64_t E = p.spec.shape[0], O = p.spec.shape[1], I = p.spec.shape[2];
+    // PEFT nests two targets on one experts module: the one wrapped first (gate_up_proj,
+    // registered first) sits under the other's base_layer.
+    const bool nested =
+        p.spec.slot == ParamSlot::kExpertsGateUp &&
+        std::find_if(stacks.begin(), stacks.end(), [&](const Parameter* q) {
+          return q->spec.layer == p.spec.layer && q->spec.slot == ParamSlot::kExpertsDown;
+        }) != stacks.end();
+    const std::string module =
+        "base_model.model." + module_path(p.spec.name) + (nested ? ".base_layer" : "");
+    // The slot of a plain MLP matrix: the stacks' own slots carry their on-disk conversion
+    // (gpt-oss's transposition, model/moe_checkpoint.h), which PEFT's A and B do not have.
+    specs.push_back({module + ".lora_A.weight",
+                     {config.r * E, I},
+                     p.spec.role,
+                     p.spec.layer,
+                     ParamSlot::kDown});
+    specs.push_back({module + ".lora_B.weight",
+                     {O, config.r * E},
+                     p.spec.role,
+                     p.spec.layer,
+                     ParamSlot::kDown});
+  };
+  // Adapter k is projection k, or stack k - adapted_.size(): PEFT's drawing order. They are
+  // stored layer by layer (ZeRO-3 gathers a layer's trainable parameters as one run of the
+  // arena), a layer's projections before its stacks; first[k] is the index of adapter k's A,
+  // its B comes next.
+  std::vector<const Parameter*> targets = adapted_;
+  targets.insert(targets.end(), stacks.begin(), stacks.end());
+  std::vector<size_t> stored(targets.size());
+  std::iota(stored.begin(), stored.end(), size_t{0});
+  std::stable_sort(stored.begin(), stored.end(), [&](size_t x, size_t y) {
+    return targets[x]->spec.layer < targets[y]->spec.layer;
+  });
+  std::vector<size_t> first(targets.size());
+  for (size_t k : stored) {
+    first[k] = specs.size();
+    if (k < adapted_.size())
+      add_projection(*targets[k]);
+    else
+      add_stack(*targets[k]);
   }
   std::vector<const Parameter*> saved_base;
   for (const std::string& m : config.modules_to_save) {
@@ -231,7 +306,7 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
                        "' matches no module of the model (hint: a module name such as "
                        "lm_head, embed_tokens, norm or input_layernorm)");
   }
-  if (adapted_.empty() && saved_base.empty())
+  if (adapted_.empty() && stacks.empty() && saved_base.empty())
     fail("lora", what + ": the target modules match no projection of the model");
   params_ = ParameterSet(specs);
 
@@ -240,8 +315,8 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
   // torch's generator after transformers.set_seed(seed), as PEFT consumes it (lora.h).
   TorchGenerator gen(seed);
   for (size_t i = 0; i < adapted_.size(); ++i) {
-    const Parameter& a = ps[2 * i];
-    const int64_t r = a.value.rows, I = a.value.cols, O = ps[2 * i + 1].value.rows;
+    const Parameter& a = ps[first[i]];
+    const int64_t r = a.value.rows, I = a.value.cols, O = ps[first[i] + 1].value.rows;
     torch_skip_uniform(gen, r * I);  // nn.Linear(I, r)'s own init of lora_A
     torch_skip_uniform(gen, O * r);  // nn.Linear(r, O)'s of lora_B
     torch_kaiming_uniform(gen, {a.value.as<float>(), static_cast<size_t>(r * I)}, I,
@@ -249,7 +324,7 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
     // B stays zero (a fresh arena is zero-filled), so the adapted model starts as the base.
     LoraAdapter ad;
     ad.a = &a;
-    ad.b = &ps[2 * i + 1];
+    ad.b = &ps[first[i] + 1];
     ad.scale = scale;
     ad.dropout = static_cast<float>(config.dropout);
     ad.seed = seed;
@@ -259,8 +334,30 @@ LoraModel::LoraModel(const ParameterSet& base, const ModelConfig& mc, const Lora
     adapters_.push_back(ad);
   }
   bind_fused_parts(base);
+  // The expert stacks' adapters, drawn after every projection's as PEFT injects them.
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    const Parameter& a = ps[first[adapted_.size() + k]];
+    const Parameter& b = ps[first[adapted_.size() + k] + 1];
+    const int64_t rE = a.value.rows, I = a.value.cols, O = b.value.rows;
+    torch_skip_uniform(gen, rE * I);
+    torch_skip_uniform(gen, O * rE);
+    torch_kaiming_uniform(gen, {a.value.as<float>(), static_cast<size_t>(rE * I)}, I,
+                          std::sqrt(5.0));
+    const bool gate_up = stacks[k]->spec.slot == ParamSlot::kExpertsGateUp;
+    ExpertLoraAdapter ad;
+    ad.a = &a;
+    ad.b = &b;
+    ad.base = stacks[k];
+    ad.experts = stacks[k]->spec.shape[0];
+    ad.r = config.r;
+    // gpt-oss keeps gate and up alternating along the output PEFT sees (model/expert_lora.h).
+    ad.parts = gate_up && mc.experts_on_disk == ExpertsOnDisk::kTransposedInterleaved ? 2 : 1;
+    ad.scale = scale;
+    ad.scratch = gate_up ? &gate_up_scratch_ : &down_scratch_;
+    expert_adapters_.push_back(ad);
+  }
   for (size_t i = 0; i < saved_base.size(); ++i) {
-    const Parameter& copy = ps[2 * adapted_.size() + i];
+    const Parameter& copy = ps[2 * (adapted_.size() + stacks.size()) + i];
     std::memcpy(copy.value.data, saved_base[i]->value.data,
                 static_cast<size_t>(copy.value.numel()) * sizeof(float));
     saved_.push_back({saved_base[i], &copy});
@@ -293,6 +390,64 @@ void LoraModel::bind_fused_parts(const ParameterSet& base) {
       part_weights_.push_back(&part);
     }
   }
+}
+
+std::vector<const Parameter*> LoraModel::expert_targets(const ParameterSet& base,
+                                                        const ModelConfig& mc,
+                                                        const std::string& what) const {
+  auto is_stack = [](const Parameter& p) {
+    return p.spec.slot == ParamSlot::kExpertsGateUp || p.spec.slot == ParamSlot::kExpertsDown;
+  };
+  // The names a user would write: a stack's path below its layer ("mlp.experts.down_proj").
+  std::vector<std::string> names;
+  for (const Parameter& p : base.all()) {
+    if (!is_stack(p)) continue;
+    const size_t layers = p.spec.name.find("layers.");
+    const size_t dot = layers == std::string::npos ? layers : p.spec.name.find('.', layers + 7);
+    std::string n = dot == std::string::npos ? p.spec.name : p.spec.name.substr(dot + 1);
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(std::move(n));
+  }
+  const std::string source = target_parameters_source(what);
+  std::vector<const Parameter*> out;
+  for (const std::string& t : config_.target_parameters) {
+    if (names.empty())
+      fail("lora", source + ": '" + t + "': model_type " +
+                       std::string(model_type_name(mc.model_type)) +
+                       " has no stacked expert weights, the only parameters sft adapts through "
+                       "target_parameters (hint: --lora_target_modules for its projections)");
+    bool hit = false;
+    for (const Parameter& p : base.all()) {
+      if (!module_matches(p.spec.name, t)) continue;
+      if (!is_stack(p))
+        fail("lora", source + ": '" + t + "' matches " + p.spec.name +
+                         ", which is not a stacked expert weight (hint: target_parameters "
+                         "adapts the experts' " +
+                         names.front() +
+                         " and the like; a projection is adapted through "
+                         "--lora_target_modules)");
+      hit = true;
+      if (std::find(out.begin(), out.end(), &p) == out.end()) out.push_back(&p);
+    }
+    if (hit) continue;
+    const std::string* closest = &names.front();
+    for (const std::string& n : names)
+      if (edit_distance(t, n) < edit_distance(t, *closest)) closest = &n;
+    fail("lora", source + ": '" + t + "' matches no parameter of this " +
+                     std::string(model_type_name(mc.model_type)) + " model (hint: did you mean '" +
+                     *closest + "'?)");
+  }
+  // PEFT's order: layer by layer, each experts module's parameters as registered.
+  std::stable_sort(out.begin(), out.end(), [](const Parameter* x, const Parameter* y) {
+    if (x->spec.layer != y->spec.layer) return x->spec.layer < y->spec.layer;
+    return x->spec.slot == ParamSlot::kExpertsGateUp && y->spec.slot != x->spec.slot;
+  });
+  return out;
+}
+
+ExpertLoraAdapter* LoraModel::expert_adapter_for(const Parameter* stack) {
+  for (ExpertLoraAdapter& ad : expert_adapters_)
+    if (ad.base == stack) return &ad;
+  return nullptr;
 }
 
 LoraAdapter* LoraModel::adapter_for(const Parameter* base_weight) {
@@ -350,6 +505,13 @@ void LoraModel::to_device(const ParameterSet& old_base, const ParameterSet& new_
       ad.b = in(moved, params_, ad.b);
       ad.move_scratch_to(device);
     }
+  gate_up_scratch_ = ExpertLoraScratch(device);
+  down_scratch_ = ExpertLoraScratch(device);
+  for (ExpertLoraAdapter& ad : expert_adapters_) {
+    ad.a = in(moved, params_, ad.a);
+    ad.b = in(moved, params_, ad.b);
+    ad.base = in(new_base, old_base, ad.base);
+  }
   params_ = std::move(moved);
 }
 

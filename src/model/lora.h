@@ -13,10 +13,21 @@
 //
 // Target names follow PEFT: a module path matches a name when it equals it or ends with
 // "." + name; "all-linear" = the seven projections (never the LM head). Without targets the
-// per-architecture default of PEFT 0.21 applies (q_proj, v_proj for llama, mistral, qwen2,
-// qwen3). Phi-3's fused qkv_proj and gate_up_proj are one adapted Linear each, as in PEFT (one
-// A (r, C), one B of the fused rows); all-linear there is qkv_proj, o_proj, gate_up_proj,
-// down_proj, and PEFT has no default.
+// per-architecture default of PEFT 0.21 applies (q_proj, v_proj for llama, mistral, mixtral,
+// qwen2, qwen3, gemma2, gemma3_text). Phi-3's fused qkv_proj and gate_up_proj are one adapted
+// Linear each, as in PEFT (one A (r, C), one B of the fused rows); all-linear there is qkv_proj,
+// o_proj, gate_up_proj, down_proj, and PEFT has no default.
+//
+// target_parameters (PEFT's LoraConfig field, TRL's --lora_target_parameters) adapts a mixture
+// of experts' stacked weights, mlp.experts.gate_up_proj and down_proj (block_sparse_moe's for
+// GraniteMoe): a parameter path matches a name when it equals it or ends with "." + name, as
+// PEFT matches; each adapted stack gets one lora_A (E·r, in) and one lora_B (out, r·E) under the
+// key PEFT saves (two targets on one experts module nest in PEFT: gate_up_proj's keys read
+// "experts.base_layer.lora_A.weight", down_proj's "experts.lora_A.weight"); the math is
+// model/expert_lora.h's. As PEFT, it needs lora_dropout 0, and names that match a parameter that
+// is not an expert stack (a projection's .weight, the router, a bias) are refused here with
+// the way to target_modules. Without target_modules, PEFT's default targets join them where the
+// architecture has them, else the experts alone are adapted.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +37,7 @@
 
 #include "core/arena.h"
 #include "model/config.h"
+#include "model/expert_lora.h"
 #include "model/parameters.h"
 #include "ops/view.h"
 
@@ -36,8 +48,9 @@ struct LoraConfig {
   double alpha = 32;
   double dropout = 0.05;
   bool use_rslora = false;
-  std::vector<std::string> target_modules;   // module names, or {"all-linear"}; empty: default
-  std::vector<std::string> modules_to_save;  // trained in full
+  std::vector<std::string> target_modules;     // module names, or {"all-linear"}; empty: default
+  std::vector<std::string> modules_to_save;    // trained in full
+  std::vector<std::string> target_parameters;  // expert stacks (PEFT's target_parameters)
   std::string base_model_name_or_path;
 };
 
@@ -46,7 +59,7 @@ const std::vector<std::string>& lora_projection_names(const ModelConfig& config)
 // PEFT 0.21's default targets for the architecture.
 std::vector<std::string> lora_default_targets(const ModelConfig& config);
 // The projection names `config` targets (checked: unknown names and r <= 0 are refused, with
-// `what` naming the flag or file in the message).
+// `what` naming the flag or file in the message). Empty when only target_parameters adapt.
 std::vector<std::string> resolve_lora_targets(const LoraConfig& config,
                                               const ModelConfig& model_config,
                                               const std::string& what);
@@ -107,8 +120,10 @@ class LoraModel {
   // PEFT's order (named_modules: layer by layer, q, k, v, o, gate, up, down, which is the
   // layout's) lora_A = nn.Linear(I, r) and lora_B = nn.Linear(r, O) draw their own default
   // init (r·I, then O·r numbers, discarded), and reset_lora_parameters draws A again with
-  // kaiming_uniform_(a = sqrt(5)) (model/torch_init.h); B zero. Dropout masks are sft's own
-  // (Rng streams), not torch's.
+  // kaiming_uniform_(a = sqrt(5)) (model/torch_init.h); B zero. The expert stacks come after
+  // every projection (PEFT injects target_parameters last), layer by layer, gate_up_proj then
+  // down_proj, the same draws with r·E for r. Dropout masks are sft's own (Rng streams), not
+  // torch's.
   LoraModel(const ParameterSet& base, const ModelConfig& model_config, const LoraConfig& config,
             uint64_t seed, const std::string& what);
 
@@ -131,6 +146,11 @@ class LoraModel {
   const std::vector<const Parameter*>& adapted_weights() const { return adapted_; }
   std::vector<LoraAdapter>& adapters() { return adapters_; }
   const std::vector<LoraAdapter>& adapters() const { return adapters_; }
+  // The adapted expert stacks (target_parameters), layer by layer, gate_up_proj before down_proj.
+  std::vector<ExpertLoraAdapter>& expert_adapters() { return expert_adapters_; }
+  const std::vector<ExpertLoraAdapter>& expert_adapters() const { return expert_adapters_; }
+  // The adapter of an expert stack, or null.
+  ExpertLoraAdapter* expert_adapter_for(const Parameter* stack);
 
   void set_training(bool on) { training_ = on; }
   void set_dropout_key(uint64_t key) { key_ = key; }
@@ -142,6 +162,9 @@ class LoraModel {
 
  private:
   void bind_fused_parts(const ParameterSet& base);
+  // The expert stacks target_parameters names (checked against PEFT's rules).
+  std::vector<const Parameter*> expert_targets(const ParameterSet& base, const ModelConfig& mc,
+                                               const std::string& what) const;
 
   LoraConfig config_;
   std::vector<std::string> targets_;
@@ -152,6 +175,9 @@ class LoraModel {
   // The fused tensors' parts: their adapters and weights.
   std::vector<LoraAdapter> part_adapters_;
   std::vector<const Parameter*> part_weights_;
+  std::vector<ExpertLoraAdapter> expert_adapters_;
+  // The stacks' shared scratch, one per kind: gate_up_proj's and down_proj's W' live together.
+  ExpertLoraScratch gate_up_scratch_, down_scratch_;
   uint64_t key_ = 0;
   bool training_ = false;
 };

@@ -96,7 +96,7 @@ class ParameterSet {
   // Afterwards a released weight's `value` has its shape but no data, and values(),
   // named_values() and refresh_bf16_copies() fail (nothing may read or change the fp32 master
   // any more).
-  void release_fp32_matrices(bool (*keep_fp32)(const ParamSpec&));
+  void release_fp32_matrices(const std::function<bool(const ParamSpec&)>& keep_fp32);
   bool fp32_released() const { return fp32_released_; }
   // The bf16 arena (same offsets as values(), room for every parameter; only matmul weights
   // have views into it), for an optimizer that writes the copies itself; null without copies.

@@ -146,6 +146,8 @@ void Transformer::bind_lora() {
   for (DecoderLayer& d : layers_) {
     for (Linear* lin : d.linears()) bind(*lin);
     for (const Parameter** norm : d.norm_weights()) swap(*norm);
+    for (ExpertStack* stack : {&d.moe.gate_up, &d.moe.down})
+      stack->lora = lora_->expert_adapter_for(stack->base);
   }
   swap(embed_);
   swap(final_norm_);
@@ -154,8 +156,14 @@ void Transformer::bind_lora() {
 
 void Transformer::keep_frozen_base_in_bf16() {
   if (!lora_) fail("model", "keep_frozen_base_in_bf16 needs LoRA adapters");
-  params_.release_fp32_matrices(
-      [](const ParamSpec& spec) { return spec.slot == ParamSlot::kEmbed; });
+  // An adapted expert stack keeps fp32 values: W + delta is formed in fp32 (model/expert_lora.h).
+  const LoraModel& lora = *lora_;
+  params_.release_fp32_matrices([&lora](const ParamSpec& spec) {
+    if (spec.slot == ParamSlot::kEmbed) return true;
+    for (const ExpertLoraAdapter& ad : lora.expert_adapters())
+      if (ad.base->spec.name == spec.name) return true;
+    return false;
+  });
   set_compute_dtype(DType::kBF16);  // the base's copies exist now: the adapters' are made
 }
 
@@ -174,6 +182,14 @@ void Transformer::merge_lora() {
       lin->lora = nullptr;
     }
   }
+  for (DecoderLayer& d : layers_)
+    for (ExpertStack* stack : {&d.moe.gate_up, &d.moe.down}) {
+      if (!stack->lora) continue;
+      const ops::View merged = stack->lora->materialize(DType::kF32);  // as the forward forms it
+      std::memcpy(stack->base->value.data, merged.data,
+                  static_cast<size_t>(merged.numel()) * sizeof(float));
+      stack->lora = nullptr;
+    }
   // The trained copies go back into the base, and the layers point at the base again.
   for (const auto& [base, copy] : lora_->saved())
     std::memcpy(base->value.data, copy->value.data,

@@ -61,8 +61,8 @@ model::LoraConfig read_adapter_config(const std::string& dir) {
   for (const char* k : {"rank_pattern", "alpha_pattern"})
     if (!get(k).is_null() && !get(k).empty())
       bad_field(file, k, "per-module patterns are not supported");
-  for (const char* k : {"layers_to_transform", "layer_replication", "exclude_modules",
-                        "target_parameters", "trainable_token_indices"})
+  for (const char* k :
+       {"layers_to_transform", "layer_replication", "exclude_modules", "trainable_token_indices"})
     if (!get(k).is_null() && !(get(k).is_array() && get(k).empty()))
       bad_field(file, k, "is not supported (must be null)");
   model::LoraConfig c;
@@ -81,6 +81,10 @@ model::LoraConfig read_adapter_config(const std::string& dir) {
   if (c.r <= 0) bad_field(file, "r", "rank " + std::to_string(c.r) + " must be positive");
   c.target_modules = string_list(get("target_modules"), file, "target_modules");
   c.modules_to_save = string_list(get("modules_to_save"), file, "modules_to_save");
+  // PEFT refuses a single string here (LoraConfig raises TypeError), so does sft.
+  if (get("target_parameters").is_string())
+    bad_field(file, "target_parameters", "must be a list of parameter names, not a string");
+  c.target_parameters = string_list(get("target_parameters"), file, "target_parameters");
   return c;
 }
 
@@ -124,8 +128,9 @@ Json adapter_config_json(const model::LoraModel& lora) {
       {"r", c.r},
       {"rank_pattern", Json::object()},
       {"revision", nullptr},
-      {"target_modules", lora.targets()},
-      {"target_parameters", nullptr},
+      {"target_modules", lora.targets()},  // [] when only target_parameters adapt, as PEFT
+      {"target_parameters",
+       c.target_parameters.empty() ? Json(nullptr) : Json(c.target_parameters)},
       {"task_type", "CAUSAL_LM"},
       {"trainable_token_indices", nullptr},
       {"use_bdlora", nullptr},
@@ -197,7 +202,7 @@ model::Transformer load_model_with_adapter(const std::string& adapter_dir,
   m.enable_lora(c, seed, (fs::path(adapter_dir) / kAdapterConfigFile).string());
   load_adapter_weights(m, adapter_dir);
   log_info("[adapter] ", adapter_dir, ": LoRA r ", c.r, " on ", m.lora()->adapters().size(),
-           " projections of ", base);
+           " projections and ", m.lora()->expert_adapters().size(), " expert stacks of ", base);
   return m;
 }
 

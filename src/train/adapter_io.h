@@ -6,7 +6,9 @@
 //                              task_type CAUSAL_LM, peft_type LORA, bias "none",
 //                              base_model_name_or_path, ...
 //   adapter_model.safetensors  "base_model.model.<module>.lora_A.weight" (r, I) and
-//                              ".lora_B.weight" (O, r) per adapted projection, and the
+//                              ".lora_B.weight" (O, r) per adapted projection, per adapted
+//                              expert stack (target_parameters) lora_A (E·r, in) and lora_B
+//                              (out, r·E) under the experts module (model/lora.h), and the
 //                              modules_to_save copies as "base_model.model.<param name>"
 //
 // Reading refuses what sft does not compute (DoRA, rank/alpha patterns, biases, fan_in_fan_out,

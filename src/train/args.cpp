@@ -256,6 +256,9 @@ OptionSet training_options(TrainingArgs& a) {
       "lora_target_modules", &a.lora_target_modules, lora,
       "projections to adapt, comma-separated (q_proj,k_proj,v_proj,o_proj,gate_proj,"
       "up_proj,down_proj) or all-linear; None = PEFT's per-architecture q_proj,v_proj");
+  o.add_string_list("lora_target_parameters", &a.lora_target_parameters, lora,
+                    "mixture-of-experts stacks to adapt as PEFT's target_parameters, e.g. "
+                    "mlp.experts.gate_up_proj mlp.experts.down_proj (needs --lora_dropout 0)");
   o.add_string_list("lora_modules_to_save", &a.lora_modules_to_save, lora,
                     "modules trained in full besides LoRA, comma-separated (e.g. lm_head)");
   o.add_bool("use_rslora", &a.use_rslora, lora, "rank-stabilised scale alpha / sqrt(r)");

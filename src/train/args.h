@@ -33,6 +33,7 @@ struct TrainingArgs {
   double lora_dropout = 0.05;
   std::vector<std::string> lora_target_modules;
   std::vector<std::string> lora_modules_to_save;
+  std::vector<std::string> lora_target_parameters;  // expert stacks (PEFT's target_parameters)
   bool use_rslora = false;
   bool use_dora = false;                     // refused: DoRA is not implemented
   std::string lora_task_type = "CAUSAL_LM";  // the only task sft trains

@@ -11,6 +11,7 @@ model::LoraConfig lora_config_from_args(const TrainingArgs& args) {
   lc.use_rslora = args.use_rslora;
   lc.target_modules = args.lora_target_modules;
   lc.modules_to_save = args.lora_modules_to_save;
+  lc.target_parameters = args.lora_target_parameters;
   lc.base_model_name_or_path = args.model_name_or_path;
   return lc;
 }

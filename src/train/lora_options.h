@@ -1,5 +1,6 @@
 // The LoRA configuration TRL's --use_peft flags describe (TRL's get_peft_config): rank, alpha,
-// dropout, rsLoRA, target modules and modules_to_save, for model::Transformer::enable_lora.
+// dropout, rsLoRA, target modules, target parameters (the experts' stacks) and modules_to_save,
+// for model::Transformer::enable_lora.
 #pragma once
 
 #include "model/lora.h"

@@ -37,3 +37,11 @@ add_test(NAME parallel.two_hosts_netns
           ${CMAKE_CURRENT_BINARY_DIR}/output/parallel_two_hosts)
 set_tests_properties(parallel.two_hosts_netns PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240
                      PROCESSORS 2 RUN_SERIAL TRUE ENVIRONMENT "${SFT_MPI_TEST_ENV}")
+
+# LoRA on the experts' stacks under ZeRO 1-3 (train_lora_experts_mpi.cmake).
+add_test(NAME parallel.train_lora_experts
+  COMMAND ${CMAKE_COMMAND} -DSFT=$<TARGET_FILE:sft_cli> -DMPIRUN=${SFT_MPIRUN}
+          -DROOT=${PROJECT_SOURCE_DIR} -DWORK=${CMAKE_CURRENT_BINARY_DIR}/output/parallel_train_lora_experts
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/parallel/train_lora_experts_mpi.cmake)
+set_tests_properties(parallel.train_lora_experts PROPERTIES ENVIRONMENT "${SFT_MPI_TEST_ENV}"
+                     TIMEOUT 240 PROCESSORS 2)

@@ -92,12 +92,6 @@ void MoeMlpBlock::add_gate_up_bias(ops::View gate, ops::View up,
   add_expert_bias(up, gate_up_bias->value, offsets, I);
 }
 
-ops::View MoeMlpBlock::weights_for(const Parameter& p, const ops::View& x) const {
-  if (x.dtype != DType::kBF16) return p.value;
-  if (p.bf16.empty()) fail("model", "bf16 input to '" + p.spec.name + "', which has no bf16 copy");
-  return p.bf16;
-}
-
 void MoeMlpBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View ln) const {
   const int64_t T = ln.rows;
   const ops::View logits = s.logits.first(T, experts);
@@ -106,7 +100,7 @@ void MoeMlpBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View ln)
   sort_tokens(a, T, top_k, experts);
   const ops::ExpertRouting r = a.routing();
   ops::moe_permute_forward(a.xs, ln, r);
-  const ops::View w_gu = weights_for(*gate_up, a.xs), w_down = weights_for(*down, a.xs);
+  const ops::View w_gu = gate_up.weights(a.xs.dtype), w_down = down.weights(a.xs.dtype);
   const ops::ExpertBlock gate_rows{I, 2 * I, 0}, up_rows{I, 2 * I, I};
   const ops::ExpertBlock down_rows{y.cols, y.cols, 0};
   if (a.gate.dtype == DType::kBF16) {  // fp32 products, rounded as autocast stores them
@@ -136,7 +130,7 @@ void MoeMlpBlock::backward(ops::View dln, const Scratch& s, const Saved& a, ops:
   const ops::ExpertRouting r = a.routing();
   const bool bf16 = a.h.dtype == DType::kBF16;
   const ops::ExpertBlock gate_rows{I, 2 * I, 0}, up_rows{I, 2 * I, I}, down_rows{C, C, 0};
-  const ops::View w_gu = weights_for(*gate_up, a.xs), w_down = weights_for(*down, a.xs);
+  const ops::View w_gu = gate_up.weights(a.xs.dtype), w_down = down.weights(a.xs.dtype);
   ops::moe_combine_backward(s.dys, s.dweights, dy, a.ys, a.weights, r);
   if (down_bias && !down_bias->grad.empty())
     expert_bias_backward(down_bias->grad, s.dys, a.host_offsets(), 0);
@@ -147,7 +141,10 @@ void MoeMlpBlock::backward(ops::View dln, const Scratch& s, const Saved& a, ops:
     dys = s.dys16;
   }
   ops::grouped_matmul(s.dh, dys, w_down, r, down_rows, false, false);
-  if (!down->grad.empty()) ops::grouped_matmul_weight_grad(down->grad, dys, a.h, r, down_rows);
+  if (const ops::View dw_down = down.weight_grad(); !dw_down.empty()) {
+    ops::grouped_matmul_weight_grad(dw_down, dys, a.h, r, down_rows);
+    down.finish_weight_grad();
+  }
   ops::View dgate = s.dgate, dup = s.dup;
   // Under bf16 rounded by SwiGLU's backward itself, unless the biases' gradients need the
   // fp32 values first (then rounded after them).
@@ -168,9 +165,10 @@ void MoeMlpBlock::backward(ops::View dln, const Scratch& s, const Saved& a, ops:
   }
   ops::grouped_matmul(s.dxs, dgate, w_gu, r, gate_rows, false, false);
   ops::grouped_matmul(s.dxs, dup, w_gu, r, up_rows, false, true);
-  if (!gate_up->grad.empty()) {
-    ops::grouped_matmul_weight_grad(gate_up->grad, dgate, a.xs, r, gate_rows);
-    ops::grouped_matmul_weight_grad(gate_up->grad, dup, a.xs, r, up_rows);
+  if (const ops::View dw_gu = gate_up.weight_grad(); !dw_gu.empty()) {
+    ops::grouped_matmul_weight_grad(dw_gu, dgate, a.xs, r, gate_rows);
+    ops::grouped_matmul_weight_grad(dw_gu, dup, a.xs, r, up_rows);
+    gate_up.finish_weight_grad();
   }
   ops::moe_permute_backward(dln, s.dxs, r);
   // The router: through the top-k weights (and the load-balancing loss's dprobs), its softmax,

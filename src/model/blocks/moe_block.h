@@ -16,6 +16,9 @@
 // On a device the routing's arrays are device memory (ops/moe.h) and the token sort runs on the
 // host: the router's ids cross to a host mirror and the sorted arrays back, one round trip per
 // layer and forward.
+// LoRA on the stacks (PEFT's target_parameters) is data the block receives: an ExpertStack
+// hands the grouped GEMMs W + delta and routes their weight gradient to the adapter
+// (model/expert_lora.h).
 // Saved: probs, weights and the routing (expert_of, offsets, row_of, token_of), xs, gate, up,
 // h and ys (the combine's backward reads ys for the weights' gradient). Backward reads them
 // and the layer's ln. The load-balancing loss's gradient on the probabilities comes in as
@@ -32,6 +35,7 @@
 
 #include "model/blocks/block_grad_scratch.h"
 #include "model/blocks/layer_shape.h"
+#include "model/expert_lora.h"
 #include "model/linear.h"
 #include "ops/moe.h"
 #include "ops/view.h"
@@ -39,9 +43,9 @@
 namespace sft::model {
 
 struct MoeMlpBlock {
-  Linear router;                       // mlp.gate.weight (E, C)
-  const Parameter* gate_up = nullptr;  // mlp.experts.gate_up_proj (E·2I, C)
-  const Parameter* down = nullptr;     // mlp.experts.down_proj (E·C, I)
+  Linear router;        // mlp.gate.weight (E, C)
+  ExpertStack gate_up;  // mlp.experts.gate_up_proj (E·2I, C), with its LoRA adapter or none
+  ExpertStack down;     // mlp.experts.down_proj (E·C, I), likewise
   int64_t experts = 0, top_k = 0, I = 0;
   bool normalize = false;  // norm_topk_prob
   // gpt-oss: mlp.experts.gate_up_proj_bias (E, 2I: gate entries, then up entries) and
@@ -50,7 +54,7 @@ struct MoeMlpBlock {
   const Parameter* down_bias = nullptr;
   double swiglu_limit = 0, swiglu_alpha = 0;
 
-  bool bound() const { return gate_up != nullptr; }
+  bool bound() const { return gate_up.base != nullptr; }
 
   struct Saved {
     ops::View probs;               // (T, E) f32
@@ -90,7 +94,6 @@ struct MoeMlpBlock {
                 ops::View ln) const;
 
  private:
-  ops::View weights_for(const Parameter& p, const ops::View& x) const;
   // gate, up (R, I) f32 += the experts' gate and up biases (none without them).
   void add_gate_up_bias(ops::View gate, ops::View up, std::span<const int64_t> offsets) const;
 };
