@@ -406,6 +406,7 @@ void read_gemma(const Reader& r, int gemma, ModelConfig& c) {
   c.hidden_act = r.string("hidden_activation", "gelu_pytorch_tanh");
   c.pre_norms = c.post_norms = true;
   c.norm_weight_offset = 1;
+  c.norm_output_in_input_dtype = true;  // Gemma2RMSNorm / Gemma3RMSNorm: (x̂ · (1 + w)).type_as(x)
   c.qk_norm = gemma == 3;
   c.embedding_scale_sqrt_hidden = true;
   const Json* scalar = r.get("query_pre_attn_scalar");
@@ -566,6 +567,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   if (keys.moe != MoeFamily::kNone) config_detail::read_moe(r, c, keys.moe);
   if (keys.projection_qk_norm_post_norms) {
     c.qk_norm_over_projection = true;
+    c.norm_output_in_input_dtype = true;  // Olmo2RMSNorm: (w · x̂).to(input_dtype)
     c.pre_norms = false;
     c.post_norms = true;
   }
