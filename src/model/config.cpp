@@ -465,26 +465,9 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   }
   Reader r(json, source);
   const std::string type_name = r.string("model_type", "");
-  if (type_name == "gemma3") {
-    // Gemma3Config (the multimodal folder): its text_config is a Gemma3TextConfig; the keys
-    // the outer config carries for the whole model (tie_word_embeddings, default true there
-    // too, the dtype and the token ids) count where text_config lacks them.
-    const Json* inner = r.get("text_config");
-    if (inner && !inner->is_object())
-      r.bad("text_config", "expected an object, got " + json_type_name(*inner));
-    Json text = inner ? *inner : Json::object();
-    text["model_type"] = "gemma3_text";
-    for (const char* key : {"tie_word_embeddings", "dtype", "torch_dtype", "bos_token_id",
-                            "eos_token_id", "pad_token_id"}) {
-      if (json.contains(key) && !text.contains(key)) text[key] = json[key];
-    }
-    ModelConfig c = parse_model_config(text, source + " (text_config)");
-    c.architectures = {"Gemma3ForCausalLM"};  // the text model: what sft loads and exports
-    // Gemma3ForConditionalGeneration's forward never applies text_config's
-    // final_logit_softcapping (transformers 5.24 caps the logits in Gemma3ForCausalLM only).
-    c.final_logit_softcapping = 0;
-    return c;
-  }
+  // A multimodal folder (gemma3, mistral3): the text model under text_config.
+  if (config_detail::is_multimodal_type(type_name))
+    return config_detail::parse_multimodal_config(json, source);
   const TypeTraits* traits = nullptr;
   for (const TypeTraits& t : kTypes) {
     if (t.name == type_name) traits = &t;

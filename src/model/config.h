@@ -1,7 +1,7 @@
 // ModelConfig: the typed content of an HF config.json for the decoder family sft trains
 // (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, ministral, gemma2,
-// gemma3_text, qwen3_moe, olmoe, mixtral, granitemoe, gpt_oss, and the text part of a gemma3
-// folder: its config.json nests gemma3_text under text_config).
+// gemma3_text, qwen3_moe, olmoe, mixtral, granitemoe, gpt_oss, and the text part of a gemma3 or
+// mistral3 folder: its config.json nests the text model under text_config, config_multimodal.cpp).
 //
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
