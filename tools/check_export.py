@@ -51,7 +51,7 @@ def sft_logits(args, export_dir, work):
         d = load_file(args.logits)
         return d["input_ids"], d["logits"]
     config = json.loads((export_dir / "config.json").read_text())
-    vocab = config["vocab_size"]
+    vocab = config.get("text_config", config)["vocab_size"]  # a multimodal config nests it
     ids = [(t * 7919 + 13) % vocab for t in range(16)]
     tokens = work / "tokens.json"
     tokens.write_text(json.dumps({"input_ids": ids}))
@@ -122,8 +122,10 @@ def check_tokenizer(export_dir):
     gen = json.loads((export_dir / "generation_config.json").read_text())
     gen_eos = gen.get("eos_token_id")
     gen_eos = gen_eos if isinstance(gen_eos, list) else [gen_eos]
-    report(config.get("eos_token_id") == tok.eos_token_id and tok.eos_token_id in gen_eos,
-           f"eos {tok.eos_token!r} = id {tok.eos_token_id}: config {config.get('eos_token_id')}, "
+    # A multimodal config keeps the text model's eos in text_config unless the top level sets one.
+    eos = config.get("eos_token_id", config.get("text_config", {}).get("eos_token_id"))
+    report(eos == tok.eos_token_id and tok.eos_token_id in gen_eos,
+           f"eos {tok.eos_token!r} = id {tok.eos_token_id}: config {eos}, "
            f"generation {gen.get('eos_token_id')}")
     if tok.pad_token is not None:
         report(config.get("pad_token_id") == tok.pad_token_id == gen.get("pad_token_id"),
