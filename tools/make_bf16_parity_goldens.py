@@ -7,6 +7,10 @@ expected_bf16.safetensors beside expected.safetensors:
   logits  F32 [T, V]   the LM head's output (bf16 under autocast), widened
   loss    F32 [1]      Σ shifted cross-entropy / number of targets, computed in fp32 as HF's
                        ForCausalLMLoss upcasts the logits
+  grad_rel_worst F32 [1]  autocast's own distance from fp32 in the gradients: the worst over the
+                       parameters of ‖g_autocast − g_fp32‖ / ‖g_fp32‖ (the gradients of that
+                       loss, with and without autocast), which bf16_test.cpp's gradient bound
+                       derives from
 Run: ~/.venv-sft/bin/python tools/make_bf16_parity_goldens.py [NAME ...]
 (names: only those fixtures; the others keep their committed goldens.)
 (torch 2.15.0, transformers 5.24.0; see tools/requirements.txt.)
@@ -38,6 +42,30 @@ def shifted_ce_sum(logits, labels):
     return torch.nn.functional.cross_entropy(lg[keep], tgt[keep], reduction="sum"), int(keep.sum())
 
 
+def batch_loss(model, ids, labels, docs):
+    total, count, start = 0.0, 0, 0
+    for n in docs:
+        fresh_rope(model)
+        s, c = shifted_ce_sum(model(input_ids=ids[start:start + n][None]).logits[0],
+                              labels[start:start + n])
+        total, count, start = total + s, count + c, start + n
+    return total / count
+
+
+def gradients(model, ids, labels, docs, autocast):
+    model.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        loss = batch_loss(model, ids, labels, docs)
+    loss.backward()
+    return {name: p.grad.clone() for name, p in model.named_parameters()}
+
+
+def grad_rel_worst(model, ids, labels, docs):
+    ref = gradients(model, ids, labels, docs, False)
+    got = gradients(model, ids, labels, docs, True)
+    return max(((got[k] - g).norm() / g.norm().clamp_min(1e-30)).item() for k, g in ref.items())
+
+
 def main():
     torch.set_num_threads(2)
     only = set(sys.argv[1:])
@@ -58,10 +86,13 @@ def main():
                 logits_all.append(lg.float())
                 start += n
         loss = loss_sum / count
+        worst = grad_rel_worst(model, ids, labels, docs)
         save_file({"logits": torch.cat(logits_all).contiguous(),
-                   "loss": torch.tensor([loss], dtype=torch.float32)},
+                   "loss": torch.tensor([loss], dtype=torch.float32),
+                   "grad_rel_worst": torch.tensor([worst], dtype=torch.float32)},
                   d / "expected_bf16.safetensors")
-        print(f"{d.name}: loss bf16 {loss:.6f} fp32 {exp['loss'].item():.6f}")
+        print(f"{d.name}: loss bf16 {loss:.6f} fp32 {exp['loss'].item():.6f}; "
+              f"autocast's gradients from fp32 {worst:.4f}")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ Writes tests/fixtures/trl_parity/:
   data.jsonl   41 conversational rows ({"messages": [...]}, some with a system turn, some multi-turn),
                seeded, 22..195 tokens once rendered, so max_length 128 truncates four of them
                and packing puts 1 to 5 documents in a row;
-  smollm3_model/, olmo2_model/, granite_model/, phi3_model/, gemma3_model/, gemma2_model/  tiny models of
-               other families on the same tokenizer (SmolLM3: 3 layers, the middle one without RoPE and
-               sliding; the others 2 layers, Gemma's first one sliding),
+  smollm3_model/, olmo2_model/, granite_model/, phi3_model/, gemma3_model/, gemma2_model/,
+  mistral3_model/  tiny models of other families on the same tokenizer (SmolLM3: 3 layers, the middle one
+               without RoPE and sliding; the others 2 layers, Gemma's first one sliding; mistral3 a
+               multimodal Mistral3ForConditionalGeneration whose text model trains),
                for the FAMILY_CONFIGS goldens;
   <config>.json for each configuration in CONFIGS: {"config", "flags" (the `sft train` / `trl sft`
                flags, paths relative to the repository root, output_dir left out), "steps": [{"step",
@@ -87,8 +88,10 @@ from pathlib import Path
 
 import torch
 from datasets import load_dataset
+import transformers
 from transformers import (AutoModelForCausalLM, AutoTokenizer, Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM,
-                          Gemma3TextConfig, GraniteConfig, GraniteForCausalLM, Olmo2Config, Olmo2ForCausalLM, Phi3Config,
+                          Gemma3TextConfig, GraniteConfig, GraniteForCausalLM, Mistral3Config,
+                          Mistral3ForConditionalGeneration, Olmo2Config, Olmo2ForCausalLM, Phi3Config,
                           Phi3ForCausalLM, Qwen3Config, Qwen3ForCausalLM, SmolLM3Config, SmolLM3ForCausalLM,
                           TrainerCallback)
 from trl import SFTConfig, SFTTrainer
@@ -104,6 +107,7 @@ GRANITE_MODEL = OUT / "granite_model"
 PHI3_MODEL = OUT / "phi3_model"
 GEMMA3_MODEL = OUT / "gemma3_model"
 GEMMA2_MODEL = OUT / "gemma2_model"
+MISTRAL3_MODEL = OUT / "mistral3_model"
 DATA = OUT / "data.jsonl"
 NUM_ROWS = 41
 
@@ -155,6 +159,11 @@ FAMILY_CONFIGS = {
     # Gemma 2: the same norms without q/k norms, and both soft-caps (attention scores, final logits).
     "gemma2_bfd_gas4": (["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd"],
                         GEMMA2_MODEL),
+    # A multimodal Mistral 3 folder (Mistral3ForConditionalGeneration): TRL loads the whole model and
+    # trains it on text rows (the vision tower and projector get no gradient); its mistral text model
+    # has a sliding window of 16 and its own lm_head.
+    "mistral3_bfd_gas4": (["--gradient_accumulation_steps", "4", "--packing", "--packing_strategy", "bfd"],
+                          MISTRAL3_MODEL),
 }
 # TRL's default sampler (--train_sampling_strategy random): the order is torch.randperm seeded with
 # data_seed (or seed) + epoch (tools/make_sampler_goldens.py), so these runs also cross epochs on a
@@ -264,6 +273,11 @@ FAMILY_MODELS = {
         **SHAPE, num_hidden_layers=2, head_dim=16, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=16,
         layer_types=["sliding_attention", "full_attention"], sliding_window=16,
         attn_logit_softcapping=1.0, final_logit_softcapping=3.0, tie_word_embeddings=True), 6),
+    MISTRAL3_MODEL: lambda: make_family_model(MISTRAL3_MODEL, Mistral3ForConditionalGeneration, Mistral3Config(
+        text_config=dict(model_type="mistral", **SHAPE, num_hidden_layers=2, head_dim=16, sliding_window=16),
+        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                           head_dim=8, image_size=16, patch_size=4),
+        tie_word_embeddings=False), 7),
 }
 
 
@@ -310,7 +324,9 @@ def flags_to_config(flags: list[str], output_dir: str) -> SFTConfig:
 def first_step_by_hand(dataset, args: SFTConfig, model_dir: Path) -> dict:
     """Step 1 computed independently: each document of the first window's rows run alone, the token-weighted
     mean NLL over the window, and the global gradient norm of that loss."""
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    # As TRL's create_model_from_path: the class config.json's architectures names.
+    arch = json.loads((model_dir / "config.json").read_text())["architectures"][0]
+    model = getattr(transformers, arch, AutoModelForCausalLM).from_pretrained(model_dir)
     window = args.per_device_train_batch_size * args.gradient_accumulation_steps
     order = list(range(len(dataset)))
     if args.train_sampling_strategy == "random":  # epoch 0 of accelerate's SeedableRandomSampler
@@ -318,7 +334,7 @@ def first_step_by_hand(dataset, args: SFTConfig, model_dir: Path) -> dict:
         order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(seed)).tolist()
     rows = dataset.select(order[:window])
     nll, count = torch.zeros(()), 0
-    if model.config.rope_parameters.get("rope_type") == "longrope":
+    if model.config.get_text_config().rope_parameters.get("rope_type") == "longrope":
         # Longrope picks its factors from max(position_ids) + 1 of the call, which under TRL's
         # padding-free packing is the micro-batch's longest document: each document still runs
         # alone, with the set its micro-batch takes (a threshold of 0 forces the long factors;
@@ -346,7 +362,9 @@ def first_step_by_hand(dataset, args: SFTConfig, model_dir: Path) -> dict:
             count += len(doc) - 1
     loss = nll / count
     loss.backward()
-    grad_norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))
+    # The vision tower of a multimodal model gets no gradient from text rows (clip_grad_norm_ skips it).
+    grads = [p.grad.norm() for p in model.parameters() if p.grad is not None]
+    grad_norm = torch.linalg.vector_norm(torch.stack(grads))
     return {"loss": loss.item(), "grad_norm": grad_norm.item()}
 
 
@@ -356,7 +374,13 @@ def run(name: str, extra: list[str], strategy: str = "sequential", model: Path =
         args, script = flags_to_config(flags, tmp)
         dataset = load_dataset("json", data_files=str(REPO / script["dataset_name"]), split="train")
         recorder = Recorder()
-        trainer = SFTTrainer(model=str(REPO / script["model_name_or_path"]), args=args, train_dataset=dataset,
+        model_dir = REPO / script["model_name_or_path"]
+        # A multimodal model: TRL would build its processor (PixtralProcessor for mistral3, which needs
+        # torchvision and an image processor config); text rows need only the tokenizer, which a text-only
+        # fine-tune passes as processing_class, and which is what sft reads.
+        multimodal = json.loads((model_dir / "config.json").read_text()).get("text_config") is not None
+        processing = AutoTokenizer.from_pretrained(model_dir) if multimodal else None
+        trainer = SFTTrainer(model=str(model_dir), args=args, train_dataset=dataset, processing_class=processing,
                              callbacks=[recorder])
         expected_first = first_step_by_hand(trainer.train_dataset, args, REPO / script["model_name_or_path"])
         trainer.train()

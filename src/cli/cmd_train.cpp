@@ -343,15 +343,17 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
       open_model_dir(from_adapter ? base_path : args.model_name_or_path, args.model_revision);
   // TRL refuses a router_aux_loss_coef for a model without experts before training.
   router_aux_loss_coef(args, dir.config);
-  // PEFT's targets match the vision tower's projections too (q_proj, v_proj, ...), so its
-  // adapter for a multimodal folder has modules sft does not hold.
+  // PEFT's targets match the vision tower's projections too (q_proj, v_proj, ...; all-linear
+  // every nn.Linear but the head), and it has no default targets for gemma3 or mistral3, so
+  // its adapter for a multimodal folder has modules sft does not hold.
   if (args.use_peft && !from_adapter && !args.init_from_config &&
       model::is_multimodal_folder(dir.path))
     fail("train", "--use_peft: " + dir.path +
-                      " is a multimodal Gemma 3 model, and PEFT's target modules would also "
-                      "match its vision tower, which sft does not load (hint: train it without "
-                      "--use_peft, or save its text model alone with Gemma3ForCausalLM and "
-                      "train that folder with LoRA)");
+                      " is a multimodal model (its text model beside a vision tower), and "
+                      "PEFT's target modules would also match its vision tower, which sft does "
+                      "not load (hint: train it without --use_peft, or save its text model alone "
+                      "with " +
+                      dir.config.architectures.front() + " and train that folder with LoRA)");
   model::Transformer model =
       loaded ? std::move(*loaded)
       : args.init_from_config

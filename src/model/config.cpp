@@ -406,6 +406,7 @@ void read_gemma(const Reader& r, int gemma, ModelConfig& c) {
   c.hidden_act = r.string("hidden_activation", "gelu_pytorch_tanh");
   c.pre_norms = c.post_norms = true;
   c.norm_weight_offset = 1;
+  c.norm_output_in_input_dtype = true;  // Gemma2RMSNorm / Gemma3RMSNorm: (x̂ · (1 + w)).type_as(x)
   c.qk_norm = gemma == 3;
   c.embedding_scale_sqrt_hidden = true;
   const Json* scalar = r.get("query_pre_attn_scalar");
@@ -464,26 +465,9 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   }
   Reader r(json, source);
   const std::string type_name = r.string("model_type", "");
-  if (type_name == "gemma3") {
-    // Gemma3Config (the multimodal folder): its text_config is a Gemma3TextConfig; the keys
-    // the outer config carries for the whole model (tie_word_embeddings, default true there
-    // too, the dtype and the token ids) count where text_config lacks them.
-    const Json* inner = r.get("text_config");
-    if (inner && !inner->is_object())
-      r.bad("text_config", "expected an object, got " + json_type_name(*inner));
-    Json text = inner ? *inner : Json::object();
-    text["model_type"] = "gemma3_text";
-    for (const char* key : {"tie_word_embeddings", "dtype", "torch_dtype", "bos_token_id",
-                            "eos_token_id", "pad_token_id"}) {
-      if (json.contains(key) && !text.contains(key)) text[key] = json[key];
-    }
-    ModelConfig c = parse_model_config(text, source + " (text_config)");
-    c.architectures = {"Gemma3ForCausalLM"};  // the text model: what sft loads and exports
-    // Gemma3ForConditionalGeneration's forward never applies text_config's
-    // final_logit_softcapping (transformers 5.24 caps the logits in Gemma3ForCausalLM only).
-    c.final_logit_softcapping = 0;
-    return c;
-  }
+  // A multimodal folder (gemma3, mistral3): the text model under text_config.
+  if (config_detail::is_multimodal_type(type_name))
+    return config_detail::parse_multimodal_config(json, source);
   const TypeTraits* traits = nullptr;
   for (const TypeTraits& t : kTypes) {
     if (t.name == type_name) traits = &t;
@@ -566,6 +550,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   if (keys.moe != MoeFamily::kNone) config_detail::read_moe(r, c, keys.moe);
   if (keys.projection_qk_norm_post_norms) {
     c.qk_norm_over_projection = true;
+    c.norm_output_in_input_dtype = true;  // Olmo2RMSNorm: (w · x̂).to(input_dtype)
     c.pre_norms = false;
     c.post_norms = true;
   }

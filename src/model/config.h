@@ -1,7 +1,7 @@
 // ModelConfig: the typed content of an HF config.json for the decoder family sft trains
 // (model_type llama, mistral, qwen2, qwen3, smollm3, olmo2, granite, phi3, ministral, gemma2,
-// gemma3_text, qwen3_moe, olmoe, mixtral, granitemoe, gpt_oss, and the text part of a gemma3
-// folder: its config.json nests gemma3_text under text_config).
+// gemma3_text, qwen3_moe, olmoe, mixtral, granitemoe, gpt_oss, and the text part of a gemma3 or
+// mistral3 folder: its config.json nests the text model under text_config, config_multimodal.cpp).
 //
 // Architecture differences are data here (bias flags, q/k norm, sliding-window layers),
 // not separate model classes. Defaults for absent keys follow each transformers config
@@ -123,6 +123,10 @@ struct ModelConfig {
   std::optional<double> attention_scale;  // the score scale when not 1/sqrt(head_dim)
   double attn_logit_softcapping = 0;      // 0 = none
   bool attention_sinks = false;           // a learnable sink logit per head (gpt-oss)
+  // The family's RMSNorm returns x̂ · w cast to its input's dtype (Gemma, OLMo 2), where Llama's
+  // and Qwen's cast x̂ first: under bf16 autocast a norm of a bf16 value (the q/k norms, which
+  // read a projection's output) then rounds its output.
+  bool norm_output_in_input_dtype = false;
   // Granite's scalings: the embeddings times embedding_multiplier, each branch's output times
   // residual_multiplier before its add, the logits divided by logits_scaling.
   double embedding_multiplier = 1;

@@ -1,6 +1,7 @@
-// Internal to the config reader (config.cpp and config_moe_families.cpp): typed access to
-// config.json keys with errors naming the file and key, and the mixture-of-experts families'
-// reader and writer, kept apart from config.cpp so each file stays one concern.
+// Internal to the config reader (config.cpp, config_moe_families.cpp, config_multimodal.cpp):
+// typed access to config.json keys with errors naming the file and key, the mixture-of-experts
+// families' reader and writer, and the multimodal wrappers' text models, kept apart from
+// config.cpp so each file stays one concern.
 #pragma once
 
 #include <string>
@@ -88,5 +89,10 @@ enum class MoeFamily { kNone, kQwen3Moe, kOlmoe, kMixtral, kGraniteMoe, kGptOss 
 void read_moe(const Reader& r, ModelConfig& c, MoeFamily family);
 // The same keys back into a config.json, as the family's config class writes them.
 void write_moe(const ModelConfig& c, MoeFamily family, Json& j);
+
+// A multimodal folder's config.json (config_multimodal.cpp: gemma3, mistral3): whether
+// `model_type` names one, and the config of the text model it nests under text_config.
+bool is_multimodal_type(std::string_view model_type);
+ModelConfig parse_multimodal_config(const Json& json, const std::string& source);
 
 }  // namespace sft::config_detail

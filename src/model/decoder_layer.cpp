@@ -42,6 +42,7 @@ DecoderLayer DecoderLayer::bind(const ParameterSet& p, const ModelConfig& c, int
   a.q_norm = norm(ParamSlot::kQNorm, plan.qk_norm);
   a.k_norm = norm(ParamSlot::kKNorm, plan.qk_norm);
   a.qk_norm_over_projection = plan.qk_norm_over_projection;
+  a.qk_norm_output_rounded = plan.qk_norm_output_rounded;
   a.dims = {.H = c.num_attention_heads / tp.size,
             .Hkv = c.num_key_value_heads / tp.size,
             .D = c.head_dim,

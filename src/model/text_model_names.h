@@ -1,6 +1,6 @@
 // Where a checkpoint keeps the text decoder sft trains. A text-only model stores it under its own
-// names (model.layers.0..., lm_head.weight); a multimodal Gemma 3 folder
-// (Gemma3ForConditionalGeneration) stores it beside a vision tower and a projector, either as
+// names (model.layers.0..., lm_head.weight); a multimodal folder (Gemma3ForConditionalGeneration,
+// Mistral3ForConditionalGeneration) stores it beside a vision tower and a projector, either as
 // the Hub checkpoints and transformers 5's save_pretrained write it (language_model.model.*,
 // language_model.lm_head.weight) or as transformers 5 names it in memory (model.language_model.*,
 // lm_head.weight). sft's parameters always carry the text model's own names; this maps them to

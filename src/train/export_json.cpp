@@ -52,6 +52,14 @@ Json export_config(Json config, DType dtype, const TokenIds& ids) {
   // bitsandbytes quantization_config would make transformers expect 4-bit tensors.
   config.erase("quantization_config");
   config["dtype"] = torch_dtype_name(dtype);
+  // A multimodal model's sub-configs (text_config, vision_config: objects with a model_type):
+  // from_pretrained gives each the dtype it loads, so the save of a trained model writes it
+  // in each of them too.
+  for (auto& [key, sub] : config.items()) {
+    if (!key.ends_with("_config") || !sub.is_object() || !sub.contains("model_type")) continue;
+    sub.erase("torch_dtype");
+    sub["dtype"] = torch_dtype_name(dtype);
+  }
   if (ids.eos) config["eos_token_id"] = *ids.eos;
   if (ids.pad) config["pad_token_id"] = *ids.pad;
   config["transformers_version"] = kTransformersVersion;

@@ -15,7 +15,7 @@ if(NOT CONFIGS)
   set(CONFIGS nopack_gas1 nopack_gas4 bfd_gas1 bfd_gas4 bfd_gas4_cosine_wd
               nopack_gas1_random nopack_gas4_random bfd_gas1_random_data_seed
               smollm3_bfd_gas4 olmo2_bfd_gas4 granite_bfd_gas4 phi3_bfd_gas4
-              gemma3_bfd_gas4 gemma2_bfd_gas4)
+              gemma3_bfd_gas4 gemma2_bfd_gas4 mistral3_bfd_gas4)
 endif()
 
 # Decimal text → sign, 12-digit mantissa in [1e11, 1e12) and exponent (mantissa 0 for zero),

@@ -95,8 +95,10 @@ train_expect(2 "--load_in_8bit true: 8-bit (LLM.int8) loading is not supported" 
 train_expect(2 "is a bitsandbytes 4-bit checkpoint: its frozen 4-bit weights cannot be trained"
              ${OUT} --model_name_or_path "${CMAKE_CURRENT_LIST_DIR}/../fixtures/bnb4/qwen3_nf4_nested")
 # PEFT's targets would reach a multimodal folder's vision tower, which sft does not load.
-train_expect(1 "is a multimodal Gemma 3 model, and PEFT's target modules would also match" ${OUT}
+train_expect(1 "is a multimodal model (its text model beside a vision tower), and PEFT's target modules would also match" ${OUT}
              --use_peft --model_name_or_path "${CMAKE_CURRENT_LIST_DIR}/../fixtures/models/gemma3_multimodal")
+train_expect(1 "would also match its vision tower, which sft does not load (hint: train it without --use_peft, or save its text model alone with MistralForCausalLM" ${OUT}
+             --use_peft --model_name_or_path "${CMAKE_CURRENT_LIST_DIR}/../fixtures/models/mistral3_multimodal")
 train_expect(2 "takes only --flags" ${OUT} extra)
 # Expert parallelism is not built: our --ep_size, transformers' DistributedConfig through
 # --model_init_kwargs; a load-balancing coefficient for a model without experts (TRL's ValueError).

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "io/json.h"
 #include "model/blocks/layer_plan.h"
 #include "model/param_layout.h"
 #include "model/transformer.h"
@@ -258,6 +259,21 @@ TEST(LayerPlan, OffsetNormOfShiftedWeightsIsThePlainNorm) {
   expect_offset_norm_of_shifted_weights_is_the_plain_norm(c);
   c.pre_norms = false;
   expect_offset_norm_of_shifted_weights_is_the_plain_norm(c);
+}
+
+// Autocast rounds a q/k norm's output where the family's RMSNorm casts x̂ · w back to its (bf16)
+// input's dtype: Gemma3RMSNorm and Olmo2RMSNorm do; Qwen3RMSNorm casts x̂ before its weight.
+TEST(LayerPlan, QkNormOutputsRoundWhereTheNormCastsAfterItsWeight) {
+  auto rounded = [](const char* type) {
+    const std::string text = std::string(R"({"model_type": ")") + type + R"("})";
+    const ModelConfig c = parse_model_config(parse_json_strict(text, "test", "config.json"), "t");
+    return LayerPlan::of(c, 0, "t").qk_norm_output_rounded;
+  };
+  EXPECT_TRUE(rounded("gemma3_text"));
+  EXPECT_TRUE(rounded("olmo2"));
+  EXPECT_FALSE(rounded("qwen3"));
+  EXPECT_FALSE(rounded("gemma2"));  // no q/k norms
+  EXPECT_FALSE(rounded("llama"));
 }
 
 TEST(LayerPlan, BfloatComputeRunsEveryOption) {

@@ -27,6 +27,12 @@ ops::View keep_rounded(ops::View saved, ops::View value, ops::View dense) {
   return rounded;
 }
 
+// x (fp32, dense) rounded to bf16 in place, through `staging` (bf16, x's shape).
+void round_in_place(ops::View x, ops::View staging) {
+  ops::cast(staging, x);
+  ops::cast(x, staging);
+}
+
 // The saved bf16 values widened into `scratch`, or the fp32 saved view itself.
 ops::View widened(const ops::View& saved, const ops::View& scratch) {
   if (saved.dtype != DType::kBF16) return saved;
@@ -210,6 +216,11 @@ void AttentionBlock::forward_bf16_qkv(Saved& a, const Scratch& s, ops::View ln,
     const ops::View k_raw = keep_rounded(a.k_raw, k_proj, s.k_raw32);
     q_norm.forward(norm_rows(qf), norm_rstd(a.q_rstd, qf), norm_rows(q_raw));
     k_norm.forward(norm_rows(kf), norm_rstd(a.k_rstd, kf), norm_rows(k_raw));
+    // RoPE turns the norms' bf16 outputs (a.q, a.k stage them; RoPE's result replaces them).
+    if (qk_norm_output_rounded) {
+      round_in_place(qf, a.q);
+      round_in_place(kf, a.k);
+    }
   }
   rope_forward(qf, in);
   rope_forward(kf, in);
@@ -241,6 +252,11 @@ void AttentionBlock::backward(ops::View dln, const Scratch& s, const BlockGradSc
   rope_backward(s.dk, in);
   ops::View dq = s.dq, dk = s.dk;
   if (q_norm.bound()) {
+    // The gradient autocast hands the norms' bf16 outputs is bf16 (training in bf16 only).
+    if (qk_norm_output_rounded && a.q.dtype == DType::kBF16) {
+      round_in_place(s.dq, g.rounded(s.dq));
+      round_in_place(s.dk, g.rounded(s.dk));
+    }
     q_norm.backward(norm_rows(s.dq2), g, norm_rows(s.dq), norm_rows(widened(a.q_raw, s.q_raw32)),
                     norm_rstd(a.q_rstd, s.dq));
     k_norm.backward(norm_rows(s.dk2), g, norm_rows(s.dk), norm_rows(widened(a.k_raw, s.k_raw32)),

@@ -11,7 +11,8 @@
 // - bf16 q, k, v (bf16 training): the projections write fp32 scratch — one stacked q/k/v
 //   product where the three stack (StackedLinear) — which is rounded into the saved views as
 //   torch autocast rounds them, the norms and RoPE run on the rounded values, and attention
-//   reads the bf16 q, k, v and writes att_in itself.
+//   reads the bf16 q, k, v and writes att_in itself. Where the plan says so the q/k norms'
+//   outputs are rounded too (Gemma 3, OLMo 2: their norms return the bf16 input's dtype).
 // Saved (Saved): q_raw, k_raw and their rstd (qk-norm only), q, k, v after norm and RoPE, att
 // (fp32 variant), lse, att_in. Backward reads them and the layer's ln. With sinks, attention's
 // output passes through fp32 (att, or att32 under bf16) before att_in is rounded.
@@ -55,6 +56,9 @@ struct AttentionBlock {
   Linear q, k, v, o;
   RmsNormBlock q_norm, k_norm;           // (D) Qwen3's per-head RMSNorm before RoPE, or unbound
   bool qk_norm_over_projection = false;  // OLMo 2: q_norm (H·D), k_norm (Hkv·D) over all heads
+  // bf16 training: the norms' outputs rounded to bf16 before RoPE, and their gradient before
+  // the norms' backward, as autocast rounds them (LayerPlan::qk_norm_output_rounded).
+  bool qk_norm_output_rounded = false;
   // This rank's heads, head dim, the layer's sliding window and score map.
   ops::AttentionDims dims;
   int64_t rotary_dims = 0;           // the dims of a head RoPE turns (0: no RoPE)

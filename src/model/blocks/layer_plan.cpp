@@ -30,6 +30,7 @@ LayerPlan LayerPlan::of(const ModelConfig& c, int layer, const std::string& sour
   p.norm_weight_offset = static_cast<float>(c.norm_weight_offset);
   p.qk_norm = c.qk_norm;
   p.qk_norm_over_projection = c.qk_norm && c.qk_norm_over_projection;
+  p.qk_norm_output_rounded = c.qk_norm && c.norm_output_in_input_dtype;
   const size_t l = static_cast<size_t>(layer);
   p.rotary_dims = rotary_dims_of(c);
   if (p.rotary_dims <= 0 || p.rotary_dims > c.head_dim || p.rotary_dims % 2 != 0)

@@ -38,6 +38,10 @@ struct LayerPlan {
   bool sinks = false;                    // a learnable sink logit per head
   QueryScaling query_scaling;            // Ministral 3's position-dependent query scale
   float residual_multiplier = 1;         // each branch's output times this (Granite)
+  // Under bf16 the q/k norms' outputs are rounded to bf16 before RoPE, and their gradient before
+  // the norms' backward, where autocast rounds them (ModelConfig::norm_output_in_input_dtype:
+  // Gemma 3, OLMo 2; Qwen3's norm rounds before its weight, which no kernel here does).
+  bool qk_norm_output_rounded = false;
   MlpActivation activation = MlpActivation::kSilu;
   bool experts = false;  // the MLP is a mixture of experts (blocks/moe_block.h)
   // gpt-oss's experts: biased router and projections, the clamped SwiGLU (swiglu_limit > 0).
