@@ -151,14 +151,18 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModel,
 // bf16 ulp (2⁻⁸ relative) apart now and then. Once one has, every later bf16 rounding of that
 // row sees a different input and flips with a probability of its own, so that row's logits and
 // its gradients' share drift apart at bf16's own noise: up to the bf16-vs-fp32 difference
-// (2–5e-2, tests/model/bf16_test.cpp). Measured on the emulation: Qwen3 and Phi-3 without a
-// flip in the forward (logits 1.5e-7 / 8.7e-8, loss 4e-10), gradients 3.5e-4 / 2.2e-3 (a dlogit
-// or dS flip in the backward); Gemma 3 and Gemma 2 with one (logits 1.4e-2 / 5.9e-3, loss
-// 1.5e-5 / 1.1e-4, gradients 1.3e-2 / 4.5e-3; no formula differs: the same fixtures with
+// (2–5e-2, tests/model/bf16_test.cpp). Whether a fixture's forward flips depends on the CPU's
+// kernels, so on the machine: on an AMD EPYC without AMX Qwen3 and Phi-3 did not (logits
+// 1.5e-7 / 8.7e-8, loss 4e-10; gradients 3.5e-4 / 2.2e-3 from a dlogit or dS flip in the
+// backward) and Gemma 3 and Gemma 2 did (logits 1.4e-2 / 5.9e-3, loss 1.5e-5 / 1.1e-4,
+// gradients 1.3e-2 / 4.5e-3); on a Xeon with AMX Qwen3 did (logits 1.2e-3, loss 2.6e-5,
+// gradients 8.1e-3) and Gemma 3 did not (1.8e-7). No formula differs: the same fixtures with
 // query_pre_attn_scalar = D, an exact 1/4 scale, or without the attention soft-cap agree at
-// 2e-7, and the CUDA attention with the CPU's exp gives the same numbers). The bounds are about
-// twice the measured, per fixture. (Before the LM head's bf16 soft-cap was rounded as the
-// CPU's, Gemma 2's gradients were 1.7e-2 off.)
+// 2e-7, and the CUDA attention with the CPU's exp gives the same numbers. So every fixture
+// takes the bounds of a flip: logits 3e-2, loss 3e-4, gradients 3e-2 (about twice the largest
+// measured, below the bf16-vs-fp32 noise a flip drifts toward); the fp32 steps above keep 1e-5.
+// (Before the LM head's bf16 soft-cap was rounded as the CPU's, Gemma 2's gradients were 1.7e-2
+// off.)
 struct Bf16Bounds {
   const char* fixture;
   double logits, loss, grads;
@@ -196,11 +200,11 @@ TEST_P(CudaModelBf16, Bf16StepOnTheDeviceEqualsTheCpuBf16Step) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, CudaModelBf16,
-    ::testing::Values(Bf16Bounds{"qwen3_qknorm_linear", 1e-6, 1e-8, 1e-3},
+    ::testing::Values(Bf16Bounds{"qwen3_qknorm_linear", 3e-2, 3e-4, 3e-2},
                       // fused qkv_proj and gate_up_proj (their parts stacked), partial rotary
-                      Bf16Bounds{"phi3_longrope_short", 1e-6, 1e-8, 5e-3},
-                      Bf16Bounds{"gemma3_sliding_softcap", 3e-2, 5e-5, 3e-2},
-                      Bf16Bounds{"gemma2_softcaps", 1.5e-2, 3e-4, 1e-2}),
+                      Bf16Bounds{"phi3_longrope_short", 3e-2, 3e-4, 3e-2},
+                      Bf16Bounds{"gemma3_sliding_softcap", 3e-2, 3e-4, 3e-2},
+                      Bf16Bounds{"gemma2_softcaps", 3e-2, 3e-4, 3e-2}),
     [](const ::testing::TestParamInfo<Bf16Bounds>& info) {
       return std::string(info.param.fixture);
     });
@@ -316,8 +320,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, CudaLora,
 // training) — the matmuls read the bf16 copies either way, so the steps agree. Adapters as
 // above (Phi-3's fused parts, dropout 0.1, a modules_to_save copy), the trainer's step without
 // logits against the CPU's. The bounds are the bf16 base steps' (CudaModelBf16: a rounding
-// flip drifts its row at bf16's noise), loss 5e-8, gradients 1e-3 and (Phi-3) 8e-3; measured
-// Qwen3 loss 4.2e-10, worst gradient 1.7e-6, Phi-3 1.6e-8, 3.6e-3.
+// flip drifts its row at bf16's noise), loss 3e-4, gradients 3e-2; measured on an AMD EPYC
+// without AMX Qwen3 loss 4.2e-10, worst gradient 1.7e-6, Phi-3 1.6e-8, 3.6e-3; on a Xeon with
+// AMX (flips) Qwen3 2.7e-6, 4.8e-3, Phi-3 5.8e-6, 3.9e-3.
 TEST_P(CudaLora, Bf16TrainingStepOnTheDeviceEqualsTheCpuBf16Step) {
   SFT_SKIP_WITHOUT_CUDA();
   const std::string dir = test::source_path(std::string("tests/fixtures/parity/") + GetParam());
@@ -346,8 +351,7 @@ TEST_P(CudaLora, Bf16TrainingStepOnTheDeviceEqualsTheCpuBf16Step) {
   EXPECT_FALSE(gpu.params().fp32_released());
   const double scale = 1.0 / 64;
   StepResult ref = run_step(cpu, batch, scale, false), got = run_step(gpu, batch, scale, false);
-  const bool phi3 = std::string(GetParam()) == "phi3_longrope_short";
-  const StepDifference d = expect_step_near(got, ref, phi3 ? 8e-3 : 1e-3, 0, 5e-8);
+  const StepDifference d = expect_step_near(got, ref, 3e-2, 0, 3e-4);
   std::printf("[cuda lora bf16] %s: loss %.3g, worst gradient %.3g (%s)\n", GetParam(), d.loss,
               d.worst_gradient, d.worst_name.c_str());
   // The model comes back to the host with its fp32 base (what the export needs).
