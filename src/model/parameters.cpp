@@ -264,8 +264,7 @@ void ParameterSet::check_fp32_whole(const char* what) const {
                       "frozen base kept in bf16 only); only its bf16 copies remain");
 }
 
-void ParameterSet::release_fp32_matrices(
-    const std::function<bool(const ParamSpec&)>& keep_fp32) {
+void ParameterSet::release_fp32_matrices(const std::function<bool(const ParamSpec&)>& keep_fp32) {
   if (has_grads()) fail("model", "release_fp32_matrices needs a set without gradients");
   if (values_.device() != Device::kCpu)
     fail("model", std::string("release_fp32_matrices on the ") + device_name(values_.device()) +

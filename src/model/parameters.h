@@ -109,8 +109,7 @@ class ParameterSet {
   // A set with 4-bit bases or matrices held in bf16 packs its bf16 copies densely instead (no
   // arena to offer): null.
   uint16_t* bf16_arena() {
-    return has_bf16_copies() && !dense_bf16() ? reinterpret_cast<uint16_t*>(bf16_.data())
-                                              : nullptr;
+    return has_bf16_copies() && !dense_bf16() ? reinterpret_cast<uint16_t*>(bf16_.data()) : nullptr;
   }
 
   // QLoRA: parameter `index` of all() becomes a frozen 4-bit base (Parameter::quant4) whose

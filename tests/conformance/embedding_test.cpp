@@ -68,14 +68,15 @@ TEST_P(ConformanceEmbedding, ForwardAndBackward) {
 }
 
 TEST_P(ConformanceEmbedding, ForwardFromBf16Table) {
-  const EmbeddingCase cases[] = {{1, 1, {0}}, {6, 4, {3, 1, 3, 0, 5}}, {300, 129, cycling_ids(700, 300)}};
+  const EmbeddingCase cases[] = {
+      {1, 1, {0}}, {6, 4, {3, 1, 3, 0, 5}}, {300, 129, cycling_ids(700, 300)}};
   for (const EmbeddingCase& c : cases)
     check_conformance(
         backend(),
         "embedding (bf16 table) V=" + std::to_string(c.V) + " C=" + std::to_string(c.C) +
             " T=" + std::to_string(c.ids.size()),
-        [&](const Backend& be, Mode m) { return run_embedding_lookup(c, be, m); },
-        {DType::kBF16}, uniform_tolerance(0, 0));
+        [&](const Backend& be, Mode m) { return run_embedding_lookup(c, be, m); }, {DType::kBF16},
+        uniform_tolerance(0, 0));
 }
 
 TEST(ConformanceEmbeddingReference, BackwardMatchesFiniteDifferences) {

@@ -50,7 +50,8 @@ LoraConfig all_linear() {
 }
 
 // LoRA on, B random (so the adapters matter), then the base kept in bf16 as `form` says.
-void train_setup(Transformer& m, const FrozenBaseForm& form, const LoraConfig& lora = all_linear()) {
+void train_setup(Transformer& m, const FrozenBaseForm& form,
+                 const LoraConfig& lora = all_linear()) {
   m.enable_lora(lora, 5, "test");
   Rng rng(17, 1);
   for (const LoraAdapter& a : m.lora()->adapters()) {
@@ -181,8 +182,7 @@ TEST(FrozenBase, Load4bitReadsStraightIntoBf16) {
       ++held;
       EXPECT_TRUE(p.value.empty()) << p.spec.name << " has fp32 values";
       const std::vector<float> file = ckpt.tensor(p.spec.name).to_f32_vector();
-      EXPECT_EQ(bf16_of(p), rounded(file.data(), static_cast<int64_t>(file.size())))
-          << p.spec.name;
+      EXPECT_EQ(bf16_of(p), rounded(file.data(), static_cast<int64_t>(file.size()))) << p.spec.name;
     }
     EXPECT_EQ(held, load == DType::kBF16 ? 2 : 1);  // down_proj, and the table in bf16
     train_setup(direct, form);

@@ -109,7 +109,8 @@ TEST(EmbeddingShard, Bf16TableMatchesTheWholeTableExactly) {
       embedding_forward(view_of(outs[r].data(), Tn, kC), ids.data(),
                         view_of(table.data() + begin * kC, rows, kC), VocabShard{begin, &g});
     });
-    for (int r = 0; r < ranks; ++r) EXPECT_TRUE(same_bits(outs[static_cast<size_t>(r)], out.data()));
+    for (int r = 0; r < ranks; ++r)
+      EXPECT_TRUE(same_bits(outs[static_cast<size_t>(r)], out.data()));
   }
 }
 

@@ -251,8 +251,9 @@ void embedding_forward(View out, const int64_t* ids, View table, VocabShard shar
   require(out.cols == table.cols, "embedding",
           [&] { return "out " + shape(out) + ", table " + shape(table); });
   if (table.dtype == DType::kBF16) {  // a frozen table held in bf16: rows widen to f32
-    require(out.dtype == DType::kF32, "embedding",
-            [&] { return "a bf16 table looks up into f32, not " + std::string(dtype_name(out.dtype)); });
+    require(out.dtype == DType::kF32, "embedding", [&] {
+      return "a bf16 table looks up into f32, not " + std::string(dtype_name(out.dtype));
+    });
     if (!shard.group)
       return cpu::embedding_forward_bf16(out.as<float>(), ids, table.as<uint16_t>(), out.rows,
                                          out.cols);
