@@ -9,6 +9,11 @@
 // are what the model computes with. Gradients exist once allocate_grads() has run; the bf16
 // copies once enable_bf16_copies() has run, and they are refreshed (refresh_bf16_copies) after
 // every change of the master values.
+//
+// A frozen base (LoRA's) may drop the fp32 form of its matrices: released once their bf16
+// copies exist (release_fp32_matrices), or never made (QLoRA's constructor, ParamStorage:
+// 4-bit weights, and matrices held in bf16 only, model/frozen_base.h). Such a matrix's `value`
+// keeps its shape without data; its `bf16` view is what lookups and matmuls read.
 #pragma once
 
 #include <functional>
