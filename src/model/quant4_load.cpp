@@ -1,5 +1,6 @@
 // Transformer::load_4bit and random_4bit (transformer.h): QLoRA's frozen base built one tensor
-// at a time, so the 4-bit weights never exist whole in fp32 (only the one being quantized).
+// at a time, so the 4-bit weights never exist whole in fp32 (only the one being quantized), and
+// the matrices a FrozenBaseForm holds in bf16 (model/frozen_base.h) only 4 MB of rows at a time.
 #include <algorithm>
 #include <cmath>
 #include <functional>
