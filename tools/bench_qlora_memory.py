@@ -6,14 +6,17 @@ The run (issue 30's measurement): random weights from the shape's config.json (`
 base is drawn and quantized a tensor at a time, so the fp32 model never exists), NF4 with bitsandbytes' block
 of 64, LoRA r 16 / alpha 32 / dropout 0 on all linear layers, bf16 compute, gradient checkpointing, one packed
 row of 1024 tokens per step (the seeded Capybara-like chat of bench_e2e_lib, bfd packing), --warmup + --steps
-optimizer steps. Peak RSS is each child's own ru_maxrss (wait4): everything the process held at its peak
+optimizer steps. Both sides load the weights in --dtype (bfloat16 by default: transformers then holds the
+embedding, LM head and norms in bf16 next to the 4-bit weights, bnb_4bit_compute_dtype bf16, and sft holds the
+frozen embedding and LM head in bf16 as well, model/frozen_base.h; float32 is TRL's own default, where both keep
+an fp32 embedding). Peak RSS is each child's own ru_maxrss (wait4): everything the process held at its peak
 (weights, adapters, AdamW moments, activations, the allocator's slack), loading included; the final adapter
 save is inside it.
 
 TRL's side needs weights on disk: the script saves a seeded random bf16 model of the shape once (`--trl`;
 creating it needs the bf16 model in memory, so the 8B shape is left out unless named in --trl_shapes), then
-runs SFTTrainer with BitsAndBytesConfig(load_in_4bit, nf4, bf16 compute), the same LoraConfig, gradient
-checkpointing, bf16, use_cpu. tokens/s = real tokens per step / median step time (sft: metrics.jsonl's
+runs SFTTrainer with BitsAndBytesConfig(load_in_4bit, nf4, compute dtype = --dtype), the same LoraConfig,
+gradient checkpointing, bf16, use_cpu. tokens/s = real tokens per step / median step time (sft: metrics.jsonl's
 step_time_s; TRL: a callback's on_step_begin → on_step_end).
 
 Shapes (Qwen/Qwen3-*'s config.json, random weights): qwen3-1.7b (28 layers, hidden 2048, 2.03B parameters,
@@ -89,7 +92,7 @@ def write_bf16_model(shape: str, folder: Path, config_dir: Path) -> None:
 
 def sft_command(a, folder: Path, data: Path, out: Path) -> list[str]:
     return [a.sft, "train", "--model_name_or_path", str(folder), "--init_from_config", "true",
-            "--dataset_name", str(data), "--load_in_4bit", "true", "--bnb_4bit_quant_type", "nf4",
+            "--dataset_name", str(data), "--dtype", a.dtype, "--load_in_4bit", "true", "--bnb_4bit_quant_type", "nf4",
             "--use_peft", "true", "--lora_r", str(LORA["r"]), "--lora_alpha", str(LORA["alpha"]),
             "--lora_dropout", "0", "--lora_target_modules", "all-linear", "--bf16", "true",
             "--gradient_checkpointing", "true", "--packing", "true", "--packing_strategy", "bfd",
@@ -138,8 +141,9 @@ def trl_worker(spec: dict) -> None:
                           else int(inputs["input_ids"].numel()))
             return super().training_step(model, inputs, num_items_in_batch)
 
-    quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
-    model = AutoModelForCausalLM.from_pretrained(spec["model"], quantization_config=quant, dtype=torch.bfloat16)
+    dtype = getattr(torch, spec["dtype"])
+    quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=dtype)
+    model = AutoModelForCausalLM.from_pretrained(spec["model"], quantization_config=quant, dtype=dtype)
     config = SFTConfig(output_dir=str(Path(spec["workdir"]) / "trl_out"), use_cpu=True, disable_tqdm=True,
                        max_steps=spec["max_steps"], logging_steps=1, per_device_train_batch_size=1,
                        gradient_accumulation_steps=1, max_length=SEQ, learning_rate=1e-4, seed=42, bf16=True,
@@ -155,7 +159,7 @@ def trl_worker(spec: dict) -> None:
 
 def run_trl(a, shape: str, model: Path, data: Path, env: dict) -> dict:
     logs = Path(a.workdir) / "runs"
-    spec = dict(threads=a.threads, workdir=str(logs / f"trl-{shape}"), max_steps=a.warmup + a.steps,
+    spec = dict(threads=a.threads, workdir=str(logs / f"trl-{shape}"), max_steps=a.warmup + a.steps, dtype=a.dtype,
                 model=str(model), data=str(data), result=str(logs / f"trl-{shape}.json"))
     (logs / f"trl-{shape}").mkdir(parents=True, exist_ok=True)
     (logs / f"trl-{shape}.spec.json").write_text(json.dumps(spec))
@@ -180,6 +184,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"],
+                    help="the dtype both sides load the weights in (TRL's --dtype)")
     ap.add_argument("--workdir", default="/tmp/sft_bench_qlora")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -195,7 +201,8 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), MKL_NUM_THREADS=str(a.threads),
                OPENBLAS_NUM_THREADS=str(a.threads), SFT_CACHE_DIR=str(work / "sft_cache"))
-    print(f"QLoRA nf4, r {LORA['r']} all-linear, bf16, gradient checkpointing, 1 × {SEQ} packed tokens, "
+    print(f"QLoRA nf4, r {LORA['r']} all-linear, bf16, weights loaded in {a.dtype}, gradient checkpointing, "
+          f"1 × {SEQ} packed tokens, "
           f"{a.warmup} warm-up + {a.steps} timed steps, {a.threads} threads; load average {os.getloadavg()[0]:.1f}")
     rows = []
     for shape in dict.fromkeys(shapes + trl_shapes):

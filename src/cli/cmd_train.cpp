@@ -78,24 +78,46 @@ constexpr const char* kUsage =
 
 model::Transformer init_from_config(const ModelDir& dir, uint64_t seed,
                                     const model::TensorParallel& tp,
-                                    const std::optional<model::Quant4Plan>& quant4) {
+                                    const std::optional<model::Quant4Plan>& quant4,
+                                    const model::FrozenBaseForm& form) {
   const Json raw = read_json_file(dir.path + "/config.json", "train");
   const double std = raw.value("initializer_range", 0.02);
-  // QLoRA: the 4-bit weights drawn and quantized one at a time (never the fp32 model whole).
+  // QLoRA: the 4-bit weights drawn and quantized one at a time, the matrices held in bf16
+  // drawn a block at a time (never the fp32 model whole).
   model::Transformer m =
-      quant4 ? model::Transformer::random_4bit(dir.config, seed, static_cast<float>(std), *quant4)
+      quant4 ? model::Transformer::random_4bit(dir.config, seed, static_cast<float>(std), *quant4,
+                                               form)
              : model::Transformer::random(dir.config, seed, static_cast<float>(std), tp);
   // nn.Embedding(padding_idx=pad_token_id): _init_weights zeroes the pad row (on the rank
-  // whose vocabulary slice holds it).
-  const int64_t first = m.params().at(ParamSlot::kEmbed).spec.tp_begin;
-  const int64_t rows = m.params().at(ParamSlot::kEmbed).value.rows;
+  // whose vocabulary slice holds it), in every form the table has.
+  const model::Parameter& embed = m.params().at(ParamSlot::kEmbed);
+  const int64_t first = embed.spec.tp_begin;
   if (dir.config.pad_token_id && *dir.config.pad_token_id >= first &&
-      *dir.config.pad_token_id < first + rows) {
-    float* row = m.param_data("model.embed_tokens.weight") +
-                 (*dir.config.pad_token_id - first) * dir.config.hidden_size;
-    std::fill(row, row + dir.config.hidden_size, 0.0f);
+      *dir.config.pad_token_id < first + embed.value.rows) {
+    for (const ops::View& table : {embed.value, embed.bf16})
+      if (!table.empty()) ops::zero(table.row_range(*dir.config.pad_token_id - first, 1));
   }
   return m;
+}
+
+// transformers' dtype for the weights of from_pretrained(dtype = --dtype): auto is the
+// checkpoint's config.json dtype.
+DType load_dtype(const std::string& dtype, const ModelConfig& config) {
+  if (dtype == "bfloat16") return DType::kBF16;
+  if (dtype == "float16") return DType::kF16;
+  if (dtype == "auto") return config.dtype.value_or(DType::kF32);
+  return DType::kF32;
+}
+
+// A LoRA base under --bf16 on the host holds its frozen matrices in bf16 as the reference
+// computes with them (model/frozen_base.h); otherwise everything stays fp32.
+model::FrozenBaseForm frozen_base_form(const TrainingArgs& args, bool lora,
+                                       const ModelConfig& config,
+                                       const std::optional<model::Quant4Plan>& quant4) {
+  if (!lora || !args.bf16.value_or(false)) return {};
+  return model::FrozenBaseForm::bf16(
+      quant4 ? quant4->input_dtype : load_dtype(args.dtype, config),
+      args.use_peft ? lora_config_from_args(args).modules_to_save : std::vector<std::string>{});
 }
 
 int64_t resolve_pad_id(const TrainingArgs& a, const text::Tokenizer& tok,
@@ -354,11 +376,16 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
                       "not load (hint: train it without --use_peft, or save its text model alone "
                       "with " +
                       dir.config.architectures.front() + " and train that folder with LoRA)");
+  const model::FrozenBaseForm form =
+      frozen_base_form(args, args.use_peft || from_adapter, dir.config, quant4);
+  // A QLoRA base is read or drawn straight into that form (an adapter folder's base is
+  // released into it below: its adapter_config.json's modules_to_save are not known here).
+  const model::FrozenBaseForm& load_form = loaded ? model::FrozenBaseForm{} : form;
   model::Transformer model =
       loaded ? std::move(*loaded)
       : args.init_from_config
-          ? init_from_config(dir, static_cast<uint64_t>(args.seed), ranks.tp, quant4)
-      : quant4 ? model::Transformer::load_4bit(dir.path, *quant4)
+          ? init_from_config(dir, static_cast<uint64_t>(args.seed), ranks.tp, quant4, load_form)
+      : quant4 ? model::Transformer::load_4bit(dir.path, *quant4, load_form)
                : model::Transformer::load(dir.path, ranks.tp);
   if (args.use_peft && !from_adapter)
     model.enable_lora(lora_config_from_args(args), static_cast<uint64_t>(args.seed),
@@ -377,7 +404,7 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
     // go as the copies are written. (Not on a device: the model comes back to the host after
     // training, which moves fp32 values.)
     if (model.lora() && model.device() == Device::kCpu)
-      model.keep_frozen_base_in_bf16();
+      model.keep_frozen_base_in_bf16(form);
     else
       model.set_compute_dtype(DType::kBF16);
     if (launcher_world_rank() == 0)

@@ -60,27 +60,39 @@ ParameterSet ParameterSet::copy_on(Device device) const {
 }
 
 ParameterSet::ParameterSet(const std::vector<ParamSpec>& layout,
-                           const std::function<bool(const ParamSpec&)>& without_fp32)
+                           const std::function<ParamStorage(const ParamSpec&)>& storage)
     : values_(Device::kCpu), grads_(Device::kCpu), bf16_(Device::kCpu) {
-  int64_t kept = 0;
+  std::vector<ParamStorage> held;
+  int64_t f32 = 0, bf16 = 0;
   for (const ParamSpec& spec : layout) {
     Parameter p;
     p.spec = spec;
     p.offset = numel_;
     p.decay = weight_decay_applies(spec.role);
     numel_ += shape_numel(spec.shape);
-    if (!without_fp32(spec)) kept += shape_numel(spec.shape);
+    held.push_back(storage(spec));
+    if (held.back() == ParamStorage::kBF16 && !is_matmul_weight(spec))
+      fail("model", "'" + spec.name + "' is not a matrix, so it cannot be held in bf16 only");
+    if (held.back() == ParamStorage::kF32) f32 += shape_numel(spec.shape);
+    if (held.back() == ParamStorage::kBF16) bf16 += shape_numel(spec.shape);
     params_.push_back(std::move(p));
   }
-  // Only the kept values, back to back: the compact arena release_fp32_matrices leaves.
-  values_.reserve(static_cast<size_t>(kept) * sizeof(float));
+  // Each form's tensors back to back: the compact arenas release_fp32_matrices would leave.
+  values_.reserve(static_cast<size_t>(f32) * sizeof(float));
+  held_bf16_.reserve(static_cast<size_t>(bf16) * sizeof(uint16_t));
   float* next = reinterpret_cast<float*>(values_.data());
-  for (Parameter& p : params_) {
+  uint16_t* next16 = reinterpret_cast<uint16_t*>(held_bf16_.data());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Parameter& p = params_[i];
     const auto [rows, cols] = matrix_shape(p.spec.shape);
-    p.value = ops::view_of(without_fp32(p.spec) ? nullptr : next, rows, cols);
-    if (p.value.data) next += p.value.numel();
+    p.value = ops::view_of(held[i] == ParamStorage::kF32 ? next : nullptr, rows, cols);
+    if (held[i] == ParamStorage::kF32) next += p.value.numel();
+    if (held[i] == ParamStorage::kBF16) {
+      p.bf16 = ops::view_of(next16, rows, cols);
+      next16 += p.bf16.numel();
+    }
   }
-  fp32_released_ = kept != numel_;
+  fp32_released_ = f32 != numel_;
   bind_parts();
 }
 
@@ -207,33 +219,42 @@ void ParameterSet::copy_values_from(const ParameterSet& other) {
 
 void ParameterSet::enable_bf16_copies() {
   if (has_bf16_copies()) return;
-  allocate_bf16_copies();
-  refresh_bf16_copies();
+  allocate_bf16_copies(false);
+  write_bf16_copies();
 }
 
-void ParameterSet::allocate_bf16_copies() {
-  // 4-bit bases have no bf16 copy (matmul_4bit dequantizes into bf16 itself); with them the
-  // copies of the rest are packed densely, since offsets span the whole model.
-  // An untied embedding is only looked up (in fp32), never a matmul operand: no copy for it.
+void ParameterSet::allocate_bf16_copies(bool embedding_too) {
+  // 4-bit bases have no bf16 copy (matmul_4bit dequantizes into bf16 itself), nor do matrices
+  // held in bf16 (their view is their storage); with either the copies of the rest are packed
+  // densely, since offsets span the whole model. An untied embedding is only looked up (in
+  // fp32), never a matmul operand: no copy for it unless its fp32 values are to go.
   const bool tied = std::none_of(params_.begin(), params_.end(), [](const Parameter& p) {
     return p.spec.slot == ParamSlot::kLmHead;
   });
   auto copied = [&](const Parameter& p) {
-    return is_matmul_weight(p.spec) && !p.is_4bit() && (tied || p.spec.slot != ParamSlot::kEmbed);
+    return is_matmul_weight(p.spec) && !p.is_4bit() && p.bf16.empty() &&
+           (tied || embedding_too || p.spec.slot != ParamSlot::kEmbed);
   };
-  int64_t dense = 0;
+  const bool dense = dense_bf16();
+  int64_t count = 0;
   for (const Parameter& p : params_)
-    if (copied(p)) dense += p.value.numel();
-  bf16_.reserve((has_4bit() ? static_cast<size_t>(dense) : size()) * sizeof(uint16_t));
+    if (copied(p)) count += p.value.numel();
+  bf16_.reserve((dense ? static_cast<size_t>(count) : size()) * sizeof(uint16_t));
   uint16_t* base = reinterpret_cast<uint16_t*>(bf16_.data());
   uint16_t* next = base;
   for (Parameter& p : params_) {
     if (!copied(p)) continue;
-    uint16_t* at = has_4bit() ? next : base + p.offset;
+    uint16_t* at = dense ? next : base + p.offset;
     next += p.value.numel();
     p.bf16 = ops::view_of(at, p.value.rows, p.value.cols, p.value.device);
   }
+  copies_ = true;
   bind_parts();
+}
+
+void ParameterSet::write_bf16_copies() {
+  for (const Parameter& p : params_)
+    if (!p.bf16.empty() && p.value.data) ops::cast(p.bf16, p.value);
 }
 
 void ParameterSet::check_fp32_whole(const char* what) const {
@@ -254,7 +275,10 @@ void ParameterSet::release_fp32_matrices(const std::function<bool(const ParamSpe
   // second fp32 arena is made for the kept values (at the Qwen3-8B shape either would add
   // 1.2–2.5 GB to the peak).
   const bool fresh = !has_bf16_copies();
-  if (fresh) allocate_bf16_copies();
+  if (fresh) {
+    const Parameter* embed = find(ParamSlot::kEmbed);
+    allocate_bf16_copies(embed && !keep_fp32(embed->spec));
+  }
   constexpr int64_t kBlockBytes = int64_t{4} << 20;
   for (Parameter& p : params_) {
     if (p.bf16.empty() || p.value.data == nullptr) continue;  // no copy, or released before

@@ -9,6 +9,11 @@
 // are what the model computes with. Gradients exist once allocate_grads() has run; the bf16
 // copies once enable_bf16_copies() has run, and they are refreshed (refresh_bf16_copies) after
 // every change of the master values.
+//
+// A frozen base (LoRA's) may drop the fp32 form of its matrices: released once their bf16
+// copies exist (release_fp32_matrices), or never made (QLoRA's constructor, ParamStorage:
+// 4-bit weights, and matrices held in bf16 only, model/frozen_base.h). Such a matrix's `value`
+// keeps its shape without data; its `bf16` view is what lookups and matmuls read.
 #pragma once
 
 #include <functional>
@@ -26,12 +31,17 @@
 
 namespace sft::model {
 
+// How a frozen base's parameter is held from construction on (QLoRA's constructor): fp32
+// values; bf16 only (model/frozen_base.h: the bf16 view is its one form, `value` keeps its shape
+// without data, as after release_fp32_matrices); or 4-bit (set_quant4 fills it in).
+enum class ParamStorage { kF32, kBF16, k4Bit };
+
 struct Parameter {
   ParamSpec spec;
   int64_t offset = 0;  // elements into the flat arenas
   ops::View value;     // fp32 master weights, (rows, cols) = shape, vectors as (1, n)
   ops::View grad;      // fp32; empty until allocate_grads()
-  ops::View bf16;      // bf16 copy for matmuls; empty unless enabled and a matrix
+  ops::View bf16;      // bf16 copy for matmuls (or a frozen matrix's only form); else empty
   bool decay = true;   // weight decay applies
   // A frozen 4-bit base (QLoRA, ops/quant4.h): Linear multiplies it, dequantized a panel at a
   // time, instead of value / bf16. Empty (no packed bytes) for every other parameter.
@@ -42,11 +52,12 @@ struct Parameter {
 class ParameterSet {
  public:
   explicit ParameterSet(const std::vector<ParamSpec>& layout, Device device = Device::kCpu);
-  // QLoRA: the parameters `without_fp32` selects get no fp32 storage (their value keeps its
-  // shape, no data, as after release_fp32_matrices); each must then receive its 4-bit form
-  // (set_quant4) before use, so a 4-bit base never exists in fp32 whole.
+  // QLoRA's frozen base, each parameter held as `storage` says: kF32 ones in a compact fp32
+  // arena, kBF16 ones in a bf16 arena of their own (to be written through their bf16 views),
+  // k4Bit ones nowhere until set_quant4 gives them their 4-bit form. So neither the 4-bit
+  // weights nor the matrices held in bf16 ever exist whole in fp32.
   ParameterSet(const std::vector<ParamSpec>& layout,
-               const std::function<bool(const ParamSpec&)>& without_fp32);
+               const std::function<ParamStorage(const ParamSpec&)>& storage);
   ParameterSet(ParameterSet&&) = default;
   ParameterSet& operator=(ParameterSet&&) = default;
 
@@ -84,25 +95,26 @@ class ParameterSet {
   void allocate_grads();
   void zero_grads();
 
+  // Copies of the matmul weights that have fp32 values (those held in bf16 need none).
   void enable_bf16_copies();
-  bool has_bf16_copies() const { return bf16_.capacity() > 0; }
+  bool has_bf16_copies() const { return copies_; }
   void refresh_bf16_copies();
   // For a frozen set computed in bf16 (a LoRA base): frees the fp32 values of every matmul
-  // weight that has a bf16 copy, except those `keep_fp32` names (e.g. an embedding table that
-  // is looked up in fp32), in place: their pages go back to the OS (core/page_release.h), the
-  // kept values stay where they are. Without bf16 copies yet it makes them, each block of rows
-  // released as soon as its copy is written, so no matrix is ever whole in both forms (the peak
-  // memory of a QLoRA base's embedding and LM head). Host sets without gradients only.
-  // Afterwards a released weight's `value` has its shape but no data, and values(),
-  // named_values() and refresh_bf16_copies() fail (nothing may read or change the fp32 master
-  // any more).
+  // weight, except those `keep_fp32` names (an embedding table looked up in fp32), in place:
+  // their pages go back to the OS (core/page_release.h), the kept values stay where they are.
+  // Without bf16 copies yet it makes them (an untied embedding's too when it is released), each
+  // block of rows released as soon as its copy is written, so no matrix is ever whole in both
+  // forms. Host sets without gradients only. Afterwards a released weight's `value` has its
+  // shape but no data, and values(), named_values() and refresh_bf16_copies() fail (nothing may
+  // read or change the fp32 master any more).
   void release_fp32_matrices(const std::function<bool(const ParamSpec&)>& keep_fp32);
   bool fp32_released() const { return fp32_released_; }
   // The bf16 arena (same offsets as values(), room for every parameter; only matmul weights
   // have views into it), for an optimizer that writes the copies itself; null without copies.
-  // A set with 4-bit bases packs its bf16 copies densely instead (no arena to offer): null.
+  // A set with 4-bit bases or matrices held in bf16 packs its bf16 copies densely instead (no
+  // arena to offer): null.
   uint16_t* bf16_arena() {
-    return has_bf16_copies() && !has_4bit() ? reinterpret_cast<uint16_t*>(bf16_.data()) : nullptr;
+    return has_bf16_copies() && !dense_bf16() ? reinterpret_cast<uint16_t*>(bf16_.data()) : nullptr;
   }
 
   // QLoRA: parameter `index` of all() becomes a frozen 4-bit base (Parameter::quant4) whose
@@ -120,8 +132,12 @@ class ParameterSet {
   size_t grads_size() const { return has_grads() ? size() : 0; }
 
   void check_fp32_whole(const char* what) const;
-  // The bf16 arena and each copied matrix's view into it, nothing written yet.
-  void allocate_bf16_copies();
+  bool dense_bf16() const { return has_4bit() || held_bf16_.capacity() > 0; }
+  // The bf16 arena and each copied matrix's view into it, nothing written yet; an untied
+  // embedding gets one only with `embedding_too` (it is otherwise looked up in fp32).
+  void allocate_bf16_copies(bool embedding_too);
+  // Writes the copies of the matrices that have fp32 values.
+  void write_bf16_copies();
   // The row blocks of fused tensors (Phi-3's qkv_proj: q, k, v; gate_up_proj: gate, up) as
   // parameters of their own slots, so the blocks bind them as separate projections that share
   // the fused tensor's storage (no copy, and consecutive rows: StackedLinear stacks them back).
@@ -133,6 +149,8 @@ class ParameterSet {
   std::vector<Parameter> parts_;
   int64_t numel_ = 0;
   Arena values_, grads_, bf16_;
+  Arena held_bf16_;  // the matrices held in bf16 only (ParamStorage::kBF16), back to back
+  bool copies_ = false;
   bool fp32_released_ = false;
   // The 4-bit bases' bytes (set_quant4); moving the set keeps their buffers, so views stay.
   std::vector<std::vector<uint8_t>> quant4_packed_;

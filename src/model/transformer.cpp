@@ -22,15 +22,15 @@ Transformer::Transformer(ModelConfig config, const TensorParallel& tp)
     : Transformer(std::move(config), tp, nullptr) {}
 
 Transformer::Transformer(ModelConfig config,
-                         const std::function<bool(const ParamSpec&)>& without_fp32)
-    : Transformer(std::move(config), TensorParallel{}, &without_fp32) {}
+                         const std::function<ParamStorage(const ParamSpec&)>& storage)
+    : Transformer(std::move(config), TensorParallel{}, &storage) {}
 
 Transformer::Transformer(ModelConfig config, const TensorParallel& tp,
-                         const std::function<bool(const ParamSpec&)>* without_fp32)
+                         const std::function<ParamStorage(const ParamSpec&)>* storage)
     : config_(std::move(config)),
       tp_(tp),
       layout_(parameter_layout(config_, tp.rank, tp.size)),
-      params_(without_fp32 ? ParameterSet(layout_, *without_fp32) : ParameterSet(layout_)) {
+      params_(storage ? ParameterSet(layout_, *storage) : ParameterSet(layout_)) {
   bind_layers();
   rope_ = rope_frequencies(config_, 0);
   if (config_.sliding_rope) {
@@ -154,12 +154,13 @@ void Transformer::bind_lora() {
   swap(lm_head_.weight);
 }
 
-void Transformer::keep_frozen_base_in_bf16() {
+void Transformer::keep_frozen_base_in_bf16(const FrozenBaseForm& form) {
   if (!lora_) fail("model", "keep_frozen_base_in_bf16 needs LoRA adapters");
-  // An adapted expert stack keeps fp32 values: W + delta is formed in fp32 (model/expert_lora.h).
+  // An adapted expert stack keeps fp32 values too: W + delta is formed in fp32
+  // (model/expert_lora.h).
   const LoraModel& lora = *lora_;
-  params_.release_fp32_matrices([&lora](const ParamSpec& spec) {
-    if (spec.slot == ParamSlot::kEmbed) return true;
+  params_.release_fp32_matrices([&](const ParamSpec& spec) {
+    if (form.keeps_fp32(spec)) return true;
     for (const ExpertLoraAdapter& ad : lora.expert_adapters())
       if (ad.base->spec.name == spec.name) return true;
     return false;

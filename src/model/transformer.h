@@ -32,6 +32,7 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/decoder_layer.h"
+#include "model/frozen_base.h"
 #include "model/lora.h"
 #include "model/param_layout.h"
 #include "model/parameters.h"
@@ -77,10 +78,14 @@ class Transformer {
   // QLoRA (model/quant4_load.cpp): the decoder layers' Linear weights held in bitsandbytes'
   // 4-bit format, never whole in fp32: a bitsandbytes checkpoint's 4-bit groups as stored, any
   // other weight `plan` selects quantized at load one tensor at a time. No tensor parallelism.
-  static Transformer load_4bit(const std::string& model_dir, const Quant4Plan& plan);
-  // random() drawing the same values, each 4-bit weight quantized as it is drawn.
+  // With a bf16 `form` (model/frozen_base.h) the matrices it holds in bf16 are read a block of
+  // rows at a time straight into bf16, and the model computes in bf16 (set_compute_dtype).
+  static Transformer load_4bit(const std::string& model_dir, const Quant4Plan& plan,
+                               const FrozenBaseForm& form = {});
+  // random() drawing the same values, each 4-bit weight quantized as it is drawn, each matrix
+  // `form` holds in bf16 rounded as it is drawn.
   static Transformer random_4bit(const ModelConfig& config, uint64_t seed, float std,
-                                 const Quant4Plan& plan);
+                                 const Quant4Plan& plan, const FrozenBaseForm& form = {});
   // All weights zero (the destination of a gather).
   static Transformer zeros(const ModelConfig& config, const TensorParallel& tp = {});
 
@@ -122,11 +127,12 @@ class Transformer {
   // merge_and_unload(): W += scale · B A for every adapter, modules_to_save copies written
   // back into the base; LoRA is then off. On the host only (a device model moves back first).
   void merge_lora();
-  // LoRA under bf16 compute (set here): the frozen base then keeps only the bf16 copies of its
+  // LoRA under bf16 compute (set here): the frozen base then keeps only the bf16 form of its
   // matrices (4 bytes less per base parameter), each fp32 matrix released as its copy is
-  // written when there are no copies yet; the embedding table, looked up in fp32, and the
-  // norms keep fp32. Afterwards parameters() fails (nothing exports or merges from this model).
-  void keep_frozen_base_in_bf16();
+  // written when there are no copies yet; what `form` keeps in fp32 (the norms, and the
+  // embedding table when the reference looks it up in fp32: model/frozen_base.h) stays.
+  // Afterwards parameters() fails (nothing exports or merges from this model).
+  void keep_frozen_base_in_bf16(const FrozenBaseForm& form = FrozenBaseForm::bf16(DType::kF32));
   // The whole model's (not a tensor-parallel slice's), as transformers counts them.
   int64_t num_parameters() const {
     return tp_.on() ? count_parameters(parameter_layout(config_)).total : params_.numel();
@@ -207,10 +213,12 @@ class Transformer {
 
  private:
   Transformer(ModelConfig config, const TensorParallel& tp);
-  // QLoRA: the parameters `without_fp32` selects get no fp32 storage (ParameterSet).
-  Transformer(ModelConfig config, const std::function<bool(const ParamSpec&)>& without_fp32);
+  // QLoRA: each parameter held as `storage` says (ParameterSet's QLoRA constructor).
+  Transformer(ModelConfig config, const std::function<ParamStorage(const ParamSpec&)>& storage);
   Transformer(ModelConfig config, const TensorParallel& tp,
-              const std::function<bool(const ParamSpec&)>* without_fp32);
+              const std::function<ParamStorage(const ParamSpec&)>* storage);
+  // What lookups read: the fp32 table, or the bf16 one when the table is held in bf16.
+  ops::View embedding_table() const { return embed_->value.empty() ? embed_->bf16 : embed_->value; }
   // Points the layers, the embedding, the final norm and the LM head at params_.
   void bind_layers();
   // Points the layers' Linears at their adapters and modules_to_save copies (after bind_layers).

@@ -105,7 +105,7 @@ void Transformer::decode(const int64_t* ids, int64_t n, KvCache& cache, float* l
 
   // The new tokens attend to the cache and to each other: one segment at offset p0.
   const ops::AttentionSegment segment{0, n, 0, p0 + n, p0};
-  ops::embedding_forward(x, device_ids, embed_->value);
+  ops::embedding_forward(x, device_ids, embedding_table());
   if (embed_scale_ != 1) ops::scale(x, embed_scale_);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     float* kc = cache.k_of(l);

@@ -238,7 +238,7 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   const int64_t T = T_, L = config_.num_hidden_layers;
   if (loss_scale && !trainable().has_grads()) trainable().allocate_grads();
   if (lora_) lora_->set_training(loss_scale.has_value());
-  ops::embedding_forward(resid_.row_range(0, T), device_tokens_, embed_->value, vocab_shard_);
+  ops::embedding_forward(resid_.row_range(0, T), device_tokens_, embedding_table(), vocab_shard_);
   // Granite: the embeddings (NEFTune's noise included, as its hook sits on embed_tokens) times
   // embedding_multiplier. Gemma scales inside embed_tokens (Gemma3TextScaledWordEmbedding), so
   // there the noise comes after the scale.

@@ -123,6 +123,8 @@ struct VocabShard {
 };
 
 // out (T, C) = table[ids]; backward dtable (V, C) += scatter of dout in token order.
+// Dtypes: all f32, all f64, or a bf16 table with an f32 out (forward only: a frozen table held
+// in bf16, whose rows widen exactly; model/frozen_base.h).
 // With a shard, ids are whole-vocabulary ids: out = the sum over the group of each rank's
 // rows (ids outside a rank's rows contribute zero there), and dtable += only for this rank's
 // ids (dout is the same on every rank).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/half.h"
 #include "ops/ops.h"
 
 namespace sft::ops::cpu {
@@ -51,6 +52,30 @@ void embedding_backward_shard(T* dwte, const T* dout, const int64_t* ids, int64_
       for (int64_t j = b; j < e; ++j) row[j] += g[j];
     }
   });
+}
+
+namespace {
+
+void widen_row(float* out, const uint16_t* row, int64_t C) {
+  for (int64_t j = 0; j < C; ++j) out[j] = bf16_to_f32(row[j]);
+}
+
+}  // namespace
+
+void embedding_forward_bf16(float* out, const int64_t* ids, const uint16_t* wte, int64_t Tn,
+                            int64_t C) {
+  for (int64_t t = 0; t < Tn; ++t) widen_row(out + t * C, wte + ids[t] * C, C);
+}
+
+void embedding_forward_shard_bf16(float* out, const int64_t* ids, const uint16_t* wte, int64_t Tn,
+                                  int64_t C, int64_t begin, int64_t rows) {
+  for (int64_t t = 0; t < Tn; ++t) {
+    const int64_t local = ids[t] - begin;
+    if (local >= 0 && local < rows)
+      widen_row(out + t * C, wte + local * C, C);
+    else
+      std::fill(out + t * C, out + (t + 1) * C, -0.0f);
+  }
 }
 
 template void embedding_forward<float>(float*, const int64_t*, const float*, int64_t, int64_t);

@@ -14,6 +14,10 @@ namespace sft::ops::cpu {
 template <typename T>
 void embedding_forward(T* out, const int64_t* ids, const T* wte, int64_t Tn, int64_t C);
 
+// out (T, C) f32 = wte[ids] widened from bf16 (exact: every bf16 value is an f32 value).
+void embedding_forward_bf16(float* out, const int64_t* ids, const uint16_t* wte, int64_t Tn,
+                            int64_t C);
+
 // dwte (V, C) += scatter of dout (T, C) by ids, in token order (deterministic).
 template <typename T>
 void embedding_backward(T* dwte, const T* dout, const int64_t* ids, int64_t Tn, int64_t C);
@@ -24,6 +28,10 @@ void embedding_backward(T* dwte, const T* dout, const int64_t* ids, int64_t Tn, 
 template <typename T>
 void embedding_forward_shard(T* out, const int64_t* ids, const T* wte, int64_t Tn, int64_t C,
                              int64_t begin, int64_t rows);
+
+// embedding_forward_shard from a bf16 table, widened to f32 (−0 for the other ranks' ids).
+void embedding_forward_shard_bf16(float* out, const int64_t* ids, const uint16_t* wte, int64_t Tn,
+                                  int64_t C, int64_t begin, int64_t rows);
 
 // dwte (rows, C) += scatter of dout by the ids in [begin, begin + rows), into row id − begin,
 // in token order; the other ids belong to other ranks.

@@ -250,6 +250,18 @@ void gelu_tanh_gated_backward(View dgate, View dup, View dh, View gate, View up)
 void embedding_forward(View out, const int64_t* ids, View table, VocabShard shard) {
   require(out.cols == table.cols, "embedding",
           [&] { return "out " + shape(out) + ", table " + shape(table); });
+  if (table.dtype == DType::kBF16) {  // a frozen table held in bf16: rows widen to f32
+    require(out.dtype == DType::kF32, "embedding", [&] {
+      return "a bf16 table looks up into f32, not " + std::string(dtype_name(out.dtype));
+    });
+    if (!shard.group)
+      return cpu::embedding_forward_bf16(out.as<float>(), ids, table.as<uint16_t>(), out.rows,
+                                         out.cols);
+    cpu::embedding_forward_shard_bf16(out.as<float>(), ids, table.as<uint16_t>(), out.rows,
+                                      out.cols, shard.begin, table.rows);
+    shard.group->sum(std::span<float>(out.as<float>(), static_cast<size_t>(out.numel())));
+    return;
+  }
   on_float_type("embedding", table, {out}, [&](auto t) {
     using T = decltype(t);
     if (!shard.group)

@@ -1,4 +1,5 @@
-// Embedding forward/backward on CUDA (ops.h's contract), fp32; ids are device int64.
+// Embedding forward/backward on CUDA (ops.h's contract), fp32; ids are device int64. The
+// forward also reads a bf16 table into an fp32 out (each element widened, exactly).
 //
 // The backward is deterministic without atomics by row ownership: the first token of each id
 // owns that vocabulary row and adds, per feature, the gradients of all tokens with the id in
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "ops/cuda/cuda_check.h"
+#include "ops/cuda/cuda_device.cuh"
 #include "ops/cuda/cuda_memory.h"
 #include "ops/cuda/cuda_ops.h"
 #include "ops/cuda/cuda_views.h"
@@ -28,13 +30,15 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Rows outside [begin, begin + rows) give −0 (only a shard has such ids).
-__global__ void embedding_forward_kernel(float* out, const int64_t* ids, const float* table,
+// Rows outside [begin, begin + rows) give −0 (only a shard has such ids). Table: float, or
+// uint16_t bf16 bits.
+template <typename Table>
+__global__ void embedding_forward_kernel(float* out, const int64_t* ids, const Table* table,
                                          int64_t n, int64_t C, int64_t begin, int64_t rows) {
   const int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (e >= n) return;
   const int64_t t = e / C, j = e % C, local = ids[t] - begin;
-  out[e] = local >= 0 && local < rows ? table[local * C + j] : -0.0f;
+  out[e] = local >= 0 && local < rows ? widen(table[local * C + j]) : -0.0f;
 }
 
 // next[t] = the smallest u > t with ids[u] == ids[t], else -1; first[t] = 1 when no u < t has
@@ -85,12 +89,17 @@ void embedding_forward(View out, const int64_t* ids, View table, VocabShard shar
   require_cuda("embedding", {out, table});
   require(out.cols == table.cols, "embedding",
           [&] { return "out " + shape(out) + ", table " + shape(table); });
-  require_dtype("embedding", DType::kF32, {out, table});
+  require_dtype("embedding", DType::kF32, {out});
+  if (table.dtype != DType::kBF16) require_dtype("embedding", DType::kF32, {table});
   const int64_t n = out.numel();
   if (n == 0) return;
-  embedding_forward_kernel<<<blocks_for(n, kThreads), kThreads>>>(
-      out.as<float>(), ids, table.as<float>(), n, out.cols, shard.group ? shard.begin : 0,
-      table.rows);
+  const int64_t begin = shard.group ? shard.begin : 0;
+  if (table.dtype == DType::kBF16)
+    embedding_forward_kernel<<<blocks_for(n, kThreads), kThreads>>>(
+        out.as<float>(), ids, table.as<uint16_t>(), n, out.cols, begin, table.rows);
+  else
+    embedding_forward_kernel<<<blocks_for(n, kThreads), kThreads>>>(
+        out.as<float>(), ids, table.as<float>(), n, out.cols, begin, table.rows);
   SFT_CUDA_CHECK(cudaGetLastError());
   if (!shard.group) return;
   std::vector<float> sum(static_cast<size_t>(n));  // one collective of (T, C), every rank alike
