@@ -147,11 +147,12 @@ static_assert(kBlockRows == 6 && kBlockVectors == 4, "kBlocks lists every block 
       }
       if (n1 <= n0) continue;  // no column of this block is needed (nor written)
       const int64_t width = n1 - n0, vectors = (width + 15) / 16;
+      // With K = 0 A and B may be null (nothing is read): no offset is applied to a null pointer.
       const Block blk{p.c + m0 * p.ldc + n0,
                       p.ldc,
-                      p.a + m0 * a_row,
+                      p.a ? p.a + m0 * a_row : nullptr,
                       p.lda,
-                      p.b + n0,
+                      p.b ? p.b + n0 : nullptr,
                       p.ldb,
                       k0,
                       k1,
