@@ -93,10 +93,9 @@ void ExpertExchange::to_sources(ExpertGroup& group, ops::View local, ops::View o
 ExpertParallel::ExpertParallel(ExpertGroup& g, int64_t experts, int64_t n_layers) : group(&g) {
   const int64_t P = g.size();
   if (experts % P != 0)
-    fail("model", "--ep_size " + std::to_string(P) + ": the model's " +
-                            std::to_string(experts) +
-                            " experts (num_experts / num_local_experts in config.json) do not "
-                            "divide by it (hint: an --ep_size that divides the experts)");
+    fail("model", "--ep_size " + std::to_string(P) + ": the model's " + std::to_string(experts) +
+                      " experts (num_experts / num_local_experts in config.json) do not "
+                      "divide by it (hint: an --ep_size that divides the experts)");
   first_expert = experts * g.rank() / P;
   end_expert = experts * (g.rank() + 1) / P;
   layers.resize(static_cast<size_t>(n_layers));

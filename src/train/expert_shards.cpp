@@ -40,13 +40,13 @@ void add_run(std::vector<ShardRange>& runs, size_t begin, size_t end) {
 
 }  // namespace
 
-ExpertShards::ExpertShards(const model::ParameterSet& params, int64_t experts, Comm& dp,
-                           Comm& ep, Comm& expert_dp)
+ExpertShards::ExpertShards(const model::ParameterSet& params, int64_t experts, Comm& dp, Comm& ep,
+                           Comm& expert_dp)
     : dp_(dp), ep_(ep), expert_dp_(expert_dp) {
   const int64_t P = ep.size(), q = ep.rank();
   if (experts <= 0 || experts % P != 0)
-    fail("train", "expert parallelism over " + std::to_string(P) + " ranks: " +
-                      std::to_string(experts) + " experts do not divide by it");
+    fail("train", "expert parallelism over " + std::to_string(P) +
+                      " ranks: " + std::to_string(experts) + " experts do not divide by it");
   // The parameters in arena order, so that the runs come out sorted.
   std::vector<const model::Parameter*> order;
   for (const model::Parameter& p : params.all()) order.push_back(&p);

@@ -49,15 +49,17 @@ bool take_moe_init_kwarg(TrainingArgs& a, const std::string& key, const Json& va
     const auto enable = value.find("enable_expert_parallel");
     if (ep != value.end()) {
       if (!ep->is_number_integer() || ep->get<int64_t>() < 1)
-        fail_usage(kComponent, "--model_init_kwargs distributed_config: ep_size must be a "
-                               "positive integer, got " +
-                                   ep->dump());
+        fail_usage(kComponent,
+                   "--model_init_kwargs distributed_config: ep_size must be a "
+                   "positive integer, got " +
+                       ep->dump());
       a.init_ep_size = ep->get<int64_t>();
     } else if (enable != value.end() && enable->is_boolean() && enable->get<bool>()) {
-      fail_usage(kComponent,
-                 "--model_init_kwargs distributed_config " + value.dump() +
-                     ": enable_expert_parallel without an ep_size (deprecated in transformers, "
-                     "where it means ep_size = tp_size) (hint: give \"ep_size\": E, or --ep_size E)");
+      fail_usage(
+          kComponent,
+          "--model_init_kwargs distributed_config " + value.dump() +
+              ": enable_expert_parallel without an ep_size (deprecated in transformers, "
+              "where it means ep_size = tp_size) (hint: give \"ep_size\": E, or --ep_size E)");
     }
     // Its other keys (tp_size, fsdp_size, ...) are not read: sft's own flags set those.
     if (ep != value.end() && value.size() == 1) return true;
@@ -85,8 +87,8 @@ void validate_expert_parallel_args(TrainingArgs& a) {
                                std::to_string(a.ep_size) + " processes)");
   auto refuse = [&](const std::string& other, const std::string& hint) {
     fail_usage(kComponent, ep + " with " + other +
-                               ": expert parallelism does not compose with it yet (hint: " +
-                               hint + ")");
+                               ": expert parallelism does not compose with it yet (hint: " + hint +
+                               ")");
   };
   if (a.tp_size > 1)
     refuse("--tp_size " + std::to_string(a.tp_size), "--tp_size 1, or --ep_size 1");
@@ -107,8 +109,8 @@ void check_expert_parallel(const TrainingArgs& a, const ModelConfig& config,
                                ") is not a mixture of experts, so there are no experts to split "
                                "(hint: drop --ep_size)");
   if (config.num_experts % a.ep_size != 0)
-    fail_usage(kComponent, ep + ": the " + std::to_string(config.num_experts) +
-                               " experts of " + where +
+    fail_usage(kComponent, ep + ": the " + std::to_string(config.num_experts) + " experts of " +
+                               where +
                                " (num_experts / num_local_experts) do not divide by it (hint: an "
                                "--ep_size that divides " +
                                std::to_string(config.num_experts) + ")");

@@ -110,7 +110,7 @@ struct TrainerSetup {
   // model's, enable_expert_parallel) and the expert-data-parallel group; else null.
   Comm* ep_comm = nullptr;
   Comm* expert_dp_comm = nullptr;
-  BatchOptions batching;    // train micro-batches
+  BatchOptions batching;         // train micro-batches
   BatchOptions eval_batching;    // eval micro-batches
   ExportOptions export_options;  // the model part of each checkpoint
   bool shuffle = true;           // TRL's default sampler shuffles (seed = data_seed or seed)
@@ -188,7 +188,7 @@ class Trainer {
   void init_zero23();
   // save(), under ZeRO-3 with the whole model gathered for it and freed after.
   std::string save_whole();
-  Json evaluate_whole();            // evaluate(), the same way
+  Json evaluate_whole();  // evaluate(), the same way
   // Expert parallelism (trainer_parallel.cpp): every expert whole on every rank (with the
   // moments for a checkpoint; bf16 copies refreshed), and evaluate() on the whole experts with
   // the exchange paused (ranks score different numbers of batches).
@@ -251,10 +251,10 @@ class Trainer {
   StepPlanInput plan_input_;
   StepPlan plan_;
   std::unique_ptr<data::Loader> loader_;
-  std::unique_ptr<AdamW> optimizer_;    // null under ZeRO-1
-  std::unique_ptr<Zero1> zero1_;        // --zero_stage >= 1: moments sharded over the DP ranks
-  std::unique_ptr<Zero2Grads> zero2_;   // --zero_stage >= 2: gradients reduced per layer
-  std::unique_ptr<Zero3Params> zero3_;  // --zero_stage 3: the layers' weights gathered per use
+  std::unique_ptr<AdamW> optimizer_;       // null under ZeRO-1
+  std::unique_ptr<Zero1> zero1_;           // --zero_stage >= 1: moments sharded over the DP ranks
+  std::unique_ptr<Zero2Grads> zero2_;      // --zero_stage >= 2: gradients reduced per layer
+  std::unique_ptr<Zero3Params> zero3_;     // --zero_stage 3: the layers' weights gathered per use
   std::unique_ptr<ExpertShards> experts_;  // --ep_size > 1: the expert stacks' own blocks
   std::vector<ParamSlice> slices_;
   ScheduleConfig schedule_;

@@ -124,8 +124,9 @@ TEST(MoeArgs, ExpertParallelismNeedsExpertsThatDivide) {
   moe.num_experts = 6;
   EXPECT_EQ(usage_error_of([&] { check_expert_parallel(a, moe, "m/config.json"); }), "");
   const ModelConfig dense = parse_model_config(Json{{"model_type", "llama"}}, "c");
-  EXPECT_NE(usage_error_of([&] { check_expert_parallel(a, dense, "m/config.json"); })
-                .find("is not a mixture of experts, so there are no experts to split"),
+  EXPECT_NE(usage_error_of([&] {
+              check_expert_parallel(a, dense, "m/config.json");
+            }).find("is not a mixture of experts, so there are no experts to split"),
             std::string::npos);
 }
 

@@ -109,10 +109,10 @@ struct MoeMlpBlock {
     ops::View gate, up, h;  // (N, I) compute dtype
   };
   struct ExpertScratch {
-    ops::View gate32, up32;           // (N, I) f32, bf16 compute only
-    ops::View dh, dgate, dup;         // (N, I) f32, backward
-    ops::View dys16;                  // (N, C) bf16, backward under bf16
-    ops::View dgate16, dup16;         // (N, I) bf16, backward under bf16
+    ops::View gate32, up32;    // (N, I) f32, bf16 compute only
+    ops::View dh, dgate, dup;  // (N, I) f32, backward
+    ops::View dys16;           // (N, C) bf16, backward under bf16
+    ops::View dgate16, dup16;  // (N, I) bf16, backward under bf16
   };
   // ys (N, C) f32 = the experts' outputs; x.gate, up, h = (x.xs given).
   void experts_forward(ops::View ys, const ExpertRows& x, const ExpertScratch& s,

@@ -79,7 +79,7 @@ void MoeMlpBlock::exchange_backward(const Scratch& g, const Saved& a) const {
     }
   });
   auto rows = [N](ops::View v) { return v.empty() ? v : v.first(N, v.cols); };
-  s = {rows(s.gate32), rows(s.up32), rows(s.dh),     rows(s.dgate),
+  s = {rows(s.gate32), rows(s.up32),  rows(s.dh),      rows(s.dgate),
        rows(s.dup),    rows(s.dys16), rows(s.dgate16), rows(s.dup16)};
   L.exchange.to_owners(*ep->group, rows(dys), g.dys, rows(staging));
   experts_backward(rows(dxs), rows(dys), s, first_rows(x, N), L.exchange.routing(),
