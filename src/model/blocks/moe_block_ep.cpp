@@ -78,9 +78,9 @@ void MoeMlpBlock::exchange_backward(const Scratch& g, const Saved& a) const {
       s.dup16 = take_view(cv, DType::kBF16, n, I);
     }
   });
+  // The buffers were carved for at least one row; the experts see exactly N.
   auto rows = [N](ops::View v) { return v.empty() ? v : v.first(N, v.cols); };
-  s = {rows(s.gate32), rows(s.up32),  rows(s.dh),      rows(s.dgate),
-       rows(s.dup),    rows(s.dys16), rows(s.dgate16), rows(s.dup16)};
+  for (ops::View* v : {&s.dh, &s.dgate, &s.dup, &s.dys16, &s.dgate16, &s.dup16}) *v = rows(*v);
   L.exchange.to_owners(*ep->group, rows(dys), g.dys, rows(staging));
   experts_backward(rows(dxs), rows(dys), s, first_rows(x, N), L.exchange.routing(),
                    L.exchange.offsets());
