@@ -44,7 +44,12 @@ bool take_moe_init_kwarg(TrainingArgs& a, const std::string& key, const Json& va
           "--router_aux_loss_coef 0 to train without it)");
     return true;
   }
-  if (key == "distributed_config" && value.is_object()) {
+  if (key == "distributed_config") {
+    if (!value.is_object())
+      fail_usage(kComponent,
+                 "--model_init_kwargs: distributed_config must be an object such as "
+                 "{\"ep_size\": 2}, got " +
+                     value.dump());
     const auto ep = value.find("ep_size");
     const auto enable = value.find("enable_expert_parallel");
     if (ep != value.end()) {
@@ -61,8 +66,13 @@ bool take_moe_init_kwarg(TrainingArgs& a, const std::string& key, const Json& va
               ": enable_expert_parallel without an ep_size (deprecated in transformers, "
               "where it means ep_size = tp_size) (hint: give \"ep_size\": E, or --ep_size E)");
     }
-    // Its other keys (tp_size, fsdp_size, ...) are not read: sft's own flags set those.
-    if (ep != value.end() && value.size() == 1) return true;
+    // Its other keys (tp_size, fsdp_size, ...) are sft's own flags (--tp_size, --zero_stage).
+    for (const auto& [k, v] : value.items())
+      if (k != "ep_size" && k != "enable_expert_parallel")
+        a.notices.push_back("--model_init_kwargs distributed_config key '" + k +
+                            "' has no effect in sft.cpp (only ep_size is read; --tp_size and "
+                            "--zero_stage set the other layouts)");
+    return true;
   }
   return false;
 }

@@ -88,6 +88,14 @@ TEST(MoeArgs, ExpertParallelSizeFromTheFlagOrDistributedConfig) {
                      R"({"distributed_config": {"ep_size": 4}})"});
             }).find("--ep_size 2 and --model_init_kwargs distributed_config ep_size 4 disagree"),
             std::string::npos);
+  // Its other keys are sft's own flags: a notice each.
+  const TrainingArgs other =
+      parse({"--model_init_kwargs", R"({"distributed_config": {"tp_size": 2}})"});
+  EXPECT_EQ(other.ep_size, 1);
+  bool noticed = false;
+  for (const std::string& n : other.notices)
+    noticed |= n.find("distributed_config key 'tp_size' has no effect") != std::string::npos;
+  EXPECT_TRUE(noticed);
   EXPECT_NE(usage_error_of([] {
               parse({"--model_init_kwargs",
                      R"({"distributed_config": {"enable_expert_parallel": true}})"});
