@@ -1,6 +1,7 @@
 // The distributed parts of the trainer that are not the step itself: ZeRO-2's gradient
 // sharding (its layer hook), ZeRO-3's final model written a tensor at a time, the gradient norm
-// over data- and tensor-parallel ranks and the optimizer memory it reports.
+// over data-, tensor- and expert-parallel ranks, the experts gathered whole for checkpoints and
+// evaluation under expert parallelism (train/expert_shards.h), and the optimizer memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
