@@ -4,7 +4,8 @@
 #   ep         EP 2 on np 2 and EP 2 × DP 2 on np 4 vs the same np without EP (each rank routes
 #              the same rows, so the load-balancing loss is the same): per-step loss, aux_loss,
 #              grad_norm, accuracy, entropy and the final weights within 1e-5 relative over 10
-#              steps; transformers' distributed_config spelling is the same run bit for bit;
+#              steps (and with 2 accumulated micro-batches); transformers' distributed_config
+#              spelling is the same run bit for bit;
 #              bf16 + packing + gradient checkpointing + evaluation with EP 2 vs without
 #   ep_resume  an EP 2 checkpoint-3 resumed with EP 2 equals the uninterrupted run bit for bit;
 #              resumed without EP, and a checkpoint without EP resumed with EP 2, within 1e-5
@@ -79,6 +80,12 @@ if(CASE STREQUAL "ep")
     run(4 0 ${M} --per_device_train_batch_size 1 --output_dir "${WORK}/${m}_ep2dp2" --ep_size 2)
     same("${WORK}/${m}_dp4" "${WORK}/${m}_ep2dp2" 1e-5)
   endforeach()
+  # Gradient accumulation: the owners' gradients accumulate over the micro-batches.
+  set(G ${COMMON} --max_steps 5 --save_strategy no --per_device_train_batch_size 1
+      --gradient_accumulation_steps 2 --model_name_or_path "${ROOT}/tests/fixtures/trainer_moe/model")
+  run(2 0 ${G} --output_dir "${WORK}/gas_dp2")
+  run(2 0 ${G} --output_dir "${WORK}/gas_ep2" --ep_size 2)
+  same("${WORK}/gas_dp2" "${WORK}/gas_ep2" 1e-5)
   # transformers' spelling: DistributedConfig(ep_size=2) through --model_init_kwargs.
   run(2 0 ${COMMON} ${STEPS} --model_name_or_path "${ROOT}/tests/fixtures/trainer_moe/model"
       --per_device_train_batch_size 2 --output_dir "${WORK}/kwargs"
