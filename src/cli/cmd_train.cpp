@@ -309,6 +309,8 @@ struct Ranks {
     world->set_timeout(seconds);
     groups.dp->set_timeout(seconds);
     groups.tp->set_timeout(seconds);
+    for (Comm* c : {groups.ep.get(), groups.expert_dp.get()})
+      if (c) c->set_timeout(seconds);
   }
 };
 
@@ -317,7 +319,8 @@ struct Ranks {
 Ranks join_ranks(const TrainingArgs& args, std::unique_ptr<Comm> world) {
   Ranks r;
   r.world = world ? std::move(world) : make_comm_from_environment();
-  r.groups = make_parallel_groups(*r.world, static_cast<int>(args.tp_size));
+  r.groups = make_parallel_groups(*r.world, static_cast<int>(args.tp_size),
+                                  static_cast<int>(args.ep_size));
   r.tp = model::TensorParallel::of(r.groups.tp_group.get());
   r.after_preflight();
   return r;
@@ -345,6 +348,10 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
     fail("train", "--tp_size " + std::to_string(args.tp_size) + ": " + args.model_name_or_path +
                       " is a PEFT adapter, and LoRA is not split over tensor-parallel ranks "
                       "(hint: --tp_size 1)");
+  if (from_adapter && ranks.groups.ep_group)
+    fail("train", "--ep_size " + std::to_string(args.ep_size) + ": " + args.model_name_or_path +
+                      " is a PEFT adapter, and expert parallelism does not compose with LoRA "
+                      "yet (hint: --ep_size 1)");
   std::string base_path;
   std::optional<model::Transformer> loaded;
   // QLoRA: --load_in_4bit, or a base folder saved 4-bit (train/quant_args.h).
@@ -365,6 +372,7 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
       open_model_dir(from_adapter ? base_path : args.model_name_or_path, args.model_revision);
   // TRL refuses a router_aux_loss_coef for a model without experts before training.
   router_aux_loss_coef(args, dir.config);
+  check_expert_parallel(args, dir.config, dir.path + "/config.json");
   // PEFT's targets match the vision tower's projections too (q_proj, v_proj, ...; all-linear
   // every nn.Linear but the head), and it has no default targets for gemma3 or mistral3, so
   // its adapter for a multimodal folder has modules sft does not hold.
@@ -390,6 +398,8 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
   if (args.use_peft && !from_adapter)
     model.enable_lora(lora_config_from_args(args), static_cast<uint64_t>(args.seed),
                       "--lora_target_modules");
+  // --ep_size: each rank runs its group's share of the experts (model/expert_parallel.h).
+  if (ranks.groups.ep_group) model.enable_expert_parallel(*ranks.groups.ep_group);
   // A GPU chosen (train/device_choice.h): the weights (and adapters: LoRA reads the base on the
   // host first) move there before bf16 compute makes its copies (train/device_step.h: what runs
   // there; the rest is refused naming it).
@@ -475,6 +485,8 @@ TrainerSetup trainer_setup(const TrainingArgs& args, LoadedModel& m, const Train
   setup.eval = data.eval.get();
   setup.comm = ranks.groups.dp.get();
   setup.tp_comm = ranks.tp.on() ? ranks.groups.tp.get() : nullptr;
+  setup.ep_comm = ranks.groups.ep.get();
+  setup.expert_dp_comm = ranks.groups.expert_dp.get();
   setup.shuffle = args.train_sampling_strategy != "sequential";
   setup.stream_export = args.zero_stage == 3;  // the final model written a tensor at a time
   setup.batching.padding_free = args.padding_free || args.packing;

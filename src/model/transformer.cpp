@@ -102,6 +102,19 @@ Transformer::Transformer(Transformer&&) noexcept = default;
 Transformer& Transformer::operator=(Transformer&&) noexcept = default;
 Transformer::~Transformer() = default;
 
+void Transformer::enable_expert_parallel(ExpertGroup& group) {
+  ep_ = std::make_unique<ExpertParallel>(group, config_.num_experts, config_.num_hidden_layers);
+  set_expert_exchange(true);
+}
+
+void Transformer::set_expert_exchange(bool on) {
+  ep_on_ = on && ep_;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    layers_[l].moe.ep = ep_on_ ? ep_.get() : nullptr;
+    layers_[l].moe.layer = static_cast<int64_t>(l);
+  }
+}
+
 void Transformer::set_compute_dtype(DType dtype) {
   if (dtype != DType::kF32 && dtype != DType::kBF16)
     fail("model", "compute dtype must be f32 or bf16, not " + std::string(dtype_name(dtype)));

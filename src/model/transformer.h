@@ -32,6 +32,7 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/decoder_layer.h"
+#include "model/expert_parallel.h"
 #include "model/frozen_base.h"
 #include "model/lora.h"
 #include "model/param_layout.h"
@@ -104,6 +105,14 @@ class Transformer {
   // This rank's parameters (slices under tensor parallelism; spec.full_shape is the whole).
   const std::vector<ParamSpec>& layout() const { return layout_; }
   const TensorParallel& tensor_parallel() const { return tp_; }
+  // Expert parallelism (expert_parallel.h): this rank's expert layers exchange rows with
+  // `group`, each running only its share of the experts. set_expert_exchange(false) pauses it
+  // (every rank then runs every expert on its own rows: the whole experts must be there, e.g.
+  // gathered for an evaluation), true resumes it.
+  void enable_expert_parallel(ExpertGroup& group);
+  void set_expert_exchange(bool on);
+  const ExpertParallel* expert_parallel() const { return ep_.get(); }
+  bool expert_exchange_on() const { return ep_ && ep_on_; }
   // The model's own (base) parameters; with LoRA they are frozen: no gradients.
   ParameterSet& params() { return params_; }
   const ParameterSet& params() const { return params_; }
@@ -246,6 +255,8 @@ class Transformer {
   ParameterSet params_;
   std::vector<DecoderLayer> layers_;
   std::unique_ptr<LoraModel> lora_;
+  std::unique_ptr<ExpertParallel> ep_;  // null without expert parallelism
+  bool ep_on_ = false;                  // the layers exchange rows (set_expert_exchange)
   Linear lm_head_;
   const Parameter* embed_ = nullptr;
   ops::VocabShard vocab_shard_;  // the embedding's (and LM head's) vocabulary rows

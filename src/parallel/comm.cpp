@@ -231,6 +231,24 @@ void Comm::broadcast(std::span<int64_t> v, int root) {
   broadcast_bytes(v.data(), v.size_bytes(), root);
 }
 
+void Comm::all_to_all(const void* send, std::span<const size_t> send_counts, void* recv,
+                      std::span<const size_t> recv_counts, size_t elem_size) {
+  const auto n = static_cast<size_t>(size());
+  if (send_counts.size() != n || recv_counts.size() != n)
+    fail("parallel", "all_to_all: " + std::to_string(send_counts.size()) + " send and " +
+                         std::to_string(recv_counts.size()) + " receive counts for " +
+                         std::to_string(n) + " ranks");
+  size_t total = 0;
+  for (size_t c : recv_counts) total += c;
+  CollectiveScope scope(watchdog_.get(), &collective_s_, "all_to_all", total);
+  std::vector<size_t> send_displs(n), recv_displs(n);
+  for (size_t r = 1; r < n; ++r) {
+    send_displs[r] = send_displs[r - 1] + send_counts[r - 1];
+    recv_displs[r] = recv_displs[r - 1] + recv_counts[r - 1];
+  }
+  exchange(send, send_counts, send_displs, recv, recv_counts, recv_displs, elem_size);
+}
+
 void Comm::barrier() {
   if (size() == 1) return;
   CollectiveScope scope(watchdog_.get(), &collective_s_, "barrier", 0);

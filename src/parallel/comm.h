@@ -94,6 +94,12 @@ class Comm {
   void broadcast(std::span<float> values, int root);
   void broadcast(std::span<int64_t> values, int root);
   void barrier();
+  // All-to-all of variable blocks (expert parallelism's rows): send holds a block per rank,
+  // one after another in rank order (send_counts[r] elements of elem_size bytes for rank r);
+  // afterwards recv holds the block each rank sent here, in rank order (recv_counts[r] from
+  // rank r, which the caller knows from an earlier exchange of counts).
+  void all_to_all(const void* send, std::span<const size_t> send_counts, void* recv,
+                  std::span<const size_t> recv_counts, size_t elem_size);
   // A sub-communicator of the ranks with the same color, ordered by key (MPI_Comm_split).
   virtual std::unique_ptr<Comm> split(int color, int key) = 0;
 

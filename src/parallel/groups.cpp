@@ -31,7 +31,7 @@ void CommShardGroup::gather(std::span<float> v) {
     comm_.all_gather(v);
 }
 
-ParallelGroups make_parallel_groups(Comm& world, int tp_size) {
+ParallelGroups make_parallel_groups(Comm& world, int tp_size, int ep_size) {
   if (tp_size < 1 || world.size() % tp_size != 0)
     fail("parallel", "world size " + std::to_string(world.size()) + " does not divide by tp_size " +
                          std::to_string(tp_size) +
@@ -42,6 +42,15 @@ ParallelGroups make_parallel_groups(Comm& world, int tp_size) {
   g.tp = world.split(r / tp_size, r % tp_size);
   g.dp = world.split(r % tp_size, r / tp_size);
   if (tp_size > 1) g.tp_group = std::make_unique<CommShardGroup>(*g.tp);
+  if (ep_size == 1) return g;
+  const int dp_size = g.dp->size(), d = g.dp->rank();
+  if (ep_size < 1 || dp_size % ep_size != 0)
+    fail("parallel", "data-parallel size " + std::to_string(dp_size) +
+                         " does not divide by ep_size " + std::to_string(ep_size) +
+                         " (hint: run a multiple of --ep_size processes)");
+  g.ep = g.dp->split(d / ep_size, d % ep_size);
+  g.expert_dp = g.dp->split(d % ep_size, d / ep_size);
+  g.ep_group = std::make_unique<CommExpertGroup>(*g.ep);
   return g;
 }
 

@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "core/expert_group.h"
 #include "core/shard_group.h"
 #include "parallel/comm.h"
 #include "parallel/device_comm.h"
@@ -37,13 +38,35 @@ class CommShardGroup final : public ShardGroup {
   DeviceComm* device_ = nullptr;
 };
 
+// A Comm as the model's ExpertGroup (the Comm must outlive it).
+class CommExpertGroup final : public ExpertGroup {
+ public:
+  explicit CommExpertGroup(Comm& comm) : comm_(comm) {}
+  int rank() const override { return comm_.rank(); }
+  int size() const override { return comm_.size(); }
+  void all_to_all(const void* send, std::span<const size_t> send_counts, void* recv,
+                  std::span<const size_t> recv_counts, size_t elem_size) override {
+    comm_.all_to_all(send, send_counts, recv, recv_counts, elem_size);
+  }
+
+ private:
+  Comm& comm_;
+};
+
+// Expert parallelism splits the data-parallel group into groups of ep_size adjacent DP ranks
+// (ep: ep rank = dp rank % ep_size), each owning a share of the experts; the DP ranks with the
+// same ep rank form the expert-data-parallel group (expert_dp), over which the owned experts'
+// gradients are summed. Without expert parallelism all three are null.
 struct ParallelGroups {
   std::unique_ptr<Comm> dp, tp;
   std::unique_ptr<CommShardGroup> tp_group;  // null when tp_size == 1
+  std::unique_ptr<Comm> ep, expert_dp;       // null when ep_size == 1
+  std::unique_ptr<CommExpertGroup> ep_group;
   int world_rank = 0;
 };
 
-// Throws "[parallel] ..." when the world size does not divide by tp_size.
-ParallelGroups make_parallel_groups(Comm& world, int tp_size);
+// Throws "[parallel] ..." when the world size does not divide by tp_size, or the
+// data-parallel size by ep_size.
+ParallelGroups make_parallel_groups(Comm& world, int tp_size, int ep_size = 1);
 
 }  // namespace sft

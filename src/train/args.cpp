@@ -300,7 +300,9 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_int("tp_size", &a.tp_size, dist,
             "tensor parallel ranks: Megatron's split of heads, MLP and vocabulary ($TP_SIZE when "
             "not given)");
-  o.add_int("ep_size", &a.ep_size, dist, "expert parallel ranks: not built (only 1)");
+  o.add_int("ep_size", &a.ep_size, dist,
+            "expert parallel ranks: groups of this many data-parallel ranks split the experts "
+            "(all-to-all of tokens); divides the world size and the experts");
   add_trl_compat_options(o, &a.trl_compat);
   return o;
 }

@@ -142,7 +142,8 @@ struct TrainingArgs {
   std::optional<std::string> accelerate_config;  // TRL's names: zero1, zero3, multi_gpu, ...
   double ddp_timeout = 1800;                     // seconds one collective may take
   int64_t tp_size = 1;                           // tensor parallel ranks (TP_SIZE)
-  int64_t ep_size = 1;                           // expert parallel ranks: refused above 1
+  int64_t ep_size = 1;                           // expert parallel ranks (train/moe_args.h)
+  std::optional<int64_t> init_ep_size;           // --model_init_kwargs distributed_config's ep_size
   // TRL's other spellings of a stage (train/sharding_config.h), resolved into zero_stage.
   std::optional<std::string> fsdp;         // "full_shard auto_wrap", "shard_grad_op", ...
   std::optional<std::string> fsdp_config;  // a JSON file or inline object

@@ -31,16 +31,14 @@ ShardingChoice as_usage(F&& f) {
   }
 }
 
-// The number of processes this launch trains with: --nproc_per_node (which re-launches under
-// mpirun), else what mpirun / a PMI launcher says (as make_comm_from_environment reads it).
+}  // namespace
+
 int64_t world_size_of_launch(const TrainingArgs& a) {
   if (a.nproc_per_node) return *a.nproc_per_node;
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
     if (const char* v = std::getenv(var); v && std::atoll(v) > 1) return std::atoll(v);
   return 1;
 }
-
-}  // namespace
 
 void resolve_sharding_args(TrainingArgs& a) {
   std::vector<ShardingChoice> choices;

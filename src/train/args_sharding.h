@@ -10,5 +10,8 @@
 namespace sft {
 
 void resolve_sharding_args(TrainingArgs& args);
+// The number of processes this launch trains with: --nproc_per_node (which re-launches under
+// mpirun), else what mpirun / a PMI launcher says (as make_comm_from_environment reads it).
+int64_t world_size_of_launch(const TrainingArgs& a);
 
 }  // namespace sft

@@ -7,9 +7,15 @@
 //                             counts where --router_aux_loss_coef is absent; output_router_logits
 //                             is what TRL's SFTTrainer sets itself (on unless the coefficient is
 //                             0), so false only earns a notice.
-// Expert parallelism is not built: --ep_size above 1, or a distributed_config in
-// --model_init_kwargs asking for it (transformers' DistributedConfig ep_size /
-// enable_expert_parallel), is refused before any work.
+//   --ep_size E, or --model_init_kwargs '{"distributed_config": {"ep_size": E}}'
+//                             (transformers' DistributedConfig) expert parallelism: groups of E
+//                             adjacent data-parallel ranks each split every expert layer's
+//                             experts (model/expert_parallel.h; the trainer's side in
+//                             train/expert_shards.h). The world size and the number of experts
+//                             must divide by E. Refused before any work with what it does not
+//                             compose with yet: tensor parallelism, ZeRO (any stage), LoRA
+//                             (--use_peft), a GPU, a model without experts; and the deprecated
+//                             enable_expert_parallel without an ep_size.
 #pragma once
 
 #include <string>
@@ -24,8 +30,15 @@ namespace sft {
 // distributed_config's expert parallelism): checked and stored in `a`; false for any other key.
 bool take_moe_init_kwarg(TrainingArgs& a, const std::string& key, const Json& value);
 
-// --ep_size: 1 (the default) or a usage error saying expert parallelism is not built.
-void validate_expert_parallel_args(const TrainingArgs& a);
+// --ep_size (or distributed_config's, settled into a.ep_size here): at least 1, dividing the
+// launch's world size, and none of the flags it does not compose with; a usage error naming
+// both flags otherwise.
+void validate_expert_parallel_args(TrainingArgs& a);
+
+// Once config.json is read (before the weights): --ep_size above 1 needs experts that divide
+// by it and the CPU; a usage error naming the flag, the config key and `where` (the model).
+void check_expert_parallel(const TrainingArgs& a, const ModelConfig& config,
+                           const std::string& where);
 
 // The coefficient TRL's SFTTrainer weights the load-balancing loss with for `config` (above);
 // a usage error naming the flag for a non-zero --router_aux_loss_coef on a model without experts.

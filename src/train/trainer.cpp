@@ -64,6 +64,11 @@ void Trainer::init_model_and_optimizer() {
   model_.set_gradient_checkpointing(args_.gradient_checkpointing);
   // HF's get_decay_parameter_names: no weight decay for biases and norm weights.
   slices_ = model_.trainable().decay_slices();
+  if (setup_.ep_comm) {  // the other ranks' experts are never stepped here
+    experts_ = std::make_unique<ExpertShards>(model_.trainable(), model_.config().num_experts,
+                                              *comm_, *setup_.ep_comm, *setup_.expert_dp_comm);
+    slices_ = experts_->own_slices(slices_);
+  }
   // FLOPs and HF's total_flos count the whole model (not a tensor-parallel slice).
   const ParamCounts counts = count_parameters(parameter_layout(model_.config()));
   matmul_params_ = matmul_params_per_token(model_.config(), counts);
@@ -278,7 +283,10 @@ void Trainer::reduce_step(StepCounts& counts) {
   if (comm_->size() > 1) all_reduce_sum(*comm_, counts);
   test_faults_.before_gradient_reduction(step);
   if (tp_comm_) sum_partial_grads_over_tp();
-  if (comm_->size() > 1 && !zero1_) all_reduce_gradients();
+  if (experts_)
+    experts_->reduce_gradients(model_.trainable().grads());
+  else if (comm_->size() > 1 && !zero1_)
+    all_reduce_gradients();
 }
 
 void Trainer::apply_update(StepStats& st) {
@@ -380,6 +388,8 @@ TrainResult Trainer::train() {
                        : "") +
         ", " + std::to_string(comm_->size()) + " data-parallel rank(s)" +
         (tp_comm_ ? " × " + std::to_string(tp_comm_->size()) + " tensor-parallel" : "") +
+        (experts_ ? " in expert-parallel groups of " + std::to_string(setup_.ep_comm->size())
+                  : "") +
         ", optimizer state " + std::to_string(optimizer_state_bytes()) + " bytes per rank" +
         (zero1_ ? " (ZeRO-" + std::to_string(args_.zero_stage) + ")" : "") +
         (resume_path.empty()
@@ -450,6 +460,12 @@ TrainResult Trainer::train() {
   // caller writes it a tensor at a time (stream_model; tensor parallelism assembles slices).
   if (zero3_ && (!setup_.stream_export || model_.tensor_parallel().on()))
     zero3_->gather_everything(model_.trainable().values(), bf16_span());
+  // Expert parallelism: the export (and whatever runs the model after training, on one rank)
+  // reads the whole experts, with no exchange.
+  if (experts_) {
+    gather_experts(false);
+    model_.set_expert_exchange(false);
+  }
   if (!result.interrupted) log_final(now_s() - start);
   if (is_main() && !result.interrupted) {
     save_trainer_state(state_, args_.output_dir);

@@ -58,6 +58,11 @@
 // (optim/zero3.h); checkpoints and the export still hold the whole model, written a tensor
 // at a time (optim/zero_stream.h).
 //
+// Expert parallel (`ep_comm`, train/expert_shards.h): the model runs its share of the experts
+// on the rows every rank of its group routes to them; the expert stacks' gradients are summed
+// over the expert-data-parallel group, the rest over the data-parallel ranks; AdamW steps the
+// own experts only; checkpoints, evaluation and the export gather the experts whole first.
+//
 // Test hooks (SFT_TEST_FAULT, SFT_TEST_KILL_DURING_SAVE): train/test_faults.h, called at its
 // named points of a step and a save.
 #pragma once
@@ -82,6 +87,7 @@
 #include "parallel/device_comm.h"
 #include "train/args.h"
 #include "train/batch.h"
+#include "train/expert_shards.h"
 #include "train/export.h"
 #include "train/metrics_log.h"
 #include "train/step_counts.h"
@@ -100,7 +106,11 @@ struct TrainerSetup {
   const data::PreparedDataset* eval = nullptr;  // null: no evaluation
   Comm* comm = nullptr;                         // the data-parallel group
   Comm* tp_comm = nullptr;  // the tensor-parallel group when tp_size > 1 (the model's), else null
-  BatchOptions batching;    // train micro-batches
+  // Expert parallelism (ep_size > 1, train/expert_shards.h): the expert-parallel group (the
+  // model's, enable_expert_parallel) and the expert-data-parallel group; else null.
+  Comm* ep_comm = nullptr;
+  Comm* expert_dp_comm = nullptr;
+  BatchOptions batching;         // train micro-batches
   BatchOptions eval_batching;    // eval micro-batches
   ExportOptions export_options;  // the model part of each checkpoint
   bool shuffle = true;           // TRL's default sampler shuffles (seed = data_seed or seed)
@@ -178,7 +188,12 @@ class Trainer {
   void init_zero23();
   // save(), under ZeRO-3 with the whole model gathered for it and freed after.
   std::string save_whole();
-  Json evaluate_whole();            // evaluate(), the same way
+  Json evaluate_whole();  // evaluate(), the same way
+  // Expert parallelism (trainer_parallel.cpp): every expert whole on every rank (with the
+  // moments for a checkpoint; bf16 copies refreshed), and evaluate() on the whole experts with
+  // the exchange paused (ranks score different numbers of batches).
+  void gather_experts(bool moments);
+  Json evaluate_whole_experts();
   std::span<uint16_t> bf16_span();  // the trainable bf16 arena, or empty
   std::string resolve_resume_path() const;
   Json training_state_json() const;
@@ -236,10 +251,11 @@ class Trainer {
   StepPlanInput plan_input_;
   StepPlan plan_;
   std::unique_ptr<data::Loader> loader_;
-  std::unique_ptr<AdamW> optimizer_;    // null under ZeRO-1
-  std::unique_ptr<Zero1> zero1_;        // --zero_stage >= 1: moments sharded over the DP ranks
-  std::unique_ptr<Zero2Grads> zero2_;   // --zero_stage >= 2: gradients reduced per layer
-  std::unique_ptr<Zero3Params> zero3_;  // --zero_stage 3: the layers' weights gathered per use
+  std::unique_ptr<AdamW> optimizer_;       // null under ZeRO-1
+  std::unique_ptr<Zero1> zero1_;           // --zero_stage >= 1: moments sharded over the DP ranks
+  std::unique_ptr<Zero2Grads> zero2_;      // --zero_stage >= 2: gradients reduced per layer
+  std::unique_ptr<Zero3Params> zero3_;     // --zero_stage 3: the layers' weights gathered per use
+  std::unique_ptr<ExpertShards> experts_;  // --ep_size > 1: the expert stacks' own blocks
   std::vector<ParamSlice> slices_;
   ScheduleConfig schedule_;
   TrainerState state_;

@@ -22,6 +22,7 @@ Json Trainer::evaluate() {
   // ZeRO-3: ranks score different numbers of batches, so per-layer gathers would not pair up;
   // the evaluation runs on the whole model, gathered for it (trainer_parallel.cpp).
   if (zero3_ && zero3_->sharded()) return evaluate_whole();
+  if (model_.expert_exchange_on()) return evaluate_whole_experts();
   const double t0 = now_s();
   const uint64_t bs = static_cast<uint64_t>(args_.per_device_eval_batch_size);
   const uint64_t n = eval_->num_rows();

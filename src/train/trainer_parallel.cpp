@@ -1,6 +1,7 @@
 // The distributed parts of the trainer that are not the step itself: ZeRO-2's gradient
 // sharding (its layer hook), ZeRO-3's final model written a tensor at a time, the gradient norm
-// over data- and tensor-parallel ranks and the optimizer memory it reports.
+// over data-, tensor- and expert-parallel ranks, the experts gathered whole for checkpoints and
+// evaluation under expert parallelism (train/expert_shards.h), and the optimizer memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -100,7 +101,26 @@ std::span<uint16_t> Trainer::bf16_span() {
   return b ? std::span<uint16_t>(b, static_cast<size_t>(t.numel())) : std::span<uint16_t>();
 }
 
+void Trainer::gather_experts(bool moments) {
+  model::ParameterSet& t = model_.trainable();
+  if (moments)
+    experts_->gather_experts(t.values(), optimizer_->exp_avg().mutable_values<float>(),
+                             optimizer_->exp_avg_sq().mutable_values<float>());
+  else
+    experts_->gather_experts(t.values());
+  if (t.bf16_arena()) t.refresh_bf16_copies();
+}
+
+Json Trainer::evaluate_whole_experts() {
+  gather_experts(false);
+  model_.set_expert_exchange(false);
+  const Json metrics = evaluate();
+  model_.set_expert_exchange(true);
+  return metrics;
+}
+
 std::string Trainer::save_whole() {
+  if (experts_) gather_experts(true);  // the writer holds every expert and its moments
   // Without tensor parallelism save() streams the layers a tensor at a time; a tp checkpoint
   // assembles the slices of whole layers (train/tp_gather.h), so they are gathered first.
   if (!zero3_ || !model_.tensor_parallel().on()) return save();
@@ -187,6 +207,7 @@ Trainer::GradNorm Trainer::reduce_grad_norm() {
   std::span<float> grads = model_.trainable().grads();
   const double max_norm = args_.max_grad_norm;
   auto with_clip = [&](double norm) { return GradNorm{norm, clip_coefficient(norm, max_norm)}; };
+  if (experts_) return with_clip(experts_->grad_norm(grads));
   if (!tp_comm_) {  // the one-group paths (their sums in the order the goldens were made with)
     if (zero2_) return with_clip(zero1_->shard_grad_norm(grads));  // reduced per micro-batch
     if (zero1_) return with_clip(zero1_->reduce_gradients(grads));

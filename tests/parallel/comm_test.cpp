@@ -202,6 +202,39 @@ TEST(Comm, SumsAreTheSameBitsOnEveryRank) {
   EXPECT_EQ(std::memcmp(v.data(), from_root.data(), v.size() * sizeof(float)), 0);
 }
 
+// Rank r sends rank p a block of (r + 2p) % 4 elements (some empty, sending and receiving
+// different amounts), each naming (r, p, i);
+// in 2-byte and 8-byte elements (expert parallelism's bf16 rows and its counts).
+TEST(Comm, AllToAllDeliversEachRanksBlockInRankOrder) {
+  Comm& c = world();
+  const int n = c.size(), me = c.rank();
+  auto length = [](int from, int to) { return static_cast<size_t>((from + 2 * to) % 4); };
+  auto value = [](int from, int to, size_t i) { return from * 100 + to * 10 + int(i); };
+  std::vector<size_t> send_counts, recv_counts;
+  std::vector<int64_t> send;
+  std::vector<uint16_t> send16;
+  for (int p = 0; p < n; ++p) {
+    send_counts.push_back(length(me, p));
+    recv_counts.push_back(length(p, me));
+    for (size_t i = 0; i < length(me, p); ++i) {
+      send.push_back(value(me, p, i));
+      send16.push_back(static_cast<uint16_t>(value(me, p, i)));
+    }
+  }
+  size_t total = 0;
+  for (size_t k : recv_counts) total += k;
+  std::vector<int64_t> recv(total, -1);
+  std::vector<uint16_t> recv16(total, 0xffff);
+  c.all_to_all(send.data(), send_counts, recv.data(), recv_counts, sizeof(int64_t));
+  c.all_to_all(send16.data(), send_counts, recv16.data(), recv_counts, sizeof(uint16_t));
+  size_t at = 0;
+  for (int p = 0; p < n; ++p)
+    for (size_t i = 0; i < length(p, me); ++i, ++at) {
+      EXPECT_EQ(recv[at], value(p, me, i)) << "from rank " << p;
+      EXPECT_EQ(recv16[at], value(p, me, i)) << "from rank " << p;
+    }
+}
+
 TEST(Comm, SplitMakesGroupsOfTheSameColor) {
   Comm& c = world();
   std::unique_ptr<Comm> half = c.split(c.rank() % 2, c.rank());

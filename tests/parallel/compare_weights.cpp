@@ -1,7 +1,7 @@
 // sft_compare_weights A B TOL: compares two model folders' safetensors weights (the same
 // names and shapes) and exits 1 when a tensor's max |a - b| exceeds TOL × max |a| (TOL 0:
 // bit for bit). Prints the worst relative difference.
-// sft_compare_weights --metrics A B TOL: the same for the per-step loss, grad_norm,
+// sft_compare_weights --metrics A B TOL: the same for the per-step loss, aux_loss, grad_norm,
 // mean_token_accuracy, entropy and num_tokens of two runs' trainer_state.json log_history (the same
 // steps), or only the comma-separated KEYS given after TOL. Used by tests/parallel/train_mpi.cmake.
 #include <cmath>
@@ -32,8 +32,9 @@ int compare_metrics(const std::string& a_dir, const std::string& b_dir, double t
                    b_dir.c_str());
       return 1;
     }
-    for (const char* key : {"loss", "grad_norm", "mean_token_accuracy", "entropy", "num_tokens",
-                            "eval_loss", "eval_mean_token_accuracy", "eval_entropy"}) {
+    for (const char* key :
+         {"loss", "aux_loss", "grad_norm", "mean_token_accuracy", "entropy", "num_tokens",
+          "eval_loss", "eval_mean_token_accuracy", "eval_entropy"}) {
       if (!ea.contains(key) || !eb->contains(key)) continue;
       if (!only.empty() &&
           ("," + only + ",").find("," + std::string(key) + ",") == std::string::npos)

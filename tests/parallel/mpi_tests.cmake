@@ -38,6 +38,17 @@ add_test(NAME parallel.two_hosts_netns
 set_tests_properties(parallel.two_hosts_netns PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240
                      PROCESSORS 2 RUN_SERIAL TRUE ENVIRONMENT "${SFT_MPI_TEST_ENV}")
 
+# Expert parallelism (train_ep_mpi.cmake): EP 2 and EP 2 × DP 2 vs plain DP, resume, refusals.
+foreach(case ep ep_resume)
+  add_test(NAME parallel.train_${case}
+    COMMAND ${CMAKE_COMMAND} -DSFT=$<TARGET_FILE:sft_cli> -DMPIRUN=${SFT_MPIRUN}
+            -DCOMPARE=$<TARGET_FILE:sft_compare_weights> -DROOT=${PROJECT_SOURCE_DIR}
+            -DWORK=${CMAKE_CURRENT_BINARY_DIR}/output/parallel_train_${case} -DCASE=${case}
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/parallel/train_ep_mpi.cmake)
+  set_tests_properties(parallel.train_${case} PROPERTIES ENVIRONMENT "${SFT_MPI_TEST_ENV}"
+                       TIMEOUT 240 PROCESSORS 2)
+endforeach()
+
 # LoRA on the experts' stacks under ZeRO 1-3 (train_lora_experts_mpi.cmake).
 add_test(NAME parallel.train_lora_experts
   COMMAND ${CMAKE_COMMAND} -DSFT=$<TARGET_FILE:sft_cli> -DMPIRUN=${SFT_MPIRUN}

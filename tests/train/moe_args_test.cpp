@@ -1,11 +1,13 @@
 // The mixture-of-experts flags (train/moe_args.h) as `trl sft` takes them: the load-balancing
 // loss's coefficient from --router_aux_loss_coef, else --model_init_kwargs, else the config;
-// TRL's refusal on a model without experts; expert parallelism refused at parse time.
+// TRL's refusal on a model without experts; expert parallelism's flags (--ep_size and
+// transformers' distributed_config) and its refusals, at parse time and once config.json is read.
 #include "train/moe_args.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -62,22 +64,78 @@ TEST(MoeArgs, ModelWithoutExpertsRefusesANonZeroCoefficient) {
   }
 }
 
-TEST(MoeArgs, ExpertParallelismIsRefused) {
-  EXPECT_EQ(parse({"--ep_size", "1"}).ep_size, 1);
-  for (const std::vector<std::string>& given :
-       {std::vector<std::string>{"--ep_size", "2"},
-        std::vector<std::string>{"--model_init_kwargs",
-                                 R"({"distributed_config": {"ep_size": 4}})"},
-        std::vector<std::string>{"--model_init_kwargs",
-                                 R"({"distributed_config": {"enable_expert_parallel": true}})"}}) {
-    try {
-      parse(given);
-      ADD_FAILURE() << "no error for " << given[1];
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find("expert parallelism is not built"), std::string::npos)
-          << e.what();
-    }
+// The usage error's text, or "" when there is none.
+template <typename F>
+std::string usage_error_of(F&& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
   }
+  return "";
+}
+
+TEST(MoeArgs, ExpertParallelSizeFromTheFlagOrDistributedConfig) {
+  EXPECT_EQ(parse({"--ep_size", "1"}).ep_size, 1);
+  // --nproc_per_node gives the world size at parse time (as mpirun's environment does).
+  EXPECT_EQ(parse({"--nproc_per_node", "4", "--ep_size", "2"}).ep_size, 2);
+  EXPECT_EQ(parse({"--nproc_per_node", "4", "--model_init_kwargs",
+                   R"({"distributed_config": {"ep_size": 4}})"})
+                .ep_size,
+            4);
+  EXPECT_NE(usage_error_of([] {
+              parse({"--nproc_per_node", "4", "--ep_size", "2", "--model_init_kwargs",
+                     R"({"distributed_config": {"ep_size": 4}})"});
+            }).find("--ep_size 2 and --model_init_kwargs distributed_config ep_size 4 disagree"),
+            std::string::npos);
+  // Its other keys are sft's own flags: a notice each.
+  const TrainingArgs other =
+      parse({"--model_init_kwargs", R"({"distributed_config": {"tp_size": 2}})"});
+  EXPECT_EQ(other.ep_size, 1);
+  bool noticed = false;
+  for (const std::string& n : other.notices)
+    noticed |= n.find("distributed_config key 'tp_size' has no effect") != std::string::npos;
+  EXPECT_TRUE(noticed);
+  EXPECT_NE(usage_error_of([] {
+              parse({"--model_init_kwargs",
+                     R"({"distributed_config": {"enable_expert_parallel": true}})"});
+            }).find("enable_expert_parallel without an ep_size"),
+            std::string::npos);
+}
+
+TEST(MoeArgs, ExpertParallelismRefusesWhatItDoesNotComposeWith) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--ep_size", "2"},
+       "--ep_size 2: the world size 1 (mpirun -np or --nproc_per_node) does not divide by it"},
+      {{"--ep_size", "0"}, "--ep_size must be at least 1"},
+      {{"--nproc_per_node", "4", "--ep_size", "2", "--zero_stage", "2"},
+       "--ep_size 2 with --zero_stage 2 (or a --fsdp / --deepspeed / --accelerate_config "
+       "sharding): expert parallelism does not compose with it yet"},
+      {{"--nproc_per_node", "4", "--ep_size", "2", "--tp_size", "2"},
+       "--ep_size 2 with --tp_size 2: expert parallelism does not compose with it yet"},
+      {{"--nproc_per_node", "2", "--ep_size", "2", "--use_peft", "true"},
+       "--ep_size 2 with --use_peft: expert parallelism does not compose with it yet"},
+  };
+  for (const auto& c : cases)
+    EXPECT_NE(usage_error_of([&] { parse(c.first); }).find(c.second), std::string::npos)
+        << "wanted " << c.second;
+}
+
+TEST(MoeArgs, ExpertParallelismNeedsExpertsThatDivide) {
+  const TrainingArgs a = parse({"--nproc_per_node", "3", "--ep_size", "3", "--use_cpu", "true"});
+  ModelConfig moe = moe_config();
+  moe.num_experts = 4;
+  EXPECT_NE(usage_error_of([&] { check_expert_parallel(a, moe, "m/config.json"); })
+                .find("--ep_size 3: the 4 experts of m/config.json (num_experts / "
+                      "num_local_experts) do not divide by it"),
+            std::string::npos);
+  moe.num_experts = 6;
+  EXPECT_EQ(usage_error_of([&] { check_expert_parallel(a, moe, "m/config.json"); }), "");
+  const ModelConfig dense = parse_model_config(Json{{"model_type", "llama"}}, "c");
+  EXPECT_NE(usage_error_of([&] {
+              check_expert_parallel(a, dense, "m/config.json");
+            }).find("is not a mixture of experts, so there are no experts to split"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -100,49 +100,84 @@ void MoeMlpBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View ln)
   sort_tokens(a, T, top_k, experts);
   const ops::ExpertRouting r = a.routing();
   ops::moe_permute_forward(a.xs, ln, r);
-  const ops::View w_gu = gate_up.weights(a.xs.dtype), w_down = down.weights(a.xs.dtype);
+  if (ep)
+    exchange_forward(a);
+  else
+    experts_forward(a.ys, {a.xs, a.gate, a.up, a.h}, {.gate32 = s.gate32, .up32 = s.up32}, r,
+                    a.host_offsets());
+  ops::moe_combine_forward(y, a.ys, a.weights, r);
+}
+
+void MoeMlpBlock::experts_forward(ops::View ys, const ExpertRows& x, const ExpertScratch& s,
+                                  const ops::ExpertRouting& r,
+                                  std::span<const int64_t> offsets) const {
+  const int64_t N = x.xs.rows;
+  const ops::View w_gu = gate_up.weights(x.xs.dtype), w_down = down.weights(x.xs.dtype);
   const ops::ExpertBlock gate_rows{I, 2 * I, 0}, up_rows{I, 2 * I, I};
-  const ops::ExpertBlock down_rows{y.cols, y.cols, 0};
-  if (a.gate.dtype == DType::kBF16) {  // fp32 products, rounded as autocast stores them
-    ops::grouped_matmul(s.gate32, a.xs, w_gu, r, gate_rows, true, false);
-    ops::grouped_matmul(s.up32, a.xs, w_gu, r, up_rows, true, false);
-    add_gate_up_bias(s.gate32, s.up32, a.host_offsets());
-    ops::cast(a.gate, s.gate32);
-    ops::cast(a.up, s.up32);
+  const ops::ExpertBlock down_rows{ys.cols, ys.cols, 0};
+  if (x.gate.dtype == DType::kBF16) {  // fp32 products, rounded as autocast stores them
+    const ops::View gate32 = s.gate32.first(N, I), up32 = s.up32.first(N, I);
+    ops::grouped_matmul(gate32, x.xs, w_gu, r, gate_rows, true, false);
+    ops::grouped_matmul(up32, x.xs, w_gu, r, up_rows, true, false);
+    add_gate_up_bias(gate32, up32, offsets);
+    ops::cast(x.gate, gate32);
+    ops::cast(x.up, up32);
   } else {
-    ops::grouped_matmul(a.gate, a.xs, w_gu, r, gate_rows, true, false);
-    ops::grouped_matmul(a.up, a.xs, w_gu, r, up_rows, true, false);
-    add_gate_up_bias(a.gate, a.up, a.host_offsets());
+    ops::grouped_matmul(x.gate, x.xs, w_gu, r, gate_rows, true, false);
+    ops::grouped_matmul(x.up, x.xs, w_gu, r, up_rows, true, false);
+    add_gate_up_bias(x.gate, x.up, offsets);
   }
   if (swiglu_limit > 0)
-    ops::swiglu_clamped_forward(a.h, a.gate, a.up, swiglu_alpha, swiglu_limit);
+    ops::swiglu_clamped_forward(x.h, x.gate, x.up, swiglu_alpha, swiglu_limit);
   else
-    ops::swiglu_forward(a.h, a.gate, a.up);
-  ops::grouped_matmul(a.ys, a.h, w_down, r, down_rows, true, false);
-  if (down_bias) add_expert_bias(a.ys, down_bias->value, a.host_offsets(), 0);
-  ops::moe_combine_forward(y, a.ys, a.weights, r);
+    ops::swiglu_forward(x.h, x.gate, x.up);
+  ops::grouped_matmul(ys, x.h, w_down, r, down_rows, true, false);
+  if (down_bias) add_expert_bias(ys, down_bias->value, offsets, 0);
 }
 
 void MoeMlpBlock::backward(ops::View dln, const Scratch& s, const Saved& a, ops::View dy,
                            ops::View dprobs, ops::View ln) const {
   poison_if_checking({s.dys, s.dxs, s.dweights, s.dh, s.dgate, s.dup});
-  const int64_t T = ln.rows, C = ln.cols;
+  const int64_t T = ln.rows;
   const ops::ExpertRouting r = a.routing();
-  const bool bf16 = a.h.dtype == DType::kBF16;
-  const ops::ExpertBlock gate_rows{I, 2 * I, 0}, up_rows{I, 2 * I, I}, down_rows{C, C, 0};
-  const ops::View w_gu = gate_up.weights(a.xs.dtype), w_down = down.weights(a.xs.dtype);
   ops::moe_combine_backward(s.dys, s.dweights, dy, a.ys, a.weights, r);
+  if (ep)
+    exchange_backward(s, a);
+  else
+    experts_backward(s.dxs, s.dys,
+                     {.dh = s.dh,
+                      .dgate = s.dgate,
+                      .dup = s.dup,
+                      .dys16 = s.dys16,
+                      .dgate16 = s.dgate16,
+                      .dup16 = s.dup16},
+                     {a.xs, a.gate, a.up, a.h}, r, a.host_offsets());
+  ops::moe_permute_backward(dln, s.dxs, r);
+  // The router: through the top-k weights (and the load-balancing loss's dprobs), its softmax,
+  // then the projection (dln +=).
+  const ops::View dlogits = s.logits.first(T, experts);
+  ops::moe_router_backward(dlogits, s.dweights, dprobs, a.probs, a.expert_of, normalize);
+  router.backward(dln, dlogits, ln, a.h.dtype == DType::kBF16 ? s.dlogits16 : ops::View{}, true);
+}
+
+void MoeMlpBlock::experts_backward(ops::View dxs, ops::View dys_f32, const ExpertScratch& s,
+                                   const ExpertRows& x, const ops::ExpertRouting& r,
+                                   std::span<const int64_t> offsets) const {
+  const int64_t C = dxs.cols;
+  const bool bf16 = x.h.dtype == DType::kBF16;
+  const ops::ExpertBlock gate_rows{I, 2 * I, 0}, up_rows{I, 2 * I, I}, down_rows{C, C, 0};
+  const ops::View w_gu = gate_up.weights(x.xs.dtype), w_down = down.weights(x.xs.dtype);
   if (down_bias && !down_bias->grad.empty())
-    expert_bias_backward(down_bias->grad, s.dys, a.host_offsets(), 0);
+    expert_bias_backward(down_bias->grad, dys_f32, offsets, 0);
   // The down projection: dh = dys · W_down,e; dW_down,e += dys_eᵀ h_e (bf16: dys rounded).
-  ops::View dys = s.dys;
+  ops::View dys = dys_f32;
   if (bf16) {
-    ops::cast(s.dys16, s.dys);
+    ops::cast(s.dys16, dys_f32);
     dys = s.dys16;
   }
   ops::grouped_matmul(s.dh, dys, w_down, r, down_rows, false, false);
   if (const ops::View dw_down = down.weight_grad(); !dw_down.empty()) {
-    ops::grouped_matmul_weight_grad(dw_down, dys, a.h, r, down_rows);
+    ops::grouped_matmul_weight_grad(dw_down, dys, x.h, r, down_rows);
     down.finish_weight_grad();
   }
   ops::View dgate = s.dgate, dup = s.dup;
@@ -151,31 +186,25 @@ void MoeMlpBlock::backward(ops::View dln, const Scratch& s, const Saved& a, ops:
   const bool bias_grads = gate_up_bias && !gate_up_bias->grad.empty();
   if (bf16 && !bias_grads) dgate = s.dgate16, dup = s.dup16;
   if (swiglu_limit > 0)
-    ops::swiglu_clamped_backward(dgate, dup, s.dh, a.gate, a.up, swiglu_alpha, swiglu_limit);
+    ops::swiglu_clamped_backward(dgate, dup, s.dh, x.gate, x.up, swiglu_alpha, swiglu_limit);
   else
-    ops::swiglu_backward(dgate, dup, s.dh, a.gate, a.up);
+    ops::swiglu_backward(dgate, dup, s.dh, x.gate, x.up);
   if (bias_grads) {
-    expert_bias_backward(gate_up_bias->grad, dgate, a.host_offsets(), 0);
-    expert_bias_backward(gate_up_bias->grad, dup, a.host_offsets(), I);
+    expert_bias_backward(gate_up_bias->grad, dgate, offsets, 0);
+    expert_bias_backward(gate_up_bias->grad, dup, offsets, I);
     if (bf16) {
       ops::cast(s.dgate16, dgate);
       ops::cast(s.dup16, dup);
       dgate = s.dgate16, dup = s.dup16;
     }
   }
-  ops::grouped_matmul(s.dxs, dgate, w_gu, r, gate_rows, false, false);
-  ops::grouped_matmul(s.dxs, dup, w_gu, r, up_rows, false, true);
+  ops::grouped_matmul(dxs, dgate, w_gu, r, gate_rows, false, false);
+  ops::grouped_matmul(dxs, dup, w_gu, r, up_rows, false, true);
   if (const ops::View dw_gu = gate_up.weight_grad(); !dw_gu.empty()) {
-    ops::grouped_matmul_weight_grad(dw_gu, dgate, a.xs, r, gate_rows);
-    ops::grouped_matmul_weight_grad(dw_gu, dup, a.xs, r, up_rows);
+    ops::grouped_matmul_weight_grad(dw_gu, dgate, x.xs, r, gate_rows);
+    ops::grouped_matmul_weight_grad(dw_gu, dup, x.xs, r, up_rows);
     gate_up.finish_weight_grad();
   }
-  ops::moe_permute_backward(dln, s.dxs, r);
-  // The router: through the top-k weights (and the load-balancing loss's dprobs), its softmax,
-  // then the projection (dln +=).
-  const ops::View dlogits = s.logits.first(T, experts);
-  ops::moe_router_backward(dlogits, s.dweights, dprobs, a.probs, a.expert_of, normalize);
-  router.backward(dln, dlogits, ln, bf16 ? s.dlogits16 : ops::View{}, true);
 }
 
 }  // namespace sft::model

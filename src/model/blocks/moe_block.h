@@ -19,6 +19,9 @@
 // LoRA on the stacks (PEFT's target_parameters) is data the block receives: an ExpertStack
 // hands the grouped GEMMs W + delta and routes their weight gradient to the adapter
 // (model/expert_lora.h).
+// Expert parallelism (model/expert_parallel.h, `ep` set): the routing, permutation and combine
+// stay on the token's rank; the experts' part (experts_forward / experts_backward, the same
+// code either way) runs on the owner over the rows it received (moe_block_ep.cpp).
 // Saved: probs, weights and the routing (expert_of, offsets, row_of, token_of), xs, gate, up,
 // h and ys (the combine's backward reads ys for the weights' gradient). Backward reads them
 // and the layer's ln. The load-balancing loss's gradient on the probabilities comes in as
@@ -36,6 +39,7 @@
 #include "model/blocks/block_grad_scratch.h"
 #include "model/blocks/layer_shape.h"
 #include "model/expert_lora.h"
+#include "model/expert_parallel.h"
 #include "model/linear.h"
 #include "ops/moe.h"
 #include "ops/view.h"
@@ -53,6 +57,10 @@ struct MoeMlpBlock {
   const Parameter* gate_up_bias = nullptr;
   const Parameter* down_bias = nullptr;
   double swiglu_limit = 0, swiglu_alpha = 0;
+  // Expert parallelism: the group's share of the experts and this layer's exchange (index
+  // `layer` of ep->layers), or null.
+  ExpertParallel* ep = nullptr;
+  int64_t layer = 0;
 
   bool bound() const { return gate_up.base != nullptr; }
 
@@ -64,7 +72,7 @@ struct MoeMlpBlock {
     int64_t* row_of = nullptr;     // (T·k)
     int64_t* token_of = nullptr;   // (T·k)
     ops::View xs;                  // (R, C) compute dtype
-    ops::View gate, up, h;         // (R, I) compute dtype
+    ops::View gate, up, h;         // (R, I) compute dtype (unused under expert parallelism)
     ops::View ys;                  // (R, C) f32
     // On a device: the four routing arrays' span mirrored on the host, where the sort runs.
     std::vector<int64_t> host;
@@ -93,9 +101,34 @@ struct MoeMlpBlock {
   void backward(ops::View dln, const Scratch& s, const Saved& a, ops::View dy, ops::View dprobs,
                 ops::View ln) const;
 
+  // The experts' part on N rows grouped by expert (`routing`, its offsets in host memory:
+  // this rank's own rows, or the rows its experts received from the group) and the buffers
+  // it reads and writes.
+  struct ExpertRows {
+    ops::View xs;           // (N, C) compute dtype
+    ops::View gate, up, h;  // (N, I) compute dtype
+  };
+  struct ExpertScratch {
+    ops::View gate32, up32;    // (N, I) f32, bf16 compute only
+    ops::View dh, dgate, dup;  // (N, I) f32, backward
+    ops::View dys16;           // (N, C) bf16, backward under bf16
+    ops::View dgate16, dup16;  // (N, I) bf16, backward under bf16
+  };
+  // ys (N, C) f32 = the experts' outputs; x.gate, up, h = (x.xs given).
+  void experts_forward(ops::View ys, const ExpertRows& x, const ExpertScratch& s,
+                       const ops::ExpertRouting& routing, std::span<const int64_t> offsets) const;
+  // dxs (N, C) f32 =; dys (N, C) f32 the outputs' gradient; the weights' (and biases')
+  // gradients +=.
+  void experts_backward(ops::View dxs, ops::View dys, const ExpertScratch& s, const ExpertRows& x,
+                        const ops::ExpertRouting& routing, std::span<const int64_t> offsets) const;
+
  private:
   // gate, up (R, I) f32 += the experts' gate and up biases (none without them).
   void add_gate_up_bias(ops::View gate, ops::View up, std::span<const int64_t> offsets) const;
+  // Under expert parallelism (moe_block_ep.cpp): a.ys = the owners' outputs for a.xs's rows;
+  // s.dxs = the owners' input gradients for s.dys's rows.
+  void exchange_forward(Saved& a) const;
+  void exchange_backward(const Scratch& s, const Saved& a) const;
 };
 
 }  // namespace sft::model
