@@ -194,6 +194,10 @@ class Trainer {
   // the exchange paused (ranks score different numbers of batches).
   void gather_experts(bool moments);
   Json evaluate_whole_experts();
+  // The other ranks' experts released again from every arena (values, bf16 copies, gradients,
+  // moments: train/expert_shards.h), and the arenas' resident bytes reported on rank 0.
+  void release_other_experts();
+  void report_resident_arenas();
   std::span<uint16_t> bf16_span();  // the trainable bf16 arena, or empty
   std::string resolve_resume_path() const;
   Json training_state_json() const;

@@ -10,6 +10,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/resident_memory.h"
 #include "optim/clip.h"
 #include "optim/zero2.h"
 #include "optim/zero_memory.h"
@@ -116,11 +117,46 @@ Json Trainer::evaluate_whole_experts() {
   model_.set_expert_exchange(false);
   const Json metrics = evaluate();
   model_.set_expert_exchange(true);
+  release_other_experts();
   return metrics;
 }
 
+void Trainer::release_other_experts() {
+  model::ParameterSet& t = model_.trainable();
+  experts_->release_others(t.values());
+  experts_->release_others(bf16_span());
+  experts_->release_others(t.grads());
+  experts_->release_others(optimizer_->exp_avg().mutable_values<float>());
+  experts_->release_others(optimizer_->exp_avg_sq().mutable_values<float>());
+}
+
+void Trainer::report_resident_arenas() {
+  model::ParameterSet& t = model_.trainable();
+  std::vector<std::span<const std::byte>> arenas = {
+      std::as_bytes(std::span<const float>(t.values())),
+      std::as_bytes(std::span<const float>(t.grads())),
+      std::as_bytes(std::span<const float>(optimizer_->exp_avg().mutable_values<float>())),
+      std::as_bytes(std::span<const float>(optimizer_->exp_avg_sq().mutable_values<float>()))};
+  if (!bf16_span().empty()) arenas.push_back(std::as_bytes(std::span<const uint16_t>(bf16_span())));
+  size_t resident = 0, total = 0;
+  for (std::span<const std::byte> a : arenas) {
+    resident += resident_bytes(a.data(), a.size());
+    total += a.size();
+  }
+  if (is_main())
+    log_info("[train] expert parallelism: rank 0's parameter, gradient and optimizer arenas hold " +
+             std::to_string(resident) + " resident bytes of " + std::to_string(total) +
+             " (the other ranks' experts released: " +
+             std::to_string(experts_->other_experts_bytes()) + " bytes of each fp32 arena)");
+}
+
 std::string Trainer::save_whole() {
-  if (experts_) gather_experts(true);  // the writer holds every expert and its moments
+  if (experts_) {  // the writer holds every expert and its moments, then this rank's again
+    gather_experts(true);
+    std::string path = save();
+    release_other_experts();
+    return path;
+  }
   // Without tensor parallelism save() streams the layers a tensor at a time; a tp checkpoint
   // assembles the slices of whole layers (train/tp_gather.h), so they are gathered first.
   if (!zero3_ || !model_.tensor_parallel().on()) return save();
