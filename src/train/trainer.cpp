@@ -414,6 +414,7 @@ TrainResult Trainer::train() {
     const double t0 = now_s();
     StepStats st = run_step(range.end - range.begin);
     apply_update(st);
+    if (experts_) measure_resident_arenas();
     ++state_.global_step;
     ++steps_this_session_;
     state_.epoch = epoch_progress(epoch_, range.end - 1, plan_input_.micro_batches_per_epoch);

@@ -130,7 +130,7 @@ void Trainer::release_other_experts() {
   experts_->release_others(optimizer_->exp_avg_sq().mutable_values<float>());
 }
 
-void Trainer::report_resident_arenas() {
+void Trainer::measure_resident_arenas() {
   model::ParameterSet& t = model_.trainable();
   std::vector<std::span<const std::byte>> arenas = {
       std::as_bytes(std::span<const float>(t.values())),
@@ -138,16 +138,23 @@ void Trainer::report_resident_arenas() {
       std::as_bytes(std::span<const float>(optimizer_->exp_avg().mutable_values<float>())),
       std::as_bytes(std::span<const float>(optimizer_->exp_avg_sq().mutable_values<float>()))};
   if (!bf16_span().empty()) arenas.push_back(std::as_bytes(std::span<const uint16_t>(bf16_span())));
-  size_t resident = 0, total = 0;
+  size_t resident = 0;
+  arena_bytes_ = 0;
   for (std::span<const std::byte> a : arenas) {
     resident += resident_bytes(a.data(), a.size());
-    total += a.size();
+    arena_bytes_ += a.size();
   }
+  most_resident_arena_bytes_ = std::max(most_resident_arena_bytes_, resident);
+}
+
+void Trainer::report_resident_arenas() const {
   if (is_main())
-    log_info("[train] expert parallelism: rank 0's parameter, gradient and optimizer arenas hold " +
-             std::to_string(resident) + " resident bytes of " + std::to_string(total) +
-             " (the other ranks' experts released: " +
-             std::to_string(experts_->other_experts_bytes()) + " bytes of each fp32 arena)");
+    log_info(
+        "[train] expert parallelism: after each step rank 0's parameter, gradient and "
+        "optimizer arenas held at most " +
+        std::to_string(most_resident_arena_bytes_) + " resident bytes of " +
+        std::to_string(arena_bytes_) + " (the other ranks' experts released: " +
+        std::to_string(experts_->other_experts_bytes()) + " bytes of each fp32 arena)");
 }
 
 std::string Trainer::save_whole() {
