@@ -49,7 +49,8 @@ def run(sft: str, np: int, ep: int, model: Path, out: Path, steps: int) -> dict:
     # Each rank under GNU time, its line naming the rank (OpenMPI's OMPI_COMM_WORLD_RANK).
     timed = 'exec /usr/bin/time -f "rank $OMPI_COMM_WORLD_RANK peak-rss-kib %M" "$@"'
     cmd = ["mpirun", "--oversubscribe", "-np", str(np), "sh", "-c", timed, "sh", sft, "train",
-           "--model_name_or_path", str(model), "--init_from_config", "true", "--dataset_name", str(DATA), "--max_length", "64", "--per_device_train_batch_size", "1", "--max_steps", str(steps),
+           "--model_name_or_path", str(model), "--init_from_config", "true", "--dataset_name", str(DATA),
+           "--max_length", "64", "--per_device_train_batch_size", "1", "--max_steps", str(steps),
            "--save_strategy", "no", "--bf16", "false", "--num_threads", "1", "--disable_tqdm", "true",
            "--logging_steps", "1", "--output_dir", str(out), "--overwrite_output_dir", "true"]
     if ep > 1:
