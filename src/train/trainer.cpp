@@ -10,7 +10,6 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/page_release.h"
 #include "optim/clip.h"
 #include "parallel/groups.h"
 #include "train/checkpoint_dir.h"
@@ -470,10 +469,6 @@ TrainResult Trainer::train() {
   // reads the whole experts, with no exchange.
   if (experts_) {
     report_resident_arenas();  // what the steps kept resident, before the export's gather
-    // The gradients hold zeros after the last update: their pages go back before the gather
-    // brings in the other ranks' experts, so the gather adds nothing to the run's peak.
-    std::span<float> grads = model_.trainable().grads();
-    zero_and_release(grads.data(), grads.size_bytes());
     gather_experts(false);
     model_.set_expert_exchange(false);
   }

@@ -190,7 +190,8 @@ class Trainer {
   std::string save_whole();
   Json evaluate_whole();  // evaluate(), the same way
   // Expert parallelism (trainer_parallel.cpp): every expert whole on every rank (with the
-  // moments for a checkpoint; bf16 copies refreshed), and evaluate() on the whole experts with
+  // moments for a checkpoint; bf16 copies refreshed; between steps only, as it releases the
+  // zero gradients' pages first), and evaluate() on the whole experts with
   // the exchange paused (ranks score different numbers of batches).
   void gather_experts(bool moments);
   Json evaluate_whole_experts();

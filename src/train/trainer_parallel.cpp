@@ -10,6 +10,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/page_release.h"
 #include "core/resident_memory.h"
 #include "optim/clip.h"
 #include "optim/zero2.h"
@@ -104,6 +105,10 @@ std::span<uint16_t> Trainer::bf16_span() {
 
 void Trainer::gather_experts(bool moments) {
   model::ParameterSet& t = model_.trainable();
+  // Gathers run between optimizer steps, where the gradients hold zeros: their pages go back
+  // first, so that the other ranks' experts coming in take their place (a checkpoint's peak is
+  // then the whole values and moments and no gradient, not all four arenas).
+  zero_and_release(t.grads().data(), t.grads().size_bytes());
   if (moments)
     experts_->gather_experts(t.values(), optimizer_->exp_avg().mutable_values<float>(),
                              optimizer_->exp_avg_sq().mutable_values<float>());
