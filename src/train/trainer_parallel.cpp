@@ -1,7 +1,8 @@
 // The distributed parts of the trainer that are not the step itself: ZeRO-2's gradient
 // sharding (its layer hook), ZeRO-3's final model written a tensor at a time, the gradient norm
 // over data-, tensor- and expert-parallel ranks, the experts gathered whole for checkpoints and
-// evaluation under expert parallelism (train/expert_shards.h), and the optimizer memory.
+// evaluation under expert parallelism and the other ranks' released again after
+// (train/expert_shards.h), the arenas' resident bytes that shows, and the optimizer memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -153,7 +154,7 @@ void Trainer::measure_resident_arenas() {
 }
 
 void Trainer::report_resident_arenas() const {
-  if (is_main())
+  if (is_main() && arena_bytes_ > 0)  // measured: this session ran a step
     log_info(
         "[train] expert parallelism: after each step rank 0's parameter, gradient and "
         "optimizer arenas held at most " +
