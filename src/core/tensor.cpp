@@ -1,5 +1,6 @@
 #include "core/tensor.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -39,18 +40,21 @@ Tensor Tensor::zeros(DType dtype, Shape shape) {
   if (t.numel_ != 0 && bytes / static_cast<size_t>(t.numel_) != dtype_size(dtype)) {
     fail("tensor", "tensor of shape " + shape_to_string(t.shape_) + " is too large to allocate");
   }
-  // aligned_alloc needs a size that is a multiple of the alignment, and never 0.
+  // A multiple of the alignment, and never 0.
   size_t padded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   if (padded == 0) padded = kTensorAlignment;
-  void* memory = std::aligned_alloc(kTensorAlignment, padded);
-  if (memory == nullptr) {
+  // calloc, aligned by hand, not aligned_alloc + memset: for large sizes glibc maps fresh zero
+  // pages without clearing them, so a page is resident only once written (AdamW's moments of
+  // the experts another rank owns under expert parallelism never are).
+  void* raw = std::calloc(padded + kTensorAlignment, 1);
+  if (raw == nullptr) {
     fail("tensor", "out of memory allocating " + std::to_string(bytes) + " bytes for shape " +
                        shape_to_string(t.shape_));
   }
-  std::memset(memory, 0, padded);
-  t.data_ = static_cast<std::byte*>(memory);
-  t.storage_ =
-      std::shared_ptr<const void>(memory, [](const void* p) { std::free(const_cast<void*>(p)); });
+  const uintptr_t aligned =
+      (reinterpret_cast<uintptr_t>(raw) + kTensorAlignment) & ~uintptr_t{kTensorAlignment - 1};
+  t.data_ = reinterpret_cast<std::byte*>(aligned);
+  t.storage_ = std::shared_ptr<const void>(t.data_, [raw](const void*) { std::free(raw); });
   return t;
 }
 

@@ -10,11 +10,13 @@
 //             experts' weight gradients and returns the rows' input gradients.
 // On the owner an expert's rows are ordered by source rank, then as that rank sorted them, so
 // a layout gives the same sums every run (deterministic; another layout sums in another order).
-// Memory: a first version. Every rank keeps the whole parameter arena (the layout of a run
-// without expert parallelism); the blocks of experts a rank does not own are never read by its
-// forward or backward, get no gradient and no optimizer step there (the trainer's
-// train/expert_shards.h). The owner's rows live in per-layer arenas here, sized by the rows
-// received (they grow to the largest seen, as the activation arena does).
+// Memory: every rank keeps the layout of a run without expert parallelism, but the blocks of
+// experts a rank does not own are never read by its forward or backward and get no gradient or
+// optimizer step there, so the trainer keeps them zero with their pages released
+// (train/expert_shards.h): they cost address space, not memory. The owner's rows (xs, gate,
+// up, h) live in per-layer arenas here, sized by the rows received (they grow to the largest
+// seen, as the activation arena does); the layer's own activations then carve no gate, up or h
+// (blocks/layer_shape.h's expert_rows_elsewhere).
 // Host memory only (a device run is refused before any work).
 #pragma once
 

@@ -84,7 +84,8 @@ void Transformer::prepare(const Batch& b, bool logits) {
   for (int64_t n : b.doc_lengths) add_document(n);
   if (T > T_real) add_document(T - T_real);
 
-  const LayerShape shape = LayerShape::of(c, T, compute_, tp_.size);
+  LayerShape shape = LayerShape::of(c, T, compute_, tp_.size);
+  shape.expert_rows_elsewhere = expert_exchange_on();
   const size_t layer_sets = gradient_checkpointing_ ? 1 : static_cast<size_t>(L);
   la_.resize(static_cast<size_t>(L));
   carve(acts_, [&](Carver& cv) {
@@ -329,8 +330,9 @@ void Transformer::backward(double scale) {
   if (!head_grad_scale_) head(nullptr, scale, true);  // unfused: the head's gradient now
   // The backward scratch also serves the layer recomputation of gradient checkpointing.
   carve(bwd_, [&](Carver& cv) {
-    scratch_ = carve_layer_scratch(cv, LayerShape::of(c, T, compute_, tp_.size),
-                                   LayerPass::kTrainBackward);
+    LayerShape shape = LayerShape::of(c, T, compute_, tp_.size);
+    shape.expert_rows_elsewhere = expert_exchange_on();
+    scratch_ = carve_layer_scratch(cv, shape, LayerPass::kTrainBackward);
     if (c.has_experts() && aux_weight_ != 0)
       scratch_.moe_dprobs = take<float>(cv, T, c.num_experts);
   });

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/page_release.h"
 #include "ops/ops.h"
 
 namespace sft {
@@ -38,6 +39,12 @@ void add_run(std::vector<ShardRange>& runs, size_t begin, size_t end) {
     runs.push_back({begin, end});
 }
 
+template <typename T>
+void release(std::span<T> arena, const std::vector<ShardRange>& runs) {
+  if (arena.empty()) return;
+  for (const ShardRange& r : runs) zero_and_release(arena.data() + r.begin, r.size() * sizeof(T));
+}
+
 }  // namespace
 
 ExpertShards::ExpertShards(const model::ParameterSet& params, int64_t experts, Comm& dp, Comm& ep,
@@ -61,6 +68,8 @@ ExpertShards::ExpertShards(const model::ParameterSet& params, int64_t experts, C
     // Each expert's rows are one block of the stack: shard_of over P gives rank q's experts.
     const ShardRange mine = shard_of(n, static_cast<int>(q), static_cast<int>(P));
     add_run(own_, begin + mine.begin, begin + mine.end);
+    add_run(others_, begin, begin + mine.begin);
+    add_run(others_, begin + mine.end, begin + n);
     stacks_.push_back({begin, begin + n});
     at = begin + n;
   }
@@ -85,6 +94,11 @@ void ExpertShards::reduce_gradients(std::span<float> grads) {
   for (const ShardRange& r : own_) expert_dp_.all_reduce_sum(part(grads, r));
 }
 
+void ExpertShards::zero_gradients(std::span<float> grads) const {
+  for (const std::vector<ShardRange>* runs : {&shared_, &own_})
+    for (const ShardRange& r : *runs) std::fill_n(grads.data() + r.begin, r.size(), 0.0f);
+}
+
 double ExpertShards::grad_norm(std::span<const float> grads) {
   std::vector<double> own = {sum_of_squares(grads, own_)};
   ep_.all_reduce_sum(std::span<double>(own));
@@ -96,6 +110,20 @@ void ExpertShards::gather_experts(std::span<float> values, std::span<float> exp_
   for (const ShardRange& r : stacks_)
     for (std::span<float> arena : {values, exp_avg, exp_avg_sq})
       if (!arena.empty()) ep_.all_gather(part(arena, r));
+}
+
+void ExpertShards::release_others(std::span<float> arena) const {
+  release(arena, others_);
+}
+
+void ExpertShards::release_others(std::span<uint16_t> arena) const {
+  release(arena, others_);
+}
+
+size_t ExpertShards::other_experts_bytes() const {
+  size_t n = 0;
+  for (const ShardRange& r : others_) n += r.size();
+  return n * sizeof(float);
 }
 
 }  // namespace sft

@@ -15,10 +15,18 @@
 // tensor at a time (an all-gather whose shard layout is the experts' blocks), with their
 // moments for a checkpoint; the copies of other ranks' experts are then only read by those
 // (an evaluation runs with the exchange paused, on the whole model).
+// Memory: the arenas keep the whole layout, but the other ranks' expert blocks hold zeros with
+// their pages handed back to the OS (release_others, core/page_release.h, as ZeRO's non-own
+// shards, optim/zero_memory.h): after the load, and again after each gather for a checkpoint or
+// an evaluation. Nothing of a step writes them (the owner's GEMMs and biases touch only experts
+// with rows, the optimizer steps own_slices, zero_gradients clears only the shared and own
+// runs), so a rank's parameters, gradients and moments occupy the shared parameters and its own
+// experts only.
 // Every sum has a fixed order (parallel/comm.h), so a layout gives the same bits every run.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -39,15 +47,25 @@ class ExpertShards {
   std::vector<ParamSlice> own_slices(std::span<const ParamSlice> slices) const;
   // Gradients summed: shared runs over the DP ranks, own runs over expert_dp.
   void reduce_gradients(std::span<float> grads);
+  // The gradients cleared for the next step: the shared and own runs (the others hold zeros
+  // already, and clearing them would fault their pages back in).
+  void zero_gradients(std::span<float> grads) const;
   // The gradient norm over the whole model (after reduce_gradients), the same on every rank.
   double grad_norm(std::span<const float> grads);
   // Every expert stack whole on every rank of the EP group (values; with `moments` also the
   // AdamW moments exp_avg and exp_avg_sq, arrays of the arena's layout).
   void gather_experts(std::span<float> values, std::span<float> exp_avg = {},
                       std::span<float> exp_avg_sq = {});
+  // The other ranks' expert blocks of an arena of the layout (fp32 values, gradients or
+  // moments; bf16 copies) zeroed with their pages released. Host memory; an empty span is
+  // skipped.
+  void release_others(std::span<float> arena) const;
+  void release_others(std::span<uint16_t> arena) const;
+  // Bytes of the other ranks' expert blocks in an fp32 arena of the layout.
+  size_t other_experts_bytes() const;
 
  private:
-  std::vector<ShardRange> shared_, own_, stacks_;  // runs of the flat arena
+  std::vector<ShardRange> shared_, own_, others_, stacks_;  // runs of the flat arena
   Comm& dp_;
   Comm& ep_;
   Comm& expert_dp_;

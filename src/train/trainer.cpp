@@ -323,6 +323,8 @@ void Trainer::apply_update(StepStats& st) {
   }
   if (zero2_)  // only the own shard holds anything (and only its pages are resident)
     zero2_->zero_own(model_.trainable().grads());
+  else if (experts_)  // likewise the shared parameters' and this rank's experts' gradients
+    experts_->zero_gradients(model_.trainable().grads());
   else
     model_.zero_grad();
 }
@@ -376,6 +378,8 @@ TrainResult Trainer::train() {
     log_->truncate_after(0);  // a fresh run (--overwrite_output_dir) starts a fresh metrics.jsonl
   // ZeRO-3: from here on each rank holds its shard of the layers (gathered per layer).
   if (zero3_) zero3_->release_layers(model_.trainable().values(), bf16_span());
+  // Expert parallelism: each rank keeps its experts only (loaded or drawn whole, or resumed).
+  if (experts_) release_other_experts();
   if (log_) {
     log_->message(
         "training: " + std::to_string(plan_.max_steps) + " steps (" +
@@ -410,6 +414,7 @@ TrainResult Trainer::train() {
     const double t0 = now_s();
     StepStats st = run_step(range.end - range.begin);
     apply_update(st);
+    if (experts_) measure_resident_arenas();
     ++state_.global_step;
     ++steps_this_session_;
     state_.epoch = epoch_progress(epoch_, range.end - 1, plan_input_.micro_batches_per_epoch);
@@ -463,6 +468,7 @@ TrainResult Trainer::train() {
   // Expert parallelism: the export (and whatever runs the model after training, on one rank)
   // reads the whole experts, with no exchange.
   if (experts_) {
+    report_resident_arenas();  // what the steps kept resident, before the export's gather
     gather_experts(false);
     model_.set_expert_exchange(false);
   }

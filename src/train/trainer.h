@@ -190,10 +190,18 @@ class Trainer {
   std::string save_whole();
   Json evaluate_whole();  // evaluate(), the same way
   // Expert parallelism (trainer_parallel.cpp): every expert whole on every rank (with the
-  // moments for a checkpoint; bf16 copies refreshed), and evaluate() on the whole experts with
+  // moments for a checkpoint; bf16 copies refreshed; between steps only, as it releases the
+  // zero gradients' pages first), and evaluate() on the whole experts with
   // the exchange paused (ranks score different numbers of batches).
   void gather_experts(bool moments);
   Json evaluate_whole_experts();
+  // The other ranks' experts released again from every arena (values, bf16 copies, gradients,
+  // moments: train/expert_shards.h).
+  void release_other_experts();
+  // The arenas' resident bytes (core/resident_memory.h) after each step, the largest reported
+  // on rank 0 at the end: what expert parallelism's memory saving is checked by.
+  void measure_resident_arenas();
+  void report_resident_arenas() const;
   std::span<uint16_t> bf16_span();  // the trainable bf16 arena, or empty
   std::string resolve_resume_path() const;
   Json training_state_json() const;
@@ -256,6 +264,7 @@ class Trainer {
   std::unique_ptr<Zero2Grads> zero2_;      // --zero_stage >= 2: gradients reduced per layer
   std::unique_ptr<Zero3Params> zero3_;     // --zero_stage 3: the layers' weights gathered per use
   std::unique_ptr<ExpertShards> experts_;  // --ep_size > 1: the expert stacks' own blocks
+  size_t arena_bytes_ = 0, most_resident_arena_bytes_ = 0;  // measure_resident_arenas
   std::vector<ParamSlice> slices_;
   ScheduleConfig schedule_;
   TrainerState state_;

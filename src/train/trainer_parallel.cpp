@@ -1,7 +1,8 @@
 // The distributed parts of the trainer that are not the step itself: ZeRO-2's gradient
 // sharding (its layer hook), ZeRO-3's final model written a tensor at a time, the gradient norm
 // over data-, tensor- and expert-parallel ranks, the experts gathered whole for checkpoints and
-// evaluation under expert parallelism (train/expert_shards.h), and the optimizer memory.
+// evaluation under expert parallelism and the other ranks' released again after
+// (train/expert_shards.h), the arenas' resident bytes that shows, and the optimizer memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -10,6 +11,8 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/page_release.h"
+#include "core/resident_memory.h"
 #include "optim/clip.h"
 #include "optim/zero2.h"
 #include "optim/zero_memory.h"
@@ -103,6 +106,10 @@ std::span<uint16_t> Trainer::bf16_span() {
 
 void Trainer::gather_experts(bool moments) {
   model::ParameterSet& t = model_.trainable();
+  // Gathers run between optimizer steps, where the gradients hold zeros: their pages go back
+  // first, so that the other ranks' experts coming in take their place (a checkpoint's peak is
+  // then the whole values and moments and no gradient, not all four arenas).
+  zero_and_release(t.grads().data(), t.grads().size_bytes());
   if (moments)
     experts_->gather_experts(t.values(), optimizer_->exp_avg().mutable_values<float>(),
                              optimizer_->exp_avg_sq().mutable_values<float>());
@@ -116,11 +123,53 @@ Json Trainer::evaluate_whole_experts() {
   model_.set_expert_exchange(false);
   const Json metrics = evaluate();
   model_.set_expert_exchange(true);
+  release_other_experts();
   return metrics;
 }
 
+void Trainer::release_other_experts() {
+  model::ParameterSet& t = model_.trainable();
+  experts_->release_others(t.values());
+  experts_->release_others(bf16_span());
+  experts_->release_others(t.grads());
+  experts_->release_others(optimizer_->exp_avg().mutable_values<float>());
+  experts_->release_others(optimizer_->exp_avg_sq().mutable_values<float>());
+}
+
+void Trainer::measure_resident_arenas() {
+  model::ParameterSet& t = model_.trainable();
+  std::vector<std::span<const std::byte>> arenas = {
+      std::as_bytes(std::span<const float>(t.values())),
+      std::as_bytes(std::span<const float>(t.grads())),
+      std::as_bytes(std::span<const float>(optimizer_->exp_avg().mutable_values<float>())),
+      std::as_bytes(std::span<const float>(optimizer_->exp_avg_sq().mutable_values<float>()))};
+  if (!bf16_span().empty()) arenas.push_back(std::as_bytes(std::span<const uint16_t>(bf16_span())));
+  size_t resident = 0;
+  arena_bytes_ = 0;
+  for (std::span<const std::byte> a : arenas) {
+    resident += resident_bytes(a.data(), a.size());
+    arena_bytes_ += a.size();
+  }
+  most_resident_arena_bytes_ = std::max(most_resident_arena_bytes_, resident);
+}
+
+void Trainer::report_resident_arenas() const {
+  if (is_main() && arena_bytes_ > 0)  // measured: this session ran a step
+    log_info(
+        "[train] expert parallelism: after each step rank 0's parameter, gradient and "
+        "optimizer arenas held at most " +
+        std::to_string(most_resident_arena_bytes_) + " resident bytes of " +
+        std::to_string(arena_bytes_) + " (the other ranks' experts released: " +
+        std::to_string(experts_->other_experts_bytes()) + " bytes of each fp32 arena)");
+}
+
 std::string Trainer::save_whole() {
-  if (experts_) gather_experts(true);  // the writer holds every expert and its moments
+  if (experts_) {  // the writer holds every expert and its moments, then this rank's again
+    gather_experts(true);
+    std::string path = save();
+    release_other_experts();
+    return path;
+  }
   // Without tensor parallelism save() streams the layers a tensor at a time; a tp checkpoint
   // assembles the slices of whole layers (train/tp_gather.h), so they are gathered first.
   if (!zero3_ || !model_.tensor_parallel().on()) return save();

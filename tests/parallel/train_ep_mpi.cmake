@@ -12,6 +12,12 @@
 #              (checkpoints hold the whole model and moments); refusals before any work, naming
 #              both flags: a world size or an expert count that does not divide, ZeRO, tensor
 #              parallelism, LoRA, a dense model
+#   ep_memory  a rank keeps only its experts: on a mixture whose experts are ~96% of the
+#              parameters (16 experts of the trainer_moe fixture's layer, widened, drawn with
+#              --init_from_config), an EP 2 run with a checkpoint and an evaluation (each gathers
+#              every expert, then releases the others again) keeps its parameter, gradient
+#              and moment arenas at most 60% resident after every step (mincore; about 52%
+#              expected, 100% when the other ranks' experts stay)
 # (One process is no reference: the load-balancing loss is per micro-batch and rank.)
 # Usage: cmake -DSFT=sft -DMPIRUN=mpirun -DCOMPARE=sft_compare_weights -DROOT=repo
 #              -DWORK=scratch -DCASE=ep -P train_ep_mpi.cmake
@@ -136,6 +142,29 @@ elseif(CASE STREQUAL "ep_resume")
           --use_peft true)
   refused(2 "--ep_size 2: .*is not a mixture of experts, so there are no experts to split" ${Q}
           --ep_size 2 --model_name_or_path "${ROOT}/tests/fixtures/generate_text")
+elseif(CASE STREQUAL "ep_memory")
+  set(src "${ROOT}/tests/fixtures/trainer_moe/model")
+  set(model "${WORK}/wide_moe")
+  file(COPY "${src}/tokenizer.json" "${src}/tokenizer_config.json" DESTINATION "${model}")
+  file(READ "${src}/config.json" config)
+  string(REPLACE "\"num_local_experts\": 4" "\"num_local_experts\": 16" config "${config}")
+  string(REPLACE "\"moe_intermediate_size\": 32" "\"moe_intermediate_size\": 256" config
+         "${config}")
+  file(WRITE "${model}/config.json" "${config}")
+  run(2 0 ${COMMON} --model_name_or_path "${model}" --init_from_config true --max_steps 3
+      --per_device_train_batch_size 2 --save_steps 2 --eval_strategy steps --eval_steps 2
+      --eval_split_ratio 0.2 --output_dir "${WORK}/wide_ep2" --ep_size 2)
+  if(NOT run_out MATCHES "arenas held at most ([0-9]+) resident bytes of ([0-9]+)")
+    message(FATAL_ERROR "the EP 2 run does not report its arenas' resident bytes:\n${run_out}")
+  endif()
+  set(resident ${CMAKE_MATCH_1})
+  set(total ${CMAKE_MATCH_2})
+  math(EXPR percent "${resident} * 100 / ${total}")
+  message(STATUS "EP 2: ${resident} of ${total} arena bytes resident (${percent}%)")
+  if(percent GREATER 60 OR percent LESS 45)
+    message(FATAL_ERROR "EP 2 keeps ${percent}% of its arenas resident, wanted 45-60% (its "
+                        "own experts and the shared parameters):\n${run_out}")
+  endif()
 endif()
 execute_process(COMMAND pgrep -f "${WORK}/" RESULT_VARIABLE rc OUTPUT_VARIABLE pids)
 if(rc EQUAL 0)

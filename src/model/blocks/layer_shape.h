@@ -26,6 +26,10 @@ struct LayerShape {
   // layer: one set under gradient checkpointing, decoding, the shared scratch) both.
   int64_t E = 0, K = 0, Ie = 0;
   bool dense_mlp = true, moe_mlp = false;
+  // Expert parallelism with the exchange on: the experts' rows (gate, up, h and their f32 and
+  // gradient buffers) live in the ExpertParallel's arenas (model/expert_parallel.h), sized by
+  // the rows received, so the layer carves only the routing, xs, ys and their gradients.
+  bool expert_rows_elsewhere = false;
   // The shape of layer `layer` alone: only the MLP it has.
   LayerShape for_layer(const ModelConfig& config, int64_t layer) const;
   int64_t routed_rows() const { return T * K; }  // R: the (token, expert) pairs

@@ -54,9 +54,11 @@ MoeMlpBlock::Saved MoeMlpBlock::carve_saved(Carver& cv, const LayerShape& s) {
   a.row_of = take_ids(cv, R);
   a.token_of = take_ids(cv, R);
   a.xs = take_view(cv, s.compute, R, s.C);
-  a.gate = take_view(cv, s.compute, R, s.Ie);
-  a.up = take_view(cv, s.compute, R, s.Ie);
-  a.h = take_view(cv, s.compute, R, s.Ie);
+  if (!s.expert_rows_elsewhere) {
+    a.gate = take_view(cv, s.compute, R, s.Ie);
+    a.up = take_view(cv, s.compute, R, s.Ie);
+    a.h = take_view(cv, s.compute, R, s.Ie);
+  }
   a.ys = take_f32(cv, R, s.C);
   return a;
 }
@@ -65,7 +67,8 @@ MoeMlpBlock::Scratch MoeMlpBlock::carve_scratch(Carver& cv, const LayerShape& s,
   Scratch g;
   const int64_t R = s.routed_rows();
   g.logits = take_f32(cv, s.T, s.E);
-  if (s.bf16()) {
+  const bool expert_rows = !s.expert_rows_elsewhere;  // else ExpertParallel's scratch has them
+  if (s.bf16() && expert_rows) {
     g.gate32 = take_f32(cv, R, s.Ie);
     g.up32 = take_f32(cv, R, s.Ie);
   }
@@ -73,13 +76,17 @@ MoeMlpBlock::Scratch MoeMlpBlock::carve_scratch(Carver& cv, const LayerShape& s,
   g.dys = take_f32(cv, R, s.C);
   g.dxs = take_f32(cv, R, s.C);
   g.dweights = take_f32(cv, s.T, s.K);
-  g.dh = take_f32(cv, R, s.Ie);
-  g.dgate = take_f32(cv, R, s.Ie);
-  g.dup = take_f32(cv, R, s.Ie);
+  if (expert_rows) {
+    g.dh = take_f32(cv, R, s.Ie);
+    g.dgate = take_f32(cv, R, s.Ie);
+    g.dup = take_f32(cv, R, s.Ie);
+  }
   if (s.bf16()) {
-    g.dys16 = take_view(cv, DType::kBF16, R, s.C);
-    g.dgate16 = take_view(cv, DType::kBF16, R, s.Ie);
-    g.dup16 = take_view(cv, DType::kBF16, R, s.Ie);
+    if (expert_rows) {
+      g.dys16 = take_view(cv, DType::kBF16, R, s.C);
+      g.dgate16 = take_view(cv, DType::kBF16, R, s.Ie);
+      g.dup16 = take_view(cv, DType::kBF16, R, s.Ie);
+    }
     g.dlogits16 = take_view(cv, DType::kBF16, s.T, s.E);
   }
   return g;
@@ -157,7 +164,7 @@ void MoeMlpBlock::backward(ops::View dln, const Scratch& s, const Saved& a, ops:
   // then the projection (dln +=).
   const ops::View dlogits = s.logits.first(T, experts);
   ops::moe_router_backward(dlogits, s.dweights, dprobs, a.probs, a.expert_of, normalize);
-  router.backward(dln, dlogits, ln, a.h.dtype == DType::kBF16 ? s.dlogits16 : ops::View{}, true);
+  router.backward(dln, dlogits, ln, a.xs.dtype == DType::kBF16 ? s.dlogits16 : ops::View{}, true);
 }
 
 void MoeMlpBlock::experts_backward(ops::View dxs, ops::View dys_f32, const ExpertScratch& s,

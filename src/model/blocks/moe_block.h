@@ -72,7 +72,7 @@ struct MoeMlpBlock {
     int64_t* row_of = nullptr;     // (T·k)
     int64_t* token_of = nullptr;   // (T·k)
     ops::View xs;                  // (R, C) compute dtype
-    ops::View gate, up, h;         // (R, I) compute dtype (unused under expert parallelism)
+    ops::View gate, up, h;         // (R, I) compute dtype (none under expert parallelism)
     ops::View ys;                  // (R, C) f32
     // On a device: the four routing arrays' span mirrored on the host, where the sort runs.
     std::vector<int64_t> host;
