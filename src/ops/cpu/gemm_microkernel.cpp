@@ -1,0 +1,146 @@
+// The blocking, packing and partition of gemm_microkernel.h around fma_register_block.h's block.
+//
+// Sizes, and why: a B panel of kDepth = 128 steps × 64 columns is 32 KiB, inside the 48 KiB L1
+// of the Sapphire Rapids / Ice Lake cores this targets, so the panel's 4 loads per step of K hit
+// L1 while A's 6 broadcasts per step come from a 6 × kDepth strip (L1 or L2); C is read and
+// written once per slice of K, 6 × 64 values per 128 × 24 fused multiply-adds. A thread walks
+// its panels in runs of kColumnRun columns, every slice of K over a run before the next run, so
+// the run's C (M × 512 floats: 1–2 MiB at the step's M) stays in L2 across the slices instead of
+// streaming from memory once per slice (the LM head's 151936-wide C would).
+#include "ops/cpu/gemm_microkernel.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "ops/cpu/fma_register_block.h"
+
+namespace sft::ops::cpu::gemm_microkernel {
+
+namespace {
+
+using fma_block::first_lanes;
+constexpr int64_t kDepth = 128;
+constexpr int64_t kPanel = fma_block::kColumns;  // 64
+constexpr int64_t kRowBlock = fma_block::kRows;  // 6
+constexpr int64_t kColumnRun = 8 * kPanel;
+
+// B's columns [n0, n0 + width) over steps [k0, k0 + depth) into panel (depth × 64, row stride 64).
+[[SFT_AVX512_TARGET]] void pack_b(float* panel, const Gemm& g, int64_t k0, int64_t depth,
+                                  int64_t n0, int64_t width) {
+  if (!g.b_transposed) {
+    for (int64_t k = 0; k < depth; ++k) {
+      const float* src = g.b + (k0 + k) * g.ldb + n0;
+      for (int64_t x = 0; x < width; x += 16) {
+        const __mmask16 m = first_lanes(std::min<int64_t>(16, width - x));
+        _mm512_store_ps(panel + k * kPanel + x, _mm512_maskz_loadu_ps(m, src + x));
+      }
+    }
+    return;
+  }
+  // B stored (N, K): 16 × 16 blocks of its rows transposed into the panel's columns.
+  for (int64_t x = 0; x < width; x += 16) {
+    const int64_t rows = std::min<int64_t>(16, width - x);
+    for (int64_t k = 0; k < depth; k += 16) {
+      const int64_t steps = std::min<int64_t>(16, depth - k);
+      const __mmask16 m = first_lanes(steps);
+      __m512 t[16];
+      for (int64_t i = 0; i < 16; ++i)
+        t[i] = i < rows ? _mm512_maskz_loadu_ps(m, g.b + (n0 + x + i) * g.ldb + k0 + k)
+                        : _mm512_setzero_ps();
+      fma_block::transpose16(t);
+      for (int64_t s = 0; s < steps; ++s) _mm512_store_ps(panel + (k + s) * kPanel + x, t[s]);
+    }
+  }
+}
+
+// A stored (K, M) into blocks of 6 rows, each (K × 6) with the block's 6 values of a step of K
+// adjacent: packed[b·6K + k·6 + i] = A(6b + i, k). Row blocks [b0, b1).
+[[SFT_AVX512_TARGET]] void pack_a_transposed(float* packed, const Gemm& g, int64_t b0, int64_t b1) {
+  for (int64_t b = b0; b < b1; ++b) {
+    const int64_t m0 = b * kRowBlock;
+    const __mmask16 m = first_lanes(std::min<int64_t>(kRowBlock, g.M - m0));
+    float* dst = packed + b * kRowBlock * g.K;
+    for (int64_t k = 0; k < g.K; ++k)
+      _mm512_mask_storeu_ps(dst + k * kRowBlock, m, _mm512_maskz_loadu_ps(m, g.a + k * g.lda + m0));
+  }
+}
+
+// A as the register block reads it: in place (rows) or packed (6 interleaved rows).
+struct AOperand {
+  const float* a;
+  int64_t lda;
+  bool packed;
+  const float* strip(int64_t m0, int64_t k0) const {
+    return packed ? a + m0 * lda + k0 * kRowBlock : a + m0 * lda + k0;
+  }
+  int64_t stride() const { return packed ? kRowBlock : lda; }
+};
+
+// Panels [p0, p1) of C: every slice of K, each 64-column panel packed once per slice and then
+// multiplied with every 6-row block of A.
+[[SFT_AVX512_TARGET]] void run_panels(const Gemm& g, const AOperand& a, int64_t p0, int64_t p1) {
+  alignas(64) static thread_local float panel[kDepth * kPanel];
+  for (int64_t r0 = p0 * kPanel; r0 < std::min(g.N, p1 * kPanel); r0 += kColumnRun) {
+    const int64_t r1 = std::min({g.N, p1 * kPanel, r0 + kColumnRun});
+    for (int64_t k0 = 0; k0 < g.K; k0 += kDepth) {
+      const int64_t depth = std::min(kDepth, g.K - k0);
+      const bool accumulate = k0 > 0 || g.accumulate;
+      for (int64_t n0 = r0; n0 < r1; n0 += kPanel) {
+        const int64_t width = std::min(kPanel, r1 - n0);
+        pack_b(panel, g, k0, depth, n0, width);
+        __mmask16 last;
+        const fma_block::BlockFn full = a.packed ? fma_block::block_for<true>(6, width, last)
+                                                 : fma_block::block_for<false>(6, width, last);
+        for (int64_t m0 = 0; m0 < g.M; m0 += kRowBlock) {
+          const int64_t rows = std::min(kRowBlock, g.M - m0);
+          const fma_block::BlockFn fn = rows == kRowBlock ? full
+                                        : a.packed ? fma_block::block_for<true>(rows, width, last)
+                                                   : fma_block::block_for<false>(rows, width, last);
+          fn({g.c + m0 * g.ldc + n0, g.ldc, a.strip(m0, k0), a.stride(), panel, kPanel, 0, depth,
+              accumulate, nullptr, last});
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemm(const Gemm& g, Threads threads) {
+  if (g.M <= 0 || g.N <= 0) return;
+  if (g.K <= 0) {
+    if (!g.accumulate)
+      for (int64_t i = 0; i < g.M; ++i) std::fill(g.c + i * g.ldc, g.c + i * g.ldc + g.N, 0.0f);
+    return;
+  }
+  ThreadPool& pool = default_thread_pool();
+  const bool on_pool = threads == Threads::kPool && pool.size() > 1;
+  AOperand a{g.a, g.lda, false};
+  if (g.a_transposed) {
+    // Per calling thread, grown to the largest A seen: no allocation once the step's shapes ran.
+    thread_local std::vector<float> packed;
+    const int64_t blocks = (g.M + kRowBlock - 1) / kRowBlock;
+    if (packed.size() < static_cast<size_t>(blocks * kRowBlock * g.K))
+      packed.resize(static_cast<size_t>(blocks * kRowBlock * g.K));
+    float* dst = packed.data();
+    if (on_pool)
+      pool.parallel_for(static_cast<size_t>(blocks), [&](size_t, size_t b0, size_t b1) {
+        pack_a_transposed(dst, g, static_cast<int64_t>(b0), static_cast<int64_t>(b1));
+      });
+    else
+      pack_a_transposed(dst, g, 0, blocks);
+    a = {dst, g.K, true};
+  }
+  const int64_t panels = (g.N + kPanel - 1) / kPanel;
+  if (on_pool)
+    pool.parallel_for(static_cast<size_t>(panels), [&](size_t, size_t p0, size_t p1) {
+      run_panels(g, a, static_cast<int64_t>(p0), static_cast<int64_t>(p1));
+    });
+  else
+    run_panels(g, a, 0, panels);
+}
+
+}  // namespace sft::ops::cpu::gemm_microkernel
