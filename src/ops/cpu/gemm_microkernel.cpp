@@ -26,6 +26,7 @@ constexpr int64_t kDepth = 128;
 constexpr int64_t kPanel = fma_block::kColumns;  // 64
 constexpr int64_t kRowBlock = fma_block::kRows;  // 6
 constexpr int64_t kColumnRun = 8 * kPanel;
+constexpr int64_t kRowRun = 40 * kRowBlock;
 
 // B's columns [n0, n0 + width) over steps [k0, k0 + depth) into panel (depth × 64, row stride 64).
 [[SFT_AVX512_TARGET]] void pack_b(float* panel, const Gemm& g, int64_t k0, int64_t depth,
@@ -56,51 +57,78 @@ constexpr int64_t kColumnRun = 8 * kPanel;
   }
 }
 
-// A stored (K, M) into blocks of 6 rows, each (K × 6) with the block's 6 values of a step of K
-// adjacent: packed[b·6K + k·6 + i] = A(6b + i, k). Row blocks [b0, b1).
-[[SFT_AVX512_TARGET]] void pack_a_transposed(float* packed, const Gemm& g, int64_t b0, int64_t b1) {
-  for (int64_t b = b0; b < b1; ++b) {
-    const int64_t m0 = b * kRowBlock;
-    const __mmask16 m = first_lanes(std::min<int64_t>(kRowBlock, g.M - m0));
-    float* dst = packed + b * kRowBlock * g.K;
-    for (int64_t k = 0; k < g.K; ++k)
-      _mm512_mask_storeu_ps(dst + k * kRowBlock, m, _mm512_maskz_loadu_ps(m, g.a + k * g.lda + m0));
-  }
-}
-
-// A as the register block reads it: in place (rows) or packed (6 interleaved rows).
-struct AOperand {
-  const float* a;
-  int64_t lda;
-  bool packed;
+// A as the register block reads it, packed so that neither the 4 KiB strides of the step's
+// rows (which put a register block's 6 rows of A in one L1 set, evicting the B panel) nor
+// transposed storage reach the inner loop:
+//   stored (M, K):  slice by slice of K, rows of kDepth: packed[s·M·kDepth + m·kDepth + k]
+//   stored (K, M):  blocks of 6 rows with a step's 6 values adjacent: packed[b·6K + k·6 + i]
+struct PackedA {
+  const float* data;
+  int64_t M, K;
+  bool interleaved;  // the second layout
   const float* strip(int64_t m0, int64_t k0) const {
-    return packed ? a + m0 * lda + k0 * kRowBlock : a + m0 * lda + k0;
+    return interleaved ? data + m0 * K + k0 * kRowBlock
+                       : data + (k0 / kDepth) * M * kDepth + m0 * kDepth + k0 % kDepth;
   }
-  int64_t stride() const { return packed ? kRowBlock : lda; }
+  int64_t stride() const { return interleaved ? kRowBlock : kDepth; }
 };
 
-// Panels [p0, p1) of C: every slice of K, each 64-column panel packed once per slice and then
-// multiplied with every 6-row block of A.
-[[SFT_AVX512_TARGET]] void run_panels(const Gemm& g, const AOperand& a, int64_t p0, int64_t p1) {
-  alignas(64) static thread_local float panel[kDepth * kPanel];
-  for (int64_t r0 = p0 * kPanel; r0 < std::min(g.N, p1 * kPanel); r0 += kColumnRun) {
-    const int64_t r1 = std::min({g.N, p1 * kPanel, r0 + kColumnRun});
+int64_t packed_a_floats(const Gemm& g) {
+  if (g.a_transposed) return (g.M + kRowBlock - 1) / kRowBlock * kRowBlock * g.K;
+  return g.M * ((g.K + kDepth - 1) / kDepth) * kDepth;
+}
+
+// Rows [m0, m1) of A (rows a multiple of 6 apart when interleaved) into their packed place.
+[[SFT_AVX512_TARGET]] void pack_a(float* packed, const Gemm& g, int64_t m0, int64_t m1) {
+  if (g.a_transposed) {
+    for (int64_t r = m0; r < m1; r += kRowBlock) {
+      const __mmask16 m = first_lanes(std::min<int64_t>(kRowBlock, g.M - r));
+      float* dst = packed + r * g.K;
+      for (int64_t k = 0; k < g.K; ++k)
+        _mm512_mask_storeu_ps(dst + k * kRowBlock, m, _mm512_maskz_loadu_ps(m, g.a + k * g.lda + r));
+    }
+    return;
+  }
+  for (int64_t r = m0; r < m1; ++r)
+    for (int64_t k0 = 0; k0 < g.K; k0 += kDepth) {
+      float* dst = packed + (k0 / kDepth) * g.M * kDepth + r * kDepth;
+      const float* src = g.a + r * g.lda + k0;
+      const int64_t depth = std::min(kDepth, g.K - k0);
+      for (int64_t k = 0; k < depth; k += 16) {
+        const __mmask16 m = first_lanes(std::min<int64_t>(16, depth - k));
+        _mm512_mask_storeu_ps(dst + k, m, _mm512_maskz_loadu_ps(m, src + k));
+      }
+    }
+}
+
+// Panels [p0, p1) of C. Per run of kColumnRun columns and slice of K, the run's B panels are
+// packed once (kDepth × kColumnRun: 256 KiB, in L2), then C is swept kRowRun rows at a time, so
+// the A strip (kRowRun × kDepth) and C's block stay in L2 while each 32 KiB B panel is reused
+// from L1 by kRowRun / 6 register blocks.
+[[SFT_AVX512_TARGET]] void run_panels(const Gemm& g, const PackedA& a, int64_t p0, int64_t p1) {
+  alignas(64) static thread_local float panels[kDepth * kColumnRun];
+  const int64_t n_end = std::min(g.N, p1 * kPanel);
+  for (int64_t r0 = p0 * kPanel; r0 < n_end; r0 += kColumnRun) {
+    const int64_t r1 = std::min(n_end, r0 + kColumnRun);
     for (int64_t k0 = 0; k0 < g.K; k0 += kDepth) {
       const int64_t depth = std::min(kDepth, g.K - k0);
       const bool accumulate = k0 > 0 || g.accumulate;
-      for (int64_t n0 = r0; n0 < r1; n0 += kPanel) {
-        const int64_t width = std::min(kPanel, r1 - n0);
-        pack_b(panel, g, k0, depth, n0, width);
-        __mmask16 last;
-        const fma_block::BlockFn full = a.packed ? fma_block::block_for<true>(6, width, last)
-                                                 : fma_block::block_for<false>(6, width, last);
-        for (int64_t m0 = 0; m0 < g.M; m0 += kRowBlock) {
-          const int64_t rows = std::min(kRowBlock, g.M - m0);
-          const fma_block::BlockFn fn = rows == kRowBlock ? full
-                                        : a.packed ? fma_block::block_for<true>(rows, width, last)
-                                                   : fma_block::block_for<false>(rows, width, last);
-          fn({g.c + m0 * g.ldc + n0, g.ldc, a.strip(m0, k0), a.stride(), panel, kPanel, 0, depth,
-              accumulate, nullptr, last});
+      for (int64_t n0 = r0; n0 < r1; n0 += kPanel)
+        pack_b(panels + (n0 - r0) * kDepth, g, k0, depth, n0, std::min(kPanel, r1 - n0));
+      for (int64_t i0 = 0; i0 < g.M; i0 += kRowRun) {
+        const int64_t i1 = std::min(g.M, i0 + kRowRun);
+        for (int64_t n0 = r0; n0 < r1; n0 += kPanel) {
+          const int64_t width = std::min(kPanel, r1 - n0);
+          const float* panel = panels + (n0 - r0) * kDepth;
+          for (int64_t m0 = i0; m0 < i1; m0 += kRowBlock) {
+            const int64_t rows = std::min(kRowBlock, g.M - m0);
+            __mmask16 last;
+            const fma_block::BlockFn fn = a.interleaved
+                                              ? fma_block::block_for<true>(rows, width, last)
+                                              : fma_block::block_for<false>(rows, width, last);
+            fn({g.c + m0 * g.ldc + n0, g.ldc, a.strip(m0, k0), a.stride(), panel, kPanel, 0,
+                depth, accumulate, nullptr, last});
+          }
         }
       }
     }
@@ -118,22 +146,20 @@ void gemm(const Gemm& g, Threads threads) {
   }
   ThreadPool& pool = default_thread_pool();
   const bool on_pool = threads == Threads::kPool && pool.size() > 1;
-  AOperand a{g.a, g.lda, false};
-  if (g.a_transposed) {
-    // Per calling thread, grown to the largest A seen: no allocation once the step's shapes ran.
-    thread_local std::vector<float> packed;
-    const int64_t blocks = (g.M + kRowBlock - 1) / kRowBlock;
-    if (packed.size() < static_cast<size_t>(blocks * kRowBlock * g.K))
-      packed.resize(static_cast<size_t>(blocks * kRowBlock * g.K));
-    float* dst = packed.data();
-    if (on_pool)
-      pool.parallel_for(static_cast<size_t>(blocks), [&](size_t, size_t b0, size_t b1) {
-        pack_a_transposed(dst, g, static_cast<int64_t>(b0), static_cast<int64_t>(b1));
-      });
-    else
-      pack_a_transposed(dst, g, 0, blocks);
-    a = {dst, g.K, true};
-  }
+  // Per calling thread, grown to the largest A seen: no allocation once the step's shapes ran.
+  thread_local std::vector<float> packed;
+  if (packed.size() < static_cast<size_t>(packed_a_floats(g)))
+    packed.resize(static_cast<size_t>(packed_a_floats(g)));
+  float* const dst = packed.data();  // (a worker's `packed` would be its own, empty)
+  const int64_t blocks = (g.M + kRowBlock - 1) / kRowBlock;
+  if (on_pool)
+    pool.parallel_for(static_cast<size_t>(blocks), [&](size_t, size_t b0, size_t b1) {
+      pack_a(dst, g, static_cast<int64_t>(b0) * kRowBlock,
+             std::min(g.M, static_cast<int64_t>(b1) * kRowBlock));
+    });
+  else
+    pack_a(dst, g, 0, g.M);
+  const PackedA a{dst, g.M, g.K, g.a_transposed};
   const int64_t panels = (g.N + kPanel - 1) / kPanel;
   if (on_pool)
     pool.parallel_for(static_cast<size_t>(panels), [&](size_t, size_t p0, size_t p1) {
