@@ -157,9 +157,9 @@ void run(benchmark::State& state, Gemm g, Library lib, bool cold) {
                                  g.tb, g.accumulate, lda, ldb, ldc);
         break;
       case Library::microkernel_f32:
-        sft::ops::cpu::gemm_microkernel::gemm({c.data(), ldc, a.data(), lda, g.ta, b.data(), ldb,
-                                               g.tb, g.M, g.N, g.K, g.accumulate},
-                                              sft::ops::cpu::gemm_microkernel::Threads::kPool);
+        sft::ops::cpu::gemm_microkernel::gemm(
+            {c.data(), ldc, a.data(), lda, g.ta, b.data(), ldb, g.tb, g.M, g.N, g.K, g.accumulate},
+            sft::ops::cpu::gemm_microkernel::Threads::kPool);
         break;
       case Library::onednn_bf16:
         sft::ops::onednn::matmul(Operand::bf16, c.data(), a16.data(), b16.data(), g.M, g.N, g.K,
@@ -183,11 +183,9 @@ void run(benchmark::State& state, Gemm g, Library lib, bool cold) {
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void register_one(const std::string& shape, Gemm g, Library lib, const char* lib_name,
-                  bool cold) {
+void register_one(const std::string& shape, Gemm g, Library lib, const char* lib_name, bool cold) {
   const std::string name = shape + "/" + lib_name + "/" + std::to_string(g.M) + "x" +
-                           std::to_string(g.N) + "x" + std::to_string(g.K) +
-                           (cold ? "/cold" : "");
+                           std::to_string(g.N) + "x" + std::to_string(g.K) + (cold ? "/cold" : "");
   benchmark::RegisterBenchmark(name.c_str(),
                                [g, lib, cold](benchmark::State& s) { run(s, g, lib, cold); })
       ->Unit(benchmark::kMillisecond)

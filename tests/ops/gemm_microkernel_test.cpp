@@ -1,8 +1,8 @@
 // ops/cpu/gemm_microkernel.h: the projection / LM-head GEMM against an fp64 product for every
 // layout (A and B stored or transposed), accumulate or not, strided operands, and every
 // remainder of its blocking: rows of the 6-row register block (M 1..13), columns of the 16-lane
-// vectors and 64-column panels (N 1..130), and K across its 128-step slices (0, 1, 127..129,
-// 300); exact on small integers, within (K + slices + 1) · 2⁻²⁴ of Σ|terms| on normal values;
+// vectors and 64-column panels (N 1..130), and K across its 256-step slices (0, 1, 129, 255..257,
+// 600); exact on small integers, within (K + slices + 1) · 2⁻²⁴ of Σ|terms| on normal values;
 // nothing outside C's block written. Bit-identical on the pool and on one thread, and each
 // element independent of the call's M, N and offset (the order rests on K alone). Then through
 // ops::matmul with SFT_MATMUL_F32=microkernel's dispatch (the path the step takes when chosen).
@@ -99,8 +99,8 @@ void expect_matches_reference(const Problem& p, bool integers) {
         want += t;
         magnitude += std::abs(t);
       }
-      // One rounding per fused multiply-add and one per slice of 128 joining C.
-      const double roundings = static_cast<double>(p.K + p.K / 128 + 2);
+      // One rounding per fused multiply-add and one per slice of 256 joining C.
+      const double roundings = static_cast<double>(p.K + p.K / 256 + 2);
       const double tol = integers ? 0.0 : roundings * 0x1p-24 * magnitude;
       const bool ok = std::abs(double(got) - want) <= tol;
       bad += !ok;
@@ -129,9 +129,12 @@ TEST_F(GemmMicrokernel, MatchesFp64OnEveryBlockRemainder) {
 TEST_F(GemmMicrokernel, MatchesFp64AcrossSlicesOfKAndRunsOfColumns) {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
-      for (int64_t K : {127, 128, 300}) expect_matches_reference({7, 33, K, ta, tb, true}, false);
-      // N past one thread's run of 512 columns, the M of a register block plus a remainder.
+      for (bool accumulate : {false, true})
+        for (int64_t K : {255, 256, 257, 600})
+          expect_matches_reference({7, 33, K, ta, tb, accumulate}, false);
+      // N past a run of 512 columns; M past a run of 240 rows.
       expect_matches_reference({20, 600, 40, ta, tb, false}, false);
+      expect_matches_reference({250, 70, 300, ta, tb, true}, false);
     }
 }
 

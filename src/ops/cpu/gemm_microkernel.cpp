@@ -1,12 +1,13 @@
 // The blocking, packing and partition of gemm_microkernel.h around fma_register_block.h's block.
 //
-// Sizes, and why: a B panel of kDepth = 128 steps × 64 columns is 32 KiB, inside the 48 KiB L1
-// of the Sapphire Rapids / Ice Lake cores this targets, so the panel's 4 loads per step of K hit
-// L1 while A's 6 broadcasts per step come from a 6 × kDepth strip (L1 or L2); C is read and
-// written once per slice of K, 6 × 64 values per 128 × 24 fused multiply-adds. A thread walks
-// its panels in runs of kColumnRun columns, every slice of K over a run before the next run, so
-// the run's C (M × 512 floats: 1–2 MiB at the step's M) stays in L2 across the slices instead of
-// streaming from memory once per slice (the LM head's 151936-wide C would).
+// Sizes, and why (measured with bench_gemm_shapes on the step's shapes, one thread, CPU time):
+// C is read and written once per slice of K, so slices are long, kDepth = 256 steps (7% faster
+// than 128, whose 32 KiB B panel fits L1 but doubles C's traffic; 384 within noise). Per run of
+// kColumnRun = 512 columns and slice of K the run's B panels (256 × 512: 512 KiB) are packed once
+// and C is swept kRowRun = 240 rows at a time, so the A strips (240 × 256: 240 KiB), C's block
+// (480 KiB) and the B run stay in the 2 MiB L2 while each 64 KiB B panel serves 40 register
+// blocks. Without the runs of rows (all M at once), the LM head's dW (M = 16384) and the 3072-row
+// projections' dW stream C and A from memory once per slice.
 #include "ops/cpu/gemm_microkernel.h"
 
 #include <immintrin.h>
@@ -22,7 +23,7 @@ namespace sft::ops::cpu::gemm_microkernel {
 namespace {
 
 using fma_block::first_lanes;
-constexpr int64_t kDepth = 128;
+constexpr int64_t kDepth = 256;
 constexpr int64_t kPanel = fma_block::kColumns;  // 64
 constexpr int64_t kRowBlock = fma_block::kRows;  // 6
 constexpr int64_t kColumnRun = 8 * kPanel;
@@ -57,28 +58,19 @@ constexpr int64_t kRowRun = 40 * kRowBlock;
   }
 }
 
-// A as the register block reads it, packed so that neither the 4 KiB strides of the step's
-// rows (which put a register block's 6 rows of A in one L1 set, evicting the B panel) nor
-// transposed storage reach the inner loop:
-//   stored (M, K):  slice by slice of K, rows of kDepth: packed[s·M·kDepth + m·kDepth + k]
-//   stored (K, M):  blocks of 6 rows with a step's 6 values adjacent: packed[b·6K + k·6 + i]
-struct PackedA {
-  const float* data;
-  int64_t M, K;
-  bool interleaved;  // the second layout
-  const float* strip(int64_t m0, int64_t k0) const {
-    return interleaved ? data + m0 * K + k0 * kRowBlock
-                       : data + (k0 / kDepth) * M * kDepth + m0 * kDepth + k0 % kDepth;
-  }
-  int64_t stride() const { return interleaved ? kRowBlock : kDepth; }
-};
-
-int64_t packed_a_floats(const Gemm& g) {
-  if (g.a_transposed) return (g.M + kRowBlock - 1) / kRowBlock * kRowBlock * g.K;
-  return g.M * ((g.K + kDepth - 1) / kDepth) * kDepth;
+// A as the register block reads it: blocks of 6 rows, each (K × 6) with a step's 6 values
+// adjacent, packed[b·6K + k·6 + i] = A(6b + i, k): one stream of broadcasts per block, whatever
+// A's storage (the step's rows are 4 KiB multiples apart, which would put a block's 6 rows of A
+// in one L1 set and evict the B panel).
+const float* a_strip(const float* packed, int64_t K, int64_t m0, int64_t k0) {
+  return packed + m0 * K + k0 * kRowBlock;
 }
 
-// Rows [m0, m1) of A (rows a multiple of 6 apart when interleaved) into their packed place.
+int64_t packed_a_floats(const Gemm& g) {
+  return (g.M + kRowBlock - 1) / kRowBlock * kRowBlock * g.K;
+}
+
+// Rows [m0, m1) of A (m0 a multiple of 6) into their packed blocks.
 [[SFT_AVX512_TARGET]] void pack_a(float* packed, const Gemm& g, int64_t m0, int64_t m1) {
   if (g.a_transposed) {
     // 16 blocks × 16 steps at a time: the 16 source rows' 96 floats stay in L1 while every block
@@ -97,23 +89,28 @@ int64_t packed_a_floats(const Gemm& g) {
       }
     return;
   }
-  for (int64_t r = m0; r < m1; ++r)
-    for (int64_t k0 = 0; k0 < g.K; k0 += kDepth) {
-      float* dst = packed + (k0 / kDepth) * g.M * kDepth + r * kDepth;
-      const float* src = g.a + r * g.lda + k0;
-      const int64_t depth = std::min(kDepth, g.K - k0);
-      for (int64_t k = 0; k < depth; k += 16) {
-        const __mmask16 m = first_lanes(std::min<int64_t>(16, depth - k));
-        _mm512_mask_storeu_ps(dst + k, m, _mm512_maskz_loadu_ps(m, src + k));
-      }
+  // Stored (M, K): 6 rows × 16 steps transposed at a time, the 6 values of each step stored.
+  for (int64_t r = m0; r < m1; r += kRowBlock) {
+    const int64_t rows = std::min<int64_t>(kRowBlock, g.M - r);
+    const __mmask16 out = first_lanes(rows);
+    float* dst = packed + r * g.K;
+    for (int64_t k = 0; k < g.K; k += 16) {
+      const int64_t steps = std::min<int64_t>(16, g.K - k);
+      const __mmask16 in = first_lanes(steps);
+      __m512 t[16];
+      for (int64_t i = 0; i < 16; ++i)
+        t[i] =
+            i < rows ? _mm512_maskz_loadu_ps(in, g.a + (r + i) * g.lda + k) : _mm512_setzero_ps();
+      fma_block::transpose16(t);
+      for (int64_t s = 0; s < steps; ++s)
+        _mm512_mask_storeu_ps(dst + (k + s) * kRowBlock, out, t[s]);
     }
+  }
 }
 
-// Panels [p0, p1) of C. Per run of kColumnRun columns and slice of K, the run's B panels are
-// packed once (kDepth × kColumnRun: 256 KiB, in L2), then C is swept kRowRun rows at a time, so
-// the A strip (kRowRun × kDepth) and C's block stay in L2 while each 32 KiB B panel is reused
-// from L1 by kRowRun / 6 register blocks.
-[[SFT_AVX512_TARGET]] void run_panels(const Gemm& g, const PackedA& a, int64_t p0, int64_t p1) {
+// Panels [p0, p1) of C: per run of columns and slice of K, the run's B panels packed once, then
+// C swept a run of rows at a time (see the sizes above).
+[[SFT_AVX512_TARGET]] void run_panels(const Gemm& g, const float* a, int64_t p0, int64_t p1) {
   alignas(64) static thread_local float panels[kDepth * kColumnRun];
   const int64_t n_end = std::min(g.N, p1 * kPanel);
   for (int64_t r0 = p0 * kPanel; r0 < n_end; r0 += kColumnRun) {
@@ -131,10 +128,8 @@ int64_t packed_a_floats(const Gemm& g) {
           for (int64_t m0 = i0; m0 < i1; m0 += kRowBlock) {
             const int64_t rows = std::min(kRowBlock, g.M - m0);
             __mmask16 last;
-            const fma_block::BlockFn fn = a.interleaved
-                                              ? fma_block::block_for<true>(rows, width, last)
-                                              : fma_block::block_for<false>(rows, width, last);
-            fn({g.c + m0 * g.ldc + n0, g.ldc, a.strip(m0, k0), a.stride(), panel, kPanel, 0,
+            const fma_block::BlockFn fn = fma_block::block_for<true>(rows, width, last);
+            fn({g.c + m0 * g.ldc + n0, g.ldc, a_strip(a, g.K, m0, k0), kRowBlock, panel, kPanel, 0,
                 depth, accumulate, nullptr, last});
           }
         }
@@ -167,14 +162,13 @@ void gemm(const Gemm& g, Threads threads) {
     });
   else
     pack_a(dst, g, 0, g.M);
-  const PackedA a{dst, g.M, g.K, g.a_transposed};
   const int64_t panels = (g.N + kPanel - 1) / kPanel;
   if (on_pool)
     pool.parallel_for(static_cast<size_t>(panels), [&](size_t, size_t p0, size_t p1) {
-      run_panels(g, a, static_cast<int64_t>(p0), static_cast<int64_t>(p1));
+      run_panels(g, dst, static_cast<int64_t>(p0), static_cast<int64_t>(p1));
     });
   else
-    run_panels(g, a, 0, panels);
+    run_panels(g, dst, 0, panels);
 }
 
 }  // namespace sft::ops::cpu::gemm_microkernel

@@ -8,12 +8,13 @@
 // b_transposed; C's (m, n) at c[m·ldc + n]. Strides are resolved (> 0); any M, N, K ≥ 0. Reads
 // nothing outside the three blocks and writes nothing outside C's.
 //
-// Shape of the work: B is copied a 64-column panel and 128 steps of K at a time into a 32 KiB
-// buffer that stays in L1 while every 6-row block of A streams past it (A read in place, or, when
-// stored transposed, first copied 6 rows interleaved so each step of K reads one line); the pool's
-// threads take contiguous runs of the 64-column panels.
+// Shape of the work: A is packed once per call into blocks of 6 rows whose 6 values per step of
+// K are adjacent (the register block's broadcasts read one stream); B is packed per thread, 256
+// steps of K × 512 columns at a time, into 64-column panels; C is swept in runs of 240 rows so
+// the A strips, the B panels and C's block stay in L2. The pool's threads take contiguous runs
+// of the 64-column panels (a partition fixed by N and the thread count).
 //
-// Numerics: each C element is the sum, in ascending order of K's 128-step slices, of one chain
+// Numerics: each C element is the sum, in ascending order of K's 256-step slices, of one chain
 // of fused multiply-adds per slice (C's old value, with accumulate, joins the first slice's
 // chain at its end). The order depends on K alone, not on M, N, the partition or the thread
 // count: results are bit-identical for any number of threads. They differ from a library GEMM's
