@@ -5,18 +5,20 @@
 // 600); exact on small integers, within (K + slices + 1) · 2⁻²⁴ of Σ|terms| on normal values;
 // nothing outside C's block written. Bit-identical on the pool and on one thread, and each
 // element independent of the call's M, N and offset (the order rests on K alone). Then through
-// ops::matmul with SFT_MATMUL_F32=microkernel's dispatch (the path the step takes when chosen).
+// ops::matmul under SFT_MATMUL_F32=microkernel (the path the step takes when chosen).
 // Skipped where the CPU (or SFT_CPU_ISA=generic) rules AVX-512 out.
 #include "ops/cpu/gemm_microkernel.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "core/rng.h"
 #include "ops/cpu/cpu_features.h"
+#include "ops/ops.h"
 
 namespace sft::ops::cpu::gemm_microkernel {
 namespace {
@@ -164,6 +166,30 @@ TEST_F(GemmMicrokernel, BitIdenticalForAnyPartitionAndBlocking) {
           ASSERT_EQ(part.c[i], pool.c[i]) << "(" << m << ", " << n << ")";
         }
     }
+}
+
+// ops::matmul<float> with SFT_MATMUL_F32=microkernel (ctest ops.matmul_microkernel sets it):
+// the default strides resolved, pool and caller threads, the same bits as a direct call.
+TEST_F(GemmMicrokernel, IsWhatOpsMatmulRunsWhenChosen) {
+  const char* chosen = std::getenv("SFT_MATMUL_F32");
+  if (!chosen || std::string(chosen) != "microkernel")
+    GTEST_SKIP() << "SFT_MATMUL_F32=microkernel not set (ctest ops.matmul_microkernel sets it)";
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (bool parallel : {false, true}) {
+        const int64_t M = 45, N = 130, K = 300;
+        Rng rng(3, static_cast<uint64_t>(ta * 2 + tb));
+        std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * N)),
+            c(static_cast<size_t>(M * N));
+        for (float& x : a) x = static_cast<float>(rng.normal());
+        for (float& x : b) x = static_cast<float>(rng.normal());
+        for (float& x : c) x = static_cast<float>(rng.normal());
+        std::vector<float> direct = c;
+        ops::matmul(c.data(), a.data(), b.data(), M, N, K, ta, tb, true, 0, 0, 0, parallel);
+        gemm({direct.data(), N, a.data(), ta ? M : K, ta, b.data(), tb ? K : N, tb, M, N, K, true},
+             Threads::kCaller);
+        EXPECT_EQ(c, direct) << "ta " << ta << " tb " << tb << " parallel " << parallel;
+      }
 }
 
 }  // namespace
