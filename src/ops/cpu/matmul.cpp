@@ -2,8 +2,12 @@
 // reference). float runs oneDNN or OpenBLAS by shape class, see prefer_onednn(); the policy is
 // a pure function of the problem, so a given thread count stays bit-identical run to run.
 // Calls from inside pool workers (parallel = false) always take single-threaded OpenBLAS:
-// oneDNN would start an OpenMP team per worker. SFT_MATMUL_F32=openblas|onednn overrides the
-// policy for benchmarks and bisecting (read once).
+// oneDNN would start an OpenMP team per worker. SFT_MATMUL_F32=openblas|onednn|microkernel
+// overrides the policy for benchmarks and bisecting (read once); microkernel is our own AVX-512
+// GEMM (gemm_microkernel.h), on every f32 call, pool workers' included. It is not in the automatic
+// policy: on the step's shapes (Qwen3-0.6B projections and the fused LM head's calls, one thread,
+// CPU time, docs/benchmarks.md issue 31) it ran within 0–25% behind the faster library and ahead
+// of neither by more than the noise, so the libraries keep every shape class.
 #include <cstdlib>
 #include <cstring>
 #include <string>
