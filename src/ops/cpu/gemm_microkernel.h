@@ -14,9 +14,9 @@
 // the A strips, the B panels and C's block stay in L2. The pool's threads take contiguous runs
 // of the 64-column panels (a partition fixed by N and the thread count).
 //
-// Numerics: each C element is the sum, in ascending order of K's 256-step slices, of one chain
-// of fused multiply-adds per slice (C's old value, with accumulate, joins the first slice's
-// chain at its end). The order depends on K alone, not on M, N, the partition or the thread
+// Numerics: each slice of 256 steps of K is one chain of fused multiply-adds from 0 per C
+// element, added to C once at its end (the first slice to C's old value only with accumulate),
+// slices in ascending order. The order depends on K alone, not on M, N, the partition or the thread
 // count: results are bit-identical for any number of threads. They differ from a library GEMM's
 // by rounding only.
 //

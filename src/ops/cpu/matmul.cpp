@@ -6,8 +6,8 @@
 // overrides the policy for benchmarks and bisecting (read once); microkernel is our own AVX-512
 // GEMM (gemm_microkernel.h), on every f32 call, pool workers' included. It is not in the automatic
 // policy: on the step's shapes (Qwen3-0.6B projections and the fused LM head's calls, one thread,
-// CPU time, docs/benchmarks.md issue 31) it ran within 0–25% behind the faster library and ahead
-// of neither by more than the noise, so the libraries keep every shape class.
+// CPU time, docs/benchmarks.md issue 31) it ran at 0.79–0.99× the faster library's speed, so the
+// libraries keep every shape class.
 #include <cstdlib>
 #include <cstring>
 #include <string>
