@@ -7,8 +7,9 @@
 //   fwd  y[T, O]  = x[T, I] · Wᵀ         dx  dx[T, I] = dy[T, O] · W
 //   dw   dW[O, I] += dy[T, O]ᵀ · x[T, I]
 // in f32 on OpenBLAS (our pool split), on oneDNN and on our own AVX-512 microkernel
-// (ops/cpu/gemm_microkernel.h), and in bf16 (f32 out) on oneDNN, each
-// through the same entry points ops::matmul uses. The label is the kernel oneDNN picked. CPU
+// (ops/cpu/gemm_microkernel.h), and in bf16 (f32 out) on oneDNN, each through the same entry
+// points ops::matmul uses; and "<model>/lm_head_ce/..." the fused LM head's own calls (512-row
+// chunks, strided 16384-wide vocabulary blocks of dZ). The label is the kernel oneDNN picked. CPU
 // time is the whole process's, so on a shared machine GFLOP per (CPU time / threads) estimates
 // the idle rate.
 // "/cold" variants evict the caches before every call (a 512 MiB buffer rewritten outside the
