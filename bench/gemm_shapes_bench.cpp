@@ -6,8 +6,10 @@
 // tied embedding):
 //   fwd  y[T, O]  = x[T, I] · Wᵀ         dx  dx[T, I] = dy[T, O] · W
 //   dw   dW[O, I] += dy[T, O]ᵀ · x[T, I]
-// in f32 on OpenBLAS (our pool split) and on oneDNN, and in bf16 (f32 out) on oneDNN, each
-// through the same entry points ops::matmul uses. The label is the kernel oneDNN picked. CPU
+// in f32 on OpenBLAS (our pool split), on oneDNN and on our own AVX-512 microkernel
+// (ops/cpu/gemm_microkernel.h), and in bf16 (f32 out) on oneDNN, each through the same entry
+// points ops::matmul uses; and "<model>/lm_head_ce/..." the fused LM head's own calls (512-row
+// chunks, strided 16384-wide vocabulary blocks of dZ). The label is the kernel oneDNN picked. CPU
 // time is the whole process's, so on a shared machine GFLOP per (CPU time / threads) estimates
 // the idle rate.
 // "/cold" variants evict the caches before every call (a 512 MiB buffer rewritten outside the
@@ -23,6 +25,8 @@
 
 #include "core/half.h"
 #include "core/rng.h"
+#include "ops/cpu/cpu_features.h"
+#include "ops/cpu/gemm_microkernel.h"
 #include "ops/cpu/matmul_openblas.h"
 #include "ops/cpu/onednn_matmul.h"
 
@@ -64,12 +68,13 @@ std::vector<Model> models() {
 }
 
 enum class Pass { fwd, dx, dw };
-enum class Library { openblas_f32, onednn_f32, onednn_bf16 };
+enum class Library { openblas_f32, onednn_f32, microkernel_f32, onednn_bf16 };
 
 // The GEMM of `pass` for projection p, as ops::matmul arguments (dense strides).
 struct Gemm {
   int64_t M, N, K;
   bool ta, tb, accumulate;
+  int64_t lda = 0, ldb = 0;  // 0: dense
 };
 
 Gemm gemm_of(Pass pass, const Projection& p) {
@@ -80,6 +85,23 @@ Gemm gemm_of(Pass pass, const Projection& p) {
       return {kTokens, p.in, p.out, false, false, false};
     case Pass::dw:
       return {p.out, p.in, kTokens, true, false, true};
+  }
+  return {};
+}
+
+// The fused LM head + CE's calls (ops/cpu/lm_head_ce.cpp) at its defaults: chunks of R = 512
+// rows, dZ (R × V) read a vocabulary block of VB = 16384 columns at a time (row stride V):
+//   fwd  Z[R, V] = X[R, C] · Wᵀ    dx  dX[R, C] += dZ[:, v0:v0+VB] · W[v0:v0+VB]
+//   dw   dW[v0:v0+VB] += dZ[:, v0:v0+VB]ᵀ · X
+Gemm lm_head_ce_gemm_of(Pass pass, int64_t C) {
+  constexpr int64_t R = 512, VB = 16384;
+  switch (pass) {
+    case Pass::fwd:
+      return {R, kVocab, C, false, true, false};
+    case Pass::dx:
+      return {R, C, VB, false, false, true, kVocab, C};
+    case Pass::dw:
+      return {VB, C, R, true, false, true, kVocab, C};
   }
   return {};
 }
@@ -111,13 +133,18 @@ void run(benchmark::State& state, Gemm g, Library lib, bool cold) {
     state.SkipWithError("skipped: oneDNN has no bf16 matmul on this CPU (below AVX-512)");
     return;
   }
-  const int64_t a_size = g.M * g.K, b_size = g.K * g.N;
-  const std::vector<float> a = random_floats(a_size, 1), b = random_floats(b_size, 2);
+  if (lib == Library::microkernel_f32 && !sft::ops::cpu::use_avx512()) {
+    state.SkipWithError("skipped: our microkernel needs AVX-512");
+    return;
+  }
+  const int64_t lda = g.lda ? g.lda : (g.ta ? g.M : g.K), ldb = g.ldb ? g.ldb : (g.tb ? g.K : g.N),
+                ldc = g.N;
+  const std::vector<float> a = random_floats((g.ta ? g.K : g.M) * lda, 1),
+                           b = random_floats((g.tb ? g.N : g.K) * ldb, 2);
   std::vector<float> c(static_cast<size_t>(g.M * g.N), 0.0f);
-  const int64_t lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N, ldc = g.N;
   std::vector<uint16_t> a16, b16;
   if (lib == Library::onednn_bf16) a16 = to_bf16(a), b16 = to_bf16(b);
-  if (lib != Library::openblas_f32)
+  if (lib == Library::onednn_f32 || lib == Library::onednn_bf16)
     state.SetLabel(sft::ops::onednn::implementation(
         lib == Library::onednn_bf16 ? Operand::bf16 : Operand::f32, g.M, g.N, g.K, g.ta, g.tb));
   auto once = [&] {
@@ -129,6 +156,11 @@ void run(benchmark::State& state, Gemm g, Library lib, bool cold) {
       case Library::onednn_f32:
         sft::ops::onednn::matmul(Operand::f32, c.data(), a.data(), b.data(), g.M, g.N, g.K, g.ta,
                                  g.tb, g.accumulate, lda, ldb, ldc);
+        break;
+      case Library::microkernel_f32:
+        sft::ops::cpu::gemm_microkernel::gemm(
+            {c.data(), ldc, a.data(), lda, g.ta, b.data(), ldb, g.tb, g.M, g.N, g.K, g.accumulate},
+            sft::ops::cpu::gemm_microkernel::Threads::kPool);
         break;
       case Library::onednn_bf16:
         sft::ops::onednn::matmul(Operand::bf16, c.data(), a16.data(), b16.data(), g.M, g.N, g.K,
@@ -152,28 +184,37 @@ void run(benchmark::State& state, Gemm g, Library lib, bool cold) {
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void register_one(const std::string& shape, Gemm g, Library lib, const char* lib_name, bool cold) {
+  const std::string name = shape + "/" + lib_name + "/" + std::to_string(g.M) + "x" +
+                           std::to_string(g.N) + "x" + std::to_string(g.K) + (cold ? "/cold" : "");
+  benchmark::RegisterBenchmark(name.c_str(),
+                               [g, lib, cold](benchmark::State& s) { run(s, g, lib, cold); })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->MinTime(0.2);
+}
+
 void register_all() {
   const std::pair<Pass, const char*> passes[] = {
       {Pass::fwd, "fwd"}, {Pass::dx, "dx"}, {Pass::dw, "dw"}};
   const std::pair<Library, const char*> libs[] = {{Library::openblas_f32, "openblas_f32"},
                                                   {Library::onednn_f32, "onednn_f32"},
+                                                  {Library::microkernel_f32, "microkernel_f32"},
                                                   {Library::onednn_bf16, "onednn_bf16"}};
   for (const Model& m : models())
     for (const Projection& p : m.projections)
       for (const auto& [pass, pass_name] : passes)
         for (const auto& [lib, lib_name] : libs)
-          for (const bool cold : {false, true}) {
-            const Gemm g = gemm_of(pass, p);
-            const std::string name = std::string(m.name) + "/" + p.name + "/" + pass_name + "/" +
-                                     lib_name + "/" + std::to_string(g.M) + "x" +
-                                     std::to_string(g.N) + "x" + std::to_string(g.K) +
-                                     (cold ? "/cold" : "");
-            benchmark::RegisterBenchmark(
-                name.c_str(), [g, lib = lib, cold](benchmark::State& s) { run(s, g, lib, cold); })
-                ->Unit(benchmark::kMillisecond)
-                ->UseRealTime()
-                ->MinTime(0.2);
-          }
+          for (const bool cold : {false, true})
+            register_one(std::string(m.name) + "/" + p.name + "/" + pass_name, gemm_of(pass, p),
+                         lib, lib_name, cold);
+  // The fused LM head's own calls: 512-row chunks, strided vocabulary blocks of dZ.
+  for (const Model& m : models())
+    for (const auto& [pass, pass_name] : passes)
+      for (const auto& [lib, lib_name] : libs)
+        for (const bool cold : {false, true})
+          register_one(std::string(m.name) + "/lm_head_ce/" + pass_name,
+                       lm_head_ce_gemm_of(pass, m.projections.back().in), lib, lib_name, cold);
 }
 
 }  // namespace

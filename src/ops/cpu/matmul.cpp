@@ -2,8 +2,12 @@
 // reference). float runs oneDNN or OpenBLAS by shape class, see prefer_onednn(); the policy is
 // a pure function of the problem, so a given thread count stays bit-identical run to run.
 // Calls from inside pool workers (parallel = false) always take single-threaded OpenBLAS:
-// oneDNN would start an OpenMP team per worker. SFT_MATMUL_F32=openblas|onednn overrides the
-// policy for benchmarks and bisecting (read once).
+// oneDNN would start an OpenMP team per worker. SFT_MATMUL_F32=openblas|onednn|microkernel
+// overrides the policy for benchmarks and bisecting (read once); microkernel is our own AVX-512
+// GEMM (gemm_microkernel.h), on every f32 call, pool workers' included. It is not in the automatic
+// policy: on the step's shapes (Qwen3-0.6B projections and the fused LM head's calls, one thread,
+// CPU time, docs/benchmarks.md issue 31) it ran at 0.79–0.99× the faster library's speed, so the
+// libraries keep every shape class.
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -11,6 +15,8 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "ops/cpu/cpu_features.h"
+#include "ops/cpu/gemm_microkernel.h"
 #include "ops/cpu/matmul_openblas.h"
 #include "ops/cpu/onednn_matmul.h"
 #include "ops/ops.h"
@@ -19,7 +25,7 @@ namespace sft::ops {
 
 namespace {
 
-enum class F32Library { automatic, openblas, onednn };
+enum class F32Library { automatic, openblas, onednn, microkernel };
 
 F32Library f32_override() {
   static const F32Library choice = [] {
@@ -27,8 +33,15 @@ F32Library f32_override() {
     if (!v || !*v || std::strcmp(v, "auto") == 0) return F32Library::automatic;
     if (std::strcmp(v, "openblas") == 0) return F32Library::openblas;
     if (std::strcmp(v, "onednn") == 0) return F32Library::onednn;
+    if (std::strcmp(v, "microkernel") == 0) {
+      if (!cpu::use_avx512())
+        fail("ops",
+             "SFT_MATMUL_F32=microkernel needs AVX-512, which this CPU (or SFT_CPU_ISA) rules out "
+             "(hint: use auto, openblas or onednn)");
+      return F32Library::microkernel;
+    }
     fail("ops", std::string("SFT_MATMUL_F32='") + v +
-                    "' is not a matmul library (hint: use auto, openblas or onednn)");
+                    "' is not a matmul library (hint: use auto, openblas, onednn or microkernel)");
   }();
   return choice;
 }
@@ -55,6 +68,13 @@ void matmul(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, bool 
             bool trans_b, bool accumulate, int64_t lda, int64_t ldb, int64_t ldc, bool parallel) {
   if constexpr (std::is_same_v<T, float>) {
     const F32Library lib = f32_override();
+    if (lib == F32Library::microkernel) {
+      using namespace cpu::gemm_microkernel;
+      gemm({c, ldc ? ldc : N, a, lda ? lda : (trans_a ? M : K), trans_a, b,
+            ldb ? ldb : (trans_b ? K : N), trans_b, M, N, K, accumulate},
+           parallel ? Threads::kPool : Threads::kCaller);
+      return;
+    }
     if (parallel && M > 0 && N > 0 && K > 0 &&
         (lib == F32Library::onednn ||
          (lib == F32Library::automatic && prefer_onednn(M, N, K, trans_b)))) {
