@@ -99,9 +99,12 @@ TEST_P(Matmul4Bit, EqualsTheProductWithTheDequantizedWeight) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Matmul4Bit,
                          ::testing::Values(
-                             // 1024 columns: panels of 256 rows, the last one short
-                             Shape{5, 600, 1024, true, false}, Shape{5, 600, 1024, false, false},
-                             Shape{3, 600, 1024, true, true}, Shape{3, 600, 1024, false, true},
+                             // K 2048, N 600: panels of 512 output columns, the last one
+                             // short (rows of W for a · Wᵀ, columns of W for a · W)
+                             Shape{5, 600, 2048, true, false}, Shape{5, 2048, 600, false, false},
+                             Shape{3, 600, 2048, true, true}, Shape{3, 2048, 600, false, true},
+                             // K 17000: the narrowest panels (64 columns), the last one short
+                             Shape{2, 100, 17000, true, true}, Shape{2, 17000, 100, false, true},
                              // 15 elements: an odd count, one short block
                              Shape{2, 3, 5, true, false}, Shape{2, 3, 5, false, true}));
 
