@@ -99,10 +99,10 @@ TEST_P(Matmul4Bit, EqualsTheProductWithTheDequantizedWeight) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Matmul4Bit,
                          ::testing::Values(
-                             // K 2048, N 600: panels of 512 output columns, the last one
-                             // short (rows of W for a · Wᵀ, columns of W for a · W)
-                             Shape{5, 600, 2048, true, false}, Shape{5, 2048, 600, false, false},
-                             Shape{3, 600, 2048, true, true}, Shape{3, 2048, 600, false, true},
+                             // K 2048, N 1100: panels of 1024 output columns (2^21 values),
+                             // the last one short (rows of W for a · Wᵀ, columns for a · W)
+                             Shape{5, 1100, 2048, true, false}, Shape{5, 2048, 1100, false, false},
+                             Shape{3, 1100, 2048, true, true}, Shape{3, 2048, 1100, false, true},
                              // K 17000: the narrowest panels (64 columns), the last one short
                              Shape{2, 100, 17000, true, true}, Shape{2, 17000, 100, false, true},
                              // 15 elements: an odd count, one short block

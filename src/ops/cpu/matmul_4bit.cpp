@@ -24,9 +24,11 @@ namespace sft::ops::cpu {
 
 namespace {
 
-// 1 Mi values: 2 MiB of bf16 (one core's L2 on the Xeons with AMX), K × 512 columns at
-// Qwen3-1.7B's K = 2048. Measured with bench_matmul_4bit (docs/benchmarks.md, QLoRA).
-constexpr int64_t kPanelElements = int64_t{1} << 20;
+// 2 Mi values: 4 MiB of bf16, 1024 columns at K = 2048, 320 at K = 6144 (Qwen3-1.7B). On an
+// AMX Xeon (bench_matmul_4bit, one thread, CPU time over Qwen3-1.7B's projections) 2^21 was
+// 10% faster than 2^20 and 4% faster than 2^22; from 2^20 up the 4-bit product runs at the
+// dense bf16 product's rate (docs/benchmarks.md, QLoRA).
+constexpr int64_t kPanelElements = int64_t{1} << 21;
 // Panel widths are multiples of this, so the GEMM's column blocks stay whole.
 constexpr int64_t kColumnQuantum = 64;
 
