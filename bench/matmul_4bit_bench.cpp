@@ -6,6 +6,7 @@
 // medians over the rounds after the first (the first pays oneDNN's kernel generation).
 //
 // usage: bench_matmul_4bit [--shape 1.7b|4b|8b] [--tokens M] [--rounds N] [--dtype bf16|f32]
+//                          [--only dequant]   (the dequantization rate alone)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -16,10 +17,12 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/half.h"
 #include "ops/cpu/bnb_quant.h"
+#include "ops/cpu/dequant4.h"
 #include "ops/ops.h"
 
 using namespace sft;
@@ -46,9 +49,9 @@ struct Clock {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
     const auto secs = [](timeval t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
-    return {std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-                .count(),
-            secs(u.ru_utime) + secs(u.ru_stime)};
+    return {
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(),
+        secs(u.ru_utime) + secs(u.ru_stime)};
   }
 };
 
@@ -65,29 +68,72 @@ std::vector<float> normal(size_t n, uint32_t seed, float scale) {
   return v;
 }
 
+// ops/cpu/dequant4.h alone, on this thread: a 6144 × 2048 NF4 weight into a 2^21-value buffer
+// a panel at a time, as matmul_4bit does; billions of elements per CPU second, f32 and bf16.
+void dequantization_rate(int64_t rounds) {
+  const int64_t n = int64_t{6144} * 2048, panel = int64_t{1} << 21;
+  std::vector<uint8_t> packed(static_cast<size_t>(n / 2));
+  for (size_t i = 0; i < packed.size(); ++i) packed[i] = static_cast<uint8_t>(i * 131 + 7);
+  std::vector<float> absmax(static_cast<size_t>(n / 64), 0.02f), f32(static_cast<size_t>(panel));
+  std::vector<uint16_t> bf16(static_cast<size_t>(panel));
+  const ops::cpu::Packed4 w{packed.data(), absmax.data(),
+                            ops::cpu::quant4_code(ops::Quant4Type::kNf4).data(), 64};
+  std::vector<double> f32_cpu, bf16_cpu;
+  for (int64_t r = 0; r < rounds; ++r) {
+    for (auto [out, times] : {std::pair{static_cast<void*>(f32.data()), &f32_cpu},
+                              std::pair{static_cast<void*>(bf16.data()), &bf16_cpu}}) {
+      const Clock t0 = Clock::now();
+      for (int64_t first = 0; first < n; first += panel) {
+        if (out == f32.data())
+          ops::cpu::dequantize4(w, first, std::min(panel, n - first), f32.data());
+        else
+          ops::cpu::dequantize4(w, first, std::min(panel, n - first), bf16.data());
+      }
+      times->push_back(Clock::now().cpu - t0.cpu);
+    }
+  }
+  std::printf(
+      "\ndequantize4 alone (one thread, 6144 × 2048 NF4): %.2f G elements per CPU s to "
+      "f32, %.2f to bf16\n",
+      1e-9 * double(n) / median(f32_cpu), 1e-9 * double(n) / median(bf16_cpu));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string shape = "1.7b", dtype = "bf16";
   int64_t M = 1024, rounds = 4;
+  bool dequant_only = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--shape") shape = argv[i + 1];
-    else if (flag == "--tokens") M = std::atoll(argv[i + 1]);
-    else if (flag == "--rounds") rounds = std::atoll(argv[i + 1]);
-    else if (flag == "--dtype") dtype = argv[i + 1];
+    if (flag == "--shape")
+      shape = argv[i + 1];
+    else if (flag == "--tokens")
+      M = std::atoll(argv[i + 1]);
+    else if (flag == "--rounds")
+      rounds = std::atoll(argv[i + 1]);
+    else if (flag == "--dtype")
+      dtype = argv[i + 1];
+    else if (flag == "--only" && std::string(argv[i + 1]) == "dequant")
+      dequant_only = true;
     else {
-      std::fprintf(stderr, "[bench] unknown flag %s; usage: bench_matmul_4bit [--shape 1.7b|4b|8b]"
-                           " [--tokens M] [--rounds N] [--dtype bf16|f32]\n", argv[i]);
+      std::fprintf(stderr,
+                   "[bench] unknown flag %s; usage: bench_matmul_4bit [--shape 1.7b|4b|8b]"
+                   " [--tokens M] [--rounds N] [--dtype bf16|f32] [--only dequant]\n",
+                   argv[i]);
       return 2;
     }
   }
+  if (dequant_only) {
+    dequantization_rate(rounds);
+    return 0;
+  }
   const bool bf16 = dtype == "bf16";
-  std::printf("matmul_4bit vs dense %s, Qwen3-%s projections, M %lld, %lld rounds (medians of "
-              "rounds 2..)\n\n| W | pass | 4-bit GFLOP/s wall | dense | 4-bit / dense | 4-bit "
-              "GFLOP/s per CPU s | dense |\n|---|---|---|---|---|---|---|\n",
-              dtype.c_str(), shape.c_str(), static_cast<long long>(M),
-              static_cast<long long>(rounds));
+  std::printf(
+      "matmul_4bit vs dense %s, Qwen3-%s projections, M %lld, %lld rounds (medians of "
+      "rounds 2..)\n\n| W | pass | 4-bit GFLOP/s wall | dense | 4-bit / dense | 4-bit "
+      "GFLOP/s per CPU s | dense |\n|---|---|---|---|---|---|---|\n",
+      dtype.c_str(), shape.c_str(), static_cast<long long>(M), static_cast<long long>(rounds));
   double total4 = 0, total_dense = 0, cpu4_total = 0, cpu_dense_total = 0;
   for (const Projection& p : projections(shape)) {
     const int64_t n = p.rows * p.cols;
@@ -101,7 +147,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < dense.size(); ++i) dense_bf16[i] = f32_to_bf16(dense[i]);
     const ops::Weight4Bit q{ops::view_of(packed.data(), 1, static_cast<int64_t>(packed.size())),
                             ops::view_of(absmax.data(), 1, static_cast<int64_t>(absmax.size())),
-                            p.rows, p.cols, 64, ops::Quant4Type::kNf4};
+                            p.rows,
+                            p.cols,
+                            64,
+                            ops::Quant4Type::kNf4};
     for (bool trans_w : {true, false}) {
       const int64_t K = trans_w ? p.cols : p.rows, N = trans_w ? p.rows : p.cols;
       std::vector<float> a = normal(static_cast<size_t>(M * K), 2, 1.0f), c(size_t(M * N));
@@ -121,8 +170,8 @@ int main(int argc, char** argv) {
       };
       std::vector<double> wall4, cpu4, wall_d, cpu_d;
       for (int64_t r = 0; r < rounds; ++r) {
-        for (auto [run, wall, cpu] : {std::tuple{&four_bit, &wall4, &cpu4},
-                                      std::tuple{&full, &wall_d, &cpu_d}}) {
+        for (auto [run, wall, cpu] :
+             {std::tuple{&four_bit, &wall4, &cpu4}, std::tuple{&full, &wall_d, &cpu_d}}) {
           const Clock t0 = Clock::now();
           (*run)();
           const Clock t1 = Clock::now();
@@ -143,9 +192,11 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  std::printf("\nsum of medians: 4-bit %.3f s, dense %.3f s wall (4-bit / dense %.2f); 4-bit %.3f s, "
-              "dense %.3f s CPU (4-bit / dense %.2f)\n",
-              total4, total_dense, total4 / total_dense, cpu4_total, cpu_dense_total,
-              cpu4_total / cpu_dense_total);
+  dequantization_rate(rounds);
+  std::printf(
+      "\nsum of medians: 4-bit %.3f s, dense %.3f s wall (4-bit / dense %.2f); 4-bit %.3f s, "
+      "dense %.3f s CPU (4-bit / dense %.2f)\n",
+      total4, total_dense, total4 / total_dense, cpu4_total, cpu_dense_total,
+      cpu4_total / cpu_dense_total);
   return 0;
 }

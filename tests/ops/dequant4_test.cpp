@@ -30,7 +30,9 @@ uint32_t bits(float x) {
   std::memcpy(&b, &x, 4);
   return b;
 }
-uint32_t bits(uint16_t x) { return x; }
+uint32_t bits(uint16_t x) {
+  return x;
+}
 
 struct Tensor {
   std::vector<uint8_t> packed;
@@ -49,9 +51,12 @@ Tensor random_tensor(int64_t n, int64_t blocksize, uint32_t seed) {
            std::vector<float>(static_cast<size_t>(quant_block_count(n, blocksize))), blocksize};
   for (size_t i = 0; i < t.packed.size(); ++i) t.packed[i] = static_cast<uint8_t>(i * 97 + seed);
   std::uniform_real_distribution<float> scale(1e-4f, 3.0f);
-  const float awkward[] = {0.0f, std::numeric_limits<float>::denorm_min(), 1e-39f,
+  const float awkward[] = {0.0f,
+                           std::numeric_limits<float>::denorm_min(),
+                           1e-39f,
                            std::numeric_limits<float>::infinity(),
-                           std::numeric_limits<float>::quiet_NaN(), 3.0e38f};
+                           std::numeric_limits<float>::quiet_NaN(),
+                           3.0e38f};
   for (size_t b = 0; b < t.absmax.size(); ++b)
     t.absmax[b] = b % 7 == 3 ? awkward[(b / 7) % std::size(awkward)] : scale(rng);
   return t;

@@ -29,41 +29,68 @@ void scalar(const Packed4& w, int64_t first, int64_t n, T* out) {
     out[j] = stored<T>(quant4_element(w.packed, w.absmax, w.code, first + j, w.blocksize));
 }
 
-[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline void store16(float* out, __m512 v) {
-  _mm512_storeu_ps(out, v);
-}
-[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline void store16(uint16_t* out,
-                                                                            __m512 v) {
-  bf16_store16(out, v);
-}
-
-// 16 bytes → 32 indices in element order: the even element's index is the byte's high nibble,
-// so each byte contributes (byte >> 4, byte) to the interleave. Only bits 3..0 of a vpermps
-// index count, so neither half needs masking: the shifted-in bits of the neighbouring byte
-// and the high nibble left in `bytes` fall above them.
-template <typename T>
-[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline void expand32(const uint8_t* bytes,
-                                                                            __m512 code,
-                                                                            __m512 scale, T* out) {
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+// 16 bytes → their 32 indices in element order, as two halves of 16 bytes: the even element's
+// index is the byte's high nibble, so each byte contributes (byte >> 4, byte). The bits above
+// each nibble are left as they fall (the shift brings in the neighbouring byte's low bits, the
+// unshifted byte keeps its high nibble): the lookups below read only an index's low 4 bits.
+struct Indices {
+  __m128i first, second;
+};
+[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline Indices indices32(const uint8_t* p) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   const __m128i high = _mm_srli_epi16(b, 4);
-  const __m512i first = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(high, b));
-  const __m512i second = _mm512_cvtepu8_epi32(_mm_unpackhi_epi8(high, b));
-  store16(out, _mm512_mul_ps(_mm512_permutexvar_ps(first, code), scale));
-  store16(out + 16, _mm512_mul_ps(_mm512_permutexvar_ps(second, code), scale));
+  return {_mm_unpacklo_epi8(high, b), _mm_unpackhi_epi8(high, b)};
+}
+[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline __m128i indices16(const uint8_t* p) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm_unpacklo_epi8(_mm_srli_epi16(b, 4), b);
 }
 
-template <typename T>
-[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline void expand16(const uint8_t* bytes,
-                                                                            __m512 code,
-                                                                            __m512 scale, T* out) {
-  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes));
-  const __m512i idx = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(_mm_srli_epi16(b, 4), b));
-  store16(out, _mm512_mul_ps(_mm512_permutexvar_ps(idx, code), scale));
+// A block's 16 possible values, code × absmax (one f32 multiply each, as the scalar path), are
+// computed once; every element is then a table lookup: vpermps on the f32 values, or vpermw on
+// the values already rounded to bf16 (16 lanes, repeated in both halves of the register so
+// that 32 lookups ignore the index's bit 4).
+struct F32Table {
+  __m512 values;
+};
+struct Bf16Table {
+  __m512i values;
+};
+
+[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline F32Table table_of(__m512 products,
+                                                                                float*) {
+  return {products};
+}
+[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline Bf16Table table_of(__m512 products,
+                                                                                 uint16_t*) {
+  return {_mm512_broadcast_i64x4(bf16_round16(products))};
 }
 
-// Block by block: within a block the scale is one broadcast; an odd start takes one scalar
-// element so the vector loads begin on a byte; the block's remainder below 16 is scalar.
+[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline void lookup32(const F32Table& t,
+                                                                            Indices i, float* out) {
+  _mm512_storeu_ps(out, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(i.first), t.values));
+  _mm512_storeu_ps(out + 16, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(i.second), t.values));
+}
+[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline void lookup32(const Bf16Table& t,
+                                                                            Indices i,
+                                                                            uint16_t* out) {
+  const __m512i idx = _mm512_cvtepu8_epi16(_mm256_set_m128i(i.second, i.first));
+  _mm512_storeu_si512(out, _mm512_permutexvar_epi16(idx, t.values));
+}
+[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline void lookup16(const F32Table& t,
+                                                                            __m128i i, float* out) {
+  _mm512_storeu_ps(out, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(i), t.values));
+}
+[[gnu::always_inline, gnu::target(SFT_AVX512_TARGET)]] inline void lookup16(const Bf16Table& t,
+                                                                            __m128i i,
+                                                                            uint16_t* out) {
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(out),
+      _mm256_permutexvar_epi16(_mm256_cvtepu8_epi16(i), _mm512_castsi512_si256(t.values)));
+}
+
+// Block by block: an odd start takes one scalar element so the vector loads begin on a byte;
+// the block's remainder below 16 is scalar.
 template <typename T>
 [[gnu::target(SFT_AVX512_TARGET)]] void avx512(const Packed4& w, int64_t first, int64_t n, T* out) {
   const __m512 code = _mm512_loadu_ps(w.code);
@@ -76,9 +103,13 @@ template <typename T>
       out[i - first] = stored<T>(quant4_element(w.packed, w.absmax, w.code, i, w.blocksize));
       ++i;
     }
-    const __m512 scale = _mm512_set1_ps(w.absmax[block]);
-    for (; i + 32 <= block_end; i += 32) expand32(w.packed + i / 2, code, scale, out + (i - first));
-    for (; i + 16 <= block_end; i += 16) expand16(w.packed + i / 2, code, scale, out + (i - first));
+    if (i + 16 <= block_end) {
+      const auto table = table_of(_mm512_mul_ps(code, _mm512_set1_ps(w.absmax[block])), out);
+      for (; i + 32 <= block_end; i += 32)
+        lookup32(table, indices32(w.packed + i / 2), out + (i - first));
+      for (; i + 16 <= block_end; i += 16)
+        lookup16(table, indices16(w.packed + i / 2), out + (i - first));
+    }
     for (; i < block_end; ++i)
       out[i - first] = stored<T>(quant4_element(w.packed, w.absmax, w.code, i, w.blocksize));
   }
