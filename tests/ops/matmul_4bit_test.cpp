@@ -106,7 +106,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Matmul4Bit,
                              // K 17000: the narrowest panels (64 columns), the last one short
                              Shape{2, 100, 17000, true, true}, Shape{2, 17000, 100, false, true},
                              // 15 elements: an odd count, one short block
-                             Shape{2, 3, 5, true, false}, Shape{2, 3, 5, false, true}));
+                             Shape{2, 3, 5, true, false}, Shape{2, 3, 5, false, true}),
+                         [](const auto& info) {
+                           const Shape& s = info.param;
+                           return "M" + std::to_string(s.M) + "_W" + std::to_string(s.rows) + "x" +
+                                  std::to_string(s.cols) + (s.trans_w ? "_aWt" : "_aW") +
+                                  (s.bf16 ? "_bf16" : "_f32");
+                         });
 
 using test::error_of;
 
