@@ -25,9 +25,9 @@ namespace sft::ops::cpu {
 namespace {
 
 // 2 Mi values: 4 MiB of bf16, 1024 columns at K = 2048, 320 at K = 6144 (Qwen3-1.7B). On an
-// AMX Xeon (bench_matmul_4bit, one thread, CPU time over Qwen3-1.7B's projections) 2^21 was
-// 10% faster than 2^20 and 4% faster than 2^22; from 2^20 up the 4-bit product runs at the
-// dense bf16 product's rate (docs/benchmarks.md, QLoRA).
+// AMX Xeon (bench_matmul_4bit, one thread, CPU time over Qwen3-1.7B's projections, 4-bit /
+// dense bf16 with W whole): 1.03 at 2^20, 0.87–0.90 at 2^21, 0.96 at 2^22 (docs/benchmarks.md,
+// QLoRA).
 constexpr int64_t kPanelElements = int64_t{1} << 21;
 // Panel widths are multiples of this, so the GEMM's column blocks stay whole.
 constexpr int64_t kColumnQuantum = 64;
