@@ -103,8 +103,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Matmul4Bit,
                              // the last one short (rows of W for a · Wᵀ, columns for a · W)
                              Shape{5, 1100, 2048, true, false}, Shape{5, 2048, 1100, false, false},
                              Shape{3, 1100, 2048, true, true}, Shape{3, 2048, 1100, false, true},
-                             // K 17000: the narrowest panels (64 columns), the last one short
-                             Shape{2, 100, 17000, true, true}, Shape{2, 17000, 100, false, true},
+                             // K 17000: the narrowest panels (256 columns), the last one short
+                             Shape{2, 300, 17000, true, true}, Shape{2, 17000, 300, false, true},
                              // 15 elements: an odd count, one short block
                              Shape{2, 3, 5, true, false}, Shape{2, 3, 5, false, true}),
                          [](const auto& info) {
