@@ -112,9 +112,9 @@ def run_sft(a, binary: str, tag: str, shape: str, folder: Path, data: Path, env:
     child = lib.run_child(sft_command(a, binary, folder, data, out), env, out.parent / f"{tag}-{shape}.log")
     if child["rc"] != 0:
         raise RuntimeError(f"sft {shape} failed ({child['rc']}):\n{child['stderr'][-3000:]}")
-    if a.profile:
-        table = child["stderr"][child["stderr"].find("op time (SFT_PROFILE)"):].splitlines()
-        print("\n".join(table[:12]), flush=True)
+    start = child["stderr"].find("op time (SFT_PROFILE)")
+    if a.profile and start >= 0:
+        print("\n".join(child["stderr"][start:].splitlines()[:12]), flush=True)
     events = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     events = [e for e in events if "loss" in e and "step_time_s" in e]
     seen = [int(e["num_tokens"]) for e in events]
