@@ -25,7 +25,9 @@ tied), qwen3-4b (36 layers, hidden 2560, 4.02B, tied), qwen3-8b (36 layers, hidd
 Run: ~/.venv-sft/bin/python tools/bench_qlora_memory.py --sft build/sft --shapes qwen3-1.7b,qwen3-4b,qwen3-8b \
          --trl_shapes qwen3-1.7b
 Only the memory figures are meaningful on a busy machine; tokens/s need an idle one (the load average is
-printed before and after).
+printed before and after). --sft_before OTHER_SFT runs a second sft binary (say, main's build before a change) on
+each shape right before --sft, for an A/B in one invocation; --profile runs sft with SFT_PROFILE=1 and prints the
+top rows of its op-time table (ops/profile.h: which kernels the step spends its time in).
 """
 
 import argparse
@@ -90,8 +92,8 @@ def write_bf16_model(shape: str, folder: Path, config_dir: Path) -> None:
             (folder / name).write_bytes((config_dir / name).read_bytes())
 
 
-def sft_command(a, folder: Path, data: Path, out: Path) -> list[str]:
-    return [a.sft, "train", "--model_name_or_path", str(folder), "--init_from_config", "true",
+def sft_command(a, binary: str, folder: Path, data: Path, out: Path) -> list[str]:
+    return [binary, "train", "--model_name_or_path", str(folder), "--init_from_config", "true",
             "--dataset_name", str(data), "--dtype", a.dtype, "--load_in_4bit", "true", "--bnb_4bit_quant_type", "nf4",
             "--use_peft", "true", "--lora_r", str(LORA["r"]), "--lora_alpha", str(LORA["alpha"]),
             "--lora_dropout", "0", "--lora_target_modules", "all-linear", "--bf16", "true",
@@ -103,11 +105,16 @@ def sft_command(a, folder: Path, data: Path, out: Path) -> list[str]:
             "--num_threads", str(a.threads)]
 
 
-def run_sft(a, shape: str, folder: Path, data: Path, env: dict) -> dict:
-    out = Path(a.workdir) / "runs" / f"sft-{shape}"
-    child = lib.run_child(sft_command(a, folder, data, out), env, out.parent / f"sft-{shape}.log")
+def run_sft(a, binary: str, tag: str, shape: str, folder: Path, data: Path, env: dict) -> dict:
+    out = Path(a.workdir) / "runs" / f"{tag}-{shape}"
+    if a.profile:
+        env = dict(env, SFT_PROFILE="1")
+    child = lib.run_child(sft_command(a, binary, folder, data, out), env, out.parent / f"{tag}-{shape}.log")
     if child["rc"] != 0:
         raise RuntimeError(f"sft {shape} failed ({child['rc']}):\n{child['stderr'][-3000:]}")
+    start = child["stderr"].find("op time (SFT_PROFILE)")
+    if a.profile and start >= 0:
+        print("\n".join(child["stderr"][start:].splitlines()[:12]), flush=True)
     events = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     events = [e for e in events if "loss" in e and "step_time_s" in e]
     seen = [int(e["num_tokens"]) for e in events]
@@ -179,6 +186,8 @@ def rate(a, r: dict) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sft", default=str(lib.REPO / "build" / "sft"))
+    ap.add_argument("--sft_before", default="", help="a second sft binary, run on each shape right before --sft (A/B)")
+    ap.add_argument("--profile", action="store_true", help="SFT_PROFILE=1 for sft; print its op-time table's top")
     ap.add_argument("--shapes", default="qwen3-1.7b,qwen3-4b,qwen3-8b")
     ap.add_argument("--trl_shapes", default="", help="shapes to run TRL + PEFT + bitsandbytes on too")
     ap.add_argument("--steps", type=int, default=2)
@@ -212,8 +221,10 @@ def main() -> int:
         if not data.exists():  # ~10% spare: bfd fills 1024-token rows of 50–600-token documents
             lib.write_chat_rows(data, folder, int(1.1 * SEQ * (a.warmup + a.steps + 1)))
         sides = []
+        if shape in shapes and a.sft_before:
+            sides.append(("sft (before)", lambda: run_sft(a, a.sft_before, "sft_before", shape, folder, data, env)))
         if shape in shapes:
-            sides.append(("sft", lambda: run_sft(a, shape, folder, data, env)))
+            sides.append(("sft", lambda: run_sft(a, a.sft, "sft", shape, folder, data, env)))
         if shape in trl_shapes:
             model = work / f"bf16-{shape}"
             write_bf16_model(shape, model, folder)

@@ -72,8 +72,9 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
 // c =, or += with accumulate, a · Wᵀ (trans_w: c (M, rows), a (M, cols)) or a · W (c (M, cols),
 // a (M, rows)) for a 4-bit W (ops/quant4.h): the frozen base of QLoRA. W is dequantized into
 // a's dtype, as bitsandbytes dequantizes into the compute dtype: a f32 (c f32), or a bf16
-// with fp32 accumulation into an f32 c. The CPU kernel dequantizes a panel of W's rows at a
-// time and multiplies it with ops::matmul, so the whole matrix never exists unpacked.
+// with fp32 accumulation into an f32 c. The CPU kernel dequantizes a panel of the product's
+// output columns at a time (W's rows for a · Wᵀ, its columns for a · W; the whole of K) and
+// multiplies it with ops::matmul, so the whole matrix never exists unpacked.
 void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate);
 
 // y = w · x / sqrt(mean(x²) + eps) per row: out (N, C) =, rstd (N, 1) =; x (N, C); w (1, C).

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -111,6 +113,28 @@ TEST(Bnb4, CodeValuesOnMidpointsGoToTheLowerBucket) {
   quantize_4bit(x, 64, Quant4Type::kNf4, packed, absmax);
   EXPECT_EQ(packed[0], (15 << 4) | 8);
   EXPECT_EQ(packed[1], (8 << 4) | 7);
+}
+
+TEST(Bnb4, ATensorQuantizesAsItsBlocksOneByOne) {
+  // quantize_4bit spreads a tensor's blocks over the pool: the result must be each block
+  // quantized on its own (one block a call, one thread), bytes and absmax, short last block too.
+  const int64_t n = 64 * 3001 + 38;
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    x[static_cast<size_t>(i)] = std::sin(0.37f * static_cast<float>(i)) * (1.0f + float(i % 97));
+  std::vector<uint8_t> packed(static_cast<size_t>((n + 1) / 2)), one(packed.size());
+  std::vector<float> absmax(static_cast<size_t>(quant_block_count(n, 64))),
+      one_absmax(absmax.size());
+  quantize_4bit(x, 64, Quant4Type::kFp4, packed, absmax);
+  for (int64_t begin = 0; begin < n; begin += 64) {
+    const auto len = static_cast<size_t>(std::min<int64_t>(64, n - begin));
+    quantize_4bit(std::span<const float>(x).subspan(static_cast<size_t>(begin), len), 64,
+                  Quant4Type::kFp4,
+                  std::span<uint8_t>(one).subspan(static_cast<size_t>(begin / 2), (len + 1) / 2),
+                  std::span<float>(one_absmax).subspan(static_cast<size_t>(begin / 64), 1));
+  }
+  EXPECT_EQ(packed, one);
+  expect_same_bits(absmax, one_absmax, "absmax");
 }
 
 TEST(Bnb4, WrongSizesAreRefusedNamingTheBuffer) {

@@ -99,11 +99,20 @@ TEST_P(Matmul4Bit, EqualsTheProductWithTheDequantizedWeight) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Matmul4Bit,
                          ::testing::Values(
-                             // 1024 columns: panels of 256 rows, the last one short
-                             Shape{5, 600, 1024, true, false}, Shape{5, 600, 1024, false, false},
-                             Shape{3, 600, 1024, true, true}, Shape{3, 600, 1024, false, true},
+                             // K 2048, N 1100: panels of 1024 output columns (2^21 values),
+                             // the last one short (rows of W for a · Wᵀ, columns for a · W)
+                             Shape{5, 1100, 2048, true, false}, Shape{5, 2048, 1100, false, false},
+                             Shape{3, 1100, 2048, true, true}, Shape{3, 2048, 1100, false, true},
+                             // K 17000: the narrowest panels (256 columns), the last one short
+                             Shape{2, 300, 17000, true, true}, Shape{2, 17000, 300, false, true},
                              // 15 elements: an odd count, one short block
-                             Shape{2, 3, 5, true, false}, Shape{2, 3, 5, false, true}));
+                             Shape{2, 3, 5, true, false}, Shape{2, 3, 5, false, true}),
+                         [](const auto& info) {
+                           const Shape& s = info.param;
+                           return "M" + std::to_string(s.M) + "_W" + std::to_string(s.rows) + "x" +
+                                  std::to_string(s.cols) + (s.trans_w ? "_aWt" : "_aW") +
+                                  (s.bf16 ? "_bf16" : "_f32");
+                         });
 
 using test::error_of;
 

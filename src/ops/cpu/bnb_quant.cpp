@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "ops/ops.h"
 
 namespace sft::ops::cpu {
 
@@ -51,6 +52,26 @@ uint8_t bucket(const SortedCode& s, float scaled) {
   // The count of midpoints strictly below the value (torch.bucketize, right=False).
   const auto it = std::lower_bound(s.midpoints.begin(), s.midpoints.end(), scaled);
   return s.index[static_cast<size_t>(it - s.midpoints.begin())];
+}
+
+// Elements [begin, end) of x, one block: its absmax, and its indices OR-ed into packed (zeroed).
+void quantize_block(std::span<const float> x, int64_t begin, int64_t end, int64_t blocksize,
+                    const SortedCode& code, std::span<uint8_t> packed, std::span<float> absmax) {
+  float amax = 0;
+  for (int64_t i = begin; i < end; ++i) amax = std::max(amax, std::fabs(x[static_cast<size_t>(i)]));
+  // bitsandbytes scales full blocks by the reciprocal and the short last block by a
+  // division; both clamp absmax away from 0 so an all-zero block quantizes to zeros, and the
+  // short block stores the clamped value.
+  const float safe = std::max(amax, 1e-38f);
+  const bool full = end - begin == blocksize;
+  absmax[static_cast<size_t>(begin / blocksize)] = full ? amax : safe;
+  const float reciprocal = 1.0f / safe;
+  for (int64_t i = begin; i < end; ++i) {
+    const float v = x[static_cast<size_t>(i)];
+    const float scaled = std::clamp(full ? v * reciprocal : v / safe, -1.0f, 1.0f);
+    const uint8_t q = bucket(code, scaled);
+    packed[static_cast<size_t>(i / 2)] |= i % 2 == 0 ? static_cast<uint8_t>(q << 4) : q;
+  }
 }
 
 // torch.linspace(start, end, steps) in float32 as its CPU kernel computes it: the first half
@@ -125,25 +146,19 @@ void quantize_4bit(std::span<const float> x, int64_t blocksize, Quant4Type type,
   check_sizes("packed", packed.size(), static_cast<size_t>((n + 1) / 2));
   const SortedCode& code = sorted_code(type);
   std::fill(packed.begin(), packed.end(), uint8_t{0});
-  for (int64_t begin = 0; begin < n; begin += blocksize) {
-    const int64_t end = std::min(n, begin + blocksize);
-    float amax = 0;
-    for (int64_t i = begin; i < end; ++i)
-      amax = std::max(amax, std::fabs(x[static_cast<size_t>(i)]));
-    // bitsandbytes scales full blocks by the reciprocal and the short last block by a
-    // division; both clamp absmax away from 0 so an all-zero block quantizes to zeros, and the
-    // short block stores the clamped value.
-    const float safe = std::max(amax, 1e-38f);
-    const bool full = end - begin == blocksize;
-    absmax[static_cast<size_t>(begin / blocksize)] = full ? amax : safe;
-    const float reciprocal = 1.0f / safe;
-    for (int64_t i = begin; i < end; ++i) {
-      const float v = x[static_cast<size_t>(i)];
-      const float scaled = std::clamp(full ? v * reciprocal : v / safe, -1.0f, 1.0f);
-      const uint8_t q = bucket(code, scaled);
-      packed[static_cast<size_t>(i / 2)] |= i % 2 == 0 ? static_cast<uint8_t>(q << 4) : q;
-    }
-  }
+  // Blocks are independent; of an even size each owns whole bytes, so they are spread over the
+  // pool (the same bytes whatever the thread count). An odd size shares a byte between
+  // neighbours: one thread.
+  const int64_t blocks = quant_block_count(n, blocksize);
+  const auto quantize_blocks = [&](int64_t first_block, int64_t end_block) {
+    for (int64_t block = first_block; block < end_block; ++block)
+      quantize_block(x, block * blocksize, std::min(n, (block + 1) * blocksize), blocksize, code,
+                     packed, absmax);
+  };
+  if (blocksize % 2 == 0)
+    parallel_for_rows(blocks, 64, [&](int64_t b, int64_t e) { quantize_blocks(b, e); });
+  else
+    quantize_blocks(0, blocks);
   // An odd count pads with a 0.0 scaled value, as bitsandbytes does.
   if (n % 2 == 1) packed[static_cast<size_t>(n / 2)] |= bucket(code, 0.0f);
 }

@@ -8,9 +8,10 @@
 // (`bnb_4bit_use_double_quant`) store the absmax themselves 8-bit: absmax minus their mean,
 // quantized in blocks of 256 with the signed dynamic map.
 //
-// These are the reference kernels, one thread, used at load and by the tests; the matmul that
-// dequantizes blocks on the fly is a separate op. bitsandbytes has no C or C++ library API
-// (its kernels sit behind Python bindings), so the format is implemented here.
+// These are the reference kernels, used at load and by the tests (quantize_4bit spreads its
+// blocks over the pool, the others run on one thread); the matmul that dequantizes blocks on
+// the fly is a separate op (matmul_4bit.cpp, on dequant4.h's kernels). bitsandbytes has no C or C++
+// library API (its kernels sit behind Python bindings), so the format is implemented here.
 #pragma once
 
 #include <array>

@@ -1,25 +1,39 @@
-// ops::matmul_4bit on the CPU (ops/ops.h): W dequantized a panel of rows at a time into a
-// buffer of a's dtype, each panel multiplied with ops::matmul / matmul_bf16 (OpenBLAS, oneDNN,
-// AMX where present), so the unpacked matrix never exists whole: QLoRA's point is that a
-// 4-bit base fits where its f32 copy does not. Panels are ~1 MiB; the sum over panels of
-// a · W (the input gradient) runs in panel order, so results are deterministic.
+// ops::matmul_4bit on the CPU (ops/ops.h): W dequantized a panel at a time into a buffer of a's
+// dtype (dequant4.h: AVX-512 where present) and each panel multiplied with ops::matmul /
+// matmul_bf16 (oneDNN, AMX where present), so the unpacked matrix never exists whole: QLoRA's
+// point is that a 4-bit base fits where its f32 copy does not.
+//
+// A panel is a block of the product's output columns with the whole of K: rows of W for
+// a · Wᵀ, columns of W for a · W. So each output element is one library call's sum over all
+// of K (no partial sums carried across panels, deterministic for a given thread count), C is
+// written once, and every call has a wide N and the full K, the shapes the AMX kernels run
+// well. The panel holds ~kPanelElements values, cache-sized, whatever W's shape.
+// Dequantization and the product alternate, each on all threads (the pool, then oneDNN's team).
 #include <algorithm>
-#include <array>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "core/error.h"
-#include "core/half.h"
 #include "ops/cpu/bnb_quant.h"
 #include "ops/cpu/cpu_ops.h"
+#include "ops/cpu/dequant4.h"
 #include "ops/ops.h"
 
 namespace sft::ops::cpu {
 
 namespace {
 
-constexpr int64_t kPanelElements = int64_t{1} << 18;
+// 2 Mi values: 4 MiB of bf16, 1024 columns at K = 2048, 320 at K = 6144 (Qwen3-1.7B). On an
+// AMX Xeon (bench_matmul_4bit, one thread, CPU time over Qwen3-1.7B's projections, 4-bit /
+// dense bf16 with W whole): 1.03 at 2^20, 0.87–0.90 at 2^21, 0.96 at 2^22 (docs/benchmarks.md,
+// QLoRA).
+constexpr int64_t kPanelElements = int64_t{1} << 21;
+// Panel widths are multiples of this, so the GEMM's column blocks stay whole.
+constexpr int64_t kColumnQuantum = 64;
+// ... and at least this wide where K is long: Qwen3-8B's down projection (K = 12288) ran its
+// forward at 0.76–0.81 of the dense rate in 128-column panels, 0.88–0.97 in 256.
+constexpr int64_t kMinColumns = 256;
 
 std::string shape(const View& v) {
   return "(" + std::to_string(v.rows) + ", " + std::to_string(v.cols) + ")";
@@ -29,48 +43,47 @@ void check(bool ok, const std::string& what) {
   if (!ok) fail("ops", "matmul_4bit: " + what);
 }
 
-// W's rows [r0, r1) as T (float, or bf16 bits), row-major, into out.
+int64_t panel_columns(int64_t N, int64_t K) {
+  const int64_t fit = std::max<int64_t>(kMinColumns, kPanelElements / K);
+  return std::min(N, fit / kColumnQuantum * kColumnQuantum);
+}
+
+// Output columns [n0, n0 + nb) of a · op(W) need, with the whole of K:
+//   trans_w: W's rows n0.., each K long and contiguous → buffer (nb × K), used transposed;
+//   else:    W's columns n0.. of every row → buffer (K × nb).
 template <typename T>
-void dequantize_rows(const Weight4Bit& w, int64_t r0, int64_t r1, T* out) {
-  const auto* packed = w.packed.as<uint8_t>();
-  const float* absmax = w.absmax.as<float>();
-  const std::array<float, 16>& code = quant4_code(w.type);
-  parallel_for_rows(r1 - r0, 8, [&](int64_t b, int64_t e) {
-    for (int64_t r = r0 + b; r < r0 + e; ++r) {
-      T* row = out + (r - r0) * w.cols;
-      for (int64_t c = 0; c < w.cols; ++c) {
-        const float v = quant4_element(packed, absmax, code.data(), r * w.cols + c, w.blocksize);
-        if constexpr (std::is_same_v<T, float>)
-          row[c] = v;
-        else
-          row[c] = f32_to_bf16(v);
-      }
-    }
-  });
+void dequantize_panel(const Packed4& w, int64_t cols, int64_t K, bool trans_w, int64_t n0,
+                      int64_t nb, T* buffer) {
+  if (trans_w) {
+    parallel_for_rows(nb, 16, [&](int64_t b, int64_t e) {
+      dequantize4(w, (n0 + b) * cols, (e - b) * cols, buffer + b * cols);
+    });
+  } else {
+    parallel_for_rows(K, 64, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) dequantize4(w, r * cols + n0, nb, buffer + r * nb);
+    });
+  }
 }
 
 template <typename T>
 void panels(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate) {
-  const int64_t M = a.rows;
-  const int64_t panel_rows = std::clamp<int64_t>(kPanelElements / w.cols, 1, w.rows);
+  const int64_t M = a.rows, K = trans_w ? w.cols : w.rows, N = trans_w ? w.rows : w.cols;
+  if (M == 0) return;
+  const int64_t width = panel_columns(N, K);
+  const Packed4 packed = packed4_of(w);
   // One buffer per thread that calls, reused across calls: no allocation per step.
   thread_local std::vector<T> buffer;
-  buffer.resize(static_cast<size_t>(panel_rows * w.cols));
-  for (int64_t r0 = 0; r0 < w.rows; r0 += panel_rows) {
-    const int64_t r1 = std::min(w.rows, r0 + panel_rows), n = r1 - r0;
-    dequantize_rows(w, r0, r1, buffer.data());
-    const T* a_data = a.as<T>();
-    auto* c_data = c.as<float>();
-    const auto product = [&](float* cc, const T* aa, int64_t N, int64_t K, bool tb, bool acc) {
-      if constexpr (std::is_same_v<T, float>)
-        ops::matmul(cc, aa, buffer.data(), M, N, K, false, tb, acc, a.ld(), w.cols, c.ld());
-      else
-        ops::matmul_bf16(cc, aa, buffer.data(), M, N, K, false, tb, acc, a.ld(), w.cols, c.ld());
-    };
-    if (trans_w)  // c[:, r0:r1] = a · panelᵀ
-      product(c_data + r0, a_data, n, w.cols, true, accumulate);
-    else  // c += a[:, r0:r1] · panel
-      product(c_data, a_data + r0, w.cols, n, false, accumulate || r0 > 0);
+  buffer.resize(static_cast<size_t>(width * K));
+  for (int64_t n0 = 0; n0 < N; n0 += width) {
+    const int64_t nb = std::min(width, N - n0);
+    dequantize_panel(packed, w.cols, K, trans_w, n0, nb, buffer.data());
+    const int64_t ldb = trans_w ? K : nb;
+    if constexpr (std::is_same_v<T, float>)
+      ops::matmul(c.as<float>() + n0, a.as<float>(), buffer.data(), M, nb, K, false, trans_w,
+                  accumulate, a.ld(), ldb, c.ld());
+    else
+      ops::matmul_bf16(c.as<float>() + n0, a.as<uint16_t>(), buffer.data(), M, nb, K, false,
+                       trans_w, accumulate, a.ld(), ldb, c.ld());
   }
 }
 

@@ -1,0 +1,202 @@
+// ops::matmul_4bit (QLoRA's frozen base) at one shape's projections, against the same product
+// with W already dense in the compute dtype (ops::matmul_bf16 / matmul: the ceiling, what
+// bitsandbytes' CPU path reaches after dequantizing the whole weight), interleaved call by call
+// so that a drifting shared machine moves both alike. Per projection and pass (fwd: a · Wᵀ,
+// dx: g · W): GFLOP/s over wall time and over process CPU time (getrusage, all threads), the
+// medians over the rounds after the first (the first pays oneDNN's kernel generation).
+//
+// usage: bench_matmul_4bit [--shape 1.7b|4b|8b] [--tokens M] [--rounds N] [--dtype bf16|f32]
+//                          [--only dequant]   (the dequantization rate alone)
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/half.h"
+#include "ops/cpu/bnb_quant.h"
+#include "ops/cpu/dequant4.h"
+#include "ops/ops.h"
+
+using namespace sft;
+
+namespace {
+
+struct Projection {
+  const char* name;
+  int64_t rows, cols;  // W (out_features × in_features)
+};
+
+// Qwen3's decoder projections at hidden H, intermediate I, 128-wide heads (q, k/v, o, gate/up,
+// down), as tools/bench_qlora_memory.py's shapes.
+std::vector<Projection> projections(const std::string& shape) {
+  const int64_t H = shape == "8b" ? 4096 : shape == "4b" ? 2560 : 2048;
+  const int64_t I = shape == "8b" ? 12288 : shape == "4b" ? 9728 : 6144;
+  const int64_t q = shape == "1.7b" ? 16 * 128 : 32 * 128, kv = 8 * 128;
+  return {{"q", q, H}, {"k/v", kv, H}, {"o", H, q}, {"gate/up", I, H}, {"down", H, I}};
+}
+
+struct Clock {
+  double wall, cpu;
+  static Clock now() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    const auto secs = [](timeval t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
+    return {
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(),
+        secs(u.ru_utime) + secs(u.ru_stime)};
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+std::vector<float> normal(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// ops/cpu/dequant4.h alone, on this thread: a 6144 × 2048 NF4 weight into a 2^21-value buffer
+// a panel at a time, as matmul_4bit does; billions of elements per CPU second, f32 and bf16.
+void dequantization_rate(int64_t rounds) {
+  const int64_t n = int64_t{6144} * 2048, panel = int64_t{1} << 21;
+  std::vector<uint8_t> packed(static_cast<size_t>(n / 2));
+  for (size_t i = 0; i < packed.size(); ++i) packed[i] = static_cast<uint8_t>(i * 131 + 7);
+  std::vector<float> absmax(static_cast<size_t>(n / 64), 0.02f), f32(static_cast<size_t>(panel));
+  std::vector<uint16_t> bf16(static_cast<size_t>(panel));
+  const ops::cpu::Packed4 w{packed.data(), absmax.data(),
+                            ops::cpu::quant4_code(ops::Quant4Type::kNf4).data(), 64};
+  std::vector<double> f32_cpu, bf16_cpu;
+  for (int64_t r = 0; r < rounds; ++r) {
+    for (auto [out, times] : {std::pair{static_cast<void*>(f32.data()), &f32_cpu},
+                              std::pair{static_cast<void*>(bf16.data()), &bf16_cpu}}) {
+      const Clock t0 = Clock::now();
+      for (int64_t first = 0; first < n; first += panel) {
+        if (out == f32.data())
+          ops::cpu::dequantize4(w, first, std::min(panel, n - first), f32.data());
+        else
+          ops::cpu::dequantize4(w, first, std::min(panel, n - first), bf16.data());
+      }
+      times->push_back(Clock::now().cpu - t0.cpu);
+    }
+  }
+  std::printf(
+      "\ndequantize4 alone (one thread, 6144 × 2048 NF4): %.2f G elements per CPU s to "
+      "f32, %.2f to bf16\n",
+      1e-9 * double(n) / median(f32_cpu), 1e-9 * double(n) / median(bf16_cpu));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string shape = "1.7b", dtype = "bf16";
+  int64_t M = 1024, rounds = 4;
+  bool dequant_only = false;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--shape")
+      shape = argv[i + 1];
+    else if (flag == "--tokens")
+      M = std::atoll(argv[i + 1]);
+    else if (flag == "--rounds")
+      rounds = std::atoll(argv[i + 1]);
+    else if (flag == "--dtype")
+      dtype = argv[i + 1];
+    else if (flag == "--only" && std::string(argv[i + 1]) == "dequant")
+      dequant_only = true;
+    else {
+      std::fprintf(stderr,
+                   "[bench] unknown flag %s; usage: bench_matmul_4bit [--shape 1.7b|4b|8b]"
+                   " [--tokens M] [--rounds N] [--dtype bf16|f32] [--only dequant]\n",
+                   argv[i]);
+      return 2;
+    }
+  }
+  if (dequant_only) {
+    dequantization_rate(rounds);
+    return 0;
+  }
+  const bool bf16 = dtype == "bf16";
+  std::printf(
+      "matmul_4bit vs dense %s, Qwen3-%s projections, M %lld, %lld rounds (medians of "
+      "rounds 2..)\n\n| W | pass | 4-bit GFLOP/s wall | dense | 4-bit / dense | 4-bit "
+      "GFLOP/s per CPU s | dense |\n|---|---|---|---|---|---|---|\n",
+      dtype.c_str(), shape.c_str(), static_cast<long long>(M), static_cast<long long>(rounds));
+  double total4 = 0, total_dense = 0, cpu4_total = 0, cpu_dense_total = 0;
+  for (const Projection& p : projections(shape)) {
+    const int64_t n = p.rows * p.cols;
+    const std::vector<float> w = normal(static_cast<size_t>(n), 1, 0.02f);
+    std::vector<uint8_t> packed(static_cast<size_t>((n + 1) / 2));
+    std::vector<float> absmax(static_cast<size_t>(ops::cpu::quant_block_count(n, 64)));
+    ops::cpu::quantize_4bit(w, 64, ops::Quant4Type::kNf4, packed, absmax);
+    std::vector<float> dense(static_cast<size_t>(n));
+    ops::cpu::dequantize_4bit(packed, absmax, 64, ops::Quant4Type::kNf4, dense);
+    std::vector<uint16_t> dense_bf16(dense.size());
+    for (size_t i = 0; i < dense.size(); ++i) dense_bf16[i] = f32_to_bf16(dense[i]);
+    const ops::Weight4Bit q{ops::view_of(packed.data(), 1, static_cast<int64_t>(packed.size())),
+                            ops::view_of(absmax.data(), 1, static_cast<int64_t>(absmax.size())),
+                            p.rows,
+                            p.cols,
+                            64,
+                            ops::Quant4Type::kNf4};
+    for (bool trans_w : {true, false}) {
+      const int64_t K = trans_w ? p.cols : p.rows, N = trans_w ? p.rows : p.cols;
+      std::vector<float> a = normal(static_cast<size_t>(M * K), 2, 1.0f), c(size_t(M * N));
+      std::vector<uint16_t> a_bf16(a.size());
+      for (size_t i = 0; i < a.size(); ++i) a_bf16[i] = f32_to_bf16(a[i]);
+      const ops::View av = bf16 ? ops::view_of(a_bf16.data(), M, K) : ops::view_of(a.data(), M, K);
+      const std::function<void()> four_bit = [&] {
+        ops::matmul_4bit(ops::view_of(c.data(), M, N), av, q, trans_w, false);
+      };
+      const std::function<void()> full = [&] {
+        if (bf16)
+          ops::matmul_bf16(c.data(), a_bf16.data(), dense_bf16.data(), M, N, K, false, trans_w,
+                           false, K, p.cols, N);
+        else
+          ops::matmul(c.data(), a.data(), dense.data(), M, N, K, false, trans_w, false, K, p.cols,
+                      N);
+      };
+      std::vector<double> wall4, cpu4, wall_d, cpu_d;
+      for (int64_t r = 0; r < rounds; ++r) {
+        for (auto [run, wall, cpu] :
+             {std::tuple{&four_bit, &wall4, &cpu4}, std::tuple{&full, &wall_d, &cpu_d}}) {
+          const Clock t0 = Clock::now();
+          (*run)();
+          const Clock t1 = Clock::now();
+          if (r == 0) continue;
+          wall->push_back(t1.wall - t0.wall);
+          cpu->push_back(t1.cpu - t0.cpu);
+        }
+      }
+      const double gflop = 2e-9 * double(M) * double(N) * double(K);
+      total4 += median(wall4);
+      total_dense += median(wall_d);
+      cpu4_total += median(cpu4);
+      cpu_dense_total += median(cpu_d);
+      std::printf("| %s %lld × %lld | %s | %.0f | %.0f | %.2f | %.0f | %.0f |\n", p.name,
+                  static_cast<long long>(p.rows), static_cast<long long>(p.cols),
+                  trans_w ? "fwd" : "dx", gflop / median(wall4), gflop / median(wall_d),
+                  median(wall_d) / median(wall4), gflop / median(cpu4), gflop / median(cpu_d));
+      std::fflush(stdout);
+    }
+  }
+  dequantization_rate(rounds);
+  std::printf(
+      "\nsum of medians: 4-bit %.3f s, dense %.3f s wall (4-bit / dense %.2f); 4-bit %.3f s, "
+      "dense %.3f s CPU (4-bit / dense %.2f)\n",
+      total4, total_dense, total4 / total_dense, cpu4_total, cpu_dense_total,
+      cpu4_total / cpu_dense_total);
+  return 0;
+}
