@@ -8,15 +8,29 @@
 
 namespace sft {
 
-Zero3Params::Zero3Params(size_t num_params, std::vector<ShardRange> layer_ranges, Comm& dp)
-    : dp_(dp),
-      num_params_(num_params),
-      shard_(dp.my_shard(num_params)),
-      layers_(std::move(layer_ranges)),
-      outside_(runs_outside_layers(layers_, num_params, "ZeRO-3")) {
+namespace {
+
+bool same_run(const ShardRange& a, const ShardRange& b) {
+  return a.begin == b.begin && a.end == b.end;
+}
+
+}  // namespace
+
+Zero3Params::Zero3Params(size_t num_params, std::vector<ShardRange> layer_ranges, Comm& dp,
+                         std::vector<ShardRange> per_use)
+    : dp_(dp), num_params_(num_params), shard_(dp.my_shard(num_params)),
+      layers_(std::move(layer_ranges)), per_use_(std::move(per_use)) {
   if (std::none_of(layers_.begin(), layers_.end(),
                    [](const ShardRange& r) { return r.size() > 0; }))
     fail("optim", "ZeRO-3 needs each decoder layer's parameters in one run of the arena");
+  std::erase_if(per_use_, [](const ShardRange& r) { return r.size() == 0; });
+  std::sort(per_use_.begin(), per_use_.end(),
+            [](const ShardRange& a, const ShardRange& b) { return a.begin < b.begin; });
+  per_use_.erase(std::unique(per_use_.begin(), per_use_.end(), same_run), per_use_.end());
+  sharded_runs_ = layers_;
+  sharded_runs_.insert(sharded_runs_.end(), per_use_.begin(), per_use_.end());
+  // Also checks that the per-use runs overlap neither the layers nor each other.
+  kept_whole_ = runs_outside_layers(sharded_runs_, num_params_, "ZeRO-3");
 }
 
 void Zero3Params::check(std::span<float> values, std::span<uint16_t> bf16) const {
@@ -72,10 +86,33 @@ void Zero3Params::release_layer(std::span<float> values, std::span<uint16_t> bf1
   release(values, bf16, layers_[static_cast<size_t>(l)]);
 }
 
+void Zero3Params::check_per_use(ShardRange run) const {
+  if (std::none_of(per_use_.begin(), per_use_.end(),
+                   [&](const ShardRange& r) { return same_run(r, run); }))
+    fail("optim", "ZeRO-3: [" + std::to_string(run.begin) + ", " + std::to_string(run.end) +
+                      ") is not one of the runs gathered per use");
+}
+
+void Zero3Params::gather_run(std::span<float> values, std::span<uint16_t> bf16, ShardRange run) {
+  check(values, bf16);
+  check_per_use(run);
+  if (!sharded_) return;
+  settle(true);
+  dp_.all_gather(values, run.begin, run.end);
+  if (!bf16.empty()) dp_.all_gather(bf16, run.begin, run.end);
+}
+
+void Zero3Params::release_run(std::span<float> values, std::span<uint16_t> bf16,
+                              ShardRange run) {
+  check(values, bf16);
+  check_per_use(run);
+  if (sharded_) release(values, bf16, run);
+}
+
 void Zero3Params::release_layers(std::span<float> values, std::span<uint16_t> bf16) {
   check(values, bf16);
   settle(false);
-  for (const ShardRange& r : layers_) release(values, bf16, r);
+  for (const ShardRange& r : sharded_runs_) release(values, bf16, r);
   sharded_ = true;
 }
 
@@ -83,27 +120,27 @@ void Zero3Params::gather_everything(std::span<float> values, std::span<uint16_t>
   check(values, bf16);
   if (!sharded_) return;
   settle(false);
-  for (const ShardRange& r : layers_) {
+  for (const ShardRange& r : sharded_runs_) {
     dp_.all_gather(values, r.begin, r.end);
     if (!bf16.empty()) dp_.all_gather(bf16, r.begin, r.end);
   }
   sharded_ = false;
 }
 
-void Zero3Params::gather_outside_layers(std::span<float> values, std::span<uint16_t> bf16) {
+void Zero3Params::gather_kept_whole(std::span<float> values, std::span<uint16_t> bf16) {
   check(values, bf16);
-  for (const ShardRange& r : outside_) {
+  for (const ShardRange& r : kept_whole_) {
     dp_.all_gather(values, r.begin, r.end);
     if (!bf16.empty()) dp_.all_gather(bf16, r.begin, r.end);
   }
 }
 
-// A tensor lies inside one layer's run or outside all of them; a range across runs is cut.
+// A tensor lies inside one sharded run or outside all of them; a range across runs is cut.
 void Zero3Params::gather_range(std::span<float> values, size_t begin, size_t end) {
   check(values, {});
   if (!sharded_) return;
   settle(true);
-  for (const ShardRange& r : layers_) {
+  for (const ShardRange& r : sharded_runs_) {
     const size_t lo = std::max(r.begin, begin), hi = std::min(r.end, end);
     if (lo < hi) dp_.all_gather(values, lo, hi);
   }
@@ -113,7 +150,7 @@ void Zero3Params::release_range(std::span<float> values, size_t begin, size_t en
   check(values, {});
   if (!sharded_) return;
   settle(true);
-  for (const ShardRange& r : layers_) {
+  for (const ShardRange& r : sharded_runs_) {
     const size_t lo = std::max(r.begin, begin), hi = std::min(r.end, end);
     if (lo < hi) release(values, {}, {lo, hi});
   }
