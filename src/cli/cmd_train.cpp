@@ -403,12 +403,12 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
   // released into it below: its adapter_config.json's modules_to_save are not known here).
   const model::FrozenBaseForm& load_form = loaded ? model::FrozenBaseForm{} : form;
   const model::ArenaShard shard = zero3_load_shard(args, ranks, args.use_peft || from_adapter);
-  model::Transformer model =
-      loaded ? std::move(*loaded)
-      : args.init_from_config ? init_from_config(dir, static_cast<uint64_t>(args.seed), ranks.tp,
-                                                 quant4, load_form, shard)
-      : quant4 ? model::Transformer::load_4bit(dir.path, *quant4, load_form)
-               : model::Transformer::load(dir.path, ranks.tp, shard);
+  model::Transformer model = loaded ? std::move(*loaded)
+                             : args.init_from_config
+                                 ? init_from_config(dir, static_cast<uint64_t>(args.seed), ranks.tp,
+                                                    quant4, load_form, shard)
+                             : quant4 ? model::Transformer::load_4bit(dir.path, *quant4, load_form)
+                                      : model::Transformer::load(dir.path, ranks.tp, shard);
   if (args.use_peft && !from_adapter)
     model.enable_lora(lora_config_from_args(args), static_cast<uint64_t>(args.seed),
                       "--lora_target_modules");

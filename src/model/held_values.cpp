@@ -15,8 +15,7 @@ void write_held_values(ParameterSet& params, const PartWriter& write) {
 }
 
 PartWriter through_scratch(WholeWriter whole) {
-  return [whole = std::move(whole)](size_t index, const Parameter& p, ElementRun part,
-                                    float* dst) {
+  return [whole = std::move(whole)](size_t index, const Parameter& p, ElementRun part, float* dst) {
     if (part.begin == 0 && part.end == p.value.numel()) return whole(index, p, dst);
     std::vector<float> scratch(static_cast<size_t>(p.value.numel()));  // zero, as the arena
     whole(index, p, scratch.data());

@@ -18,8 +18,11 @@ bool same_run(const ShardRange& a, const ShardRange& b) {
 
 Zero3Params::Zero3Params(size_t num_params, std::vector<ShardRange> layer_ranges, Comm& dp,
                          std::vector<ShardRange> per_use)
-    : dp_(dp), num_params_(num_params), shard_(dp.my_shard(num_params)),
-      layers_(std::move(layer_ranges)), per_use_(std::move(per_use)) {
+    : dp_(dp),
+      num_params_(num_params),
+      shard_(dp.my_shard(num_params)),
+      layers_(std::move(layer_ranges)),
+      per_use_(std::move(per_use)) {
   if (std::none_of(layers_.begin(), layers_.end(),
                    [](const ShardRange& r) { return r.size() > 0; }))
     fail("optim", "ZeRO-3 needs each decoder layer's parameters in one run of the arena");
@@ -27,6 +30,7 @@ Zero3Params::Zero3Params(size_t num_params, std::vector<ShardRange> layer_ranges
   std::sort(per_use_.begin(), per_use_.end(),
             [](const ShardRange& a, const ShardRange& b) { return a.begin < b.begin; });
   per_use_.erase(std::unique(per_use_.begin(), per_use_.end(), same_run), per_use_.end());
+  per_use_whole_.assign(per_use_.size(), false);
   sharded_runs_ = layers_;
   sharded_runs_.insert(sharded_runs_.end(), per_use_.begin(), per_use_.end());
   // Also checks that the per-use runs overlap neither the layers nor each other.
@@ -86,33 +90,36 @@ void Zero3Params::release_layer(std::span<float> values, std::span<uint16_t> bf1
   release(values, bf16, layers_[static_cast<size_t>(l)]);
 }
 
-void Zero3Params::check_per_use(ShardRange run) const {
-  if (std::none_of(per_use_.begin(), per_use_.end(),
-                   [&](const ShardRange& r) { return same_run(r, run); }))
-    fail("optim", "ZeRO-3: [" + std::to_string(run.begin) + ", " + std::to_string(run.end) +
-                      ") is not one of the runs gathered per use");
+size_t Zero3Params::per_use_index(ShardRange run) const {
+  for (size_t i = 0; i < per_use_.size(); ++i)
+    if (same_run(per_use_[i], run)) return i;
+  fail("optim", "ZeRO-3: [" + std::to_string(run.begin) + ", " + std::to_string(run.end) +
+                    ") is not one of the runs gathered per use");
 }
 
 void Zero3Params::gather_run(std::span<float> values, std::span<uint16_t> bf16, ShardRange run) {
   check(values, bf16);
-  check_per_use(run);
-  if (!sharded_) return;
+  const size_t i = per_use_index(run);
+  if (!sharded_ || per_use_whole_[i]) return;
   settle(true);
   dp_.all_gather(values, run.begin, run.end);
   if (!bf16.empty()) dp_.all_gather(bf16, run.begin, run.end);
+  per_use_whole_[i] = true;
 }
 
-void Zero3Params::release_run(std::span<float> values, std::span<uint16_t> bf16,
-                              ShardRange run) {
+void Zero3Params::release_run(std::span<float> values, std::span<uint16_t> bf16, ShardRange run) {
   check(values, bf16);
-  check_per_use(run);
-  if (sharded_) release(values, bf16, run);
+  const size_t i = per_use_index(run);
+  if (!sharded_ || !per_use_whole_[i]) return;
+  release(values, bf16, run);
+  per_use_whole_[i] = false;
 }
 
 void Zero3Params::release_layers(std::span<float> values, std::span<uint16_t> bf16) {
   check(values, bf16);
   settle(false);
   for (const ShardRange& r : sharded_runs_) release(values, bf16, r);
+  per_use_whole_.assign(per_use_.size(), false);
   sharded_ = true;
 }
 

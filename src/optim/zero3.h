@@ -57,7 +57,9 @@ class Zero3Params {
                     int64_t next = -1);
   void release_layer(std::span<float> values, std::span<uint16_t> bf16, int64_t layer);
   // A per-use run whole (bf16: empty when the pass reads only its fp32 values, as an untied
-  // embedding's lookup), and freed again. Every rank calls them for the same runs.
+  // embedding's lookup), and freed again. A run already whole is not gathered again (a tied
+  // table is held from the lookup to the LM head: the peak, at the head, holds it anyway), nor
+  // is one already freed released. Every rank calls them for the same runs.
   void gather_run(std::span<float> values, std::span<uint16_t> bf16, ShardRange run);
   void release_run(std::span<float> values, std::span<uint16_t> bf16, ShardRange run);
   // Every sharded run freed (the start of training, after a save); every one gathered (a save,
@@ -81,7 +83,8 @@ class Zero3Params {
   void check(std::span<float> values, std::span<uint16_t> bf16) const;
   void release(std::span<float> values, std::span<uint16_t> bf16, ShardRange range);
   bool has_layer(int64_t l) const { return l >= 0 && static_cast<size_t>(l) < layers_.size(); }
-  void check_per_use(ShardRange run) const;
+  // The index of `run` in per_use_ (fails when it is none of them).
+  size_t per_use_index(ShardRange run) const;
   // The gather in flight completed; `free` also releases that layer again.
   void settle(bool free);
 
@@ -89,7 +92,8 @@ class Zero3Params {
   size_t num_params_;
   ShardRange shard_;
   std::vector<ShardRange> layers_;
-  std::vector<ShardRange> per_use_;  // sorted, without duplicates
+  std::vector<ShardRange> per_use_;       // sorted, without duplicates
+  std::vector<bool> per_use_whole_;       // gathered by gather_run and not released since
   std::vector<ShardRange> sharded_runs_;  // layers_ and per_use_
   std::vector<ShardRange> kept_whole_;    // the gaps between them
   bool sharded_ = false;

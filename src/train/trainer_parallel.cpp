@@ -108,15 +108,16 @@ void Trainer::init_zero23() {
     };
   }
   if (zero3_ && embed) {
-    // An untied embedding is looked up in fp32 only (no bf16 copy to gather).
-    const bool embed_bf16 = !embed->bf16.empty();
+    // An untied embedding is looked up in fp32 only (no bf16 copy to gather). A tied table stays
+    // whole from the lookup to the LM head (one gather a pass; the head's peak holds it anyway).
+    const bool embed_bf16 = !embed->bf16.empty(), tied = embed == head;
     const ShardRange e = run_of(*embed), h = run_of(*head);
     auto bf16_of = [this](bool with) { return with ? bf16_span() : std::span<uint16_t>(); };
     hooks.before_embedding = [this, e, embed_bf16, bf16_of] {
       zero3_->gather_run(model_.trainable().values(), bf16_of(embed_bf16), e);
     };
-    hooks.after_embedding = [this, e, embed_bf16, bf16_of] {
-      zero3_->release_run(model_.trainable().values(), bf16_of(embed_bf16), e);
+    hooks.after_embedding = [this, e, embed_bf16, bf16_of, tied] {
+      if (!tied) zero3_->release_run(model_.trainable().values(), bf16_of(embed_bf16), e);
     };
     hooks.before_head = [this, h] {
       zero3_->gather_run(model_.trainable().values(), bf16_span(), h);
