@@ -30,7 +30,8 @@ Zero3Params::Zero3Params(size_t num_params, std::vector<ShardRange> layer_ranges
   std::sort(per_use_.begin(), per_use_.end(),
             [](const ShardRange& a, const ShardRange& b) { return a.begin < b.begin; });
   per_use_.erase(std::unique(per_use_.begin(), per_use_.end(), same_run), per_use_.end());
-  per_use_whole_.assign(per_use_.size(), false);
+  whole_f32_.assign(per_use_.size(), false);
+  whole_bf16_.assign(per_use_.size(), false);
   sharded_runs_ = layers_;
   sharded_runs_.insert(sharded_runs_.end(), per_use_.begin(), per_use_.end());
   // Also checks that the per-use runs overlap neither the layers nor each other.
@@ -78,7 +79,13 @@ void Zero3Params::release(std::span<float> values, std::span<uint16_t> bf16, Sha
   const size_t own_hi = std::clamp(shard_.end, r.begin, r.end);
   zero_and_release(values.data() + r.begin, (own_lo - r.begin) * sizeof(float));
   zero_and_release(values.data() + own_hi, (r.end - own_hi) * sizeof(float));
-  if (bf16.empty()) return;
+  if (!bf16.empty()) release_bf16(bf16, r);
+}
+
+void Zero3Params::release_bf16(std::span<uint16_t> bf16, ShardRange r) {
+  if (dp_.size() == 1 || r.size() == 0) return;
+  const size_t own_lo = std::clamp(shard_.begin, r.begin, r.end);
+  const size_t own_hi = std::clamp(shard_.end, r.begin, r.end);
   zero_and_release(bf16.data() + r.begin, (own_lo - r.begin) * sizeof(uint16_t));
   zero_and_release(bf16.data() + own_hi, (r.end - own_hi) * sizeof(uint16_t));
 }
@@ -97,29 +104,44 @@ size_t Zero3Params::per_use_index(ShardRange run) const {
                     ") is not one of the runs gathered per use");
 }
 
+// Each form separately: the lookup reads the fp32 table, a bf16 head only its bf16 copy.
 void Zero3Params::gather_run(std::span<float> values, std::span<uint16_t> bf16, ShardRange run) {
-  check(values, bf16);
+  check_run_forms(values, bf16);
   const size_t i = per_use_index(run);
-  if (!sharded_ || per_use_whole_[i]) return;
+  if (!sharded_) return;
+  const bool f32 = !values.empty() && !whole_f32_[i], h = !bf16.empty() && !whole_bf16_[i];
+  if (!f32 && !h) return;
   settle(true);
-  dp_.all_gather(values, run.begin, run.end);
-  if (!bf16.empty()) dp_.all_gather(bf16, run.begin, run.end);
-  per_use_whole_[i] = true;
+  if (f32) dp_.all_gather(values, run.begin, run.end);
+  if (h) dp_.all_gather(bf16, run.begin, run.end);
+  whole_f32_[i] = whole_f32_[i] || f32;
+  whole_bf16_[i] = whole_bf16_[i] || h;
 }
 
 void Zero3Params::release_run(std::span<float> values, std::span<uint16_t> bf16, ShardRange run) {
-  check(values, bf16);
+  check_run_forms(values, bf16);
   const size_t i = per_use_index(run);
-  if (!sharded_ || !per_use_whole_[i]) return;
-  release(values, bf16, run);
-  per_use_whole_[i] = false;
+  if (!sharded_) return;
+  if (!values.empty() && whole_f32_[i]) release(values, {}, run);
+  if (!bf16.empty() && whole_bf16_[i]) release_bf16(bf16, run);
+  whole_f32_[i] = whole_f32_[i] && values.empty();
+  whole_bf16_[i] = whole_bf16_[i] && bf16.empty();
+}
+
+void Zero3Params::check_run_forms(std::span<float> values, std::span<uint16_t> bf16) const {
+  if ((!values.empty() && values.size() != num_params_) ||
+      (!bf16.empty() && bf16.size() != num_params_))
+    fail("optim", "ZeRO-3 was built for " + std::to_string(num_params_) + " parameters, given " +
+                      std::to_string(values.size()) + " values and " + std::to_string(bf16.size()) +
+                      " bf16 copies");
 }
 
 void Zero3Params::release_layers(std::span<float> values, std::span<uint16_t> bf16) {
   check(values, bf16);
   settle(false);
   for (const ShardRange& r : sharded_runs_) release(values, bf16, r);
-  per_use_whole_.assign(per_use_.size(), false);
+  whole_f32_.assign(per_use_.size(), false);
+  whole_bf16_.assign(per_use_.size(), false);
   sharded_ = true;
 }
 

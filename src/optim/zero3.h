@@ -56,10 +56,11 @@ class Zero3Params {
   void gather_layer(std::span<float> values, std::span<uint16_t> bf16, int64_t layer,
                     int64_t next = -1);
   void release_layer(std::span<float> values, std::span<uint16_t> bf16, int64_t layer);
-  // A per-use run whole (bf16: empty when the pass reads only its fp32 values, as an untied
-  // embedding's lookup), and freed again. A run already whole is not gathered again (a tied
-  // table is held from the lookup to the LM head: the peak, at the head, holds it anyway), nor
-  // is one already freed released. Every rank calls them for the same runs.
+  // A per-use run whole, and freed again, in the forms given (values or bf16 empty: not that
+  // form; the lookup reads the fp32 table, a head computing in bf16 only its bf16 copy). A form
+  // already whole is not gathered again (a tied fp32 table is held from the lookup to an fp32
+  // head: the peak, at the head, holds it anyway), nor is one already freed released. Every
+  // rank calls them for the same runs.
   void gather_run(std::span<float> values, std::span<uint16_t> bf16, ShardRange run);
   void release_run(std::span<float> values, std::span<uint16_t> bf16, ShardRange run);
   // Every sharded run freed (the start of training, after a save); every one gathered (a save,
@@ -82,6 +83,8 @@ class Zero3Params {
  private:
   void check(std::span<float> values, std::span<uint16_t> bf16) const;
   void release(std::span<float> values, std::span<uint16_t> bf16, ShardRange range);
+  void release_bf16(std::span<uint16_t> bf16, ShardRange range);
+  void check_run_forms(std::span<float> values, std::span<uint16_t> bf16) const;
   bool has_layer(int64_t l) const { return l >= 0 && static_cast<size_t>(l) < layers_.size(); }
   // The index of `run` in per_use_ (fails when it is none of them).
   size_t per_use_index(ShardRange run) const;
@@ -92,8 +95,9 @@ class Zero3Params {
   size_t num_params_;
   ShardRange shard_;
   std::vector<ShardRange> layers_;
-  std::vector<ShardRange> per_use_;       // sorted, without duplicates
-  std::vector<bool> per_use_whole_;       // gathered by gather_run and not released since
+  std::vector<ShardRange> per_use_;  // sorted, without duplicates
+  // Per per-use run and form: gathered by gather_run and not released since.
+  std::vector<bool> whole_f32_, whole_bf16_;
   std::vector<ShardRange> sharded_runs_;  // layers_ and per_use_
   std::vector<ShardRange> kept_whole_;    // the gaps between them
   bool sharded_ = false;

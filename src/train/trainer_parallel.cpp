@@ -108,22 +108,27 @@ void Trainer::init_zero23() {
     };
   }
   if (zero3_ && embed) {
-    // An untied embedding is looked up in fp32 only (no bf16 copy to gather). A tied table stays
-    // whole from the lookup to the LM head (one gather a pass; the head's peak holds it anyway).
-    const bool embed_bf16 = !embed->bf16.empty(), tied = embed == head;
+    // The lookup reads the fp32 table; the LM head reads its fp32 values, or under bf16 compute
+    // only its bf16 copy. A tied fp32 table stays whole from the lookup to the head (one gather
+    // a pass; the head's peak holds it anyway).
     const ShardRange e = run_of(*embed), h = run_of(*head);
-    auto bf16_of = [this](bool with) { return with ? bf16_span() : std::span<uint16_t>(); };
-    hooks.before_embedding = [this, e, embed_bf16, bf16_of] {
-      zero3_->gather_run(model_.trainable().values(), bf16_of(embed_bf16), e);
+    const bool keep = embed == head && model_.compute_dtype() == DType::kF32;
+    auto head_f32 = [this] {
+      return model_.compute_dtype() == DType::kF32 ? model_.trainable().values()
+                                                   : std::span<float>();
     };
-    hooks.after_embedding = [this, e, embed_bf16, bf16_of, tied] {
-      if (!tied) zero3_->release_run(model_.trainable().values(), bf16_of(embed_bf16), e);
+    auto head_bf16 = [this] {
+      return model_.compute_dtype() == DType::kF32 ? std::span<uint16_t>() : bf16_span();
     };
-    hooks.before_head = [this, h] {
-      zero3_->gather_run(model_.trainable().values(), bf16_span(), h);
+    hooks.before_embedding = [this, e] { zero3_->gather_run(model_.trainable().values(), {}, e); };
+    hooks.after_embedding = [this, e, keep] {
+      if (!keep) zero3_->release_run(model_.trainable().values(), {}, e);
     };
-    hooks.after_head = [this, h] {
-      zero3_->release_run(model_.trainable().values(), bf16_span(), h);
+    hooks.before_head = [this, h, head_f32, head_bf16] {
+      zero3_->gather_run(head_f32(), head_bf16(), h);
+    };
+    hooks.after_head = [this, h, head_f32, head_bf16] {
+      zero3_->release_run(head_f32(), head_bf16(), h);
     };
   }
   model_.set_layer_hooks(std::move(hooks));

@@ -163,37 +163,42 @@ TEST(Zero3Params, PerUseRunsAreWholeOnlyWhileGathered) {
   z.release_layers(v, h);
   z.gather_kept_whole(v, h);  // the start of training: the norm whole on every rank
   const auto in = [](ShardRange r, size_t i) { return i >= r.begin && i < r.end; };
-  // `gathered` whole (bf16 too when `with_h`), the rest the own shard or the norm.
-  auto count_bad = [&](ShardRange gathered, bool with_h) {
+  // `f32` whole in the values, `b16` in the bf16 copies; the rest the own shard or the norm.
+  auto count_bad = [&](ShardRange f32, ShardRange b16) {
     size_t bad = 0;
     for (size_t i = 0; i < n; ++i) {
-      const bool w = in(gathered, i) || in(norm, i) || own(i);
-      const bool wh = (with_h && in(gathered, i)) || in(norm, i) || own(i);
-      bad += v[i] != (w ? whole[i] : 0.0f);
-      bad += h[i] != (wh ? whole_h[i] : uint16_t(0));
+      const bool base = in(norm, i) || own(i);
+      bad += v[i] != (base || in(f32, i) ? whole[i] : 0.0f);
+      bad += h[i] != (base || in(b16, i) ? whole_h[i] : uint16_t(0));
     }
     return bad;
   };
-  EXPECT_EQ(count_bad({0, 0}, false), 0u);
-  z.gather_run(v, {}, embed);  // an untied embedding's lookup: fp32 only
-  EXPECT_EQ(count_bad(embed, false), 0u);
+  const ShardRange none = {0, 0};
+  EXPECT_EQ(count_bad(none, none), 0u);
+  z.gather_run(v, {}, embed);  // the lookup: the fp32 table only
+  EXPECT_EQ(count_bad(embed, none), 0u);
   z.release_run(v, {}, embed);
-  EXPECT_EQ(count_bad({0, 0}, false), 0u);
-  z.gather_run(v, h, head);
-  EXPECT_EQ(count_bad(head, true), 0u);
-  // Already whole: not gathered again (a tied table held from the lookup to the head).
+  EXPECT_EQ(count_bad(none, none), 0u);
+  z.gather_run({}, h, head);  // a bf16 head: its bf16 copy only
+  EXPECT_EQ(count_bad(none, head), 0u);
+  z.gather_run(v, h, head);  // the fp32 form added, the bf16 one already whole
+  EXPECT_EQ(count_bad(head, head), 0u);
+  // Already whole: not gathered again (a tied fp32 table held from the lookup to the head).
   const size_t other = mine.begin == head.begin ? head.end - 1 : head.begin;
   v[other] = -1.0f;
   z.gather_run(v, h, head);
   EXPECT_EQ(v[other], -1.0f);
   v[other] = whole[other];
+  z.release_run({}, h, head);
+  EXPECT_EQ(count_bad(head, none), 0u);
   z.release_run(v, h, head);
   z.release_run(v, h, head);  // already freed: nothing
+  EXPECT_EQ(count_bad(none, none), 0u);
   // A checkpoint's tensor inside the head, then freed again.
   z.gather_range(v, 5000, 6000);
-  EXPECT_EQ(count_bad({5000, 6000}, false), 0u);
+  EXPECT_EQ(count_bad({5000, 6000}, none), 0u);
   z.release_range(v, 5000, 6000);
-  EXPECT_EQ(count_bad({0, 0}, false), 0u);
+  EXPECT_EQ(count_bad(none, none), 0u);
   z.gather_everything(v, h);
   EXPECT_EQ(v, whole);
   EXPECT_EQ(h, whole_h);
