@@ -54,8 +54,11 @@ def run(a, stage: int, index: int, model: Path, data: Path) -> dict:
              "--bf16", "true" if a.bf16 else "false", "--gradient_checkpointing", "false",
              "--save_strategy", "no", "--report_to", "none", "--disable_tqdm", "true",
              "--num_threads", "1", "--zero_stage", str(stage), "--output_dir", str(out)]
-    # Each rank under /usr/bin/time: its own VmHWM, labelled with its rank.
-    rank_cmd = ("exec /usr/bin/time -f \"peak_rss_kib rank=$OMPI_COMM_WORLD_RANK %M\" "
+    # Each rank under /usr/bin/time: its own VmHWM (KiB), into a file named after its rank.
+    rss_dir = Path(a.workdir) / f"rss_z{stage}_{index}"
+    shutil.rmtree(rss_dir, ignore_errors=True)
+    rss_dir.mkdir(parents=True)
+    rank_cmd = (f"exec /usr/bin/time -o '{rss_dir}'/$OMPI_COMM_WORLD_RANK -f %M "
                 + " ".join(f"'{x}'" for x in train))
     cmd = ["mpirun", "--oversubscribe", "-np", str(a.np), "sh", "-c", rank_cmd]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -63,7 +66,7 @@ def run(a, stage: int, index: int, model: Path, data: Path) -> dict:
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
         sys.exit(f"stage {stage} failed (exit {proc.returncode}):\n{log[-4000:]}")
-    rss = {int(r): int(k) * 1024 for r, k in re.findall(r"peak_rss_kib rank=(\d+) (\d+)", log)}
+    rss = {int(f.name): int(f.read_text().split()[-1]) * 1024 for f in rss_dir.iterdir()}
     state = re.search(r"optimizer state (\d+) bytes per rank", log)
     steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
     times = [s["step_time_s"] for s in steps if "step_time_s" in s][1:]
