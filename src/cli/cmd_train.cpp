@@ -79,7 +79,7 @@ constexpr const char* kUsage =
 model::Transformer init_from_config(const ModelDir& dir, uint64_t seed,
                                     const model::TensorParallel& tp,
                                     const std::optional<model::Quant4Plan>& quant4,
-                                    const model::FrozenBaseForm& form) {
+                                    const model::FrozenBaseForm& form, model::ArenaShard shard) {
   const Json raw = read_json_file(dir.path + "/config.json", "train");
   const double std = raw.value("initializer_range", 0.02);
   // QLoRA: the 4-bit weights drawn and quantized one at a time, the matrices held in bf16
@@ -87,15 +87,20 @@ model::Transformer init_from_config(const ModelDir& dir, uint64_t seed,
   model::Transformer m =
       quant4 ? model::Transformer::random_4bit(dir.config, seed, static_cast<float>(std), *quant4,
                                                form)
-             : model::Transformer::random(dir.config, seed, static_cast<float>(std), tp);
+             : model::Transformer::random(dir.config, seed, static_cast<float>(std), tp, shard);
   // nn.Embedding(padding_idx=pad_token_id): _init_weights zeroes the pad row (on the rank
-  // whose vocabulary slice holds it), in every form the table has.
+  // whose vocabulary slice holds it), in every form the table has; a ZeRO-3 shard only where it
+  // holds that row.
   const model::Parameter& embed = m.params().at(ParamSlot::kEmbed);
   const int64_t first = embed.spec.tp_begin;
   if (dir.config.pad_token_id && *dir.config.pad_token_id >= first &&
       *dir.config.pad_token_id < first + embed.value.rows) {
+    const int64_t row = *dir.config.pad_token_id - first, C = embed.value.cols;
+    const model::ElementRun held = m.params().held_part(embed);
+    const int64_t lo = std::max(row * C, held.begin), hi = std::min((row + 1) * C, held.end);
     for (const ops::View& table : {embed.value, embed.bf16})
-      if (!table.empty()) ops::zero(table.row_range(*dir.config.pad_token_id - first, 1));
+      if (!table.empty() && lo < hi)
+        ops::zero(table.row_range(row, 1).columns(lo - row * C, hi - lo));
   }
   return m;
 }
@@ -336,6 +341,14 @@ struct LoadedModel {
 
 // The model (weights, init_from_config, or an adapter folder's base with its adapter), LoRA,
 // the compute dtype, then the tokenizer.
+// --zero_stage 3 over several data-parallel ranks: each rank reads or draws only its shard of
+// the model (optim/zero3.h: the trainer gathers what a pass uses), so no rank ever holds the
+// whole model. Not with LoRA: only the adapters are sharded, the frozen base stays whole.
+model::ArenaShard zero3_load_shard(const TrainingArgs& args, const Ranks& ranks, bool lora) {
+  if (args.zero_stage != 3 || lora || ranks.groups.dp->size() < 2) return {};
+  return {ranks.groups.dp->rank(), ranks.groups.dp->size()};
+}
+
 LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
   // Feedback from the first second: each slow phase is named while it runs
   // (core/progress_phase.h).
@@ -389,12 +402,13 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
   // A QLoRA base is read or drawn straight into that form (an adapter folder's base is
   // released into it below: its adapter_config.json's modules_to_save are not known here).
   const model::FrozenBaseForm& load_form = loaded ? model::FrozenBaseForm{} : form;
-  model::Transformer model =
-      loaded ? std::move(*loaded)
-      : args.init_from_config
-          ? init_from_config(dir, static_cast<uint64_t>(args.seed), ranks.tp, quant4, load_form)
-      : quant4 ? model::Transformer::load_4bit(dir.path, *quant4, load_form)
-               : model::Transformer::load(dir.path, ranks.tp);
+  const model::ArenaShard shard = zero3_load_shard(args, ranks, args.use_peft || from_adapter);
+  model::Transformer model = loaded ? std::move(*loaded)
+                             : args.init_from_config
+                                 ? init_from_config(dir, static_cast<uint64_t>(args.seed), ranks.tp,
+                                                    quant4, load_form, shard)
+                             : quant4 ? model::Transformer::load_4bit(dir.path, *quant4, load_form)
+                                      : model::Transformer::load(dir.path, ranks.tp, shard);
   if (args.use_peft && !from_adapter)
     model.enable_lora(lora_config_from_args(args), static_cast<uint64_t>(args.seed),
                       "--lora_target_modules");

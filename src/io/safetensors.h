@@ -157,6 +157,10 @@ struct TensorBlock {
 TensorBlock whole_tensor_block(const TensorEntry& entry);
 void read_tensor_block(const SafetensorsFile& file, const TensorEntry& entry,
                        const TensorBlock& block, std::span<float> out);
+// Elements [first, first + out.size()) of a tensor of any shape, row-major, as f32: a ZeRO-3
+// rank's shard of it (model/held_values.h), reading only those bytes of the mapping.
+void read_tensor_run(const SafetensorsFile& file, const TensorEntry& entry, int64_t first,
+                     std::span<float> out);
 
 // All the weights of a model folder: one model.safetensors or the shards of an index.
 class SafetensorsCheckpoint {

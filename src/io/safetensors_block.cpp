@@ -101,4 +101,17 @@ void read_tensor_block(const SafetensorsFile& file, const TensorEntry& entry,
                 out.data() + r * block.count);
 }
 
+void read_tensor_run(const SafetensorsFile& file, const TensorEntry& entry, int64_t first,
+                     std::span<float> out) {
+  const int64_t n = shape_numel(entry.shape), count = static_cast<int64_t>(out.size());
+  if (first < 0 || first > n - count)
+    fail_in_file(kComponent, {file.path(), "tensor '" + entry.name + "'"},
+                 "the elements [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                     ") are outside its " + std::to_string(n) + " elements",
+                 "the file does not have the shape the model expects");
+  const std::byte* data = file.tensor(entry).bytes();
+  convert_run(entry.dtype, data + static_cast<size_t>(first) * dtype_size(entry.dtype), count,
+              out.data());
+}
+
 }  // namespace sft

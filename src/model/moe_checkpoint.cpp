@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "model/held_values.h"
 #include "model/mxfp4.h"
 #include "model/param_slices.h"
 #include "ops/ops.h"
@@ -297,34 +298,35 @@ std::vector<ParamSpec> checkpoint_layout(const std::vector<ParamSpec>& layout,
 
 void load_checkpoint_parameters(const SafetensorsCheckpoint& ckpt, ParameterSet& params,
                                 const ModelConfig& config) {
-  for (const Parameter& p : params.all()) {
-    float* value = p.value.as<float>();
-    if (stored_mxfp4(p.spec, ckpt, config)) {
-      load_mxfp4_stack(ckpt, p.spec, value);
-      continue;
-    }
-    if (converted_on_disk(p.spec, config)) {  // shape checked by the caller (checkpoint_layout)
-      const std::vector<float> stored = ckpt.tensor(p.spec.name).to_f32_vector();
-      for_each_disk_index(p.spec, [&](int64_t k, int64_t d) { value[k] = stored[d]; });
-      continue;
-    }
-    if (!is_stack(p.spec)) {
-      read_block(ckpt.file_of(p.spec.name), ckpt.entry(p.spec.name), p.spec, value);
-      continue;
-    }
-    if (ckpt.contains(p.spec.name)) {
-      // Stored stacked (E, rows, cols; shape checked by the caller): the block readers take
-      // 1-D and 2-D tensors only, so one whole copy in f32.
-      const std::vector<float> whole = ckpt.tensor(p.spec.name).to_f32_vector();
-      std::copy(whole.begin(), whole.end(), value);
-      continue;
-    }
-    for (const ExpertPiece& piece : pieces_of(p.spec)) {
-      const TensorEntry& entry = ckpt.entry(piece.name);
-      read_tensor_block(ckpt.file_of(piece.name), entry, whole_tensor_block(entry),
-                        {value + piece.offset, static_cast<size_t>(shape_numel(piece.shape))});
-    }
-  }
+  // Only the held part of the arena (model/held_values.h): a ZeRO-3 rank's shard.
+  write_held_values(
+      params, through_scratch([&](size_t, const Parameter& p, float* value) {
+        if (stored_mxfp4(p.spec, ckpt, config)) {
+          load_mxfp4_stack(ckpt, p.spec, value);
+          return;
+        }
+        if (converted_on_disk(p.spec, config)) {  // shape checked by the caller (checkpoint_layout)
+          const std::vector<float> stored = ckpt.tensor(p.spec.name).to_f32_vector();
+          for_each_disk_index(p.spec, [&](int64_t k, int64_t d) { value[k] = stored[d]; });
+          return;
+        }
+        if (!is_stack(p.spec)) {
+          read_block(ckpt.file_of(p.spec.name), ckpt.entry(p.spec.name), p.spec, value);
+          return;
+        }
+        if (ckpt.contains(p.spec.name)) {
+          // Stored stacked (E, rows, cols; shape checked by the caller): the block readers take
+          // 1-D and 2-D tensors only, so one whole copy in f32.
+          const std::vector<float> whole = ckpt.tensor(p.spec.name).to_f32_vector();
+          std::copy(whole.begin(), whole.end(), value);
+          return;
+        }
+        for (const ExpertPiece& piece : pieces_of(p.spec)) {
+          const TensorEntry& entry = ckpt.entry(piece.name);
+          read_tensor_block(ckpt.file_of(piece.name), entry, whole_tensor_block(entry),
+                            {value + piece.offset, static_cast<size_t>(shape_numel(piece.shape))});
+        }
+      }));
 }
 
 std::vector<const Parameter*> converted_sources(const ParameterSet& params,

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "model/held_values.h"
+
 namespace sft::model {
 
 namespace {
@@ -111,8 +113,16 @@ void read_block(const SafetensorsFile& file, const TensorEntry& entry, const Par
 }
 
 void load_parameter_slices(const SafetensorsCheckpoint& ckpt, ParameterSet& params) {
-  for (const Parameter& p : params.all())
-    read_block(ckpt.file_of(p.spec.name), ckpt.entry(p.spec.name), p.spec, p.value.as<float>());
+  const PartWriter whole = through_scratch([&](size_t, const Parameter& p, float* dst) {
+    read_block(ckpt.file_of(p.spec.name), ckpt.entry(p.spec.name), p.spec, dst);
+  });
+  write_held_values(params, [&](size_t i, const Parameter& p, ElementRun part, float* dst) {
+    // An unsplit tensor held in part: just the run's bytes of the file.
+    if (p.spec.tp_dim < 0 && part.size() < p.value.numel())
+      return read_tensor_run(ckpt.file_of(p.spec.name), ckpt.entry(p.spec.name), part.begin,
+                             {dst, static_cast<size_t>(part.size())});
+    whole(i, p, part, dst);
+  });
 }
 
 }  // namespace sft::model

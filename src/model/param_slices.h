@@ -32,7 +32,8 @@ void read_block(const SafetensorsFile& file, const TensorEntry& entry, const Par
                 float* local);
 
 // Every parameter's value from the checkpoint (shapes already checked against full_shape by
-// the caller), as this rank's slice: each rank reads only its slices' bytes of the files.
+// the caller), as this rank's slice: each rank reads only its slices' bytes of the files, and of
+// those only the part of the arena the set holds (ParameterSet::hold_only, model/held_values.h).
 void load_parameter_slices(const SafetensorsCheckpoint& ckpt, ParameterSet& params);
 
 }  // namespace sft::model

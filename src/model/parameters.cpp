@@ -45,6 +45,7 @@ ParameterSet::ParameterSet(const std::vector<ParamSpec>& layout, Device device)
     const auto [rows, cols] = matrix_shape(p.spec.shape);
     p.value = ops::view_of(base + p.offset, rows, cols, device);
   }
+  held_ = {0, numel_};
   bind_parts();
 }
 
@@ -93,6 +94,7 @@ ParameterSet::ParameterSet(const std::vector<ParamSpec>& layout,
     }
   }
   fp32_released_ = f32 != numel_;
+  held_ = {0, numel_};
   bind_parts();
 }
 
@@ -252,9 +254,36 @@ void ParameterSet::allocate_bf16_copies(bool embedding_too) {
   bind_parts();
 }
 
+void ParameterSet::hold_only(ElementRun run) {
+  if (run.begin < 0 || run.end > numel_ || run.empty())
+    fail("model", "hold_only: the run [" + std::to_string(run.begin) + ", " +
+                      std::to_string(run.end) + ") is not inside the " + std::to_string(numel_) +
+                      " parameters");
+  if (fp32_released_ || copies_ || has_grads() || dense_bf16())
+    fail("model", "hold_only: only a fresh fp32 parameter set can hold a run of its arena");
+  held_ = run;
+}
+
+ElementRun ParameterSet::held_part(const Parameter& p) const {
+  const int64_t n = p.value.numel();
+  return {std::clamp(held_.begin - p.offset, int64_t{0}, n),
+          std::clamp(held_.end - p.offset, int64_t{0}, n)};
+}
+
+// Each copy from its master's held part (all of it unless hold_only): the rest of the bf16
+// arena stays untouched, as the values' does.
 void ParameterSet::write_bf16_copies() {
-  for (const Parameter& p : params_)
-    if (!p.bf16.empty() && p.value.data) ops::cast(p.bf16, p.value);
+  for (const Parameter& p : params_) {
+    if (p.bf16.empty() || !p.value.data) continue;
+    if (holds_all()) {
+      ops::cast(p.bf16, p.value);
+      continue;
+    }
+    const ElementRun part = held_part(p);
+    if (part.empty()) continue;
+    ops::cast(ops::view_of(p.bf16.as<uint16_t>() + part.begin, 1, part.size(), p.bf16.device),
+              ops::view_of(p.value.as<float>() + part.begin, 1, part.size(), p.value.device));
+  }
 }
 
 void ParameterSet::check_fp32_whole(const char* what) const {
@@ -300,11 +329,9 @@ void ParameterSet::release_fp32_matrices(const std::function<bool(const ParamSpe
 }
 
 void ParameterSet::refresh_bf16_copies() {
-  for (const Parameter& p : params_) {
-    if (p.bf16.empty()) continue;
-    if (!p.value.data) check_fp32_whole("refresh_bf16_copies");  // its master is gone
-    ops::cast(p.bf16, p.value);
-  }
+  for (const Parameter& p : params_)
+    if (!p.bf16.empty() && !p.value.data) check_fp32_whole("refresh_bf16_copies");  // gone
+  write_bf16_copies();
 }
 
 std::vector<NamedTensor> ParameterSet::named_values() const {

@@ -10,6 +10,9 @@
 // copies once enable_bf16_copies() has run, and they are refreshed (refresh_bf16_copies) after
 // every change of the master values.
 //
+// A rank of ZeRO-3 may hold only a run of the flat arenas (hold_only): what loads, draws and
+// copies values then writes only there (model/held_values.h).
+//
 // A frozen base (LoRA's) may drop the fp32 form of its matrices: released once their bf16
 // copies exist (release_fp32_matrices), or never made (QLoRA's constructor, ParamStorage:
 // 4-bit weights, and matrices held in bf16 only, model/frozen_base.h). Such a matrix's `value`
@@ -35,6 +38,25 @@ namespace sft::model {
 // values; bf16 only (model/frozen_base.h: the bf16 view is its one form, `value` keeps its shape
 // without data, as after release_fp32_matrices); or 4-bit (set_quant4 fills it in).
 enum class ParamStorage { kF32, kBF16, k4Bit };
+
+// Elements [begin, end) of one parameter (row-major), or of the flat arena.
+struct ElementRun {
+  int64_t begin = 0, end = 0;
+  int64_t size() const { return end - begin; }
+  bool empty() const { return end <= begin; }
+};
+
+// Rank `rank`'s share of the flat arena split evenly over `ranks`: elements [n·rank / ranks,
+// n·(rank + 1) / ranks), the rule of parallel/comm.h's shard_of, so it is the shard ZeRO-3
+// gives that rank of its data-parallel group (the trainer checks that they agree).
+struct ArenaShard {
+  int rank = 0, ranks = 1;
+  bool whole() const { return ranks <= 1; }
+  ElementRun of(int64_t n) const {
+    const auto r = static_cast<__int128>(rank), s = static_cast<__int128>(ranks);
+    return {static_cast<int64_t>(n * r / s), static_cast<int64_t>(n * (r + 1) / s)};
+  }
+};
 
 struct Parameter {
   ParamSpec spec;
@@ -89,6 +111,16 @@ class ParameterSet {
     return {reinterpret_cast<const float*>(grads_.data()), grads_size()};
   }
   bool has_grads() const { return grads_.capacity() > 0; }
+  // ZeRO-3 (optim/zero3.h): this rank holds only `run` of the flat arenas. The loads, the random
+  // init (model/held_values.h) and the bf16 copies write only inside it; the rest stays zero,
+  // its pages never touched, until the trainer gathers what a pass uses. Set right after
+  // construction, before any value is written; the whole arena by default.
+  void hold_only(ElementRun run);
+  ElementRun held() const { return held_; }
+  bool holds_all() const { return held_.begin == 0 && held_.end == numel_; }
+  // The elements of `p` inside held() (offsets into p; empty when it holds none of them).
+  ElementRun held_part(const Parameter& p) const;
+
   // Runs of the flat arena with their weight-decay flag, for AdamW.
   std::vector<ParamSlice> decay_slices() const;
 
@@ -148,6 +180,7 @@ class ParameterSet {
   std::vector<Parameter> params_;
   std::vector<Parameter> parts_;
   int64_t numel_ = 0;
+  ElementRun held_;  // the whole arena unless hold_only
   Arena values_, grads_, bf16_;
   Arena held_bf16_;  // the matrices held in bf16 only (ParamStorage::kBF16), back to back
   bool copies_ = false;

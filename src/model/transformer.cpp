@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/rng.h"
+#include "model/held_values.h"
 #include "model/model_dir.h"
 #include "model/moe_checkpoint.h"
 #include "model/param_slices.h"
@@ -227,10 +228,12 @@ void Transformer::merge_lora() {
   has_forward_ = false;
 }
 
-Transformer Transformer::load(const std::string& model_dir, const TensorParallel& tp) {
+Transformer Transformer::load(const std::string& model_dir, const TensorParallel& tp,
+                              ArenaShard shard) {
   const ModelDir dir = open_model_dir(model_dir);
   if (tp.on()) check_tensor_parallel(dir.config, tp.size, dir.path + "/config.json");
   Transformer m(dir.config, tp);
+  if (!shard.whole()) m.params_.hold_only(shard.of(m.params_.numel()));
   // A multimodal Gemma 3 folder's text model is read under the text model's own names.
   SafetensorsCheckpoint stored = SafetensorsCheckpoint::open_dir(dir.path);
   const TextModelNames names = text_model_names(stored);
@@ -273,17 +276,17 @@ void fill_normal(float* dst, int64_t first, int64_t n, uint64_t seed, uint64_t s
 }  // namespace
 
 Transformer Transformer::random(const ModelConfig& config, uint64_t seed, float std,
-                                const TensorParallel& tp) {
+                                const TensorParallel& tp, ArenaShard shard) {
   if (tp.on()) check_tensor_parallel(config, tp.size, "random initialisation");
   Transformer m(config, tp);
-  for (size_t i = 0; i < m.params_.all().size(); ++i) {
-    const Parameter& param = m.params_.all()[i];
-    float* p = param.value.as<float>();
-    const int64_t n = param.value.numel();
+  if (!shard.whole()) m.params_.hold_only(shard.of(m.params_.numel()));
+  // A tensor-parallel slice: whole, into a scratch when partly held (element j's numbers
+  // depend on j alone, so any part could be drawn alone; the slices' layout makes it simpler).
+  const PartWriter slice = through_scratch([&](size_t i, const Parameter& param, float* p) {
     if (param.spec.role == ParamRole::kNorm) {
-      for (int64_t j = 0; j < n; ++j) p[j] = 1.0f;
+      std::fill_n(p, param.value.numel(), 1.0f);
     } else if (param.spec.role == ParamRole::kBias) {
-      continue;  // zeros
+      return;  // zeros
     } else if (param.spec.tp_dim == 1 && param.spec.shape.size() == 2) {
       // Column blocks: one run per row of the whole matrix.
       const int64_t rows = param.spec.shape[0], cols = param.spec.shape[1];
@@ -292,13 +295,20 @@ Transformer Transformer::random(const ModelConfig& config, uint64_t seed, float 
         fill_normal(p + r * cols, r * full_cols + param.spec.tp_begin, param.spec.tp_real(), seed,
                     i, std);
     } else {
-      // Unsplit, or a block of rows: one run from the block's first element. A padded
-      // block's rows past the whole tensor stay zero (the arena starts zero-filled).
+      // A block of rows: one run from the block's first element. A padded block's rows past
+      // the whole tensor stay zero (the arena starts zero-filled).
       const int64_t row = param.spec.shape.size() == 2 ? param.spec.shape[1] : 1;
-      const int64_t real = param.spec.tp_dim < 0 ? n : param.spec.tp_real() * row;
-      fill_normal(p, param.spec.tp_begin * row, real, seed, i, std);
+      fill_normal(p, param.spec.tp_begin * row, param.spec.tp_real() * row, seed, i, std);
     }
-  }
+  });
+  write_held_values(m.params_, [&](size_t i, const Parameter& param, ElementRun part, float* p) {
+    if (param.spec.tp_dim >= 0) return slice(i, param, part, p);
+    // Unsplit: the held elements' own numbers, nothing else drawn.
+    if (param.spec.role == ParamRole::kNorm)
+      std::fill_n(p, part.size(), 1.0f);
+    else if (param.spec.role != ParamRole::kBias)
+      fill_normal(p, part.begin, part.size(), seed, i, std);
+  });
   return m;
 }
 

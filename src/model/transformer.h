@@ -69,13 +69,16 @@ struct KvCache {
 class Transformer {
  public:
   // Loads config.json + safetensors (any float dtype) into fp32 master weights. With tensor
-  // parallelism (tensor_parallel.h) each rank reads only its slices of the files.
-  static Transformer load(const std::string& model_dir, const TensorParallel& tp = {});
+  // parallelism (tensor_parallel.h) each rank reads only its slices of the files. With a
+  // `shard` (ZeRO-3's, ParameterSet::hold_only) only that share of the flat arena is read;
+  // the rest stays zero, untouched, until the trainer gathers it.
+  static Transformer load(const std::string& model_dir, const TensorParallel& tp = {},
+                          ArenaShard shard = {});
   // Random N(0, std) weights, norms = 1, biases = 0 (benchmarks, tests). Element j of a
-  // tensor draws the same numbers whatever the tensor-parallel split, so a split model holds
-  // slices of the unsplit one.
+  // tensor draws the same numbers whatever the tensor-parallel split or ZeRO-3 `shard`, so a
+  // split model holds slices of the unsplit one and a shard its share of the whole.
   static Transformer random(const ModelConfig& config, uint64_t seed, float std = 0.02f,
-                            const TensorParallel& tp = {});
+                            const TensorParallel& tp = {}, ArenaShard shard = {});
   // QLoRA (model/quant4_load.cpp): the decoder layers' Linear weights held in bitsandbytes'
   // 4-bit format, never whole in fp32: a bitsandbytes checkpoint's 4-bit groups as stored, any
   // other weight `plan` selects quantized at load one tensor at a time. No tensor parallelism.
@@ -186,9 +189,13 @@ class Transformer {
   // Around each decoder layer's pass (layer index given), for sharded data parallelism
   // (ZeRO-2 reduces a layer's gradients as soon as its backward is done; ZeRO-3 gathers its
   // weights before and frees them after). before_backward comes before gradient
-  // checkpointing's recomputation. Empty functions are not called.
+  // checkpointing's recomputation. Around the forward's embedding lookup and the LM head +
+  // loss (in the forward, or in the backward when the forward had no loss scale): ZeRO-3
+  // gathers those tables there. The embedding's backward reads no weights: no hook. Empty
+  // functions are not called.
   struct LayerHooks {
     std::function<void(int64_t)> before_forward, after_forward, before_backward, after_backward;
+    std::function<void()> before_embedding, after_embedding, before_head, after_head;
   };
   void set_layer_hooks(LayerHooks hooks) { hooks_ = std::move(hooks); }
   // Mixture of experts: the load-balancing loss of the last forward (transformers'

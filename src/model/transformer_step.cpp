@@ -239,7 +239,9 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   const int64_t T = T_, L = config_.num_hidden_layers;
   if (loss_scale && !trainable().has_grads()) trainable().allocate_grads();
   if (lora_) lora_->set_training(loss_scale.has_value());
+  if (hooks_.before_embedding) hooks_.before_embedding();
   ops::embedding_forward(resid_.row_range(0, T), device_tokens_, embedding_table(), vocab_shard_);
+  if (hooks_.after_embedding) hooks_.after_embedding();
   // Granite: the embeddings (NEFTune's noise included, as its hook sits on embed_tokens) times
   // embedding_multiplier. Gemma scales inside embed_tokens (Gemma3TextScaledWordEmbedding), so
   // there the noise comes after the scale.
@@ -310,9 +312,11 @@ LossStats Transformer::head(float* logits, double scale, bool train) {
   if (logits && !device_logits_.empty()) logits_view = device_logits_;  // copied out below
   if (logits && tp_.on())
     fail("model", "full logits of a tensor-parallel model (each rank holds a vocabulary slice)");
+  if (hooks_.before_head) hooks_.before_head();
   const LossStats s = lm_head_.cross_entropy(
       dlnf_.row_range(0, Tr), logits_view, lnf_.row_range(0, Tr), device_targets_, scale, train,
       head_ws_, vocab_shard_, config_.final_logit_softcapping);
+  if (hooks_.after_head) hooks_.after_head();
   if (logits && logits_view.data != logits)
     copy_bytes(logits, Device::kCpu, logits_view.data, logits_view.device,
                static_cast<size_t>(logits_view.numel()) * sizeof(float));

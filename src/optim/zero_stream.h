@@ -11,8 +11,9 @@
 // The order of requests is whatever the writer's is: the others need not know the files.
 //
 // Ranges are of the flat arenas: the model's trainable values (whole size on every rank, the
-// layers' runs sharded under ZeRO-3: Zero3Params::gather_range) and the AdamW moments (each
-// rank holds its own shard only: gathered into scratch with Comm::all_gather_part).
+// layers', embedding's and LM head's runs sharded under ZeRO-3: Zero3Params::gather_range) and the
+// AdamW moments (each rank holds its own shard only: gathered into scratch with
+// Comm::all_gather_part).
 #pragma once
 
 #include <cstddef>

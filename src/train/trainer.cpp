@@ -89,6 +89,9 @@ void Trainer::init_model_and_optimizer() {
     optimizer_ = std::make_unique<AdamW>(n_params, ao, model_.trainable().device());
   // Stage 2: the gradients too; stage 3: and the layers' parameters (trainer_parallel.cpp).
   if (args_.zero_stage >= 2) init_zero23();
+  if (!model_.trainable().holds_all() && args_.zero_stage != 3)
+    fail("train", "the model was loaded as a ZeRO-3 shard, but --zero_stage is " +
+                      std::to_string(args_.zero_stage));
   const int64_t warmup =
       resolve_warmup_steps(args_.warmup_steps, args_.warmup_ratio, plan_.max_steps);
   const Json kwargs =
@@ -319,7 +322,7 @@ void Trainer::apply_update(StepStats& st) {
     else
       optimizer_->step(params.values(), params.grads(), slices_, lr, params.bf16_arena(),
                        norm.clip_scale);
-    if (zero3_) zero3_->gather_outside_layers(params.values(), bf16_span());
+    if (zero3_) zero3_->gather_kept_whole(params.values(), bf16_span());
   }
   if (zero2_)  // only the own shard holds anything (and only its pages are resident)
     zero2_->zero_own(model_.trainable().grads());
@@ -376,8 +379,12 @@ TrainResult Trainer::train() {
     resume(resume_path);
   else if (log_)
     log_->truncate_after(0);  // a fresh run (--overwrite_output_dir) starts a fresh metrics.jsonl
-  // ZeRO-3: from here on each rank holds its shard of the layers (gathered per layer).
-  if (zero3_) zero3_->release_layers(model_.trainable().values(), bf16_span());
+  // ZeRO-3: from here on each rank holds its shard (the layers, embedding and LM head gathered
+  // per use; the runs kept whole gathered now, as a rank loaded only its shard of them).
+  if (zero3_) {
+    zero3_->release_layers(model_.trainable().values(), bf16_span());
+    zero3_->gather_kept_whole(model_.trainable().values(), bf16_span());
+  }
   // Expert parallelism: each rank keeps its experts only (loaded or drawn whole, or resumed).
   if (experts_) release_other_experts();
   if (log_) {

@@ -52,6 +52,10 @@ std::vector<ShardRange> trainable_layer_runs(const model::Transformer& model) {
   return layer_runs(places, model.config().num_hidden_layers);
 }
 
+ShardRange run_of(const model::Parameter& p) {
+  return {static_cast<size_t>(p.offset), static_cast<size_t>(p.offset + p.value.numel())};
+}
+
 }  // namespace
 
 void Trainer::init_zero23() {
@@ -65,7 +69,22 @@ void Trainer::init_zero23() {
   const size_t n = static_cast<size_t>(t.numel());
   zero2_ = std::make_unique<Zero2Grads>(n, runs, *comm_);
   zero2_->release_others(t.grads());
-  if (args_.zero_stage == 3) zero3_ = std::make_unique<Zero3Params>(n, runs, *comm_);
+  // ZeRO-3 shards the embedding and LM head too, gathered per use (not with LoRA: there the
+  // trainable set is the adapters, and a trained copy of those tables stays whole).
+  const model::Parameter* embed = model_.lora() ? nullptr : t.find(ParamSlot::kEmbed);
+  const model::Parameter* head = model_.lora() ? nullptr : t.find(ParamSlot::kLmHead);
+  if (head == nullptr) head = embed;  // tied: the head multiplies the embedding table
+  std::vector<ShardRange> per_use;
+  for (const model::Parameter* p : {embed, head})
+    if (p) per_use.push_back(run_of(*p));
+  if (args_.zero_stage == 3) zero3_ = std::make_unique<Zero3Params>(n, runs, *comm_, per_use);
+  // A model loaded as a shard (cli: ZeRO-3's load) must be this ZeRO-3's shard.
+  const model::ElementRun held = model_.trainable().held();
+  if (!t.holds_all() && (!zero3_ || static_cast<size_t>(held.begin) != zero3_->shard().begin ||
+                         static_cast<size_t>(held.end) != zero3_->shard().end))
+    fail("train", "the model holds elements [" + std::to_string(held.begin) + ", " +
+                      std::to_string(held.end) +
+                      ") of its parameters, which is not this rank's ZeRO-3 shard");
   if (is_main() && runs.empty())
     log_info(
         "[train] ZeRO-2: the layers' parameters are not one run each, so the gradients "
@@ -86,6 +105,30 @@ void Trainer::init_zero23() {
     };
     hooks.after_forward = [this](int64_t l) {
       zero3_->release_layer(model_.trainable().values(), bf16_span(), l);
+    };
+  }
+  if (zero3_ && embed) {
+    // The lookup reads the fp32 table; the LM head reads its fp32 values, or under bf16 compute
+    // only its bf16 copy. A tied fp32 table stays whole from the lookup to the head (one gather
+    // a pass; the head's peak holds it anyway).
+    const ShardRange e = run_of(*embed), h = run_of(*head);
+    const bool keep = embed == head && model_.compute_dtype() == DType::kF32;
+    auto head_f32 = [this] {
+      return model_.compute_dtype() == DType::kF32 ? model_.trainable().values()
+                                                   : std::span<float>();
+    };
+    auto head_bf16 = [this] {
+      return model_.compute_dtype() == DType::kF32 ? std::span<uint16_t>() : bf16_span();
+    };
+    hooks.before_embedding = [this, e] { zero3_->gather_run(model_.trainable().values(), {}, e); };
+    hooks.after_embedding = [this, e, keep] {
+      if (!keep) zero3_->release_run(model_.trainable().values(), {}, e);
+    };
+    hooks.before_head = [this, h, head_f32, head_bf16] {
+      zero3_->gather_run(head_f32(), head_bf16(), h);
+    };
+    hooks.after_head = [this, h, head_f32, head_bf16] {
+      zero3_->release_run(head_f32(), head_bf16(), h);
     };
   }
   model_.set_layer_hooks(std::move(hooks));

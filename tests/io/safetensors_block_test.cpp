@@ -1,6 +1,7 @@
 // Block reads (read_tensor_block): every block of rows, columns and 1-D elements equals the
 // same block cut from the whole tensor's to_f32_vector, for every dtype (the Python-written
 // all-dtypes fixture and our own F32/BF16/F16/F64 tensors); bad blocks name file and tensor.
+// Runs of elements (read_tensor_run, a ZeRO-3 shard's part of a tensor of any shape) likewise.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -126,6 +127,46 @@ TEST(SafetensorsBlock, BadBlocksNameTheFileAndTensor) {
   EXPECT_NE(read("cube", {0, 0, 1}, 4).find("tensor 'cube': shape [2, 2, 2] is not 1-D or 2-D"),
             std::string::npos);
   EXPECT_EQ(read("m", {1, 5, 1}, 4), "(no error)");
+}
+
+TEST(SafetensorsBlock, EveryRunOfElementsOfAnyShape) {
+  const std::string dir = test::fresh_output_dir("safetensors_run");
+  Rng rng(3, 0);
+  std::vector<NamedTensor> tensors;
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16})
+    for (const Shape& shape : {Shape{5, 3}, Shape{7}, Shape{2, 2, 3}}) {
+      Tensor t = Tensor::zeros(DType::kF32, shape);
+      for (float& v : t.mutable_values<float>()) v = rng.normal();
+      tensors.push_back(
+          {std::string(dtype_name(dtype)) + "." + shape_to_string(shape), t.to(dtype)});
+    }
+  write_safetensors(dir + "/t.safetensors", tensors);
+  const SafetensorsFile file = SafetensorsFile::open(dir + "/t.safetensors");
+  int checked = 0;
+  for (const TensorEntry& e : file.entries()) {
+    const std::vector<float> whole = file.tensor(e).to_f32_vector();
+    const int64_t n = static_cast<int64_t>(whole.size());
+    for (int64_t b = 0; b <= n; ++b)
+      for (int64_t k = 0; b + k <= n; ++k, ++checked) {
+        std::vector<float> got(size_t(k), -1.0f);
+        read_tensor_run(file, e, b, got);
+        EXPECT_EQ(bits(got), bits({whole.begin() + b, whole.begin() + b + k}))
+            << e.name << " [" << b << ", " << b + k << ")";
+      }
+  }
+  EXPECT_GT(checked, 0);
+  std::vector<float> out(4);
+  const std::string past =
+      error_of([&] { read_tensor_run(file, *file.find("F32.[5, 3]"), 13, out); });
+  EXPECT_NE(past.find("[safetensors] " + dir + "/t.safetensors: tensor 'F32.[5, 3]'"),
+            std::string::npos)
+      << past;
+  EXPECT_NE(past.find("the elements [13, 17) are outside its 15 elements"), std::string::npos)
+      << past;
+  EXPECT_NE(error_of([&] {
+              read_tensor_run(file, *file.find("F32.[7]"), -1, out);
+            }).find("[-1, 3) are outside"),
+            std::string::npos);
 }
 
 }  // namespace sft

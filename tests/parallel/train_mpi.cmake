@@ -13,8 +13,9 @@
 #            file that is not JSON or has stage 4 refused before any work
 #   zero3    --zero_stage 3 (and --accelerate_config zero3, --fsdp "full_shard auto_wrap") on
 #            np 2, np 4, np 2 × 2 micro-batches vs one process within 1e-5 over 10 steps; the
-#            same bits as ZeRO-1; bf16 + gradient checkpointing + evaluation the same bits as
-#            DP; LoRA; tp 2 × dp 2
+#            same bits as ZeRO-1 (np 2 and np 4, loaded or drawn with --init_from_config: each
+#            ZeRO-3 rank reads or draws only its shard); bf16 + gradient checkpointing +
+#            evaluation the same bits as DP; LoRA; tp 2 × dp 2
 #   zero3_resume a ZeRO-3 checkpoint resumed under ZeRO-3 (bit for bit) and without ZeRO; a
 #            killed rank
 #   zero3_reshard ZeRO-3's checkpoint and export (written a tensor at a time) byte-identical to
@@ -262,6 +263,15 @@ elseif(CASE STREQUAL "zero3")
   run(2 0 ${COMMON} ${B} --output_dir "${WORK}/z3_bf16" --zero_stage 3)
   same_metrics("${WORK}/dp_bf16" "${WORK}/z3_bf16" 1e-12)
   same_weights("${WORK}/dp_bf16" "${WORK}/z3_bf16" 0)
+  # Each ZeRO-3 rank reads, or draws (--init_from_config), only its shard of the model: the
+  # same values as a whole load, so the same bits as ZeRO-1 (which loads the whole model).
+  set(I ${STEPS} --per_device_train_batch_size 2 --init_from_config true --seed 7)
+  run(2 0 ${COMMON} ${I} --output_dir "${WORK}/init_z1" --zero_stage 1)
+  run(2 0 ${COMMON} ${I} --output_dir "${WORK}/init_z3" --zero_stage 3)
+  same_weights("${WORK}/init_z1" "${WORK}/init_z3" 0)
+  run(4 0 ${COMMON} ${STEPS} --per_device_train_batch_size 1 --output_dir "${WORK}/z1np4"
+      --zero_stage 1)
+  same_weights("${WORK}/z1np4" "${WORK}/z3np4" 0)
   # LoRA (the adapters sharded) and tp 2 × dp 2.
   set(L ${STEPS} --use_peft true --lora_r 4 --lora_alpha 8 --lora_dropout 0 --learning_rate 1e-3)
   run(0 0 ${COMMON} ${L} --per_device_train_batch_size 4 --output_dir "${WORK}/lora_np1")

@@ -6,7 +6,10 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
+
+#include "core/error.h"
 
 #include "optim/zero2.h"
 #include "optim/zero3.h"
@@ -134,6 +137,85 @@ TEST(Zero3Params, PrefetchedLayersAreTheBlockingGathersBits) {
   z.release_layer(v, h, 2);
   for (size_t i = 0; i < kN; ++i) bad += v[i] != (own_or_outside(i) ? whole[i] : 0.0f);
   EXPECT_EQ(bad, 0u);
+}
+
+// The embedding and LM head as per-use runs around two layers and a final norm kept whole:
+// embedding [0, 2000), layers [2000, 3000) and [3000, 4100), norm [4100, 4110), head
+// [4110, 6110).
+TEST(Zero3Params, PerUseRunsAreWholeOnlyWhileGathered) {
+  Comm& c = world();
+  constexpr size_t n = 6110;
+  const ShardRange embed = {0, 2000}, norm = {4100, 4110}, head = {4110, 6110};
+  std::vector<float> whole(n), v(n);
+  std::vector<uint16_t> whole_h(n), h(n);
+  for (size_t i = 0; i < n; ++i) {
+    whole[i] = float(i) * 0.25f + 2;
+    whole_h[i] = uint16_t(i + 3);
+  }
+  // A rank loaded only its shard (model/held_values.h): everything else zero.
+  const ShardRange mine = c.my_shard(n);
+  const auto own = [&](size_t i) { return c.size() == 1 || (i >= mine.begin && i < mine.end); };
+  for (size_t i = 0; i < n; ++i) {
+    v[i] = own(i) ? whole[i] : 0.0f;
+    h[i] = own(i) ? whole_h[i] : uint16_t(0);
+  }
+  Zero3Params z(n, {{2000, 3000}, {3000, 4100}}, c, {embed, head});
+  z.release_layers(v, h);
+  z.gather_kept_whole(v, h);  // the start of training: the norm whole on every rank
+  const auto in = [](ShardRange r, size_t i) { return i >= r.begin && i < r.end; };
+  // `f32` whole in the values, `b16` in the bf16 copies; the rest the own shard or the norm.
+  auto count_bad = [&](ShardRange f32, ShardRange b16) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const bool base = in(norm, i) || own(i);
+      bad += v[i] != (base || in(f32, i) ? whole[i] : 0.0f);
+      bad += h[i] != (base || in(b16, i) ? whole_h[i] : uint16_t(0));
+    }
+    return bad;
+  };
+  const ShardRange none = {0, 0};
+  EXPECT_EQ(count_bad(none, none), 0u);
+  z.gather_run(v, {}, embed);  // the lookup: the fp32 table only
+  EXPECT_EQ(count_bad(embed, none), 0u);
+  z.release_run(v, {}, embed);
+  EXPECT_EQ(count_bad(none, none), 0u);
+  z.gather_run({}, h, head);  // a bf16 head: its bf16 copy only
+  EXPECT_EQ(count_bad(none, head), 0u);
+  z.gather_run(v, h, head);  // the fp32 form added, the bf16 one already whole
+  EXPECT_EQ(count_bad(head, head), 0u);
+  // Already whole: not gathered again (a tied fp32 table held from the lookup to the head).
+  const size_t other = mine.begin == head.begin ? head.end - 1 : head.begin;
+  v[other] = -1.0f;
+  z.gather_run(v, h, head);
+  EXPECT_EQ(v[other], -1.0f);
+  v[other] = whole[other];
+  z.release_run({}, h, head);
+  EXPECT_EQ(count_bad(head, none), 0u);
+  z.release_run(v, h, head);
+  z.release_run(v, h, head);  // already freed: nothing
+  EXPECT_EQ(count_bad(none, none), 0u);
+  // A checkpoint's tensor inside the head, then freed again.
+  z.gather_range(v, 5000, 6000);
+  EXPECT_EQ(count_bad({5000, 6000}, none), 0u);
+  z.release_range(v, 5000, 6000);
+  EXPECT_EQ(count_bad(none, none), 0u);
+  z.gather_everything(v, h);
+  EXPECT_EQ(v, whole);
+  EXPECT_EQ(h, whole_h);
+  // Only a declared per-use run may be gathered per use.
+  try {
+    z.gather_run(v, h, {4100, 4110});
+    FAIL() << "the norm is not a per-use run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[optim] ZeRO-3: [4100, 4110) is not one of the runs"),
+              std::string::npos)
+        << e.what();
+  }
+  // A tied table named as both the embedding and the head is one run.
+  Zero3Params tied(n, {{2000, 3000}, {3000, 4100}}, c, {embed, embed});
+  tied.release_layers(v, h);
+  tied.gather_run(v, h, embed);
+  tied.release_run(v, h, embed);
 }
 
 TEST(LayerRuns, OneRunPerLayerOrNone) {
