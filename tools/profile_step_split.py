@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Where one steady training step of `sft train` goes: SFT_PROFILE's per-op table (src/ops/profile.h) of a
+run of --warmup steps subtracted from that of --warmup + --steps steps, divided by --steps, so the first
+step's one-off costs (first touch of the optimizer state and gradients, oneDNN's JIT compiles) drop out.
+Prints every op per step and the split into groups: the MoE router, permutation, combine and grouped GEMMs,
+attention, the dense projections' matmuls, the LM head, the optimizer and the rest.
+
+With several --sft binaries (a baseline and a change) the runs interleave binary by binary (A B A B ...),
+so a drifting machine moves both alike, and the tables print side by side.
+
+The runs are tools/bench_train_e2e.py's sft command (same shape, workload, data and flags; it must have run
+once with the same --workdir, which writes the model and the data):
+  ~/.venv-sft/bin/python tools/profile_step_split.py --sft /work/main/build/sft --sft build/sft \\
+      --shape qwen3-moe-1b --workload chat --workdir /tmp/moe_bench
+Needs the memory of two runs one after another, not at once (the qwen3-moe-1b shape: ~20 GiB peak).
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_e2e_lib as lib  # noqa: E402
+import bench_train_e2e as e2e  # noqa: E402
+
+# Group of an op name (the table's first word); the first matching prefix wins.
+GROUPS = (
+    ("moe router", ("moe_router", "matmul BF16 M=8 ", "matmul BF16 M=1024 N=8 ", "matmul BF16 M=1024 N=1024 K=8")),
+    ("moe permute", ("moe_permute",)),
+    ("moe combine", ("moe_combine",)),
+    ("moe grouped GEMMs", ("grouped_matmul",)),
+    ("attention", ("attention", "rope")),
+    ("lm head", ("lm_head",)),
+    ("dense matmuls", ("matmul",)),
+    ("optimizer", ("adamw", "sum_of_squares", "scale")),
+    ("casts", ("cast",)),
+)
+ROW = re.compile(r"^\s+[\d.]+%\s+([\d.]+) s\s+(\d+) calls\s+(.+)$")
+
+
+def parse(stderr: str) -> dict:
+    ops = {}
+    for line in stderr.splitlines():
+        m = ROW.match(line)
+        if m:
+            ops[m.group(3).strip()] = (float(m.group(1)), int(m.group(2)))
+    if not ops:
+        raise RuntimeError("no SFT_PROFILE table in the run's output:\n" + stderr[-2000:])
+    return ops
+
+
+def group_of(op: str) -> str:
+    for name, prefixes in GROUPS:
+        if op.startswith(prefixes):
+            return name
+    return "rest"
+
+
+def run(a, sft: str, steps: int, tag: str) -> dict:
+    args = argparse.Namespace(**vars(a))
+    args.warmup, args.steps = steps, 0
+    out = Path(a.workdir) / "profile" / tag
+    cmd = e2e.sft_command(args, sft, Path(a.workdir) / "data.jsonl", Path(a.model), out, a.bf16)
+    env = dict(os.environ, SFT_PROFILE="1", OMP_NUM_THREADS=str(a.threads),
+               SFT_CACHE_DIR=str(Path(a.workdir) / "sft_cache"))
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{tag} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    return parse(p.stderr)
+
+
+def per_step(long: dict, short: dict, steps: int) -> dict:
+    return {op: ((t - short.get(op, (0.0, 0))[0]) / steps, (n - short.get(op, (0.0, 0))[1]) // steps)
+            for op, (t, n) in long.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sft", action="append", required=True, help="an sft binary (repeat to compare)")
+    ap.add_argument("--shape", choices=sorted(lib.SHAPES), default="qwen3-moe-1b")
+    ap.add_argument("--workload", choices=sorted(lib.WORKLOADS), default="chat")
+    ap.add_argument("--workdir", default="/tmp/sft_bench_e2e", help="bench_train_e2e.py's --workdir")
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--bf16", type=int, default=1, help="1: --bf16 true (default), 0: fp32")
+    a = ap.parse_args()
+    wl = lib.WORKLOADS[a.workload]
+    a.seq, a.batch, a.packing, a.lora = wl["seq"], wl["batch"], wl["packing"], 0
+    a.model = str(Path(a.workdir) / f"model-{a.shape}")
+    a.workdir = str(Path(a.workdir) / f"{a.shape}-{a.workload}")
+    if not (Path(a.workdir) / "data.jsonl").exists():
+        ap.error(f"no {a.workdir}/data.jsonl: run tools/bench_train_e2e.py with this --workdir first")
+    print(f"{a.shape}, {a.workload}, bf16={bool(a.bf16)}, {a.threads} threads: op seconds per step, steps "
+          f"{a.warmup + 1}..{a.warmup + a.steps} (load average {os.getloadavg()[0]:.1f})")
+    tables = []
+    for i, sft in enumerate(a.sft):
+        short = run(a, sft, a.warmup, f"{i}-short")
+        long = run(a, sft, a.warmup + a.steps, f"{i}-long")
+        tables.append(per_step(long, short, a.steps))
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    heads = " | ".join(f"[{i}] s/step" for i in range(len(tables)))
+    print("\nbinaries: " + "; ".join(f"[{i}] {s}" for i, s in enumerate(a.sft)))
+    print(f"\n| group | {heads} |\n|---|" + "---|" * len(tables))
+    groups = [g for g, _ in GROUPS] + ["rest"]
+    totals = [sum(t for t, _ in tab.values()) for tab in tables]
+    for g in groups + ["all ops"]:
+        cells = []
+        for tab, total in zip(tables, totals):
+            s = total if g == "all ops" else sum(t for op, (t, _) in tab.items() if group_of(op) == g)
+            cells.append(f"{s:.3f} ({100 * s / total:.0f}%)")
+        print(f"| {g} | " + " | ".join(cells) + " |")
+    ops = sorted(set().union(*tables), key=lambda op: -tables[0].get(op, (0.0, 0))[0])
+    print(f"\n| op | calls/step | {heads} |\n|---|---|" + "---|" * len(tables))
+    for op in ops:
+        calls = next(tab[op][1] for tab in tables if op in tab)
+        print(f"| {op} | {calls} | " + " | ".join(f"{tab.get(op, (0.0, 0))[0]:.4f}" for tab in tables) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
