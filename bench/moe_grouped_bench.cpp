@@ -9,7 +9,8 @@
 // one), so every expert's group size changes from round to round as it does from layer to layer
 // and step to step in training. Times are the process's CPU seconds (getrusage) and wall seconds
 // per round and pass, medians over the rounds after the first; GFLOP/s count 2·R·(products).
-// On a shared machine CPU time per thread estimates the idle rate better than wall time.
+// On a shared machine CPU time per thread estimates the idle rate better than wall time. The
+// last line before the table hashes the outputs (with --fixed: the same run to run).
 //
 // usage: bench_moe_grouped [--rounds N] [--tokens T] [--layers L] [--fixed]
 #include <sys/resource.h>
@@ -171,6 +172,16 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // A hash of every output of the last round: with --fixed, equal run to run at one thread count
+  // (oneDNN's partition of a product, and so its sums, depends on the shape and the team size).
+  uint64_t hash = 1469598103934665603ull;
+  for (const std::vector<float>* v : {&gate, &up, &ys, &dh, &dxs, &dw_gu[0], &dw_down[0]})
+    for (float f : *v) {
+      uint32_t bits;
+      std::memcpy(&bits, &f, sizeof bits);
+      hash = (hash ^ bits) * 1099511628211ull;
+    }
+  std::printf("output hash %016llx\n", static_cast<unsigned long long>(hash));
   const double threads = double(default_thread_pool().size());
   const double flops = 2.0 * double(R) * double(3 * I * C);  // three products per pass
   std::printf("%-4s %12s %12s %14s %14s\n", "pass", "cpu s/layer", "wall s/layer", "GFLOP/s (wall)",

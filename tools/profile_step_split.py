@@ -5,7 +5,7 @@ step's one-off costs (first touch of the optimizer state and gradients, oneDNN's
 Prints every op per step and the split into groups: the MoE router, permutation, combine and grouped GEMMs,
 attention, the dense projections' matmuls, the LM head, the optimizer and the rest.
 
-With several --sft binaries (a baseline and a change) the runs interleave binary by binary (A B A B ...),
+With several --sft binaries (a baseline and a change) the runs interleave (A short, B short, A long, B long),
 so a drifting machine moves both alike, and the tables print side by side.
 
 The runs are tools/bench_train_e2e.py's sft command (same shape, workload, data and flags; it must have run
@@ -16,6 +16,7 @@ Needs the memory of two runs one after another, not at once (the qwen3-moe-1b sh
 """
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -69,7 +70,8 @@ def run(a, sft: str, steps: int, tag: str) -> dict:
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{tag} failed ({p.returncode}):\n{p.stderr[-3000:]}")
-    return parse(p.stderr)
+    events = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return parse(p.stderr), [e["step_time_s"] for e in events if "step_time_s" in e]
 
 
 def per_step(long: dict, short: dict, steps: int) -> dict:
@@ -96,11 +98,11 @@ def main() -> int:
         ap.error(f"no {a.workdir}/data.jsonl: run tools/bench_train_e2e.py with this --workdir first")
     print(f"{a.shape}, {a.workload}, bf16={bool(a.bf16)}, {a.threads} threads: op seconds per step, steps "
           f"{a.warmup + 1}..{a.warmup + a.steps} (load average {os.getloadavg()[0]:.1f})")
-    tables = []
-    for i, sft in enumerate(a.sft):
-        short = run(a, sft, a.warmup, f"{i}-short")
-        long = run(a, sft, a.warmup + a.steps, f"{i}-long")
-        tables.append(per_step(long, short, a.steps))
+    shorts = [run(a, sft, a.warmup, f"{i}-short") for i, sft in enumerate(a.sft)]
+    longs = [run(a, sft, a.warmup + a.steps, f"{i}-long") for i, sft in enumerate(a.sft)]
+    tables = [per_step(long[0], short[0], a.steps) for long, short in zip(longs, shorts)]
+    for i, long in enumerate(longs):
+        print(f"[{i}] step_time_s of steps {a.warmup + 1}..: " + ", ".join(f"{t:.3f}" for t in long[1][a.warmup:]))
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     heads = " | ".join(f"[{i}] s/step" for i in range(len(tables)))
     print("\nbinaries: " + "; ".join(f"[{i}] {s}" for i, s in enumerate(a.sft)))

@@ -3,9 +3,11 @@
 // the permuted matrices and the expert's block of the stacked weight (ops/moe.h). Each product
 // is what matmul computes for its dtypes (f32, bf16 operands with fp32 accumulation, f64), so
 // the fp32 path is the reference and the bf16 one the bf16 matmul path; the groups run one after
-// another, each split over the pool inside matmul (over output rows/columns only), so the
-// results do not depend on the thread count. Experts without tokens are skipped (their weight
-// gradient stays as it was).
+// another, each split over the pool inside matmul. So the results are those of matmul: the same
+// run to run at a given thread count (oneDNN's partition, and with it the order of a product's
+// sums, is a function of the shape and the team size: bench_moe_grouped's hash of the forward
+// and input-gradient outputs differs between 1 and 2 threads, before this file padded groups
+// too). Experts without tokens are skipped (their weight gradient stays as it was).
 //
 // Padded group sizes (f32 and bf16; f64, the reference, multiplies the exact groups): a group's
 // size is the product's M (forward, input gradient) or K (weight gradient), and it changes with
