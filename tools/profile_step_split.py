@@ -12,7 +12,8 @@ The runs are tools/bench_train_e2e.py's sft command (same shape, workload, data 
 once with the same --workdir, which writes the model and the data):
   ~/.venv-sft/bin/python tools/profile_step_split.py --sft /work/main/build/sft --sft build/sft \\
       --shape qwen3-moe-1b --workload chat --workdir /tmp/moe_bench
-Needs the memory of two runs one after another, not at once (the qwen3-moe-1b shape: ~20 GiB peak).
+The runs go one at a time (the qwen3-moe-1b shape: ~20 GiB peak); each waits for --need_gib of available
+memory and is retried when the kernel kills it (another job took the memory).
 """
 
 import argparse
@@ -21,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -60,7 +62,34 @@ def group_of(op: str) -> str:
     return "rest"
 
 
-def run(a, sft: str, steps: int, tag: str) -> dict:
+def available_gib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 2**20
+    return float("inf")
+
+
+def wait_for_memory(need: float, tag: str) -> None:
+    """On a shared machine another job's memory would get this run killed: wait until it fits."""
+    waited = 0
+    while available_gib() < need:
+        if waited % 300 == 0:
+            print(f"  {tag}: waiting for {need:.0f} GiB of free memory ({available_gib():.1f} available)", flush=True)
+        time.sleep(10)
+        waited += 10
+
+
+def run(a, sft: str, steps: int, tag: str) -> tuple:
+    for attempt in range(3):
+        wait_for_memory(a.need_gib, tag)
+        try:
+            return run_once(a, sft, steps, tag)
+        except MemoryError as e:
+            print(f"  {tag}: {e}; again", flush=True)
+    raise RuntimeError(f"{tag}: killed three times (SIGKILL: out of memory?)")
+
+
+def run_once(a, sft: str, steps: int, tag: str) -> tuple:
     args = argparse.Namespace(**vars(a))
     args.warmup, args.steps = steps, 0
     out = Path(a.workdir) / "profile" / tag
@@ -68,6 +97,8 @@ def run(a, sft: str, steps: int, tag: str) -> dict:
     env = dict(os.environ, SFT_PROFILE="1", OMP_NUM_THREADS=str(a.threads),
                SFT_CACHE_DIR=str(Path(a.workdir) / "sft_cache"))
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if p.returncode == -9:
+        raise MemoryError("killed by SIGKILL (the kernel's OOM killer?)")
     if p.returncode != 0:
         raise RuntimeError(f"{tag} failed ({p.returncode}):\n{p.stderr[-3000:]}")
     events = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -89,6 +120,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--bf16", type=int, default=1, help="1: --bf16 true (default), 0: fp32")
+    ap.add_argument("--need_gib", type=float, default=21.0,
+                    help="wait before each run until this much memory is available (qwen3-moe-1b: ~20 GiB peak)")
     a = ap.parse_args()
     wl = lib.WORKLOADS[a.workload]
     a.seq, a.batch, a.packing, a.lora = wl["seq"], wl["batch"], wl["packing"], 0

@@ -14,7 +14,7 @@
 // every layer and step. oneDNN compiles a kernel per shape (onednn_matmul.cpp caches them), so
 // exact sizes cost a JIT compile for most groups of every step (a thousand per step for the
 // qwen3-moe-1b shape, each more than a third of the product it serves) and overflow the cache.
-// Rounded up to a multiple of kGroupQuantum the shapes form a small set that stays cached:
+// Rounded up to a multiple of kGroupQuantum (16) the shapes form a small set that stays cached:
 // - M: the product runs on the group's rows plus the next rows of a and c (rows of later
 //   groups: each output row depends only on its own row of a, so the group's rows are exact),
 //   and c's extra rows are saved before and restored after, so every row of c ends as the call
@@ -34,9 +34,11 @@ namespace sft::ops::cpu {
 
 namespace {
 
-// A multiple of the AMX tile height (16 rows) and of its bf16 K step (32): no tails in the
-// kernels, and padding of at most 31 rows on groups of hundreds.
-constexpr int64_t kGroupQuantum = 32;
+// The AMX tile height: a padded group needs no more tile products than the exact one (its last
+// tile is partial either way), and other kernels (f32) compute at most 15 extra rows per group.
+// (16, 32 and 64 ran alike in bench_moe_grouped; 16 wastes least where groups are small, as with
+// many experts.)
+constexpr int64_t kGroupQuantum = 16;
 
 int64_t padded(int64_t n) {
   return (n + kGroupQuantum - 1) / kGroupQuantum * kGroupQuantum;
