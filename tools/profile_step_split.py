@@ -80,13 +80,13 @@ def wait_for_memory(need: float, tag: str) -> None:
 
 
 def run(a, sft: str, steps: int, tag: str) -> tuple:
-    for attempt in range(3):
+    for attempt in range(a.tries):
         wait_for_memory(a.need_gib, tag)
         try:
             return run_once(a, sft, steps, tag)
         except MemoryError as e:
             print(f"  {tag}: {e}; again", flush=True)
-    raise RuntimeError(f"{tag}: killed three times (SIGKILL: out of memory?)")
+    raise RuntimeError(f"{tag}: killed {a.tries} times (SIGKILL: out of memory?)")
 
 
 def run_once(a, sft: str, steps: int, tag: str) -> tuple:
@@ -122,6 +122,7 @@ def main() -> int:
     ap.add_argument("--bf16", type=int, default=1, help="1: --bf16 true (default), 0: fp32")
     ap.add_argument("--need_gib", type=float, default=21.0,
                     help="wait before each run until this much memory is available (qwen3-moe-1b: ~20 GiB peak)")
+    ap.add_argument("--tries", type=int, default=10, help="runs of one configuration before giving up on OOM kills")
     a = ap.parse_args()
     wl = lib.WORKLOADS[a.workload]
     a.seq, a.batch, a.packing, a.lora = wl["seq"], wl["batch"], wl["packing"], 0
