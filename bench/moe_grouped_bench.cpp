@@ -1,7 +1,8 @@
-// The expert MLP's grouped GEMMs of one Qwen3-MoE layer under --bf16, as model/blocks/moe_block
-// calls them (ops/ops.h: grouped_matmul, grouped_matmul_weight_grad): the qwen3-moe-1b shape of
-// tools/bench_train_e2e.py (C 1024, 8 experts of I 1536, top-2) at T tokens (995: the chat
-// workload's first step). Per round, the three passes of every layer's experts:
+// The expert MLP's grouped GEMMs of one Qwen3-MoE layer under --bf16 (--f32: fp32 training's
+// operands), as model/blocks/moe_block calls them (ops/ops.h: grouped_matmul,
+// grouped_matmul_weight_grad): the qwen3-moe-1b shape of tools/bench_train_e2e.py (C 1024, 8
+// experts of I 1536, top-2) at T tokens (995: the chat workload's first step). Per round, the three
+// passes of every layer's experts:
 //   fwd  gate, up (R, I) = xs · W_gate/upᵀ, ys (R, C) = h · W_downᵀ        (fp32 out)
 //   dx   dh (R, I) = dys · W_down, dxs (R, C) = dgate · W_gate + dup · W_up
 //   dw   dW_down += dysᵀ h, dW_gate += dgateᵀ xs, dW_up += dupᵀ xs          (per expert)
@@ -12,7 +13,7 @@
 // On a shared machine CPU time per thread estimates the idle rate better than wall time. The
 // last line before the table hashes the outputs (with --fixed: the same run to run).
 //
-// usage: bench_moe_grouped [--rounds N] [--tokens T] [--layers L] [--fixed]
+// usage: bench_moe_grouped [--rounds N] [--tokens T] [--layers L] [--fixed] [--f32]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -46,10 +47,23 @@ double wall_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::vector<uint16_t> random_bf16(size_t n, uint64_t seed, float scale) {
+// An input matrix in bf16 (--bf16's operands) and the same values in f32 (fp32 training's).
+struct Operand {
+  std::vector<uint16_t> bf16;
+  std::vector<float> f32;
+  ops::View view(bool f32_operands, int64_t rows, int64_t cols) {
+    if (f32_operands) return {f32.data(), DType::kF32, rows, cols};
+    return {bf16.data(), DType::kBF16, rows, cols};
+  }
+};
+
+Operand random_operand(size_t n, uint64_t seed, float scale) {
   Rng rng(seed);
-  std::vector<uint16_t> v(n);
-  for (auto& x : v) x = f32_to_bf16(scale * (2.0f * rng.uniform() - 1.0f));
+  Operand v{std::vector<uint16_t>(n), std::vector<float>(n)};
+  for (size_t i = 0; i < n; ++i) {
+    v.bf16[i] = f32_to_bf16(scale * (2.0f * rng.uniform() - 1.0f));
+    v.f32[i] = bf16_to_f32(v.bf16[i]);
+  }
   return v;
 }
 
@@ -90,7 +104,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   int rounds = 6, layers = 4;
   int64_t T = 995;
-  bool fixed = false;
+  bool fixed = false, f32_operands = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--rounds" && i + 1 < argc)
@@ -101,10 +115,12 @@ int main(int argc, char** argv) {
       layers = std::atoi(argv[++i]);
     else if (a == "--fixed")
       fixed = true;
+    else if (a == "--f32")
+      f32_operands = true;
     else {
       std::fprintf(stderr,
                    "[bench] unknown argument '%s' (hint: --rounds N --tokens T --layers L "
-                   "--fixed)\n",
+                   "--fixed --f32)\n",
                    a.c_str());
       return 2;
     }
@@ -112,22 +128,19 @@ int main(int argc, char** argv) {
   const int64_t R = T * K;
   auto sz = [](int64_t a, int64_t b) { return static_cast<size_t>(a * b); };
   // Per layer its own weights and gradients (as in a step: nothing stays in cache across layers).
-  std::vector<std::vector<uint16_t>> w_gu, w_down;
+  std::vector<Operand> w_gu, w_down;
   std::vector<std::vector<float>> dw_gu, dw_down;
   for (int l = 0; l < layers; ++l) {
-    w_gu.push_back(random_bf16(sz(E * 2 * I, C), 10 + l, 0.03f));
-    w_down.push_back(random_bf16(sz(E * C, I), 20 + l, 0.03f));
+    w_gu.push_back(random_operand(sz(E * 2 * I, C), 10 + l, 0.03f));
+    w_down.push_back(random_operand(sz(E * C, I), 20 + l, 0.03f));
     dw_gu.emplace_back(sz(E * 2 * I, C), 0.0f);
     dw_down.emplace_back(sz(E * C, I), 0.0f);
   }
-  std::vector<uint16_t> xs = random_bf16(sz(R, C), 1, 1.0f), h = random_bf16(sz(R, I), 2, 1.0f);
-  std::vector<uint16_t> dys = random_bf16(sz(R, C), 3, 1.0f),
-                        dgate = random_bf16(sz(R, I), 4, 1.0f),
-                        dup = random_bf16(sz(R, I), 5, 1.0f);
+  Operand xs = random_operand(sz(R, C), 1, 1.0f), h = random_operand(sz(R, I), 2, 1.0f);
+  Operand dys = random_operand(sz(R, C), 3, 1.0f), dgate = random_operand(sz(R, I), 4, 1.0f),
+          dup = random_operand(sz(R, I), 5, 1.0f);
   std::vector<float> gate(sz(R, I)), up(sz(R, I)), ys(sz(R, C)), dh(sz(R, I)), dxs(sz(R, C));
-  auto bf = [](std::vector<uint16_t>& v, int64_t r, int64_t c) {
-    return ops::View{v.data(), DType::kBF16, r, c};
-  };
+  auto bf = [&](Operand& v, int64_t r, int64_t c) { return v.view(f32_operands, r, c); };
   auto f32 = [](std::vector<float>& v, int64_t r, int64_t c) {
     return ops::View{v.data(), DType::kF32, r, c};
   };
@@ -136,9 +149,9 @@ int main(int argc, char** argv) {
   Times t[3];
   std::printf(
       "grouped GEMMs of %d Qwen3-MoE layers (C %lld, %lld experts of %lld, top-%lld), %lld "
-      "tokens, %zu threads, %s routing per round\n",
+      "tokens, %zu threads, %s operands, %s routing per round\n",
       layers, (long long)C, (long long)E, (long long)I, (long long)K, (long long)T,
-      default_thread_pool().size(), fixed ? "one" : "a new");
+      default_thread_pool().size(), f32_operands ? "f32" : "bf16", fixed ? "one" : "a new");
   for (int round = 0; round < rounds; ++round) {
     std::vector<Routing> routes;
     for (int l = 0; l < layers; ++l)
