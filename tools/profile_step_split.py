@@ -92,7 +92,7 @@ def run(a, sft: str, steps: int, tag: str) -> tuple:
 def run_once(a, sft: str, steps: int, tag: str) -> tuple:
     args = argparse.Namespace(**vars(a))
     args.warmup, args.steps = steps, 0
-    out = Path(a.workdir) / "profile" / tag
+    out = Path(a.workdir) / (f"profile-{a.layers}l" if a.layers else "profile") / tag
     cmd = e2e.sft_command(args, sft, Path(a.workdir) / "data.jsonl", Path(a.model), out, a.bf16)
     env = dict(os.environ, SFT_PROFILE="1", OMP_NUM_THREADS=str(a.threads),
                SFT_CACHE_DIR=str(Path(a.workdir) / "sft_cache"))
@@ -110,6 +110,26 @@ def per_step(long: dict, short: dict, steps: int) -> dict:
             for op, (t, n) in long.items()}
 
 
+def make_fewer_layers(shape: str, layers: int, workdir: Path) -> str:
+    """The shape with only `layers` decoder layers (seeded random init, as bench_e2e_lib.make_model): every
+    layer's ops and the LM head keep their cost, the model its memory minus the other layers'."""
+    import shutil
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model_dir = workdir / f"model-{shape}-{layers}l"
+    if not (model_dir / "model.safetensors").exists():
+        config = lib.model_config(shape)
+        config.num_hidden_layers = layers
+        torch.manual_seed(0)
+        AutoModelForCausalLM.from_config(config, dtype=torch.float32).save_pretrained(model_dir)
+        for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+            if (lib.TOKENIZER / name).exists():
+                shutil.copy(lib.TOKENIZER / name, model_dir / name)
+    return str(model_dir)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sft", action="append", required=True, help="an sft binary (repeat to compare)")
@@ -122,15 +142,19 @@ def main() -> int:
     ap.add_argument("--bf16", type=int, default=1, help="1: --bf16 true (default), 0: fp32")
     ap.add_argument("--need_gib", type=float, default=21.0,
                     help="wait before each run until this much memory is available (qwen3-moe-1b: ~20 GiB peak)")
+    ap.add_argument("--layers", type=int, default=0,
+                    help="a copy of the shape with this many decoder layers (less memory; 0: the shape's own)")
     ap.add_argument("--tries", type=int, default=10, help="runs of one configuration before giving up on OOM kills")
     a = ap.parse_args()
     wl = lib.WORKLOADS[a.workload]
     a.seq, a.batch, a.packing, a.lora = wl["seq"], wl["batch"], wl["packing"], 0
     a.model = str(Path(a.workdir) / f"model-{a.shape}")
+    if a.layers:
+        a.model = make_fewer_layers(a.shape, a.layers, Path(a.workdir))
     a.workdir = str(Path(a.workdir) / f"{a.shape}-{a.workload}")
     if not (Path(a.workdir) / "data.jsonl").exists():
         ap.error(f"no {a.workdir}/data.jsonl: run tools/bench_train_e2e.py with this --workdir first")
-    print(f"{a.shape}, {a.workload}, bf16={bool(a.bf16)}, {a.threads} threads: op seconds per step, steps "
+    print(f"{a.shape}{f' with {a.layers} layers' if a.layers else ''}, {a.workload}, bf16={bool(a.bf16)}, {a.threads} threads: op seconds per step, steps "
           f"{a.warmup + 1}..{a.warmup + a.steps} (load average {os.getloadavg()[0]:.1f})")
     shorts = [run(a, sft, a.warmup, f"{i}-short") for i, sft in enumerate(a.sft)]
     longs = [run(a, sft, a.warmup + a.steps, f"{i}-long") for i, sft in enumerate(a.sft)]
