@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Where one steady training step of `sft train` goes: SFT_PROFILE's per-op table (src/ops/profile.h) of a
-run of --warmup steps subtracted from that of --warmup + --steps steps, divided by --steps, so the first
-step's one-off costs (first touch of the optimizer state and gradients, oneDNN's JIT compiles) drop out.
-Prints every op per step and the split into groups: the MoE router, permutation, combine and grouped GEMMs,
-attention, the dense projections' matmuls, the LM head, the optimizer and the rest.
+run of --warmup + --steps steps with SFT_PROFILE_SKIP=--warmup (the table leaves out the first forward passes,
+so the first step's one-off costs drop out: first touch of the gradients and optimizer state, oneDNN's JIT
+compiles), divided by --steps. Prints every op per step and the split into groups: the MoE router,
+permutation, combine and grouped GEMMs, attention, the dense projections' matmuls, the LM head, the optimizer
+and the rest.
 
-With several --sft binaries (a baseline and a change) the runs interleave (A short, B short, A long, B long),
-so a drifting machine moves both alike, and the tables print side by side.
+With several --sft binaries (a baseline and a change) the runs interleave (A B A B with --repeat 2), so a
+drifting machine moves both alike; the tables print side by side (with --repeat, each op's median).
 
 The runs are tools/bench_train_e2e.py's sft command (same shape, workload, data and flags; it must have run
 once with the same --workdir, which writes the model and the data):
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -79,22 +81,22 @@ def wait_for_memory(need: float, tag: str) -> None:
         waited += 10
 
 
-def run(a, sft: str, steps: int, tag: str) -> tuple:
+def run(a, sft: str, tag: str) -> tuple:
     for attempt in range(a.tries):
         wait_for_memory(a.need_gib, tag)
         try:
-            return run_once(a, sft, steps, tag)
+            return run_once(a, sft, tag)
         except MemoryError as e:
             print(f"  {tag}: {e}; again", flush=True)
     raise RuntimeError(f"{tag}: killed {a.tries} times (SIGKILL: out of memory?)")
 
 
-def run_once(a, sft: str, steps: int, tag: str) -> tuple:
+def run_once(a, sft: str, tag: str) -> tuple:
     args = argparse.Namespace(**vars(a))
-    args.warmup, args.steps = steps, 0
+    args.warmup, args.steps = a.warmup + a.steps, 0
     out = Path(a.workdir) / (f"profile-{a.layers}l" if a.layers else "profile") / tag
     cmd = e2e.sft_command(args, sft, Path(a.workdir) / "data.jsonl", Path(a.model), out, a.bf16)
-    env = dict(os.environ, SFT_PROFILE="1", OMP_NUM_THREADS=str(a.threads),
+    env = dict(os.environ, SFT_PROFILE="1", SFT_PROFILE_SKIP=str(a.warmup), OMP_NUM_THREADS=str(a.threads),
                SFT_CACHE_DIR=str(Path(a.workdir) / "sft_cache"))
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode == -9:
@@ -105,9 +107,11 @@ def run_once(a, sft: str, steps: int, tag: str) -> tuple:
     return parse(p.stderr), [e["step_time_s"] for e in events if "step_time_s" in e]
 
 
-def per_step(long: dict, short: dict, steps: int) -> dict:
-    return {op: ((t - short.get(op, (0.0, 0))[0]) / steps, (n - short.get(op, (0.0, 0))[1]) // steps)
-            for op, (t, n) in long.items()}
+def per_step(runs: list, steps: int) -> dict:
+    """Each op's seconds per step: the median over the runs (one run: its value)."""
+    ops = set().union(*runs)
+    return {op: (statistics.median(r.get(op, (0.0, 0))[0] for r in runs) / steps,
+                 max(r.get(op, (0.0, 0))[1] for r in runs) // steps) for op in ops}
 
 
 def make_fewer_layers(shape: str, layers: int, workdir: Path) -> str:
@@ -142,6 +146,7 @@ def main() -> int:
     ap.add_argument("--bf16", type=int, default=1, help="1: --bf16 true (default), 0: fp32")
     ap.add_argument("--need_gib", type=float, default=21.0,
                     help="wait before each run until this much memory is available (qwen3-moe-1b: ~20 GiB peak)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per binary (medians per op)")
     ap.add_argument("--layers", type=int, default=0,
                     help="a copy of the shape with this many decoder layers (less memory; 0: the shape's own)")
     ap.add_argument("--tries", type=int, default=10, help="runs of one configuration before giving up on OOM kills")
@@ -156,11 +161,14 @@ def main() -> int:
         ap.error(f"no {a.workdir}/data.jsonl: run tools/bench_train_e2e.py with this --workdir first")
     print(f"{a.shape}{f' with {a.layers} layers' if a.layers else ''}, {a.workload}, bf16={bool(a.bf16)}, {a.threads} threads: op seconds per step, steps "
           f"{a.warmup + 1}..{a.warmup + a.steps} (load average {os.getloadavg()[0]:.1f})")
-    shorts = [run(a, sft, a.warmup, f"{i}-short") for i, sft in enumerate(a.sft)]
-    longs = [run(a, sft, a.warmup + a.steps, f"{i}-long") for i, sft in enumerate(a.sft)]
-    tables = [per_step(long[0], short[0], a.steps) for long, short in zip(longs, shorts)]
-    for i, long in enumerate(longs):
-        print(f"[{i}] step_time_s of steps {a.warmup + 1}..: " + ", ".join(f"{t:.3f}" for t in long[1][a.warmup:]))
+    results = [[] for _ in a.sft]
+    for r in range(a.repeat):
+        for i, sft in enumerate(a.sft):
+            results[i].append(run(a, sft, f"{i}-{r}"))
+    tables = [per_step([ops for ops, _ in res], a.steps) for res in results]
+    for i, res in enumerate(results):
+        times = [t for _, ts in res for t in ts[a.warmup:]]
+        print(f"[{i}] step_time_s of steps {a.warmup + 1}..{a.warmup + a.steps}: " + ", ".join(f"{t:.3f}" for t in times))
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     heads = " | ".join(f"[{i}] s/step" for i in range(len(tables)))
     print("\nbinaries: " + "; ".join(f"[{i}] {s}" for i, s in enumerate(a.sft)))

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/error.h"
 
 namespace sft::ops {
 
@@ -26,6 +27,32 @@ std::map<std::string, Entry>& table() {
 
 int depth = 0;
 
+// SFT_PROFILE_SKIP: forward passes still to leave out of the table (read when profiling starts).
+int64_t& forwards_to_skip() {
+  static int64_t n = [] {
+    const char* v = std::getenv("SFT_PROFILE_SKIP");
+    if (!v || !*v) return int64_t{0};
+    char* end = nullptr;
+    const long long parsed = std::strtoll(v, &end, 10);
+    if (*end != '\0' || parsed < 0)
+      fail("ops", std::string("SFT_PROFILE_SKIP='") + v +
+                      "' is not a number of forward passes (hint: SFT_PROFILE_SKIP=1 leaves out "
+                      "the first step)");
+    return static_cast<int64_t>(parsed);
+  }();
+  return n;
+}
+
+// The first op of a forward pass: each one counts down the passes to leave out, and the table
+// restarts until none is left.
+void count_forward_pass(const char* name) {
+  if (std::strcmp(name, "embedding_forward") != 0) return;
+  int64_t& left = forwards_to_skip();
+  if (left < 0) return;
+  table().clear();
+  --left;
+}
+
 }  // namespace
 
 bool profiling() {
@@ -39,6 +66,7 @@ bool profiling() {
 ScopedOp::ScopedOp(const char* name, std::string (*detail)(const void*), const void* ctx)
     : name_(name), detail_(detail), ctx_(ctx) {
   if (!profiling() || depth++ > 0) return;
+  count_forward_pass(name);
   start_ = now_s();
 }
 

@@ -3,6 +3,10 @@
 // called inside another (the LM head's matmuls) counts toward the outer one only, so the
 // table adds up to the time spent in ops. Matmuls are listed per shape and dtype.
 // Not thread-safe: the view-level ops are called from one thread (kernels fan out inside).
+// SFT_PROFILE_SKIP=N leaves out the first N forward passes (micro-batches): the table starts
+// when the (N+1)-th embedding lookup, the first op of a forward pass, does. So one run of
+// 1 + n steps gives the steady steps alone, without the first step's one-off costs (first touch
+// of the gradients and optimizer state, oneDNN's kernel compiles).
 #pragma once
 
 #include <cstdint>
