@@ -96,7 +96,7 @@ def run_once(a, sft: str, tag: str) -> tuple:
     args.warmup, args.steps = a.warmup + a.steps, 0
     out = Path(a.workdir) / (f"profile-{a.layers}l" if a.layers else "profile") / tag
     cmd = e2e.sft_command(args, sft, Path(a.workdir) / "data.jsonl", Path(a.model), out, a.bf16)
-    env = dict(os.environ, SFT_PROFILE="1", SFT_PROFILE_SKIP=str(a.warmup), OMP_NUM_THREADS=str(a.threads),
+    env = dict(os.environ, SFT_PROFILE="cpu" if a.cpu_clock else "1", SFT_PROFILE_SKIP=str(a.warmup), OMP_NUM_THREADS=str(a.threads),
                SFT_CACHE_DIR=str(Path(a.workdir) / "sft_cache"))
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode == -9:
@@ -146,6 +146,8 @@ def main() -> int:
     ap.add_argument("--bf16", type=int, default=1, help="1: --bf16 true (default), 0: fp32")
     ap.add_argument("--need_gib", type=float, default=21.0,
                     help="wait before each run until this much memory is available (qwen3-moe-1b: ~20 GiB peak)")
+    ap.add_argument("--cpu_clock", action="store_true",
+                    help="SFT_PROFILE=cpu: the main thread's CPU time per op (use with --threads 1 on a loaded machine)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per binary (medians per op)")
     ap.add_argument("--layers", type=int, default=0,
                     help="a copy of the shape with this many decoder layers (less memory; 0: the shape's own)")

@@ -1,5 +1,7 @@
 // Per-op time of the view-level ops, for the "where does the step go" breakdown.
-// Off unless SFT_PROFILE=1 is in the environment (then each op costs two clock reads). An op
+// Off unless SFT_PROFILE=1 is in the environment (then each op costs two clock reads);
+// SFT_PROFILE=cpu times the calling thread's CPU time instead (with SFT_NUM_THREADS=1: each op's
+// work, robust to other processes on a shared machine). An op
 // called inside another (the LM head's matmuls) counts toward the outer one only, so the
 // table adds up to the time spent in ops. Matmuls are listed per shape and dtype.
 // Not thread-safe: the view-level ops are called from one thread (kernels fan out inside).
