@@ -30,9 +30,8 @@ struct Routed {
     sort();
   }
   // T tokens over E experts by a fixed arithmetic rule, two distinct experts per token: groups
-  // of about 2T/E rows that are not multiples of the grouped GEMMs' padding quantum (16), most
-  // of them followed by other groups' rows (grouped_matmul.cpp's padded rows) and the last one
-  // not (its zero-padded copies).
+  // of about 2T/E rows that are not multiples of the grouped GEMMs' padding quantum (32)
+  // (grouped_matmul.cpp's padded rows).
   Routed(int64_t tokens, int64_t experts) : T(tokens), E(experts) {
     for (int64_t t = 0; t < T; ++t) {
       const int64_t first = (t * 7 + t / 5) % E;
@@ -232,8 +231,9 @@ TEST_P(ConformanceMoe, PermuteGroupedMatmulCombine) {
       {DType::kF32, DType::kBF16}, uniform_tolerance(1e-5, 1e-5));
 }
 
-// Groups of 45–58 rows: padded to 48 or 64 over the next groups' rows (saved and restored, also
-// under accumulate), the last group through its zero-padded copies.
+// Groups of 45–58 rows, padded to 64: the first three over the next groups' rows, the last over
+// the rows before it (saved and restored, also under accumulate). The small routing above, shorter
+// than one padded group, takes the zero-padded copies.
 TEST_P(ConformanceMoe, GroupedMatmulPaddedGroups) {
   const Routed wide(97, 4);
   ASSERT_EQ(wide.offsets, (std::vector<int64_t>{0, 58, 104, 149, 194}));

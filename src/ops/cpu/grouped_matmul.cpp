@@ -14,12 +14,12 @@
 // every layer and step. oneDNN compiles a kernel per shape (onednn_matmul.cpp caches them), so
 // exact sizes cost a JIT compile for most groups of every step (a thousand per step for the
 // qwen3-moe-1b shape, each more than a third of the product it serves) and overflow the cache.
-// Rounded up to a multiple of kGroupQuantum (16) the shapes form a small set that stays cached:
+// Rounded up to a multiple of kGroupQuantum (32) the shapes form a small set that stays cached:
 // - M: the product runs on the group's rows plus the next rows of a and c (rows of later
 //   groups: each output row depends only on its own row of a, so the group's rows are exact),
 //   and c's extra rows are saved before and restored after, so every row of c ends as the call
-//   leaves it with exact groups (accumulate included). The last group, whose padding would pass
-//   the end of the matrices, goes through zero-padded copies instead.
+//   leaves it with exact groups (accumulate included). The last group pads over the rows before
+//   it instead (it ends the matrices); only matrices shorter than a padded group are copied.
 // - K (weight gradient): dy and x of the group are copied into buffers padded with zero rows;
 //   the extra terms are exact zeros, so dw gets the same sum of the same products.
 // The buffers are per thread and only grow, so after the first step nothing is allocated.
@@ -34,11 +34,12 @@ namespace sft::ops::cpu {
 
 namespace {
 
-// The AMX tile height: a padded group needs no more tile products than the exact one (its last
-// tile is partial either way), and other kernels (f32) compute at most 15 extra rows per group.
-// (16, 32 and 64 ran alike in bench_moe_grouped; 16 wastes least where groups are small, as with
-// many experts.)
-constexpr int64_t kGroupQuantum = 16;
+// Two AMX tiles high. bench_moe_grouped, one thread, CPU time: with a new routing per round
+// 16, 32 and 64 all beat exact groups (−27 to −33% balanced, −30% skewed); with one fixed
+// routing (no new shapes) 32 and 64 match exact groups while 16 lost 22% on skewed groups
+// (oneDNN blocks some multiples of 16 in smaller M blocks). 32 wastes less than 64 on small
+// groups.
+constexpr int64_t kGroupQuantum = 32;
 
 int64_t padded(int64_t n) {
   return (n + kGroupQuantum - 1) / kGroupQuantum * kGroupQuantum;
@@ -96,17 +97,20 @@ void copy_rows(View dst, const View& src) {
   for (int64_t i = 0; i < dst.rows; ++i) std::memcpy(d + i * dld, s + i * sld, bytes);
 }
 
-// c's rows [row, row + n) (=, or += with accumulate) a's same rows times op(wb), with M padded.
+// c's rows [row, row + n) (=, or += with accumulate) a's same rows times op(wb), with M padded:
+// the product spans `extra` more rows after the group or, for the last group, before it (rows
+// of other groups, saved and restored). Only a matrix shorter than one padded group is copied.
 void padded_rows_product(View c, View a, View wb, int64_t row, int64_t n, bool trans_w,
                          bool accumulate) {
   const int64_t m = padded(n), extra = m - n;
   if (extra == 0 || a.dtype == DType::kF64)
     return cpu::matmul(c.row_range(row, n), a.row_range(row, n), wb, false, trans_w, accumulate);
-  if (row + m <= c.rows) {
-    const View spill = c.row_range(row + n, extra);
+  const int64_t first = row + m <= c.rows ? row : row + n - m;
+  if (first >= 0) {
+    const View spill = c.row_range(first == row ? row + n : first, extra);
     const View saved = scratch(0, c.dtype, extra, c.cols);
     copy_rows(saved, spill);
-    cpu::matmul(c.row_range(row, m), a.row_range(row, m), wb, false, trans_w, accumulate);
+    cpu::matmul(c.row_range(first, m), a.row_range(first, m), wb, false, trans_w, accumulate);
     copy_rows(spill, saved);
     return;
   }
@@ -125,7 +129,7 @@ void grouped_matmul(View c, View a, View w, const ExpertRouting& r, ExpertBlock 
   if (c.rows != r.rows() || a.rows != r.rows())
     fail("ops", "grouped_matmul: c " + shape(c) + " and a " + shape(a) + " need " +
                     std::to_string(r.rows()) + " permuted rows");
-  // In expert order: a padded group's extra rows belong to later groups (restored anyway).
+  // A padded group's extra rows belong to other groups: restored, whatever the order.
   for (int64_t e = 0; e < r.experts; ++e) {
     const int64_t n = r.count(e);
     if (n == 0) continue;
