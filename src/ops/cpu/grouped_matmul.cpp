@@ -12,7 +12,7 @@
 // Padded group sizes (f32 and bf16; f64, the reference, multiplies the exact groups): a group's
 // size is the product's M (forward, input gradient) or K (weight gradient), and it changes with
 // every layer and step. oneDNN compiles a kernel per shape (onednn_matmul.cpp caches them), so
-// exact sizes cost a JIT compile for most groups of every step (a thousand per step for the
+// exact sizes cost a JIT compile for most groups of every step (hundreds per step for the
 // qwen3-moe-1b shape, each more than a third of the product it serves) and overflow the cache.
 // Rounded up to a multiple of kGroupQuantum (32) the shapes form a small set that stays cached:
 // - M: the product runs on the group's rows plus the next rows of a and c (rows of later
@@ -35,10 +35,10 @@ namespace sft::ops::cpu {
 namespace {
 
 // Two AMX tiles high. bench_moe_grouped, one thread, CPU time: with a new routing per round
-// 16, 32 and 64 all beat exact groups (−27 to −33% balanced, −30% skewed); with one fixed
-// routing (no new shapes) 32 and 64 match exact groups while 16 lost 22% on skewed groups
-// (oneDNN blocks some multiples of 16 in smaller M blocks). 32 wastes less than 64 on small
-// groups.
+// 16, 32 and 64 all beat exact groups (−27 to −33% balanced; skewed −14% at 16, −30% at 32 and
+// 64); with one fixed routing (no new shapes) 32 and 64 match exact groups on skewed groups
+// while 16 lost 22% (oneDNN blocks some multiples of 16 in smaller M blocks). 32 wastes less
+// than 64 on small groups.
 constexpr int64_t kGroupQuantum = 32;
 
 int64_t padded(int64_t n) {
