@@ -1,8 +1,14 @@
 // Per-op time of the view-level ops, for the "where does the step go" breakdown.
-// Off unless SFT_PROFILE=1 is in the environment (then each op costs two clock reads). An op
+// Off unless SFT_PROFILE=1 is in the environment (then each op costs two clock reads);
+// SFT_PROFILE=cpu times the calling thread's CPU time instead (with SFT_NUM_THREADS=1: each op's
+// work, robust to other processes on a shared machine). An op
 // called inside another (the LM head's matmuls) counts toward the outer one only, so the
 // table adds up to the time spent in ops. Matmuls are listed per shape and dtype.
 // Not thread-safe: the view-level ops are called from one thread (kernels fan out inside).
+// SFT_PROFILE_SKIP=N leaves out the first N forward passes (micro-batches): the table starts
+// when the (N+1)-th embedding lookup, the first op of a forward pass, does. So one run of
+// 1 + n steps gives the steady steps alone, without the first step's one-off costs (first touch
+// of the gradients and optimizer state, oneDNN's kernel compiles).
 #pragma once
 
 #include <cstdint>

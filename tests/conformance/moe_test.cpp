@@ -27,6 +27,19 @@ struct Routed {
     const int64_t choice[9][2] = {{0, 1}, {2, 0}, {1, 4}, {0, 2}, {4, 1},
                                   {0, 4}, {2, 1}, {1, 0}, {4, 2}};
     for (const auto& c : choice) expert_of.insert(expert_of.end(), {c[0], c[1]});
+    sort();
+  }
+  // T tokens over E experts by a fixed arithmetic rule, two distinct experts per token: groups
+  // of about 2T/E rows that are not multiples of the grouped GEMMs' padding quantum (32)
+  // (grouped_matmul.cpp's padded rows).
+  Routed(int64_t tokens, int64_t experts) : T(tokens), E(experts) {
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t first = (t * 7 + t / 5) % E;
+      expert_of.insert(expert_of.end(), {first, (first + 1 + t % (E - 1)) % E});
+    }
+    sort();
+  }
+  void sort() {
     offsets.resize(static_cast<size_t>(E + 1));
     row_of.resize(expert_of.size());
     token_of.resize(expert_of.size());
@@ -169,8 +182,7 @@ TEST_P(ConformanceMoe, RouterLoad) {
 }
 
 // The permutation, the three grouped GEMMs of an expert MLP and the combine, on one routing.
-Outputs run_expert_ops(const Backend& be, Mode m) {
-  const Routed rt;
+Outputs run_expert_ops(const Backend& be, Mode m, const Routed& rt) {
   const RoutingOn on(be, rt);
   const ops::ExpertRouting& r = on.routing;
   const int64_t T = rt.T, R = rt.R(), E = rt.E, C = 24, I = 10;
@@ -212,8 +224,23 @@ Outputs run_expert_ops(const Backend& be, Mode m) {
 }
 
 TEST_P(ConformanceMoe, PermuteGroupedMatmulCombine) {
-  check_conformance(backend(), "expert MLP ops", run_expert_ops, {DType::kF32, DType::kBF16},
-                    uniform_tolerance(1e-5, 1e-5));
+  const Routed small;
+  check_conformance(
+      backend(), "expert MLP ops",
+      [&](const Backend& be, Mode m) { return run_expert_ops(be, m, small); },
+      {DType::kF32, DType::kBF16}, uniform_tolerance(1e-5, 1e-5));
+}
+
+// Groups of 45–58 rows, padded to 64: the first three over the next groups' rows, the last over
+// the rows before it (saved and restored, also under accumulate). The small routing above, shorter
+// than one padded group, takes the zero-padded copies.
+TEST_P(ConformanceMoe, GroupedMatmulPaddedGroups) {
+  const Routed wide(97, 4);
+  ASSERT_EQ(wide.offsets, (std::vector<int64_t>{0, 58, 104, 149, 194}));
+  check_conformance(
+      backend(), "expert MLP ops, padded groups",
+      [&](const Backend& be, Mode m) { return run_expert_ops(be, m, wide); },
+      {DType::kF32, DType::kBF16}, uniform_tolerance(1e-5, 1e-5));
 }
 
 // ---- float64 finite differences ------------------------------------------------------------
