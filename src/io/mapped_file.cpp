@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -40,6 +42,17 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+void MappedFile::release_pages(size_t offset, size_t bytes) const {
+  if (offset >= size_ || bytes == 0) return;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t b = reinterpret_cast<uintptr_t>(data_) + offset;
+  const uintptr_t e = b + std::min(bytes, size_ - offset);
+  // Only whole pages: a page shared with a neighbouring tensor may still be in use.
+  const uintptr_t pb = (b + page - 1) / page * page, pe = e / page * page;
+  // Advice only: on failure the pages simply stay resident.
+  if (pb < pe) (void)::madvise(reinterpret_cast<void*>(pb), pe - pb, MADV_DONTNEED);
 }
 
 std::string read_text_file(const std::string& path, std::string_view component) {

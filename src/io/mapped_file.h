@@ -19,6 +19,11 @@ class MappedFile {
   const std::string& path() const { return path_; }
   std::span<const std::byte> bytes() const { return {data_, size_}; }
   size_t size() const { return size_; }
+  // Hands back the whole pages inside [offset, offset + bytes) that this process has read: the
+  // mapping is read-only and private, so they stay in the OS page cache and a later read faults
+  // them in again, unchanged. A loader that converts a tensor into memory of its own calls it
+  // once done, so the file's pages do not add to the peak resident memory beside the copy.
+  void release_pages(size_t offset, size_t bytes) const;
 
  private:
   MappedFile() = default;

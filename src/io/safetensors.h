@@ -98,6 +98,9 @@ class SafetensorsFile {
   // Borrowed view of a tensor's bytes; throws kUnknownTensor for a name not in the file.
   Tensor tensor(const std::string& name) const;
   Tensor tensor(const TensorEntry& entry) const;
+  // The tensor's bytes handed back to the page cache once converted into memory of the
+  // caller's (io/mapped_file.h's release_pages); borrowed views of it stay valid.
+  void release_pages(const TensorEntry& entry) const;
 
  private:
   std::shared_ptr<const MappedFile> file_;

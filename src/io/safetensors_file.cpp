@@ -38,4 +38,8 @@ Tensor SafetensorsFile::tensor(const TensorEntry& entry) const {
   return Tensor::borrow(entry.dtype, entry.shape, data, file_);
 }
 
+void SafetensorsFile::release_pages(const TensorEntry& entry) const {
+  file_->release_pages(header_.data_start + entry.begin, entry.end - entry.begin);
+}
+
 }  // namespace sft

@@ -99,6 +99,9 @@ Transformer Transformer::load_4bit(const std::string& model_dir, const Quant4Pla
     } else {
       read_block(file, entry, p.spec, p.value.as<float>());
     }
+    // Converted into the model's own memory (a stored 4-bit weight's parts included): the
+    // file's pages of it need not stay resident beside that copy.
+    file.release_pages(entry);
   }
   if (form.bf16_compute) m.set_compute_dtype(DType::kBF16);
   return m;
