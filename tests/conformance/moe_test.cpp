@@ -231,9 +231,10 @@ TEST_P(ConformanceMoe, PermuteGroupedMatmulCombine) {
       {DType::kF32, DType::kBF16}, uniform_tolerance(1e-5, 1e-5));
 }
 
-// Groups of 45–58 rows, padded to 64: the first three over the next groups' rows, the last over
-// the rows before it (saved and restored, also under accumulate). The small routing above, shorter
-// than one padded group, takes the zero-padded copies.
+// Groups of 45–58 rows, padded to 64 under bf16 (f32 multiplies the exact groups): the first
+// three over the next groups' rows, the last over the rows before it (saved and restored, also
+// under accumulate). The small routing above, shorter than one padded group, takes the
+// zero-padded copies.
 TEST_P(ConformanceMoe, GroupedMatmulPaddedGroups) {
   const Routed wide(97, 4);
   ASSERT_EQ(wide.offsets, (std::vector<int64_t>{0, 58, 104, 149, 194}));
