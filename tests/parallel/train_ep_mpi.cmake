@@ -16,7 +16,8 @@
 #              TP rank) vs DP 2 on np 2, then TP 2 × EP 2 on np 4 (each TP rank's two
 #              data-parallel ranks form its EP group) vs TP 2 × DP 2: per-step loss, aux_loss,
 #              grad_norm and the final weights within 1e-5 over 6 steps, and the step-3
-#              checkpoint (the experts gathered over the EP group, then TP assembles slices)
+#              checkpoint (the experts gathered over the EP group, then TP assembles slices),
+#              which resumes with TP 2 × EP 2 bit for bit and on DP 2 within 1e-5
 #   ep_memory  a rank keeps only its experts: on a mixture whose experts are ~96% of the
 #              parameters (16 experts of the trainer_moe fixture's layer, widened, drawn with
 #              --init_from_config), an EP 2 run with a checkpoint and an evaluation (each gathers
@@ -152,15 +153,24 @@ elseif(CASE STREQUAL "ep_tp")
       --save_steps 3 --per_device_train_batch_size 2)
   # The reference: the same two data-parallel batches without tensor parallelism.
   run(2 0 ${T} --output_dir "${WORK}/dp2")
-  list(APPEND T --tp_size 2)
-  run(4 0 ${T} --output_dir "${WORK}/tp2dp2")
+  run(4 0 ${T} --tp_size 2 --output_dir "${WORK}/tp2dp2")
   same("${WORK}/dp2" "${WORK}/tp2dp2" 1e-5)
-  run(4 0 ${T} --output_dir "${WORK}/tp2ep2" --ep_size 2)
+  run(4 0 ${T} --tp_size 2 --ep_size 2 --output_dir "${WORK}/tp2ep2")
   if(NOT run_out MATCHES "2 data-parallel rank\\(s\\) × 2 tensor-parallel in expert-parallel groups of 2")
     message(FATAL_ERROR "the TP 2 × EP 2 run does not report its layout:\n${run_out}")
   endif()
   same("${WORK}/tp2dp2" "${WORK}/tp2ep2" 1e-5)
   same("${WORK}/tp2dp2/checkpoint-3" "${WORK}/tp2ep2/checkpoint-3" 1e-5)
+  # The checkpoint holds the whole model and moments: resumed with TP 2 × EP 2 it is the
+  # uninterrupted run bit for bit; resumed on DP 2 alone, that run within 1e-5.
+  foreach(c resume_tp2ep2 resume_dp2)
+    file(COPY "${WORK}/tp2ep2/checkpoint-3" DESTINATION "${WORK}/${c}")
+  endforeach()
+  run(4 0 ${T} --tp_size 2 --ep_size 2 --output_dir "${WORK}/resume_tp2ep2"
+      --resume_from_checkpoint true)
+  same("${WORK}/tp2ep2" "${WORK}/resume_tp2ep2" 0)
+  run(2 0 ${T} --output_dir "${WORK}/resume_dp2" --resume_from_checkpoint true)
+  same("${WORK}/dp2" "${WORK}/resume_dp2" 1e-5)
 elseif(CASE STREQUAL "ep_memory")
   set(src "${ROOT}/tests/fixtures/trainer_moe/model")
   set(model "${WORK}/wide_moe")
