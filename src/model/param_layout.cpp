@@ -268,11 +268,9 @@ void check_tensor_parallel(const ModelConfig& c, int size, const std::string& wh
   divides("num_attention_heads", c.num_attention_heads);
   divides("num_key_value_heads", c.num_key_value_heads);
   divides("intermediate_size", c.intermediate_size);
-  if (size > 1 && c.has_experts())
-    fail("model", where + ": model_type " + std::string(model_type_name(c.model_type)) +
-                      " is a mixture of experts, which sft does not split over tensor-parallel "
-                      "ranks (expert parallelism is not built yet; hint: --tp_size 1, data "
-                      "parallelism splits the batch)");
+  // A mixture of experts' router and expert stacks stay whole on every rank (tp_split_dim -1):
+  // each rank runs the expert layer on the whole hidden state, so its output and input
+  // gradient need no sum; --ep_size splits the experts instead (train/expert_shards.h).
   if (size > 1 && c.fused_projections)
     fail("model", where + ": model_type " + std::string(model_type_name(c.model_type)) +
                       " stores q, k, v as one self_attn.qkv_proj and gate, up as one "

@@ -10,7 +10,10 @@
 //     embedding output and the LM head's cross-entropy statistics are combined over the group;
 //   replicated: the norms. The layer norms' gradients are identical on every rank; q_norm and
 //     k_norm act on each rank's own heads, so their gradients are partial sums that the
-//     trainer adds up over the group once per step (ParamSpec::tp_partial_grad).
+//     trainer adds up over the group once per step (ParamSpec::tp_partial_grad);
+//   replicated too: a mixture of experts' router and expert stacks (and their biases) — every
+//     rank runs the expert layer whole on the whole hidden state, so neither its output nor its
+//     input gradient needs a sum (--ep_size splits the experts over data-parallel ranks).
 // Heads, kv heads and the intermediate size must divide by T. The vocabulary need not: as
 // Megatron pads it, every rank holds ceil(V/T) rows and those past V are padding — zero, never
 // a target, never the argmax, no gradient, never in a checkpoint or the export (Qwen3's 151936

@@ -29,6 +29,11 @@ void check_device_training(const TrainingArgs& args, const model::Transformer& m
   // communicators).
   // ZeRO-1 keeps its moments' shard on the device (optim/zero1.h); stages 2 and 3 shard host
   // memory (optim/zero_memory.h).
+  // A mixture of experts under tensor parallelism runs on the host only so far: its device
+  // path is unverified (the emulation covers each alone).
+  if (model.tensor_parallel().on() && model.config().has_experts())
+    not_on_device(device, "a mixture of experts with --tp_size " +
+                              std::to_string(model.tensor_parallel().size));
   if (args.zero_stage >= 2)
     not_on_device(
         device, "--zero_stage " + std::to_string(args.zero_stage) + " (ZeRO-1 is: --zero_stage 1)");

@@ -99,10 +99,10 @@ void ExpertShards::zero_gradients(std::span<float> grads) const {
     for (const ShardRange& r : *runs) std::fill_n(grads.data() + r.begin, r.size(), 0.0f);
 }
 
-double ExpertShards::grad_norm(std::span<const float> grads) {
+double ExpertShards::grad_norm(std::span<const float> grads, std::optional<double> shared_sq) {
   std::vector<double> own = {sum_of_squares(grads, own_)};
   ep_.all_reduce_sum(std::span<double>(own));
-  return std::sqrt(sum_of_squares(grads, shared_) + own[0]);
+  return std::sqrt(shared_sq.value_or(sum_of_squares(grads, shared_)) + own[0]);
 }
 
 void ExpertShards::gather_experts(std::span<float> values, std::span<float> exp_avg,

@@ -10,7 +10,10 @@
 //   other   the rest of the stacks: no gradient here, never stepped (the optimizer's slices
 //           leave them out, so weight decay and the moments never touch them).
 // The gradient norm counts every parameter once: the shared squares (equal on every rank) plus
-// the own squares summed over the EP group. A checkpoint, an evaluation and the export need
+// the own squares summed over the EP group. Under tensor parallelism (--tp_size) each TP rank
+// runs its own EP groups over its data-parallel group; the experts are never split over TP
+// ranks (every TP rank holds the same own experts and gradients), so only the shared squares
+// need the TP count, which the caller supplies. A checkpoint, an evaluation and the export need
 // the whole experts: gather_experts brings every stack whole onto every rank of the group, a
 // tensor at a time (an all-gather whose shard layout is the experts' blocks), with their
 // moments for a checkpoint; the copies of other ranks' experts are then only read by those
@@ -27,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -51,7 +55,11 @@ class ExpertShards {
   // already, and clearing them would fault their pages back in).
   void zero_gradients(std::span<float> grads) const;
   // The gradient norm over the whole model (after reduce_gradients), the same on every rank.
-  double grad_norm(std::span<const float> grads);
+  // shared_sq: the shared parameters' sum of squares over the whole model when the caller
+  // counts it (tensor parallelism: each rank holds slices); absent, this rank's shared runs.
+  double grad_norm(std::span<const float> grads, std::optional<double> shared_sq = {});
+  // The runs of the flat arena that are not expert stacks.
+  std::span<const ShardRange> shared_runs() const { return shared_; }
   // Every expert stack whole on every rank of the EP group (values; with `moments` also the
   // AdamW moments exp_avg and exp_avg_sq, arrays of the arena's layout).
   void gather_experts(std::span<float> values, std::span<float> exp_avg = {},

@@ -89,19 +89,22 @@ void validate_expert_parallel_args(TrainingArgs& a) {
   }
   if (a.ep_size == 1) return;
   const std::string ep = "--ep_size " + std::to_string(a.ep_size);
+  // The EP groups split each tensor-parallel rank's data-parallel group (parallel/groups.h).
   const int64_t world = world_size_of_launch(a);
-  if (world % a.ep_size != 0)
+  const int64_t tp = a.tp_size > 1 && world % a.tp_size == 0 ? a.tp_size : 1;
+  if ((world / tp) % a.ep_size != 0)
     fail_usage(kComponent, ep + ": the world size " + std::to_string(world) +
-                               " (mpirun -np or --nproc_per_node) does not divide by it (hint: "
-                               "run a multiple of " +
-                               std::to_string(a.ep_size) + " processes)");
+                               " (mpirun -np or --nproc_per_node)" +
+                               (tp > 1 ? " over --tp_size " + std::to_string(tp) + " (" +
+                                             std::to_string(world / tp) + " data-parallel ranks)"
+                                       : "") +
+                               " does not divide by it (hint: run a multiple of " +
+                               std::to_string(a.ep_size * tp) + " processes)");
   auto refuse = [&](const std::string& other, const std::string& hint) {
     fail_usage(kComponent, ep + " with " + other +
                                ": expert parallelism does not compose with it yet (hint: " + hint +
                                ")");
   };
-  if (a.tp_size > 1)
-    refuse("--tp_size " + std::to_string(a.tp_size), "--tp_size 1, or --ep_size 1");
   if (a.zero_stage > 0)
     refuse("--zero_stage " + std::to_string(a.zero_stage) +
                " (or a --fsdp / --deepspeed / --accelerate_config sharding)",

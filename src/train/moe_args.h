@@ -11,9 +11,11 @@
 //                             (transformers' DistributedConfig) expert parallelism: groups of E
 //                             adjacent data-parallel ranks each split every expert layer's
 //                             experts (model/expert_parallel.h; the trainer's side in
-//                             train/expert_shards.h). The world size and the number of experts
-//                             must divide by E. Refused before any work with what it does not
-//                             compose with yet: tensor parallelism, ZeRO (any stage), LoRA
+//                             train/expert_shards.h); with --tp_size T each tensor-parallel
+//                             rank's data-parallel group splits so (parallel/groups.h). The
+//                             data-parallel size (world / T) and the number of experts must
+//                             divide by E. Refused before any work with what it does not
+//                             compose with yet: ZeRO (any stage), LoRA
 //                             (--use_peft), a GPU, a model without experts; and the deprecated
 //                             enable_expert_parallel without an ep_size.
 #pragma once

@@ -299,7 +299,17 @@ Trainer::GradNorm Trainer::reduce_grad_norm() {
   std::span<float> grads = model_.trainable().grads();
   const double max_norm = args_.max_grad_norm;
   auto with_clip = [&](double norm) { return GradNorm{norm, clip_coefficient(norm, max_norm)}; };
-  if (experts_) return with_clip(experts_->grad_norm(grads));
+  if (experts_) {
+    if (!tp_comm_) return with_clip(experts_->grad_norm(grads));
+    // The experts are whole on every TP rank (counted once by grad_norm); the shared
+    // parameters as tensor parallelism counts them, summed over the TP group.
+    std::vector<double> shared = {0};
+    for (const ShardRange& r : experts_->shared_runs())
+      shared[0] +=
+          tp_weighted_sum_of_squares(model_.trainable(), grads, r.begin, r.end, tp_comm_->size());
+    tp_comm_->all_reduce_sum(std::span<double>(shared));
+    return with_clip(experts_->grad_norm(grads, shared[0]));
+  }
   if (!tp_comm_) {  // the one-group paths (their sums in the order the goldens were made with)
     if (zero2_) return with_clip(zero1_->shard_grad_norm(grads));  // reduced per micro-batch
     if (zero1_) return with_clip(zero1_->reduce_gradients(grads));

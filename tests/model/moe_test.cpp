@@ -174,14 +174,26 @@ TEST(MoeLora, AttentionAdaptersOnAMixtureOfExperts) {
   EXPECT_EQ(adapters, 7);
 }
 
-TEST(MoeCheckpoint, TensorParallelIsRefused) {
+// Tensor parallelism splits attention (and dense MLP layers) but keeps the router and the
+// expert stacks whole on every rank (--ep_size splits the experts).
+TEST(MoeCheckpoint, TensorParallelKeepsExpertsWhole) {
   const ModelConfig c = load_model_config(fixture("qwen3_moe_topk_norm") + "/config.json");
-  try {
-    parameter_layout(c, 0, 2);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("mixture of experts"), std::string::npos) << e.what();
+  int whole = 0, split = 0;
+  for (const ParamSpec& p : parameter_layout(c, 1, 2)) {
+    const bool expert = p.slot == ParamSlot::kRouter || p.slot == ParamSlot::kExpertsGateUp ||
+                        p.slot == ParamSlot::kExpertsDown;
+    if (expert) {
+      EXPECT_EQ(p.tp_dim, -1) << p.name;
+      EXPECT_EQ(p.shape, p.full_shape) << p.name;
+      ++whole;
+    }
+    if (p.slot == ParamSlot::kQ) {
+      EXPECT_EQ(p.shape[0] * 2, p.full_shape[0]) << p.name;
+      ++split;
+    }
   }
+  EXPECT_GT(whole, 0);
+  EXPECT_GT(split, 0);
 }
 
 }  // namespace

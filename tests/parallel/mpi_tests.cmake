@@ -39,8 +39,8 @@ set_tests_properties(parallel.two_hosts_netns PROPERTIES SKIP_RETURN_CODE 77 TIM
                      PROCESSORS 2 RUN_SERIAL TRUE ENVIRONMENT "${SFT_MPI_TEST_ENV}")
 
 # Expert parallelism (train_ep_mpi.cmake): EP 2 and EP 2 × DP 2 vs plain DP, resume, refusals,
-# a rank's memory.
-foreach(case ep ep_resume ep_memory)
+# a rank's memory, EP 2 under TP 2.
+foreach(case ep ep_resume ep_memory ep_tp)
   add_test(NAME parallel.train_${case}
     COMMAND ${CMAKE_COMMAND} -DSFT=$<TARGET_FILE:sft_cli> -DMPIRUN=${SFT_MPIRUN}
             -DCOMPARE=$<TARGET_FILE:sft_compare_weights> -DROOT=${PROJECT_SOURCE_DIR}

@@ -10,8 +10,14 @@
 #   ep_resume  an EP 2 checkpoint-3 resumed with EP 2 equals the uninterrupted run bit for bit;
 #              resumed without EP, and a checkpoint without EP resumed with EP 2, within 1e-5
 #              (checkpoints hold the whole model and moments); refusals before any work, naming
-#              both flags: a world size or an expert count that does not divide, ZeRO, tensor
-#              parallelism, LoRA, a dense model
+#              both flags: a world size (also over --tp_size) or an expert count that does
+#              not divide, ZeRO, LoRA, a dense model
+#   ep_tp      EP 2 under tensor parallelism: TP 2 × DP 2 on np 4 (the experts whole on each
+#              TP rank) vs DP 2 on np 2, then TP 2 × EP 2 on np 4 (each TP rank's two
+#              data-parallel ranks form its EP group) vs TP 2 × DP 2: per-step loss, aux_loss,
+#              grad_norm and the final weights within 1e-5 over 6 steps, and the step-3
+#              checkpoint (the experts gathered over the EP group, then TP assembles slices),
+#              which resumes with TP 2 × EP 2 bit for bit and on DP 2 within 1e-5
 #   ep_memory  a rank keeps only its experts: on a mixture whose experts are ~96% of the
 #              parameters (16 experts of the trainer_moe fixture's layer, widened, drawn with
 #              --init_from_config), an EP 2 run with a checkpoint and an evaluation (each gathers
@@ -136,12 +142,35 @@ elseif(CASE STREQUAL "ep_resume")
           ${Q} --ep_size 3)
   refused(2 "--ep_size 2 with --zero_stage 1 .*does not compose with it yet" ${Q} --ep_size 2
           --zero_stage 1)
-  refused(2 "--ep_size 2 with --tp_size 2: expert parallelism does not compose" ${Q}
-          --ep_size 2 --tp_size 2)
+  refused(4 "--ep_size 4: the world size 4 .*over --tp_size 2 \\(2 data-parallel ranks\\) does not divide"
+          ${Q} --ep_size 4 --tp_size 2)
   refused(2 "--ep_size 2 with --use_peft: expert parallelism does not compose" ${Q} --ep_size 2
           --use_peft true)
   refused(2 "--ep_size 2: .*is not a mixture of experts, so there are no experts to split" ${Q}
           --ep_size 2 --model_name_or_path "${ROOT}/tests/fixtures/generate_text")
+elseif(CASE STREQUAL "ep_tp")
+  set(T ${COMMON} --model_name_or_path "${ROOT}/tests/fixtures/trainer_moe/model" --max_steps 6
+      --save_steps 3 --per_device_train_batch_size 2)
+  # The reference: the same two data-parallel batches without tensor parallelism.
+  run(2 0 ${T} --output_dir "${WORK}/dp2")
+  run(4 0 ${T} --tp_size 2 --output_dir "${WORK}/tp2dp2")
+  same("${WORK}/dp2" "${WORK}/tp2dp2" 1e-5)
+  run(4 0 ${T} --tp_size 2 --ep_size 2 --output_dir "${WORK}/tp2ep2")
+  if(NOT run_out MATCHES "2 data-parallel rank\\(s\\) × 2 tensor-parallel in expert-parallel groups of 2")
+    message(FATAL_ERROR "the TP 2 × EP 2 run does not report its layout:\n${run_out}")
+  endif()
+  same("${WORK}/tp2dp2" "${WORK}/tp2ep2" 1e-5)
+  same("${WORK}/tp2dp2/checkpoint-3" "${WORK}/tp2ep2/checkpoint-3" 1e-5)
+  # The checkpoint holds the whole model and moments: resumed with TP 2 × EP 2 it is the
+  # uninterrupted run bit for bit; resumed on DP 2 alone, that run within 1e-5.
+  foreach(c resume_tp2ep2 resume_dp2)
+    file(COPY "${WORK}/tp2ep2/checkpoint-3" DESTINATION "${WORK}/${c}")
+  endforeach()
+  run(4 0 ${T} --tp_size 2 --ep_size 2 --output_dir "${WORK}/resume_tp2ep2"
+      --resume_from_checkpoint true)
+  same("${WORK}/tp2ep2" "${WORK}/resume_tp2ep2" 0)
+  run(2 0 ${T} --output_dir "${WORK}/resume_dp2" --resume_from_checkpoint true)
+  same("${WORK}/dp2" "${WORK}/resume_dp2" 1e-5)
 elseif(CASE STREQUAL "ep_memory")
   set(src "${ROOT}/tests/fixtures/trainer_moe/model")
   set(model "${WORK}/wide_moe")

@@ -111,14 +111,27 @@ TEST(MoeArgs, ExpertParallelismRefusesWhatItDoesNotComposeWith) {
       {{"--nproc_per_node", "4", "--ep_size", "2", "--zero_stage", "2"},
        "--ep_size 2 with --zero_stage 2 (or a --fsdp / --deepspeed / --accelerate_config "
        "sharding): expert parallelism does not compose with it yet"},
-      {{"--nproc_per_node", "4", "--ep_size", "2", "--tp_size", "2"},
-       "--ep_size 2 with --tp_size 2: expert parallelism does not compose with it yet"},
+      {{"--nproc_per_node", "4", "--ep_size", "4", "--tp_size", "2"},
+       "--ep_size 4: the world size 4 (mpirun -np or --nproc_per_node) over --tp_size 2 (2 "
+       "data-parallel ranks) does not divide by it (hint: run a multiple of 8 processes)"},
       {{"--nproc_per_node", "2", "--ep_size", "2", "--use_peft", "true"},
        "--ep_size 2 with --use_peft: expert parallelism does not compose with it yet"},
   };
   for (const auto& c : cases)
     EXPECT_NE(usage_error_of([&] { parse(c.first); }).find(c.second), std::string::npos)
         << "wanted " << c.second;
+}
+
+// Expert parallelism splits each tensor-parallel rank's data-parallel group.
+TEST(MoeArgs, ExpertParallelismComposesWithTensorParallelism) {
+  EXPECT_EQ(usage_error_of([&] {
+              parse({"--nproc_per_node", "4", "--ep_size", "2", "--tp_size", "2"});
+            }),
+            "");
+  EXPECT_EQ(usage_error_of([&] {
+              parse({"--nproc_per_node", "8", "--ep_size", "4", "--tp_size", "2"});
+            }),
+            "");
 }
 
 TEST(MoeArgs, ExpertParallelismNeedsExpertsThatDivide) {
