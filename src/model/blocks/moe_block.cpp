@@ -32,6 +32,26 @@ void sort_tokens(MoeMlpBlock::Saved& a, int64_t T, int64_t k, int64_t E) {
              (a.host.size() - at(a.offsets)) * sizeof(int64_t));
 }
 
+// The experts' share of the block's scratch (member by member: g++ warns on designated
+// initializers that leave members to their defaults).
+MoeMlpBlock::ExpertScratch forward_scratch(const MoeMlpBlock::Scratch& s) {
+  MoeMlpBlock::ExpertScratch e;
+  e.gate32 = s.gate32;
+  e.up32 = s.up32;
+  return e;
+}
+
+MoeMlpBlock::ExpertScratch backward_scratch(const MoeMlpBlock::Scratch& s) {
+  MoeMlpBlock::ExpertScratch e;
+  e.dh = s.dh;
+  e.dgate = s.dgate;
+  e.dup = s.dup;
+  e.dys16 = s.dys16;
+  e.dgate16 = s.dgate16;
+  e.dup16 = s.dup16;
+  return e;
+}
+
 }  // namespace
 
 ops::ExpertRouting MoeMlpBlock::Saved::routing() const {
@@ -110,8 +130,7 @@ void MoeMlpBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View ln)
   if (ep)
     exchange_forward(a);
   else
-    experts_forward(a.ys, {a.xs, a.gate, a.up, a.h}, {.gate32 = s.gate32, .up32 = s.up32}, r,
-                    a.host_offsets());
+    experts_forward(a.ys, {a.xs, a.gate, a.up, a.h}, forward_scratch(s), r, a.host_offsets());
   ops::moe_combine_forward(y, a.ys, a.weights, r);
 }
 
@@ -151,14 +170,8 @@ void MoeMlpBlock::backward(ops::View dln, const Scratch& s, const Saved& a, ops:
   if (ep)
     exchange_backward(s, a);
   else
-    experts_backward(s.dxs, s.dys,
-                     {.dh = s.dh,
-                      .dgate = s.dgate,
-                      .dup = s.dup,
-                      .dys16 = s.dys16,
-                      .dgate16 = s.dgate16,
-                      .dup16 = s.dup16},
-                     {a.xs, a.gate, a.up, a.h}, r, a.host_offsets());
+    experts_backward(s.dxs, s.dys, backward_scratch(s), {a.xs, a.gate, a.up, a.h}, r,
+                     a.host_offsets());
   ops::moe_permute_backward(dln, s.dxs, r);
   // The router: through the top-k weights (and the load-balancing loss's dprobs), its softmax,
   // then the projection (dln +=).
