@@ -421,7 +421,7 @@ TrainResult Trainer::train() {
     const double t0 = now_s();
     StepStats st = run_step(range.end - range.begin);
     apply_update(st);
-    if (experts_) measure_resident_arenas();
+    if (experts_ && is_main()) measure_resident_arenas();  // only rank 0 reports it
     ++state_.global_step;
     ++steps_this_session_;
     state_.epoch = epoch_progress(epoch_, range.end - 1, plan_input_.micro_batches_per_epoch);

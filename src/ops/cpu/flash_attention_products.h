@@ -95,63 +95,52 @@ struct Avx512Products {
   }
   void scores(Rows<float> s, Rows<const float> a, Rows<const float> kt, int64_t M, int64_t N,
               int64_t D, int64_t diagonal) const {
-    cpu::attention_microkernel::gemm({.c = s.p,
-                                      .ldc = s.ld,
-                                      .a = a.p,
-                                      .lda = a.ld,
-                                      .b = kt.p,
-                                      .ldb = kt.ld,
-                                      .M = M,
-                                      .N = N,
-                                      .K = D,
-                                      .skip = Skip::kColumnsPastDiagonal,
-                                      .diagonal = diagonal});
+    Product p = operands(s, a, kt, M, N, D);
+    p.skip = Skip::kColumnsPastDiagonal;
+    p.diagonal = diagonal;
+    cpu::attention_microkernel::gemm(p);
   }
   void assign(Rows<float> c, Rows<const float> a, Rows<const float> b, int64_t M, int64_t N,
               int64_t K, int64_t diagonal) const {
-    cpu::attention_microkernel::gemm({.c = c.p,
-                                      .ldc = c.ld,
-                                      .a = a.p,
-                                      .lda = a.ld,
-                                      .b = b.p,
-                                      .ldb = b.ld,
-                                      .M = M,
-                                      .N = N,
-                                      .K = K,
-                                      .skip = Skip::kDepthPastDiagonal,
-                                      .diagonal = diagonal});
+    Product p = operands(c, a, b, M, N, K);
+    p.skip = Skip::kDepthPastDiagonal;
+    p.diagonal = diagonal;
+    cpu::attention_microkernel::gemm(p);
   }
   void add(Rows<float> c, Rows<const float> a, Rows<const float> b, int64_t M, int64_t N, int64_t K,
            int64_t diagonal, const float* c_row_scale) const {
-    cpu::attention_microkernel::gemm({.c = c.p,
-                                      .ldc = c.ld,
-                                      .a = a.p,
-                                      .lda = a.ld,
-                                      .b = b.p,
-                                      .ldb = b.ld,
-                                      .M = M,
-                                      .N = N,
-                                      .K = K,
-                                      .accumulate = true,
-                                      .c_row_scale = c_row_scale,
-                                      .skip = Skip::kDepthPastDiagonal,
-                                      .diagonal = diagonal});
+    Product p = operands(c, a, b, M, N, K);
+    p.accumulate = true;
+    p.c_row_scale = c_row_scale;
+    p.skip = Skip::kDepthPastDiagonal;
+    p.diagonal = diagonal;
+    cpu::attention_microkernel::gemm(p);
   }
   void product_at(Rows<float> c, Rows<const float> a, Rows<const float> b, int64_t M, int64_t N,
                   int64_t K, int64_t diagonal, bool accumulate) const {
-    cpu::attention_microkernel::gemm({.c = c.p,
-                                      .ldc = c.ld,
-                                      .a = a.p,
-                                      .lda = a.ld,
-                                      .a_layout = ALayout::kColumns,
-                                      .b = b.p,
-                                      .ldb = b.ld,
-                                      .M = M,
-                                      .N = N,
-                                      .K = K,
-                                      .accumulate = accumulate,
-                                      .skip = Skip::kDepthBeforeDiagonal,
-                                      .diagonal = diagonal});
+    Product p = operands(c, a, b, M, N, K);
+    p.a_layout = ALayout::kColumns;
+    p.accumulate = accumulate;
+    p.skip = Skip::kDepthBeforeDiagonal;
+    p.diagonal = diagonal;
+    cpu::attention_microkernel::gemm(p);
+  }
+
+ private:
+  // The operands every product names; each method then sets what makes it that product.
+  static Product operands(Rows<float> c, Rows<const float> a, Rows<const float> b, int64_t M,
+                          int64_t N, int64_t K) {
+    Product p;
+    p.c = c.p;
+    p.ldc = c.ld;
+    p.a = a.p;
+    p.lda = a.ld;
+    p.b = b.p;
+    p.ldb = b.ld;
+    p.M = M;
+    p.N = N;
+    p.K = K;
+    return p;
   }
 };
 
