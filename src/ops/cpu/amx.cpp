@@ -9,6 +9,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "ops/cpu/cpu_features.h"
 
 namespace sft::ops::cpu {
@@ -17,6 +20,17 @@ namespace {
 
 constexpr long kReqXcompPerm = 0x1023;  // arch_prctl ARCH_REQ_XCOMP_PERM
 constexpr long kXtiledata = 18;         // XFEATURE_XTILEDATA
+
+// oneDNN's run-time cap (ONEDNN_MAX_CPU_ISA, or its older name DNNL_MAX_CPU_ISA): a value without
+// "AMX" (AVX512_CORE_BF16, AVX2, ...) keeps oneDNN off AMX, and we follow it, so one variable
+// gives a faithful no-AMX run of the whole step (torch's bundled oneDNN reads it too).
+bool onednn_isa_caps_amx_off() {
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (cap == nullptr || *cap == '\0') cap = std::getenv("DNNL_MAX_CPU_ISA");
+  if (cap == nullptr || *cap == '\0') return false;
+  const std::string_view value(cap);
+  return value != "ALL" && value.find("AMX") == std::string_view::npos;
+}
 
 bool cpu_has_amx_bf16() {
   unsigned a = 0, b = 0, c = 0, d = 0;
@@ -86,7 +100,7 @@ SFT_AMX void release() {
 
 bool use_amx() {
   static const bool on = [] {
-    if (!use_avx512() || !cpu_has_amx_bf16()) return false;
+    if (!use_avx512() || !cpu_has_amx_bf16() || onednn_isa_caps_amx_off()) return false;
     return syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) == 0;
   }();
   return on;

@@ -3,7 +3,9 @@
 // use_amx() is decided once per process: the CPU reports AMX-TILE and AMX-BF16 (CPUID leaf 7),
 // AVX-512 is in use (cpu_features.h; SFT_CPU_ISA=generic turns both off) and Linux grants this
 // process the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA; a kernel that
-// refuses leaves us on the portable path instead of faulting on the first tile load).
+// refuses leaves us on the portable path instead of faulting on the first tile load), and
+// oneDNN's ISA cap (ONEDNN_MAX_CPU_ISA) is unset, ALL or an AMX level: capped below AMX, the
+// whole process runs as on a CPU without it.
 //
 // The tile configuration is per thread and other libraries (oneDNN) load their own, so a
 // caller brackets its tile products with amx_begin() / amx_end() on the thread that runs them.
