@@ -106,7 +106,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Matmul4Bit,
                              // K 17000: the narrowest panels (256 columns), the last one short
                              Shape{2, 300, 17000, true, true}, Shape{2, 17000, 300, false, true},
                              // 15 elements: an odd count, one short block
-                             Shape{2, 3, 5, true, false}, Shape{2, 3, 5, false, true}),
+                             Shape{2, 3, 5, true, false}, Shape{2, 3, 5, false, true},
+                             // With AMX, bf16 (matmul_4bit_amx): M 37 (a last 32-row block of
+                             // one partial tile), N 90 and K 1000 (edge tiles in both, K not
+                             // a multiple of the 32 of a tile), several panels, the last short
+                             Shape{37, 90, 1000, true, true}, Shape{37, 1000, 90, false, true},
+                             Shape{37, 1100, 2048, true, true}, Shape{37, 2048, 1100, false, true},
+                             Shape{16, 600, 6144, true, true}, Shape{16, 6144, 600, false, true}),
                          [](const auto& info) {
                            const Shape& s = info.param;
                            return "M" + std::to_string(s.M) + "_W" + std::to_string(s.rows) + "x" +

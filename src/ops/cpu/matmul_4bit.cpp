@@ -9,6 +9,8 @@
 // written once, and every call has a wide N and the full K, the shapes the AMX kernels run
 // well. The panel holds ~kPanelElements values, cache-sized, whatever W's shape.
 // Dequantization and the product alternate, each on all threads (the pool, then oneDNN's team).
+// With bf16 activations on a CPU with AMX, matmul_4bit_amx.cpp serves the call instead
+// (VNNI tiles and our own tile product, no repacking by the library).
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -18,6 +20,7 @@
 #include "ops/cpu/bnb_quant.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/cpu/dequant4.h"
+#include "ops/cpu/matmul_4bit_amx.h"
 #include "ops/ops.h"
 
 namespace sft::ops::cpu {
@@ -107,9 +110,15 @@ void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumul
         "shapes " + shape(c) + " = " + shape(a) + " · W" + (trans_w ? "ᵀ" : "") + " (W " +
             std::to_string(w.rows) + " × " + std::to_string(w.cols) + ") do not fit");
   check(c.dtype == DType::kF32, "c must be f32, got " + std::string(dtype_name(c.dtype)));
+  check(a.dtype == DType::kF32 || a.dtype == DType::kBF16,
+        "a must be f32 or bf16, got " + std::string(dtype_name(a.dtype)));
+  if (matmul_4bit_amx_applies(a)) return matmul_4bit_amx(c, a, w, trans_w, accumulate);
+  matmul_4bit_library(c, a, w, trans_w, accumulate);
+}
+
+void matmul_4bit_library(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate) {
   if (a.dtype == DType::kF32) return panels<float>(c, a, w, trans_w, accumulate);
-  if (a.dtype == DType::kBF16) return panels<uint16_t>(c, a, w, trans_w, accumulate);
-  check(false, "a must be f32 or bf16, got " + std::string(dtype_name(a.dtype)));
+  panels<uint16_t>(c, a, w, trans_w, accumulate);
 }
 
 }  // namespace sft::ops::cpu
