@@ -28,11 +28,11 @@ namespace {
 }  // namespace
 
 [[SFT_AVX512_TARGET]] void pack_a_tiles(const uint16_t* a, int64_t lda, int64_t M, int64_t K,
-                                        int64_t i0, int64_t i1, uint16_t* a_tiles) {
-  const int64_t KT = tiles_of(K, kTileK);
+                                        int64_t i0, int64_t i1, int64_t KT, int64_t j0,
+                                        uint16_t* a_tiles) {
   for (int64_t i = i0; i < i1; ++i)
-    for (int64_t j = 0; j < KT; ++j) {
-      uint16_t* tile = a_tiles + (i * KT + j) * kTileValues;
+    for (int64_t j = 0; j < tiles_of(K, kTileK); ++j) {
+      uint16_t* tile = a_tiles + (i * KT + j0 + j) * kTileValues;
       for (int64_t r = 0; r < 16; ++r) {
         const int64_t m = 16 * i + r;
         const __m512i row =

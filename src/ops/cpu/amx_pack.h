@@ -24,9 +24,10 @@ inline int64_t tiles_of(int64_t n, int64_t per_tile) {
   return (n + per_tile - 1) / per_tile;
 }
 
-// A tiles of rows [16·i0, 16·i1) of a (M × K bf16, lda elements per row) into a_tiles.
+// A tiles of rows [16·i0, 16·i1) of a (M × K bf16, lda elements per row) into a_tiles, as k
+// tiles j0, j0 + 1, .. of rows of KT tiles (so that a second matrix can follow as more k tiles).
 void pack_a_tiles(const uint16_t* a, int64_t lda, int64_t M, int64_t K, int64_t i0, int64_t i1,
-                  uint16_t* a_tiles);
+                  int64_t KT, int64_t j0, uint16_t* a_tiles);
 
 // One column tile of B (all KT k tiles, at out) from B's columns given as rows: cols[n·ld + k]
 // = B[k][n] for n < n_valid (≤ 16) and k < K; that is W's rows for a · Wᵀ.

@@ -92,7 +92,8 @@ void panels(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate) 
 
 }  // namespace
 
-void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate) {
+void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
+                 const LowRankTerm& extra) {
   check(w.rows > 0 && w.cols > 0 && w.blocksize > 0, "W is " + std::to_string(w.rows) + " × " +
                                                          std::to_string(w.cols) + " in blocks of " +
                                                          std::to_string(w.blocksize));
@@ -112,13 +113,27 @@ void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumul
   check(c.dtype == DType::kF32, "c must be f32, got " + std::string(dtype_name(c.dtype)));
   check(a.dtype == DType::kF32 || a.dtype == DType::kBF16,
         "a must be f32 or bf16, got " + std::string(dtype_name(a.dtype)));
-  if (matmul_4bit_amx_applies(a)) return matmul_4bit_amx(c, a, w, trans_w, accumulate);
-  matmul_4bit_library(c, a, w, trans_w, accumulate);
+  if (!extra.empty()) {
+    const int64_t r = extra.a.cols;
+    check(extra.a.dtype == a.dtype && extra.b.dtype == a.dtype,
+          "the low-rank term's views must be in a's dtype " + std::string(dtype_name(a.dtype)));
+    check(extra.a.rows == a.rows && (trans_w ? extra.b.rows == N && extra.b.cols == r
+                                             : extra.b.rows == r && extra.b.cols == N),
+          "the low-rank term " + shape(extra.a) + " · " + shape(extra.b) + (trans_w ? "ᵀ" : "") +
+              " does not fit c " + shape(c));
+  }
+  if (matmul_4bit_amx_applies(a)) return matmul_4bit_amx(c, a, w, trans_w, accumulate, extra);
+  matmul_4bit_library(c, a, w, trans_w, accumulate, extra);
 }
 
-void matmul_4bit_library(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate) {
-  if (a.dtype == DType::kF32) return panels<float>(c, a, w, trans_w, accumulate);
-  panels<uint16_t>(c, a, w, trans_w, accumulate);
+void matmul_4bit_library(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
+                         const LowRankTerm& extra) {
+  if (a.dtype == DType::kF32)
+    panels<float>(c, a, w, trans_w, accumulate);
+  else
+    panels<uint16_t>(c, a, w, trans_w, accumulate);
+  // The term as its own product added to c: what LoRA did before the fold, call for call.
+  if (!extra.empty()) ops::matmul(c, extra.a, extra.b, false, trans_w, true);
 }
 
 }  // namespace sft::ops::cpu

@@ -20,10 +20,15 @@ namespace sft::ops::cpu {
 bool matmul_4bit_amx_applies(const View& a);
 
 // c (M, N) =, or += with accumulate, a · op(W); shapes and dtypes checked by the caller.
-void matmul_4bit_amx(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate);
+// extra's r columns are packed as k tiles after K's (zero-padded to the tile's 32), so each
+// output element sums W's k tiles, then the term's, in one accumulation.
+void matmul_4bit_amx(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
+                     const LowRankTerm& extra = {});
 
 // The library path (matmul_4bit.cpp: plain panels into ops::matmul / matmul_bf16), which
 // matmul_4bit takes for f32 activations and without AMX; by name for the tests and the bench.
-void matmul_4bit_library(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate);
+// extra: a second library product added to c.
+void matmul_4bit_library(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
+                         const LowRankTerm& extra = {});
 
 }  // namespace sft::ops::cpu
