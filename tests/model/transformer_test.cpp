@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,10 @@ struct CheckpointCase {
   const char* fixture;
   bool bf16, lora;
 };
+
+void PrintTo(const CheckpointCase& c, std::ostream* os) {
+  *os << c.fixture << (c.bf16 ? " bf16" : " f32") << (c.lora ? " LoRA" : "");
+}
 
 class GradientCheckpointing : public ::testing::TestWithParam<CheckpointCase> {};
 
