@@ -3,10 +3,16 @@
 // bitsandbytes' CPU path reaches after dequantizing the whole weight), interleaved call by call
 // so that a drifting shared machine moves both alike. Per projection and pass (fwd: a · Wᵀ,
 // dx: g · W): GFLOP/s over wall time and over process CPU time (getrusage, all threads), the
-// medians over the rounds after the first (the first pays oneDNN's kernel generation).
+// medians over the rounds after the first (the first pays oneDNN's kernel generation). With
+// bf16 on an AMX CPU matmul_4bit runs its own tile product; its library path (dequantized panels
+// into oneDNN) runs beside it as a third contestant.
+//
+// --lora_rank r adds LoRA's rank-r product to every call (y += u Bᵀ forward, dx += du A for
+// dx): the 4-bit call sums it in as a LowRankTerm (folded into the AMX tiles), the library
+// path and the dense product add it as a separate product afterwards, as before the fold.
 //
 // usage: bench_matmul_4bit [--shape 1.7b|4b|8b] [--tokens M] [--rounds N] [--dtype bf16|f32]
-//                          [--only dequant]   (the dequantization rate alone)
+//                          [--lora_rank r] [--only dequant]   (the dequantization rate alone)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -23,6 +29,7 @@
 #include "core/half.h"
 #include "ops/cpu/bnb_quant.h"
 #include "ops/cpu/dequant4.h"
+#include "ops/cpu/matmul_4bit_amx.h"
 #include "ops/ops.h"
 
 using namespace sft;
@@ -102,7 +109,7 @@ void dequantization_rate(int64_t rounds) {
 
 int main(int argc, char** argv) {
   std::string shape = "1.7b", dtype = "bf16";
-  int64_t M = 1024, rounds = 4;
+  int64_t M = 1024, rounds = 4, rank = 0;
   bool dequant_only = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -114,13 +121,16 @@ int main(int argc, char** argv) {
       rounds = std::atoll(argv[i + 1]);
     else if (flag == "--dtype")
       dtype = argv[i + 1];
+    else if (flag == "--lora_rank")
+      rank = std::atoll(argv[i + 1]);
     else if (flag == "--only" && std::string(argv[i + 1]) == "dequant")
       dequant_only = true;
     else {
-      std::fprintf(stderr,
-                   "[bench] unknown flag %s; usage: bench_matmul_4bit [--shape 1.7b|4b|8b]"
-                   " [--tokens M] [--rounds N] [--dtype bf16|f32] [--only dequant]\n",
-                   argv[i]);
+      std::fprintf(
+          stderr,
+          "[bench] unknown flag %s; usage: bench_matmul_4bit [--shape 1.7b|4b|8b]"
+          " [--tokens M] [--rounds N] [--dtype bf16|f32] [--lora_rank r] [--only dequant]\n",
+          argv[i]);
       return 2;
     }
   }
@@ -130,11 +140,15 @@ int main(int argc, char** argv) {
   }
   const bool bf16 = dtype == "bf16";
   std::printf(
-      "matmul_4bit vs dense %s, Qwen3-%s projections, M %lld, %lld rounds (medians of "
-      "rounds 2..)\n\n| W | pass | 4-bit GFLOP/s wall | dense | 4-bit / dense | 4-bit "
-      "GFLOP/s per CPU s | dense |\n|---|---|---|---|---|---|---|\n",
-      dtype.c_str(), shape.c_str(), static_cast<long long>(M), static_cast<long long>(rounds));
-  double total4 = 0, total_dense = 0, cpu4_total = 0, cpu_dense_total = 0;
+      "matmul_4bit vs dense %s, Qwen3-%s projections, M %lld, LoRA rank %lld, %lld rounds "
+      "(medians of rounds 2..)\n4-bit: matmul_4bit as dispatched (AMX tiles with bf16 on AMX); "
+      "library: its "
+      "oneDNN panel path\n\n| W | pass | 4-bit GFLOP/s wall | library | dense | 4-bit / dense | "
+      "4-bit GFLOP/s per CPU s | library | dense |\n|---|---|---|---|---|---|---|---|---|\n",
+      dtype.c_str(), shape.c_str(), static_cast<long long>(M), static_cast<long long>(rank),
+      static_cast<long long>(rounds));
+  double total4 = 0, total_library = 0, total_dense = 0, cpu4_total = 0, cpu_library_total = 0,
+         cpu_dense_total = 0;
   for (const Projection& p : projections(shape)) {
     const int64_t n = p.rows * p.cols;
     const std::vector<float> w = normal(static_cast<size_t>(n), 1, 0.02f);
@@ -157,8 +171,25 @@ int main(int argc, char** argv) {
       std::vector<uint16_t> a_bf16(a.size());
       for (size_t i = 0; i < a.size(); ++i) a_bf16[i] = f32_to_bf16(a[i]);
       const ops::View av = bf16 ? ops::view_of(a_bf16.data(), M, K) : ops::view_of(a.data(), M, K);
+      // The LoRA term: u (M, r) and B laid out as op() reads W ((N, r) or (r, N)).
+      std::vector<float> u = normal(static_cast<size_t>(M * rank), 3, 1.0f),
+                         lb = normal(static_cast<size_t>(N * rank), 4, 0.02f);
+      std::vector<uint16_t> u16(u.size()), lb16(lb.size());
+      for (size_t i = 0; i < u.size(); ++i) u16[i] = f32_to_bf16(u[i]);
+      for (size_t i = 0; i < lb.size(); ++i) lb16[i] = f32_to_bf16(lb[i]);
+      const int64_t lb_rows = trans_w ? N : rank, lb_cols = trans_w ? rank : N;
+      ops::LowRankTerm term;
+      if (rank > 0)
+        term = bf16 ? ops::LowRankTerm{ops::view_of(u16.data(), M, rank),
+                                       ops::view_of(lb16.data(), lb_rows, lb_cols)}
+                    : ops::LowRankTerm{ops::view_of(u.data(), M, rank),
+                                       ops::view_of(lb.data(), lb_rows, lb_cols)};
+      const ops::View cv = ops::view_of(c.data(), M, N);
       const std::function<void()> four_bit = [&] {
-        ops::matmul_4bit(ops::view_of(c.data(), M, N), av, q, trans_w, false);
+        ops::matmul_4bit(cv, av, q, trans_w, false, term);
+      };
+      const std::function<void()> library = [&] {
+        ops::cpu::matmul_4bit_library(cv, av, q, trans_w, false, term);
       };
       const std::function<void()> full = [&] {
         if (bf16)
@@ -167,11 +198,13 @@ int main(int argc, char** argv) {
         else
           ops::matmul(c.data(), a.data(), dense.data(), M, N, K, false, trans_w, false, K, p.cols,
                       N);
+        if (rank > 0) ops::matmul(cv, term.a, term.b, false, trans_w, true);
       };
-      std::vector<double> wall4, cpu4, wall_d, cpu_d;
+      std::vector<double> wall4, cpu4, wall_l, cpu_l, wall_d, cpu_d;
       for (int64_t r = 0; r < rounds; ++r) {
         for (auto [run, wall, cpu] :
-             {std::tuple{&four_bit, &wall4, &cpu4}, std::tuple{&full, &wall_d, &cpu_d}}) {
+             {std::tuple{&four_bit, &wall4, &cpu4}, std::tuple{&library, &wall_l, &cpu_l},
+              std::tuple{&full, &wall_d, &cpu_d}}) {
           const Clock t0 = Clock::now();
           (*run)();
           const Clock t1 = Clock::now();
@@ -182,21 +215,26 @@ int main(int argc, char** argv) {
       }
       const double gflop = 2e-9 * double(M) * double(N) * double(K);
       total4 += median(wall4);
+      total_library += median(wall_l);
       total_dense += median(wall_d);
       cpu4_total += median(cpu4);
+      cpu_library_total += median(cpu_l);
       cpu_dense_total += median(cpu_d);
-      std::printf("| %s %lld × %lld | %s | %.0f | %.0f | %.2f | %.0f | %.0f |\n", p.name,
-                  static_cast<long long>(p.rows), static_cast<long long>(p.cols),
-                  trans_w ? "fwd" : "dx", gflop / median(wall4), gflop / median(wall_d),
-                  median(wall_d) / median(wall4), gflop / median(cpu4), gflop / median(cpu_d));
+      std::printf("| %s %lld × %lld | %s | %.0f | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f |\n",
+                  p.name, static_cast<long long>(p.rows), static_cast<long long>(p.cols),
+                  trans_w ? "fwd" : "dx", gflop / median(wall4), gflop / median(wall_l),
+                  gflop / median(wall_d), median(wall_d) / median(wall4), gflop / median(cpu4),
+                  gflop / median(cpu_l), gflop / median(cpu_d));
       std::fflush(stdout);
     }
   }
   dequantization_rate(rounds);
   std::printf(
-      "\nsum of medians: 4-bit %.3f s, dense %.3f s wall (4-bit / dense %.2f); 4-bit %.3f s, "
-      "dense %.3f s CPU (4-bit / dense %.2f)\n",
-      total4, total_dense, total4 / total_dense, cpu4_total, cpu_dense_total,
-      cpu4_total / cpu_dense_total);
+      "\nsum of medians: 4-bit %.3f s, library %.3f s, dense %.3f s wall (4-bit / dense %.2f, "
+      "4-bit / library %.2f); 4-bit %.3f s, library %.3f s, dense %.3f s CPU (4-bit / dense "
+      "%.2f, 4-bit / library %.2f)\n",
+      total4, total_library, total_dense, total4 / total_dense, total4 / total_library, cpu4_total,
+      cpu_library_total, cpu_dense_total, cpu4_total / cpu_dense_total,
+      cpu4_total / cpu_library_total);
   return 0;
 }

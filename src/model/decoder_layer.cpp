@@ -155,8 +155,9 @@ void pre_norm_backward(const RmsNormBlock& norm, ops::View dres, ops::View dtmp,
   ops::add(dres, dtmp);
 }
 
-void forward_pre_norms(ops::View out, LayerActivations& a, LayerScratch& s, ops::View x,
-                       const AttentionInputs& attn, const DecoderLayer& w) {
+// Pre norms, up to the MLP's normed input: attention, its residual add and the MLP's norm.
+void attention_half_pre_norms(LayerActivations& a, LayerScratch& s, ops::View x,
+                              const AttentionInputs& attn, const DecoderLayer& w) {
   const float m = w.plan.residual_multiplier;
   w.attn_norm.forward(a.ln1, a.rstd1, x);
   // y is scratch that stays in cache (not x_mid, fresh memory every layer); the residual add
@@ -165,6 +166,12 @@ void forward_pre_norms(ops::View out, LayerActivations& a, LayerScratch& s, ops:
   w.attention.forward(y, a.attn, s.attn, a.ln1, attn);
   if (m != 1) ops::scale(y, m);  // Granite: residual + branch · residual_multiplier
   w.mlp_norm.add_forward(a.x_mid, a.ln2, a.rstd2, y, x);
+}
+
+void forward_pre_norms(ops::View out, LayerActivations& a, LayerScratch& s, ops::View x,
+                       const AttentionInputs& attn, const DecoderLayer& w) {
+  const float m = w.plan.residual_multiplier;
+  attention_half_pre_norms(a, s, x, attn, w);
   mlp_forward(w, out, a, s);
   if (m != 1) ops::scale(out, m);
   ops::add(out, a.x_mid);
@@ -222,6 +229,13 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
                            const AttentionInputs& attn, const DecoderLayer& w) {
   if (w.plan.norms.post) return forward_post_norms(out, a, s, x, attn, w);
   forward_pre_norms(out, a, s, x, attn, w);
+}
+
+void decoder_layer_recompute(ops::View out, LayerActivations& a, LayerScratch& s, ops::View x,
+                             const AttentionInputs& attn, const DecoderLayer& w) {
+  if (w.plan.backward_reads_mlp_output()) return decoder_layer_forward(out, a, s, x, attn, w);
+  attention_half_pre_norms(a, s, x, attn, w);
+  w.mlp.forward_saved(a.mlp, s.mlp, a.ln2);
 }
 
 void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::View x,

@@ -99,6 +99,14 @@ LayerScratch carve_layer_scratch(Carver& cv, const LayerShape& s, LayerPass pass
 void decoder_layer_forward(ops::View out, LayerActivations& acts, LayerScratch& scratch,
                            ops::View x, const AttentionInputs& attn, const DecoderLayer& w);
 
+// Gradient checkpointing's recomputation before the layer's backward: every activation the
+// backward reads, bit for bit as decoder_layer_forward saved it. out is rewritten (the same
+// values) only where the backward reads the MLP's output (LayerPlan::backward_reads_mlp_output);
+// a pre-norm dense layer skips its down projection and the residual add, out being the next
+// layer's input, kept since the forward.
+void decoder_layer_recompute(ops::View out, LayerActivations& acts, LayerScratch& scratch,
+                             ops::View x, const AttentionInputs& attn, const DecoderLayer& w);
+
 // scratch.dres holds d(out) on entry and d(x) on return; weight grads +=.
 void decoder_layer_backward(LayerScratch& scratch, const LayerActivations& acts, ops::View x,
                             const AttentionInputs& attn, const DecoderLayer& w);

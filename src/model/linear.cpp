@@ -15,14 +15,23 @@ ops::View Linear::weight_for(const ops::View& x) const {
   return weight->bf16;
 }
 
+// A 4-bit base sums LoRA's products in its own (ops::LowRankTerm: y written once, not read
+// and rewritten by a rank-r product) where nothing comes between the two: no output sum (the
+// adapter's term is added once, after a row-parallel sum) and no bias (added before it).
+bool Linear::folds_lora() const {
+  return lora && weight->is_4bit() && !sum_output && !bias;
+}
+
 void Linear::forward(ops::View y, ops::View x) const {
+  const bool fold = folds_lora();
   if (weight->is_4bit())
-    ops::matmul_4bit(y, x, weight->quant4, true, false);
+    ops::matmul_4bit(y, x, weight->quant4, true, false,
+                     fold ? lora->forward_term(x) : ops::LowRankTerm{});
   else
     ops::matmul(y, x, weight_for(x), false, true, false);
   if (sum_output) sum_output->sum({y.as<float>(), static_cast<size_t>(y.numel())});
   if (bias) ops::add_bias(y, bias->value);
-  if (lora) lora->forward(y, x);
+  if (lora && !fold) lora->forward(y, x);
 }
 
 void Linear::merged_weight(ops::View merged) const {
@@ -55,6 +64,14 @@ void Linear::backward(ops::View dx, ops::View dy, ops::View x, ops::View dy16,
   if (x.dtype == DType::kBF16 && !rounded) {
     ops::cast(dy16, dy);
     g = dy16;
+  }
+  if (folds_lora()) {  // the adapter's grads first; its dx term summed in the base's product
+    const ops::LowRankTerm t = lora->backward_params(dy, g, x);
+    if (dx.empty()) return;
+    const bool fold = lora->input_grad_is_a_product();
+    ops::matmul_4bit(dx, g, weight->quant4, false, accumulate_dx, fold ? t : ops::LowRankTerm{});
+    if (!fold) lora->add_input_grad(dx, t, x);
+    return;
   }
   if (weight->is_4bit()) {  // frozen: the input gradient only
     if (!dx.empty()) ops::matmul_4bit(dx, g, weight->quant4, false, accumulate_dx);

@@ -11,7 +11,9 @@
 // outputs are summed over, before the bias. The input gradient of column-parallel layers is
 // summed by the caller, once for all the Linears that share an input (q, k, v; gate, up).
 // A 4-bit base (Parameter::quant4, QLoRA) is frozen and multiplied dequantized a panel at a
-// time (ops::matmul_4bit) in the input's dtype; it never stacks.
+// time (ops::matmul_4bit) in the input's dtype; it never stacks. Its LoRA products y += u Bᵀ
+// and dx += du A go into that product as r more steps of K (ops::LowRankTerm) where nothing
+// comes between them (no bias, no output sum, no dropout mask on dx).
 // Compute dtype follows the input view: an f32 (or f64) x multiplies the master weight; a bf16
 // x multiplies the weight's bf16 copy with fp32 accumulation (torch autocast's bf16 matmul).
 // Signature rule: outputs first, then inputs; parameter grads accumulate (+=), dx overwrites
@@ -63,6 +65,7 @@ struct Linear {
 
  private:
   ops::View weight_for(const ops::View& x) const;
+  bool folds_lora() const;
 };
 
 // Linears that read one input and whose weights are consecutive rows of the parameter arenas

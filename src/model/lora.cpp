@@ -523,6 +523,11 @@ ops::View LoraAdapter::dropped_input(ops::View x) {
 }
 
 void LoraAdapter::forward(ops::View y, ops::View x) {
+  const ops::LowRankTerm t = forward_term(x);
+  ops::matmul(y, t.a, t.b, false, true, true);
+}
+
+ops::LowRankTerm LoraAdapter::forward_term(ops::View x) {
   const int64_t N = x.rows, r = a->value.rows;
   const bool bf16 = x.dtype == DType::kBF16;
   const ops::View xd = dropped_input(x);
@@ -534,10 +539,15 @@ void LoraAdapter::forward(ops::View y, ops::View x) {
     u_view_ = grown(scratch_.u16, DType::kBF16, N, r);
     ops::cast(u_view_, u);
   }
-  ops::matmul(y, u_view_, b_part(bf16 ? b->bf16 : b->value), false, true, true);
+  return {u_view_, b_part(bf16 ? b->bf16 : b->value)};
 }
 
 void LoraAdapter::backward(ops::View dx, ops::View dy, ops::View dy16, ops::View x) {
+  const ops::LowRankTerm t = backward_params(dy, dy16, x);
+  if (!dx.empty()) add_input_grad(dx, t, x);
+}
+
+ops::LowRankTerm LoraAdapter::backward_params(ops::View dy, ops::View dy16, ops::View x) {
   const int64_t N = x.rows, r = a->value.rows;
   const bool bf16 = x.dtype == DType::kBF16;
   const ops::View g = bf16 ? dy16 : dy;
@@ -554,11 +564,13 @@ void LoraAdapter::backward(ops::View dx, ops::View dy, ops::View dy16, ops::View
   }
   const ops::View xd = dropped_input(x);  // the forward's mask, drawn again
   ops::matmul(a->grad, du, xd, true, false, true);
-  if (dx.empty()) return;
-  const ops::View aw = bf16 ? a->bf16 : a->value;
-  if (!dropping()) return ops::matmul(dx, du, aw, false, false, true);
-  const ops::View dxd = grown(scratch_.dxd, DType::kF32, N, x.cols);
-  ops::matmul(dxd, du, aw, false, false, false);
+  return {du, bf16 ? a->bf16 : a->value};
+}
+
+void LoraAdapter::add_input_grad(ops::View dx, const ops::LowRankTerm& t, ops::View x) {
+  if (!dropping()) return ops::matmul(dx, t.a, t.b, false, false, true);
+  const ops::View dxd = grown(scratch_.dxd, DType::kF32, x.rows, x.cols);
+  ops::matmul(dxd, t.a, t.b, false, false, false);
   ops::dropout(dx, dxd, dropout, seed, stream, dropout_position(*key), true);
 }
 

@@ -85,9 +85,18 @@ struct LoraAdapter {
 
   // y (N, O) f32 += scale · (drop(x) Aᵀ) Bᵀ; x (N, I) f32 or bf16 (bf16 copies of A and B).
   void forward(ops::View y, ops::View x);
+  // forward without its last product: saves u = scale · drop(x) Aᵀ as forward does and returns
+  // the term (u, B's part) for y += u Bᵀ, which a 4-bit base sums in its own product (Linear).
+  ops::LowRankTerm forward_term(ops::View x);
   // dA, dB +=; dx (N, I) f32 += the adapter's input gradient (skipped when empty); dy (N, O)
   // f32, dy16 its bf16 copy under bf16 compute (already cast by Linear::backward).
   void backward(ops::View dx, ops::View dy, ops::View dy16, ops::View x);
+  // backward in two halves: dA, dB += and the input gradient's term (du, A) for dx += du A,
+  // then that add (through the dropout mask when there is one). Without dropout a 4-bit base
+  // sums the term in its own input-gradient product instead (Linear).
+  ops::LowRankTerm backward_params(ops::View dy, ops::View dy16, ops::View x);
+  void add_input_grad(ops::View dx, const ops::LowRankTerm& term, ops::View x);
+  bool input_grad_is_a_product() const { return !dropping(); }
   // Fresh scratch on `device` (LoraModel::to_device); the saved product is gone.
   void move_scratch_to(Device device);
 

@@ -346,7 +346,10 @@ void Transformer::backward(double scale) {
   final_norm().backward(g.dres, g.grad, dlnf_, resid_.row_range(L * T, T), rstdf_);
   for (int64_t l = L - 1; l >= 0; --l) {
     if (hooks_.before_backward) hooks_.before_backward(l);
-    if (gradient_checkpointing_) layer_forward(l);
+    if (gradient_checkpointing_)
+      decoder_layer_recompute(resid_.row_range((l + 1) * T, T), la_[static_cast<size_t>(l)],
+                              scratch_, resid_.row_range(l * T, T), attention_inputs(l),
+                              layers_[static_cast<size_t>(l)]);
     decoder_layer_backward(g, la_[static_cast<size_t>(l)], resid_.row_range(l * T, T),
                            attention_inputs(l), layers_[static_cast<size_t>(l)]);
     if (hooks_.after_backward) hooks_.after_backward(l);

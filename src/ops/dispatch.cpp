@@ -59,10 +59,11 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
                                                                           accumulate);
 }
 
-void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate) {
+void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
+                 const LowRankTerm& extra) {
   const ScopedOp op("matmul_4bit");
-  kernel(&KernelTable::matmul_4bit, "matmul_4bit", {c, a, w.packed, w.absmax},
-         Strides::kRowStrides)(c, a, w, trans_w, accumulate);
+  kernel(&KernelTable::matmul_4bit, "matmul_4bit", {c, a, w.packed, w.absmax, extra.a, extra.b},
+         Strides::kRowStrides)(c, a, w, trans_w, accumulate, extra);
 }
 
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {

@@ -74,8 +74,10 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
 // a's dtype, as bitsandbytes dequantizes into the compute dtype: a f32 (c f32), or a bf16
 // with fp32 accumulation into an f32 c. The CPU kernel dequantizes a panel of the product's
 // output columns at a time (W's rows for a · Wᵀ, its columns for a · W; the whole of K) and
-// multiplies it with ops::matmul, so the whole matrix never exists unpacked.
-void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate);
+// multiplies it with ops::matmul, so the whole matrix never exists unpacked. `extra`
+// (quant4.h): a rank-r term summed in as more steps of K (LoRA's product, folded in).
+void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
+                 const LowRankTerm& extra = {});
 
 // y = w · x / sqrt(mean(x²) + eps) per row: out (N, C) =, rstd (N, 1) =; x (N, C); w (1, C).
 // With f32 x, rstd, w, out may be bf16: the f32 result rounded (f32_to_bf16) in the same pass.

@@ -21,4 +21,15 @@ struct Weight4Bit {
   Quant4Type type = Quant4Type::kNf4;
 };
 
+// A rank-r term that ops::matmul_4bit sums with its product as r more steps of K:
+// c = a · op(W) + a2 · op(b2) = [a | a2] · op([W | b2]), so that LoRA's adapter product
+// (model/linear.cpp) lands in the output while the base product writes it, instead of a
+// second pass over the whole output. a2 (M, r) in a's dtype; b2 laid out as op() reads W:
+// (N, r) with trans_w, (r, N) without. Empty views: no term.
+struct LowRankTerm {
+  View a;
+  View b;
+  bool empty() const { return a.empty(); }
+};
+
 }  // namespace sft::ops

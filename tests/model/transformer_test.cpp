@@ -6,13 +6,16 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "io/atomic_file.h"
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "model/blocks/layer_plan.h"
 #include "model/transformer.h"
 #include "test_paths.h"
 
@@ -129,9 +132,40 @@ TEST(Transformer, RerunsAreBitIdentical) {
   EXPECT_EQ(std::memcmp(g[0].data(), g[1].data(), g[0].size() * sizeof(float)), 0);
 }
 
-TEST(Transformer, GradientCheckpointingGivesTheSameGradients) {
-  Transformer m = Transformer::load(fixture("mistral_sliding"));
-  const Batch b = fixture_batch(fixture("mistral_sliding"));
+// Checkpointing recomputes each layer before its backward; a pre-norm dense layer's
+// recomputation skips the down projection and the residual add (LayerPlan::
+// backward_reads_mlp_output), the other layers redo the whole forward. Either way the gradients
+// are those of the run without it, bit for bit: f32 and bf16, with LoRA on every projection
+// (the down projection's adapter keeps its forward's saved product), post norms (OLMo 2),
+// residual multipliers (Granite) and experts.
+struct CheckpointCase {
+  const char* fixture;
+  bool bf16, lora;
+};
+
+void PrintTo(const CheckpointCase& c, std::ostream* os) {
+  *os << c.fixture << (c.bf16 ? " bf16" : " f32") << (c.lora ? " LoRA" : "");
+}
+
+class GradientCheckpointing : public ::testing::TestWithParam<CheckpointCase> {};
+
+TEST_P(GradientCheckpointing, GivesTheSameGradients) {
+  const CheckpointCase& c = GetParam();
+  Transformer m = Transformer::load(fixture(c.fixture));
+  if (c.lora) {
+    LoraConfig config;
+    config.r = 4;
+    config.alpha = 8;
+    config.target_modules = {"all-linear"};
+    m.enable_lora(config, 7, "test");
+    Rng rng(11, 1);  // B ≠ 0, so every adapter adds to its projection
+    for (const LoraAdapter& a : m.lora()->adapters()) {
+      float* b = a.b->value.as<float>();
+      for (int64_t i = 0; i < a.b->value.numel(); ++i) b[i] = 0.1f * rng.normal();
+    }
+  }
+  if (c.bf16) m.set_compute_dtype(DType::kBF16);
+  const Batch b = fixture_batch(fixture(c.fixture));
   std::vector<float> g[2];
   for (int ckpt = 0; ckpt < 2; ++ckpt) {
     m.set_gradient_checkpointing(ckpt == 1);
@@ -142,6 +176,31 @@ TEST(Transformer, GradientCheckpointingGivesTheSameGradients) {
   }
   ASSERT_EQ(g[0].size(), g[1].size());
   EXPECT_EQ(std::memcmp(g[0].data(), g[1].data(), g[0].size() * sizeof(float)), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GradientCheckpointing,
+                         ::testing::Values(CheckpointCase{"mistral_sliding", false, false},
+                                           CheckpointCase{"qwen3_qknorm_linear", true, true},
+                                           CheckpointCase{"qwen3_qknorm_linear", false, true},
+                                           CheckpointCase{"olmo2_post_norms", false, false},
+                                           CheckpointCase{"gemma3_sliding_softcap", true, false},
+                                           CheckpointCase{"granite_multipliers", false, false},
+                                           CheckpointCase{"qwen3_moe_topk_norm", false, false}),
+                         [](const auto& info) {
+                           return std::string(info.param.fixture) +
+                                  (info.param.bf16 ? "_bf16" : "_f32") +
+                                  (info.param.lora ? "_lora" : "");
+                         });
+
+// Which layers' recomputation may skip the MLP's output: pre-norm dense ones only.
+TEST(GradientCheckpointingPlan, SkipsTheMlpOutputOfPreNormDenseLayersOnly) {
+  for (const auto& [name, skips] :
+       {std::pair{"mistral_sliding", true}, std::pair{"qwen3_qknorm_linear", true},
+        std::pair{"granite_multipliers", true}, std::pair{"olmo2_post_norms", false},
+        std::pair{"gemma3_sliding_softcap", false}, std::pair{"qwen3_moe_topk_norm", false}}) {
+    const ModelConfig c = load_model_config(fixture(name) + "/config.json");
+    EXPECT_EQ(!LayerPlan::of(c, 0, name).backward_reads_mlp_output(), skips) << name;
+  }
 }
 
 TEST(Transformer, SavesWeightsInTheAskedDtypeAndLoadsThemBack) {

@@ -106,13 +106,74 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Matmul4Bit,
                              // K 17000: the narrowest panels (256 columns), the last one short
                              Shape{2, 300, 17000, true, true}, Shape{2, 17000, 300, false, true},
                              // 15 elements: an odd count, one short block
-                             Shape{2, 3, 5, true, false}, Shape{2, 3, 5, false, true}),
+                             Shape{2, 3, 5, true, false}, Shape{2, 3, 5, false, true},
+                             // With AMX, bf16 (matmul_4bit_amx): M 37 (a last 32-row block of
+                             // one partial tile), N 90 and K 1000 (edge tiles in both, K not
+                             // a multiple of the 32 of a tile), several panels, the last short
+                             Shape{37, 90, 1000, true, true}, Shape{37, 1000, 90, false, true},
+                             Shape{37, 1100, 2048, true, true}, Shape{37, 2048, 1100, false, true},
+                             Shape{16, 600, 6144, true, true}, Shape{16, 6144, 600, false, true}),
                          [](const auto& info) {
                            const Shape& s = info.param;
                            return "M" + std::to_string(s.M) + "_W" + std::to_string(s.rows) + "x" +
                                   std::to_string(s.cols) + (s.trans_w ? "_aWt" : "_aW") +
                                   (s.bf16 ? "_bf16" : "_f32");
                          });
+
+// The rank-r term (LowRankTerm, LoRA's product folded in): c = a · op(W) + a2 · op(b2), against
+// the f64 sum of both products. r 16 (one tile of K, half of it padding) and 40 (a second,
+// partial tile); b2 a column block of a wider matrix (its row stride is not r or N), as an
+// adapter's rows of a fused B are; bf16 (the AMX path where present) and f32 (the library's).
+TEST(Matmul4Bit, AddsTheLowRankTermAsMoreStepsOfK) {
+  for (const bool bf16 : {true, false})
+    for (const bool trans_w : {true, false})
+      for (const int64_t r : {16, 40}) {
+        const int64_t M = 37, rows = 200, cols = 1000, K = trans_w ? cols : rows,
+                      N = trans_w ? rows : cols;
+        const Quantized q = quantize(random_values(rows * cols, 4, 0.05f), Quant4Type::kNf4);
+        std::vector<float> a = random_values(M * K, 5, 1.0f), a2 = random_values(M * r, 6, 1.0f);
+        // b2 is op()'s layout: (N, r) with trans_w, (r, N) without; stored 3 columns wider.
+        const int64_t b2_rows = trans_w ? N : r, b2_cols = trans_w ? r : N, ld = b2_cols + 3;
+        std::vector<float> b2 = random_values(b2_rows * ld, 7, 0.1f);
+        std::vector<float> w_used = q.dequantized;
+        std::vector<uint16_t> a16(a.size()), a216(a2.size()), b216(b2.size());
+        auto round = [&](std::vector<float>& v, std::vector<uint16_t>& bits) {
+          for (size_t i = 0; i < v.size(); ++i) {
+            bits[i] = f32_to_bf16(v[i]);
+            if (bf16) v[i] = bf16_to_f32(bits[i]);
+          }
+        };
+        round(a, a16);
+        round(a2, a216);
+        round(b2, b216);
+        if (bf16)
+          for (float& x : w_used) x = bf16_to_f32(f32_to_bf16(x));
+        const View av = bf16 ? view_of(a16.data(), M, K) : view_of(a.data(), M, K);
+        const View a2v = bf16 ? view_of(a216.data(), M, r) : view_of(a2.data(), M, r);
+        View b2v = bf16 ? view_of(b216.data(), b2_rows, ld) : view_of(b2.data(), b2_rows, ld);
+        b2v = b2v.columns(0, b2_cols);
+        std::vector<float> c(static_cast<size_t>(M * N), 0.25f);
+        matmul_4bit(view_of(c.data(), M, N), av, q.weight(rows, cols, Quant4Type::kNf4), trans_w,
+                    true, LowRankTerm{a2v, b2v});
+        double worst = 0;
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            double ref = 0.25, scale = 0.25;
+            for (int64_t k = 0; k < K; ++k) {
+              const double w = trans_w ? w_used[n * cols + k] : w_used[k * cols + n];
+              ref += a[m * K + k] * w;
+              scale += std::fabs(a[m * K + k] * w);
+            }
+            for (int64_t j = 0; j < r; ++j) {
+              const double b = trans_w ? b2[n * ld + j] : b2[j * ld + n];
+              ref += a2[m * r + j] * b;
+              scale += std::fabs(a2[m * r + j] * b);
+            }
+            worst = std::max(worst, std::fabs(c[m * N + n] - ref) / scale);
+          }
+        EXPECT_LT(worst, 1e-5) << "bf16 " << bf16 << " trans_w " << trans_w << " r " << r;
+      }
+}
 
 using test::error_of;
 
@@ -135,6 +196,12 @@ TEST(Matmul4Bit, BadViewsAreRefusedNamingTheOp) {
   EXPECT_NE(error_of([&] {
               matmul_4bit(view_of(c.data(), 2, 64), view_of(a64.data(), 2, 8), w, true, false);
             }).find("a must be f32 or bf16, got F64"),
+            std::string::npos);
+  std::vector<float> u(2 * 4), b(64 * 3);
+  EXPECT_NE(error_of([&] {
+              matmul_4bit(view_of(c.data(), 2, 64), view_of(a.data(), 2, 8), w, true, false,
+                          LowRankTerm{view_of(u.data(), 2, 4), view_of(b.data(), 64, 3)});
+            }).find("the low-rank term (2, 4) · (64, 3)ᵀ does not fit c (2, 64)"),
             std::string::npos);
 }
 

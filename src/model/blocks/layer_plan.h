@@ -47,6 +47,12 @@ struct LayerPlan {
   // gpt-oss's experts: biased router and projections, the clamped SwiGLU (swiglu_limit > 0).
   bool clamped_experts = false;
 
+  // Whether the layer's backward reads what its MLP's output feeds: a post norm's backward
+  // reads the MLP's output, the router's gradient reads each expert's. A pre-norm dense layer's
+  // MLP output only goes into the residual sum, the next layer's input, so gradient
+  // checkpointing's recomputation skips the down projection and that add there.
+  bool backward_reads_mlp_output() const { return norms.post || experts; }
+
   // Throws "[model] ..." naming `source` (the config file, or what built the config) and the
   // field when the config asks for a layer no block implements.
   static LayerPlan of(const ModelConfig& config, int layer, const std::string& source);

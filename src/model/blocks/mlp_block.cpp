@@ -23,6 +23,11 @@ GatedMlpBlock::Scratch GatedMlpBlock::carve_scratch(Carver& cv, const LayerShape
 }
 
 void GatedMlpBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View ln) const {
+  forward_saved(a, s, ln);
+  down.forward(y, a.h);
+}
+
+void GatedMlpBlock::forward_saved(Saved& a, const Scratch& s, ops::View ln) const {
   // Under bf16 gate and up go through the fp32 role of `projections` into their bf16 copies.
   s.projections.hand_over();
   auto project = [&](const Linear& lin, ops::View saved) {
@@ -38,7 +43,6 @@ void GatedMlpBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View l
     ops::gelu_tanh_gated_forward(a.h, a.gate, a.up);
   else
     ops::swiglu_forward(a.h, a.gate, a.up);
-  down.forward(y, a.h);
 }
 
 void GatedMlpBlock::backward(ops::View dln, const Scratch& s, const BlockGradScratch& g,

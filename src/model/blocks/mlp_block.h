@@ -44,6 +44,9 @@ struct GatedMlpBlock {
 
   // y (T, C) f32 =; saved; ln (T, C) the normed input, compute dtype.
   void forward(ops::View y, Saved& a, const Scratch& s, ops::View ln) const;
+  // The saved activations alone (gate, up, h: forward's, bit for bit), without the down
+  // projection: gradient checkpointing's recomputation where nothing reads y.
+  void forward_saved(Saved& a, const Scratch& s, ops::View ln) const;
   // dln (T, C) f32 = (summed over tp_group); dy (T, C) f32 = d(y); ln as in forward.
   void backward(ops::View dln, const Scratch& s, const BlockGradScratch& g, const Saved& a,
                 ops::View dy, ops::View ln) const;

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -83,6 +84,67 @@ SFT_AMX [[gnu::always_inline]] inline void block(float* c, int64_t ldc, const ui
   if constexpr (MT == 2 && NT == 2) _tile_stored(3, c1 + 16, sc);
 }
 
+// A C tile's place: in C itself, or a bounce tile where C's edge leaves it partial.
+struct CTile {
+  float* p;
+  int64_t ld;  // floats per row
+};
+
+// One block of MT × NT output tiles on packed operands over all KT k tiles: A tiles a0 (rows
+// 0–15) and a0 + KT·512 (rows 16–31), B tiles b0 and b0 + KT·512. Tiles are not renamed, so a
+// load into a tile waits for the products still reading it: each product is issued right after
+// the loads it needs, and the tiles two k steps ahead are prefetched into L1 (from L2, where
+// the panel and the A strip live) so that the loads hit L1.
+template <int MT, int NT>
+SFT_AMX [[gnu::always_inline]] inline void packed_block(const CTile (&c)[2][2], const uint16_t* a0,
+                                                        const uint16_t* b0, int64_t KT,
+                                                        bool accumulate) {
+  constexpr int64_t kStride = 64;  // bytes per tile row
+  constexpr int64_t kAhead = 2;    // k steps
+  const int64_t next = KT * 512;
+  if (accumulate) {
+    _tile_loadd(0, c[0][0].p, c[0][0].ld * 4);
+    if constexpr (NT == 2) _tile_loadd(1, c[0][1].p, c[0][1].ld * 4);
+    if constexpr (MT == 2) _tile_loadd(2, c[1][0].p, c[1][0].ld * 4);
+    if constexpr (MT == 2 && NT == 2) _tile_loadd(3, c[1][1].p, c[1][1].ld * 4);
+  } else {
+    _tile_zero(0);
+    if constexpr (NT == 2) _tile_zero(1);
+    if constexpr (MT == 2) _tile_zero(2);
+    if constexpr (MT == 2 && NT == 2) _tile_zero(3);
+  }
+  for (int64_t j = 0; j < KT; ++j) {
+    const uint16_t* a = a0 + j * 512;
+    const uint16_t* b = b0 + j * 512;
+    if (j + kAhead < KT) {
+      const char* pa = reinterpret_cast<const char*>(a + kAhead * 512);
+      const char* pb = reinterpret_cast<const char*>(b + kAhead * 512);
+      for (int l = 0; l < 1024; l += 64) {
+        _mm_prefetch(pa + l, _MM_HINT_T0);
+        _mm_prefetch(pb + l, _MM_HINT_T0);
+        if constexpr (NT == 2) _mm_prefetch(pb + 2 * next + l, _MM_HINT_T0);
+        if constexpr (MT == 2) _mm_prefetch(pa + 2 * next + l, _MM_HINT_T0);
+      }
+    }
+    _tile_loadd(4, a, kStride);
+    _tile_loadd(6, b, kStride);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (NT == 2) {
+      _tile_loadd(7, b + next, kStride);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    if constexpr (MT == 2) {
+      _tile_loadd(5, a + next, kStride);
+      _tile_dpbf16ps(2, 5, 6);
+    }
+    if constexpr (MT == 2 && NT == 2) _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c[0][0].p, c[0][0].ld * 4);
+  if constexpr (NT == 2) _tile_stored(1, c[0][1].p, c[0][1].ld * 4);
+  if constexpr (MT == 2) _tile_stored(2, c[1][0].p, c[1][0].ld * 4);
+  if constexpr (MT == 2 && NT == 2) _tile_stored(3, c[1][1].p, c[1][1].ld * 4);
+}
+
 SFT_AMX void load_config() {
   TileConfig cfg;
   for (int t = 0; t < 8; ++t) {
@@ -131,6 +193,58 @@ SFT_AMX void gemm_bf16_amx(float* c, int64_t ldc, const uint16_t* a, int64_t lda
         block<1, 2>(cb, ldc, am, lda, bn, ldb, K, accumulate);
       else
         block<1, 1>(cb, ldc, am, lda, bn, ldb, K, accumulate);
+    }
+  }
+}
+
+// Rows of A outer: a 32-row strip of A stays in cache while the panel's columns pass it.
+SFT_AMX void gemm_bf16_amx_packed(float* c, int64_t ldc, const uint16_t* a_tiles,
+                                  const uint16_t* b_tiles, int64_t M, int64_t N, int64_t KT,
+                                  bool accumulate) {
+  const int64_t MT = (M + 15) / 16, NT = (N + 15) / 16;
+  alignas(64) float bounce[2][2][256];
+  for (int64_t i = 0; i < MT; i += 2) {
+    const int mt = i + 1 < MT ? 2 : 1;
+    for (int64_t t = 0; t < NT; t += 2) {
+      const int nt = t + 1 < NT ? 2 : 1;
+      CTile tiles[2][2] = {};
+      bool edge = false;
+      for (int u = 0; u < mt; ++u)
+        for (int v = 0; v < nt; ++v) {
+          const int64_t r0 = (i + u) * 16, c0 = (t + v) * 16;
+          const int64_t rows = std::min<int64_t>(16, M - r0), cols = std::min<int64_t>(16, N - c0);
+          float* at = c + r0 * ldc + c0;
+          if (rows == 16 && cols == 16) {
+            tiles[u][v] = {at, ldc};
+            continue;
+          }
+          edge = true;
+          float* b = bounce[u][v];
+          std::fill(b, b + 256, 0.0f);
+          if (accumulate)
+            for (int64_t r = 0; r < rows; ++r)
+              std::copy(at + r * ldc, at + r * ldc + cols, b + r * 16);
+          tiles[u][v] = {b, 16};
+        }
+      const uint16_t* a0 = a_tiles + i * KT * 512;
+      const uint16_t* b0 = b_tiles + t * KT * 512;
+      if (mt == 2 && nt == 2)
+        packed_block<2, 2>(tiles, a0, b0, KT, accumulate);
+      else if (mt == 2)
+        packed_block<2, 1>(tiles, a0, b0, KT, accumulate);
+      else if (nt == 2)
+        packed_block<1, 2>(tiles, a0, b0, KT, accumulate);
+      else
+        packed_block<1, 1>(tiles, a0, b0, KT, accumulate);
+      if (!edge) continue;
+      for (int u = 0; u < mt; ++u)
+        for (int v = 0; v < nt; ++v) {
+          if (tiles[u][v].p != bounce[u][v]) continue;
+          const int64_t r0 = (i + u) * 16, c0 = (t + v) * 16;
+          const int64_t rows = std::min<int64_t>(16, M - r0), cols = std::min<int64_t>(16, N - c0);
+          for (int64_t r = 0; r < rows; ++r)
+            std::copy(bounce[u][v] + r * 16, bounce[u][v] + r * 16 + cols, c + (r0 + r) * ldc + c0);
+        }
     }
   }
 }

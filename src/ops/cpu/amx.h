@@ -28,4 +28,15 @@ void amx_end();
 void gemm_bf16_amx(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const uint16_t* b,
                    int64_t ldb, int64_t M, int64_t N, int64_t K, bool accumulate);
 
+// The same product on operands already packed as tiles (amx_pack.h), between amx_begin/end:
+// every tile load reads 1 KiB contiguous, so no operand's row stride can alias in L1 (rows of
+// 4 KiB or 12 KiB, Qwen3's K = 2048 / 6144 in bf16, would all fall in one L1 set).
+// A: tiles of 16 rows × 32 k, tile (i, j) at a_tiles + (i·KT + j)·512; B: VNNI tiles of
+// 16 pair rows × 16 columns, tile (i, j) at b_tiles + (i·KT + j)·512 (column tile i, k tile j).
+// C (M, N) fp32, any M and N (edge tiles go through a bounce tile); KT = K / 32 rounded up.
+// Each output element sums its k tiles in ascending order: the same bits for any blocking of
+// M and N, so for any thread count or panel width.
+void gemm_bf16_amx_packed(float* c, int64_t ldc, const uint16_t* a_tiles, const uint16_t* b_tiles,
+                          int64_t M, int64_t N, int64_t KT, bool accumulate);
+
 }  // namespace sft::ops::cpu

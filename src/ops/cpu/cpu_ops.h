@@ -14,7 +14,8 @@
 namespace sft::ops::cpu {
 
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate);
-void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate);
+void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
+                 const LowRankTerm& extra);
 
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps);
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w);

@@ -9,6 +9,8 @@
 // written once, and every call has a wide N and the full K, the shapes the AMX kernels run
 // well. The panel holds ~kPanelElements values, cache-sized, whatever W's shape.
 // Dequantization and the product alternate, each on all threads (the pool, then oneDNN's team).
+// With bf16 activations on a CPU with AMX, matmul_4bit_amx.cpp serves the call instead
+// (VNNI tiles and our own tile product, no repacking by the library).
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -18,6 +20,7 @@
 #include "ops/cpu/bnb_quant.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/cpu/dequant4.h"
+#include "ops/cpu/matmul_4bit_amx.h"
 #include "ops/ops.h"
 
 namespace sft::ops::cpu {
@@ -89,7 +92,8 @@ void panels(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate) 
 
 }  // namespace
 
-void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate) {
+void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
+                 const LowRankTerm& extra) {
   check(w.rows > 0 && w.cols > 0 && w.blocksize > 0, "W is " + std::to_string(w.rows) + " × " +
                                                          std::to_string(w.cols) + " in blocks of " +
                                                          std::to_string(w.blocksize));
@@ -107,9 +111,29 @@ void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumul
         "shapes " + shape(c) + " = " + shape(a) + " · W" + (trans_w ? "ᵀ" : "") + " (W " +
             std::to_string(w.rows) + " × " + std::to_string(w.cols) + ") do not fit");
   check(c.dtype == DType::kF32, "c must be f32, got " + std::string(dtype_name(c.dtype)));
-  if (a.dtype == DType::kF32) return panels<float>(c, a, w, trans_w, accumulate);
-  if (a.dtype == DType::kBF16) return panels<uint16_t>(c, a, w, trans_w, accumulate);
-  check(false, "a must be f32 or bf16, got " + std::string(dtype_name(a.dtype)));
+  check(a.dtype == DType::kF32 || a.dtype == DType::kBF16,
+        "a must be f32 or bf16, got " + std::string(dtype_name(a.dtype)));
+  if (!extra.empty()) {
+    const int64_t r = extra.a.cols;
+    check(extra.a.dtype == a.dtype && extra.b.dtype == a.dtype,
+          "the low-rank term's views must be in a's dtype " + std::string(dtype_name(a.dtype)));
+    check(extra.a.rows == a.rows && (trans_w ? extra.b.rows == N && extra.b.cols == r
+                                             : extra.b.rows == r && extra.b.cols == N),
+          "the low-rank term " + shape(extra.a) + " · " + shape(extra.b) + (trans_w ? "ᵀ" : "") +
+              " does not fit c " + shape(c));
+  }
+  if (matmul_4bit_amx_applies(a)) return matmul_4bit_amx(c, a, w, trans_w, accumulate, extra);
+  matmul_4bit_library(c, a, w, trans_w, accumulate, extra);
+}
+
+void matmul_4bit_library(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
+                         const LowRankTerm& extra) {
+  if (a.dtype == DType::kF32)
+    panels<float>(c, a, w, trans_w, accumulate);
+  else
+    panels<uint16_t>(c, a, w, trans_w, accumulate);
+  // The term as its own product added to c: what LoRA did before the fold, call for call.
+  if (!extra.empty()) ops::matmul(c, extra.a, extra.b, false, trans_w, true);
 }
 
 }  // namespace sft::ops::cpu
