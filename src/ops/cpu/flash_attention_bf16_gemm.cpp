@@ -13,7 +13,7 @@ namespace sft::ops::flash_bf16 {
 namespace {
 
 void gemm_generic(float* c, int64_t ldc, const bf16* a, int64_t lda, const bf16* b, int64_t ldb,
-                  int64_t M, int64_t N, int64_t K, bool accumulate) {
+                  int64_t M, int64_t N, int64_t K, bool accumulate, Causal) {
   for (int64_t m = 0; m < M; ++m) {
     float* cr = c + m * ldc;
     if (!accumulate)
@@ -27,14 +27,19 @@ void gemm_generic(float* c, int64_t ldc, const bf16* a, int64_t lda, const bf16*
   }
 }
 
+// AMX computes the causal diagonal's zero terms too (they cost a tile op, not a register block).
+void gemm_amx(float* c, int64_t ldc, const bf16* a, int64_t lda, const bf16* b, int64_t ldb,
+              int64_t M, int64_t N, int64_t K, bool accumulate, Causal) {
+  cpu::gemm_bf16_amx(c, ldc, a, lda, b, ldb, M, N, K, accumulate);
+}
+
 void nothing() {}
 
 }  // namespace
 
 const TileGemm& tile_gemm() {
   static const TileGemm chosen = [] {
-    if (cpu::use_amx())
-      return TileGemm{cpu::amx_begin, cpu::amx_end, cpu::gemm_bf16_amx, true, "amx"};
+    if (cpu::use_amx()) return TileGemm{cpu::amx_begin, cpu::amx_end, gemm_amx, true, "amx"};
     if (cpu::use_avx512())
       return TileGemm{nothing, nothing, gemm_widened_avx512, true, "avx512 widened"};
     return TileGemm{nothing, nothing, gemm_generic, false, "generic"};

@@ -7,7 +7,8 @@
 // fp32 FMA rate and a pairwise loop over the VNNI layout does not register-block at all. A
 // tile's operands are widened into per-thread fp32 copies once per product (A row-major, B's VNNI
 // pairs split back into its rows), O(M·K + K·N) work against the product's M·N·K, and the
-// product then runs at the fp32 kernel's rate.
+// product then runs at the fp32 kernel's rate, leaving out the causal diagonal's zero terms as
+// the fp32 attention does (Causal).
 //
 // Numerics: every product is one of two bf16 values, exact in fp32; each C element is one chain
 // of fused multiply-adds in ascending k, C's old value added once at its end (accumulate), as
@@ -52,7 +53,8 @@ namespace {
 }  // namespace
 
 void gemm_widened_avx512(float* c, int64_t ldc, const bf16* a, int64_t lda, const bf16* b,
-                         int64_t ldb, int64_t M, int64_t N, int64_t K, bool accumulate) {
+                         int64_t ldb, int64_t M, int64_t N, int64_t K, bool accumulate,
+                         Causal causal) {
   // Per thread (the pool's workers run the tiles), grown to the largest tile: no allocation
   // after the first call of a shape.
   thread_local std::vector<float> aw, bw;
@@ -69,7 +71,9 @@ void gemm_widened_avx512(float* c, int64_t ldc, const bf16* a, int64_t lda, cons
                                     .M = M,
                                     .N = N,
                                     .K = K,
-                                    .accumulate = accumulate});
+                                    .accumulate = accumulate,
+                                    .skip = causal.skip,
+                                    .diagonal = causal.diagonal});
 }
 
 }  // namespace sft::ops::flash_bf16
