@@ -7,7 +7,9 @@
 // GFLOP/s over the causal multiply-adds of the products each pass runs, 2 · D · H · Σ n(n+1)/2
 // per product: forward 2 (Q Kᵀ, P V), backward 5 (Q Kᵀ recomputed, dV, dP, dK, dQ), forward +
 // backward 7. BM_FlashTiles sweeps the tile shape (the choice in ops/attention.h).
-// BM_FlashBf16* run the bf16 kernels (AMX where present) on the same values rounded to bf16.
+// BM_FlashBf16* run the bf16 kernels (AMX where present, else the widened AVX-512 product; run
+// with ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 for a CPU without AMX) on the same values rounded to
+// bf16.
 // The fp32 kernel's tile products are AVX-512 microkernels where the CPU has it; run with
 // SFT_CPU_ISA=generic for the baseline (a library GEMM per tile). BM_TileProduct times one
 // microkernel product alone on the kernel's tile shapes (operands hot in cache).
@@ -261,10 +263,9 @@ BENCHMARK(BM_TileProduct)->DenseRange(0, 2);
 BENCHMARK(BM_FlashForward)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_FlashBackward)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_FlashForwardBackward)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_FlashBf16Forward)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_FlashBf16Forward)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_FlashBf16ForwardBackward)
-    ->Arg(0)
-    ->Arg(1)
+    ->DenseRange(0, 2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_FlashBf16Tiles)

@@ -8,10 +8,12 @@
 //   dw   dW[O, I] += dy[T, O]ᵀ · x[T, I]
 // in f32 on OpenBLAS (our pool split), on oneDNN and on our own AVX-512 microkernel
 // (ops/cpu/gemm_microkernel.h), and in bf16 (f32 out) on oneDNN, each through the same entry
-// points ops::matmul uses; and "<model>/lm_head_ce/..." the fused LM head's own calls (512-row
-// chunks, strided 16384-wide vocabulary blocks of dZ). The label is the kernel oneDNN picked. CPU
-// time is the whole process's, so on a shared machine GFLOP per (CPU time / threads) estimates
-// the idle rate.
+// points ops::matmul uses; ops_f32 / ops_bf16 are ops::matmul<float> / ops::matmul_bf16 as the
+// step calls them (the f32 policy; the bf16 path of bf16_matmul_path.h, e.g. widened under
+// ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16); and "<model>/lm_head_ce/..." the fused LM head's own calls
+// (512-row chunks, strided 16384-wide vocabulary blocks of dZ). The label is the kernel oneDNN
+// picked. CPU time is the whole process's, so on a shared machine GFLOP per (CPU time / threads)
+// estimates the idle rate.
 // "/cold" variants evict the caches before every call (a 512 MiB buffer rewritten outside the
 // timing), as a training step does between one layer's GEMM and the next use of its operands:
 // AdamW streams every weight, and the elementwise kernels between products stream activations.
@@ -29,6 +31,8 @@
 #include "ops/cpu/gemm_microkernel.h"
 #include "ops/cpu/matmul_openblas.h"
 #include "ops/cpu/onednn_matmul.h"
+#include "ops/matmul_path.h"
+#include "ops/ops.h"
 
 namespace {
 
@@ -68,7 +72,7 @@ std::vector<Model> models() {
 }
 
 enum class Pass { fwd, dx, dw };
-enum class Library { openblas_f32, onednn_f32, microkernel_f32, onednn_bf16 };
+enum class Library { openblas_f32, onednn_f32, microkernel_f32, onednn_bf16, ops_f32, ops_bf16 };
 
 // The GEMM of `pass` for projection p, as ops::matmul arguments (dense strides).
 struct Gemm {
@@ -143,7 +147,8 @@ void run(benchmark::State& state, Gemm g, Library lib, bool cold) {
                            b = random_floats((g.tb ? g.N : g.K) * ldb, 2);
   std::vector<float> c(static_cast<size_t>(g.M * g.N), 0.0f);
   std::vector<uint16_t> a16, b16;
-  if (lib == Library::onednn_bf16) a16 = to_bf16(a), b16 = to_bf16(b);
+  if (lib == Library::onednn_bf16 || lib == Library::ops_bf16) a16 = to_bf16(a), b16 = to_bf16(b);
+  if (lib == Library::ops_bf16) state.SetLabel(sft::ops::matmul_bf16_path());
   if (lib == Library::onednn_f32 || lib == Library::onednn_bf16)
     state.SetLabel(sft::ops::onednn::implementation(
         lib == Library::onednn_bf16 ? Operand::bf16 : Operand::f32, g.M, g.N, g.K, g.ta, g.tb));
@@ -165,6 +170,14 @@ void run(benchmark::State& state, Gemm g, Library lib, bool cold) {
       case Library::onednn_bf16:
         sft::ops::onednn::matmul(Operand::bf16, c.data(), a16.data(), b16.data(), g.M, g.N, g.K,
                                  g.ta, g.tb, g.accumulate, lda, ldb, ldc);
+        break;
+      case Library::ops_f32:
+        sft::ops::matmul(c.data(), a.data(), b.data(), g.M, g.N, g.K, g.ta, g.tb, g.accumulate, lda,
+                         ldb, ldc);
+        break;
+      case Library::ops_bf16:
+        sft::ops::matmul_bf16(c.data(), a16.data(), b16.data(), g.M, g.N, g.K, g.ta, g.tb,
+                              g.accumulate, lda, ldb, ldc);
         break;
     }
   };
@@ -200,7 +213,9 @@ void register_all() {
   const std::pair<Library, const char*> libs[] = {{Library::openblas_f32, "openblas_f32"},
                                                   {Library::onednn_f32, "onednn_f32"},
                                                   {Library::microkernel_f32, "microkernel_f32"},
-                                                  {Library::onednn_bf16, "onednn_bf16"}};
+                                                  {Library::onednn_bf16, "onednn_bf16"},
+                                                  {Library::ops_f32, "ops_f32"},
+                                                  {Library::ops_bf16, "ops_bf16"}};
   for (const Model& m : models())
     for (const Projection& p : m.projections)
       for (const auto& [pass, pass_name] : passes)

@@ -160,13 +160,15 @@ BENCHMARK(BM_StatsAgainstToday)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
-// bf16 mixed precision; today's matmul_bf16 is a widening reference, so this measures the
-// interface, not a fast kernel, until the oneDNN/AMX path lands.
+// bf16 mixed precision: AMX where present, else (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16, or a CPU
+// without AMX) the widened path of ops/cpu/bf16_matmul_path.h. vb: the vocabulary block of both
+// the logits and the gradient products (0: the defaults in lm_head_ce_bf16.cpp).
 void BM_FusedBf16(benchmark::State& state) {
   const int64_t C = state.range(0);
   const Inputs& in = bf16_inputs(C);
   sft::ops::LmHeadWorkspace ws;
   ws.tuning.rows_per_chunk = state.range(1);
+  ws.tuning.vocab_block = state.range(2);
   sft::ops::WorkspaceArena arena;
   ws.memory = arena.get(
       sft::ops::lm_head_kernel_workspace_bytes<uint16_t>(kTokens, C, kVocab, false, ws.tuning));
@@ -183,8 +185,9 @@ void BM_FusedBf16(benchmark::State& state) {
   report(state, C);
 }
 BENCHMARK(BM_FusedBf16)
-    ->ArgNames({"C", "m"})
-    ->ArgsProduct({{512, 1024}, {0, 512, 1024}})
+    ->ArgNames({"C", "m", "vb"})
+    ->ArgsProduct({{512, 1024}, {0, 512, 1024}, {0}})
+    ->ArgsProduct({{1024}, {0}, {1024, 2048, 4096, 16384}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

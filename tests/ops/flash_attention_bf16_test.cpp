@@ -28,6 +28,7 @@
 #include "ops/attention.h"
 #include "ops/attention_cases.h"
 #include "ops/cpu/amx.h"
+#include "ops/cpu/cpu_features.h"
 #include "ops/cpu/flash_attention_bf16.h"
 #include "ops/ops.h"
 #include "test_workspace.h"
@@ -172,6 +173,8 @@ TEST(FlashAttentionBf16, RunsTheExpectedProduct) {
     EXPECT_EQ(name, "generic");
   else if (cpu::use_amx())
     EXPECT_EQ(name, "amx");
+  else if (cpu::use_avx512())
+    EXPECT_EQ(name, "avx512 widened");
   std::printf("bf16 attention tile product: %s\n", name.c_str());
 }
 

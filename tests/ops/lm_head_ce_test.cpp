@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -15,6 +16,7 @@
 #include "core/rng.h"
 #include "ops/cpu/lm_head_reference.h"
 #include "ops/lm_head_ce.h"
+#include "ops/ops.h"
 #include "test_workspace.h"
 
 namespace sft::ops {
@@ -406,6 +408,19 @@ TEST(LmHeadCe, Bf16MatchesAReferenceThatRoundsLogitsAndDlogits) {
   for (size_t i = 0; i < want.dx.size(); ++i)
     dx_gap = std::max(dx_gap, std::fabs(want.dx[i] - fp32_dlogits.dx[i]));
   EXPECT_GT(dx_gap, 1e-4 * max_abs(want.dx));  // the test can tell rounded from unrounded
+}
+
+// A model sizes its head's workspace once, with logits when it may be asked for them, and
+// then also runs the fused bf16 kernel (a step without logits) in it: the size with logits
+// covers that kernel on either bf16 path (the widened one holds fp32 copies of its operands).
+TEST(LmHeadCe, Bf16WorkspaceWithLogitsCoversTheFusedKernel) {
+  for (const auto& [T, C, V] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 8, 300}, {24, 32, 200}, {100, 64, 5000}}) {
+    SCOPED_TRACE(testing::Message() << "T " << T << " C " << C << " V " << V);
+    const size_t with_logits = lm_head_workspace_bytes(
+        {.dtype = DType::kBF16, .rows = T, .hidden = C, .vocab = V, .logits = true});
+    EXPECT_GE(with_logits, lm_head_kernel_workspace_bytes<uint16_t>(T, C, V, false));
+  }
 }
 
 // Gemma 2's final_logit_softcapping under autocast: transformers caps the bf16 logits with three

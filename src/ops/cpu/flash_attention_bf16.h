@@ -22,6 +22,7 @@
 
 #include "core/half.h"
 #include "ops/attention.h"
+#include "ops/cpu/attention_microkernel.h"
 
 namespace sft::ops::flash_bf16 {
 
@@ -50,18 +51,35 @@ inline constexpr int64_t round_up(int64_t n, int64_t m) {
   return narrow(x);
 }
 
-// The run-time choice: AMX (amx.h) when use_amx(), else the portable product compiled for
-// AVX-512 or for the baseline; `avx512` tells the drivers which build of theirs to run.
+// The run-time choice: AMX (amx.h) when use_amx(), else with AVX-512 the widened product below,
+// else a portable loop; `avx512` tells the drivers which build of theirs to run.
+// A product may leave out the terms the causal diagonal zeroes (attention_microkernel.h's Skip,
+// diagonal: the keys the product's first query row sees): the widened product does, skipping
+// about a third of a diagonal tile's work; AMX and the portable loop compute them (they are 0).
+// Either way C's values are the same; with kColumnsPastDiagonal the columns no query row sees
+// may be left unwritten, so the drivers read only the keys each row sees.
+struct Causal {
+  cpu::attention_microkernel::Skip skip = cpu::attention_microkernel::Skip::kNothing;
+  int64_t diagonal = 0;
+};
 using GemmFn = void (*)(float* c, int64_t ldc, const bf16* a, int64_t lda, const bf16* b,
-                        int64_t ldb, int64_t M, int64_t N, int64_t K, bool accumulate);
+                        int64_t ldb, int64_t M, int64_t N, int64_t K, bool accumulate,
+                        Causal causal);
 struct TileGemm {
   void (*begin)();  // once per work item, on its thread (AMX: the tile configuration)
   void (*end)();
   GemmFn gemm;
   bool avx512;
-  const char* name;  // "amx", "avx512", "generic"
+  const char* name;  // "amx", "avx512 widened", "generic"
 };
 const TileGemm& tile_gemm();
+
+// The tile product of a CPU with AVX-512 but no AMX (flash_attention_bf16_widened.cpp): A and B
+// widened exactly to fp32, then the fp32 attention's register-blocked product. Callers checked
+// cpu::use_avx512().
+void gemm_widened_avx512(float* c, int64_t ldc, const bf16* a, int64_t lda, const bf16* b,
+                         int64_t ldb, int64_t M, int64_t N, int64_t K, bool accumulate,
+                         Causal causal);
 
 // dst (rows_pad, cols_pad) row-major bf16 = src rows [0, rows) × cols [0, cols) (ld elements per
 // source row), rounded to bf16 when src is float; zeros elsewhere.

@@ -28,6 +28,7 @@ namespace {
 
 using flash_bf16::bf16;
 using flash_bf16::round_up;
+using Skip = cpu::attention_microkernel::Skip;
 
 struct Shape {  // the padded sizes of one call
   int64_t Bq, Bk, Dk, Dn, Bq32, Bk32, QL;
@@ -176,10 +177,12 @@ template <typename Out>
       for (int64_t i0 = ilo; i0 < ihi; i0 += z.Bq) {
         const int64_t nq = std::min(z.Bq, ihi - i0), nq16 = round_up(nq, 16),
                       nq32 = round_up(nq, 32);
+        // Keys the tile's first query row sees: the products may skip what lies past them.
+        const flash_bf16::Causal past_columns{Skip::kColumnsPastDiagonal, s.q_offset + i0 + 1 - j0};
         gemm(sc.s, nk32, hs.qa + i0 * z.Dk, z.Dk, block + kl.kt, 2 * kl.Bk32, nq16, nk32, z.Dk,
-             false);
+             false, past_columns);
         gemm(sc.dp, nk32, hs.doa + i0 * z.Dk, z.Dk, block + kl.vt, 2 * kl.Bk32, nq16, nk32, z.Dk,
-             false);
+             false, past_columns);
         // P into s, dS into dp, row by row; rows past nq (padding) zero.
         for (int64_t r = 0; r < nq32; ++r) {
           float* pr = sc.s + r * nk32;
@@ -213,10 +216,10 @@ template <typename Out>
         for (int64_t x = 0; x < nq16 * nk32; ++x) sc.dsb[x] = flash_bf16::narrow(sc.dp[x]);
         interleave_rows(sc.pv, sc.s, nk32, nq32, nk32);
         interleave_rows(sc.dsv, sc.dp, nk32, nq32, nk32);
-        gemm(sc.dvT, nk32, hs.doT + i0, z.QL, sc.pv, 2 * nk32, z.Dn, nk32, nq32, true);
-        gemm(sc.dkT, nk32, hs.qT + i0, z.QL, sc.dsv, 2 * nk32, z.Dn, nk32, nq32, true);
-        gemm(hs.dq + i0 * z.Dn, z.Dn, sc.dsb, nk32, block + kl.kb, 2 * z.Dn, nq16, z.Dn, nk32,
-             true);
+        gemm(sc.dvT, nk32, hs.doT + i0, z.QL, sc.pv, 2 * nk32, z.Dn, nk32, nq32, true, {});
+        gemm(sc.dkT, nk32, hs.qT + i0, z.QL, sc.dsv, 2 * nk32, z.Dn, nk32, nq32, true, {});
+        gemm(hs.dq + i0 * z.Dn, z.Dn, sc.dsb, nk32, block + kl.kb, 2 * z.Dn, nq16, z.Dn, nk32, true,
+             {Skip::kDepthPastDiagonal, past_columns.diagonal});
       }
     }
     for (int64_t j = 0; j < nk; ++j) {

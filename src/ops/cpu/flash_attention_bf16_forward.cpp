@@ -23,6 +23,7 @@ namespace {
 
 using flash_bf16::bf16;
 using flash_bf16::round_up;
+using Skip = cpu::attention_microkernel::Skip;
 
 struct Shape {  // the padded sizes of one call
   int64_t Bq, Bk, Dk, Dn, Bq16, Bk32;
@@ -126,7 +127,9 @@ template <typename Out>
   for (int64_t t = klo / z.Bk; t * z.Bk < khi; ++t) {
     const int64_t j0 = t * z.Bk, nk = std::min(z.Bk, khi - j0), nk32 = round_up(nk, 32);
     const bf16* block = flash_bf16::kv_block(keys.base, keys.first_tile, keys.seg, t, g, d.Hkv, kl);
-    gemm(sc.s, nk32, sc.qa, z.Dk, block + kl.kt, 2 * kl.Bk32, nq16, nk32, z.Dk, false);
+    const int64_t diagonal = pos0 + 1 - j0;  // keys the first query row sees
+    gemm(sc.s, nk32, sc.qa, z.Dk, block + kl.kt, 2 * kl.Bk32, nq16, nk32, z.Dk, false,
+         {Skip::kColumnsPastDiagonal, diagonal});
     for (int64_t r = 0; r < nq16; ++r) {
       bf16* p = sc.p + r * nk32;
       if (r >= nq) {  // padding rows: no keys
@@ -143,7 +146,8 @@ template <typename Out>
         for (int64_t x = 0; x < z.Dn; ++x) acc[x] *= alpha;
       }
     }
-    gemm(sc.acc, z.Dn, sc.p, nk32, block + kl.vb, 2 * z.Dn, nq16, z.Dn, nk32, true);
+    gemm(sc.acc, z.Dn, sc.p, nk32, block + kl.vb, 2 * z.Dn, nq16, z.Dn, nk32, true,
+         {Skip::kDepthPastDiagonal, diagonal});
   }
 
   for (int64_t r = 0; r < nq; ++r) {

@@ -1,7 +1,8 @@
 // The bf16 attention's tile product, chosen once per process (flash_attention_bf16.h): AMX when
-// the CPU and the kernel allow it (amx.h), else a portable loop over the same padded layouts,
-// compiled for AVX-512 and for the baseline. The portable loop multiplies the bf16 values
-// widened to fp32 (each product exact) and adds them into C in ascending K, a pair at a time:
+// the CPU and the kernel allow it (amx.h); else, with AVX-512, the operands widened to fp32 and
+// multiplied by the fp32 attention's register blocks (flash_attention_bf16_widened.cpp); else a
+// portable loop over the same padded layouts that multiplies the bf16 values widened to fp32
+// (each product exact) and adds them into C in ascending K, a pair at a time:
 // c += a[2r]·b[2r] + a[2r + 1]·b[2r + 1].
 #include "ops/cpu/amx.h"
 #include "ops/cpu/cpu_features.h"
@@ -11,9 +12,8 @@ namespace sft::ops::flash_bf16 {
 
 namespace {
 
-[[gnu::always_inline]] inline void gemm_body(float* c, int64_t ldc, const bf16* a, int64_t lda,
-                                             const bf16* b, int64_t ldb, int64_t M, int64_t N,
-                                             int64_t K, bool accumulate) {
+void gemm_generic(float* c, int64_t ldc, const bf16* a, int64_t lda, const bf16* b, int64_t ldb,
+                  int64_t M, int64_t N, int64_t K, bool accumulate, Causal) {
   for (int64_t m = 0; m < M; ++m) {
     float* cr = c + m * ldc;
     if (!accumulate)
@@ -27,17 +27,10 @@ namespace {
   }
 }
 
-void gemm_generic(float* c, int64_t ldc, const bf16* a, int64_t lda, const bf16* b, int64_t ldb,
-                  int64_t M, int64_t N, int64_t K, bool accumulate) {
-  gemm_body(c, ldc, a, lda, b, ldb, M, N, K, accumulate);
-}
-
-[[gnu::target("avx512f,avx512dq,avx512bw,avx512vl")]] void gemm_avx512(float* c, int64_t ldc,
-                                                                       const bf16* a, int64_t lda,
-                                                                       const bf16* b, int64_t ldb,
-                                                                       int64_t M, int64_t N,
-                                                                       int64_t K, bool accumulate) {
-  gemm_body(c, ldc, a, lda, b, ldb, M, N, K, accumulate);
+// AMX computes the causal diagonal's zero terms too (they cost a tile op, not a register block).
+void gemm_amx(float* c, int64_t ldc, const bf16* a, int64_t lda, const bf16* b, int64_t ldb,
+              int64_t M, int64_t N, int64_t K, bool accumulate, Causal) {
+  cpu::gemm_bf16_amx(c, ldc, a, lda, b, ldb, M, N, K, accumulate);
 }
 
 void nothing() {}
@@ -46,9 +39,9 @@ void nothing() {}
 
 const TileGemm& tile_gemm() {
   static const TileGemm chosen = [] {
-    if (cpu::use_amx())
-      return TileGemm{cpu::amx_begin, cpu::amx_end, cpu::gemm_bf16_amx, true, "amx"};
-    if (cpu::use_avx512()) return TileGemm{nothing, nothing, gemm_avx512, true, "avx512"};
+    if (cpu::use_amx()) return TileGemm{cpu::amx_begin, cpu::amx_end, gemm_amx, true, "amx"};
+    if (cpu::use_avx512())
+      return TileGemm{nothing, nothing, gemm_widened_avx512, true, "avx512 widened"};
     return TileGemm{nothing, nothing, gemm_generic, false, "generic"};
   }();
   return chosen;

@@ -23,6 +23,12 @@
 // C = 512 0.90 → 0.50 s. The logits block (4096) measured within noise of 2048 and 1024 and
 // 12% faster than 8192 or 16384.
 //
+// On the widened bf16 path (bf16_matmul_path.h: a CPU without AMX), the operands of each product
+// are widened here, once per use, into fp32 scratch and multiplied by the fp32 GEMM, instead of
+// matmul_bf16 widening both operands per call: the chunk's X once per chunk (not once per
+// logits block and again per dW block), a dZ block once for both gradient products (not once
+// each). The products are the same fp32 GEMMs on the same exactly widened values.
+//
 // A vocabulary shard keeps the float path's chunking (its row statistics combine per-row numbers
 // over the group between passes, over a whole chunk of fp32 rows), with the logits rounded to
 // bf16 in place so that a sharded head computes what the whole one does.
@@ -40,6 +46,7 @@
 
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "ops/cpu/bf16_matmul_path.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/lm_head_rows.h"
 #include "ops/lm_head_ce.h"
@@ -69,10 +76,18 @@ void round_block(uint16_t* z, int64_t V, const float* block, int64_t rows, int64
   });
 }
 
+// dst (rows × cols, dense) = src (rows × cols, ld elements per row) widened from bf16.
+void widen_rows(float* dst, const uint16_t* src, int64_t ld, int64_t rows, int64_t cols) {
+  parallel_for_rows(rows, 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) cpu::widen_row_from_bf16(dst + i * cols, src + i * ld, cols);
+  });
+}
+
 // The whole-vocabulary plan: R rows per chunk, padded to Rp; logits blocks of VB columns,
-// gradient blocks of GB rows.
+// gradient blocks of GB rows; widened: the products run as fp32 GEMMs on operands widened here.
 struct WholePlan {
   int64_t R, Rp, VB, GB;
+  bool widened;
 };
 WholePlan whole_plan(const LmHeadTuning& t, int64_t n, int64_t V) {
   WholePlan p;
@@ -82,7 +97,12 @@ WholePlan whole_plan(const LmHeadTuning& t, int64_t n, int64_t V) {
                                             kLogitBudget / (V * 2) / kRowQuantum * kRowQuantum));
   p.Rp = round_up(p.R, kRowQuantum);
   p.VB = std::min(t.vocab_block > 0 ? t.vocab_block : kLogitBlock, V);
-  p.GB = std::min(t.vocab_block > 0 ? t.vocab_block : kGradientBlock, V);
+  p.widened = cpu::bf16_matmul_choice().path == cpu::Bf16MatmulPath::kWidened;
+  // Widened, the gradient blocks are the logits blocks' 4096 rows: within noise of 16384 on
+  // bench_lm_head (BM_FusedBf16/C:1024/m:0/vb:*, one thread), for a quarter of the fp32 copies
+  // of W's and dZ's block (2 × 16 MiB instead of 2 × 64 MiB at C = 1024).
+  const int64_t gradient_block = p.widened ? kLogitBlock : kGradientBlock;
+  p.GB = std::min(t.vocab_block > 0 ? t.vocab_block : gradient_block, V);
   return p;
 }
 
@@ -90,6 +110,9 @@ struct WholeScratch {
   uint16_t *xs, *z;    // (Rp × C) the chunk's rows of x; (Rp × V) logits, then dlogits
   float *block, *dxs;  // (Rp × VB) one logits block's fp32 product; (Rp × C) the chunk's dX
   float* rows32;       // (workers × V) each row-pass worker's fp32 row
+  // Widened plans only (else null): xs, a block of W (max(VB, GB) × C), a block of dZ (Rp × GB)
+  // in fp32.
+  float *xs32, *w32, *dz32;
 };
 
 WholeScratch take_whole(Workspace& mem, RowScratch& rs, int64_t n, const WholePlan& p, int64_t C,
@@ -102,6 +125,12 @@ WholeScratch take_whole(Workspace& mem, RowScratch& rs, int64_t n, const WholePl
   w.block = mem.take<float>(p.Rp * p.VB, kOp);
   w.dxs = mem.take<float>(p.Rp * C, kOp);
   w.rows32 = mem.take<float>(workspace_workers() * V, kOp);
+  w.xs32 = w.w32 = w.dz32 = nullptr;
+  if (p.widened) {
+    w.xs32 = mem.take<float>(p.Rp * C, kOp);
+    w.w32 = mem.take<float>(std::max(p.VB, p.GB) * C, kOp);
+    w.dz32 = mem.take<float>(p.Rp * p.GB, kOp);
+  }
   return w;
 }
 
@@ -226,9 +255,15 @@ LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint
   for (int64_t c0 = 0; c0 < n; c0 += R) {
     const int64_t m = std::min(R, n - c0), mp = round_up(m, kRowQuantum);
     gather_rows(xs, x, rs, c0, m, mp, C);
+    if (p.widened) widen_rows(sc.xs32, xs, C, mp, C);
     for (int64_t v0 = 0; v0 < V; v0 += VB) {
       const int64_t nb = std::min(VB, V - v0);
-      matmul_bf16(block, xs, w + v0 * C, mp, nb, C, false, true, false, C, C, nb);
+      if (p.widened) {
+        widen_rows(sc.w32, w + v0 * C, C, nb, C);
+        matmul(block, sc.xs32, sc.w32, mp, nb, C, false, true, false, C, C, nb);
+      } else {
+        matmul_bf16(block, xs, w + v0 * C, mp, nb, C, false, true, false, C, C, nb);
+      }
       round_block(z, V, block, m, v0, nb);
     }
     row_pass(total, rs, sc.rows32, z, targets, c0, m, V, grad, scale, softcap);
@@ -236,6 +271,15 @@ LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint
     std::memset(z + m * V, 0, static_cast<size_t>((mp - m) * V) * sizeof(uint16_t));
     for (int64_t v0 = 0; v0 < V; v0 += GB) {  // in block order: dX's sum is deterministic
       const int64_t nb = std::min(GB, V - v0);
+      if (p.widened) {
+        widen_rows(sc.dz32, z + v0, V, mp, nb);
+        if (dx) {
+          widen_rows(sc.w32, w + v0 * C, C, nb, C);
+          matmul(dxs, sc.dz32, sc.w32, mp, C, nb, false, false, v0 > 0, nb, C, C);
+        }
+        if (dw) matmul(dw + v0 * C, sc.dz32, sc.xs32, nb, C, mp, true, false, true, nb, C, C);
+        continue;
+      }
       if (dx) matmul_bf16(dxs, z + v0, w + v0 * C, mp, C, nb, false, false, v0 > 0, V, C, C);
       if (dw) matmul_bf16(dw + v0 * C, z + v0, xs, nb, C, mp, true, false, true, V, C, C);
     }

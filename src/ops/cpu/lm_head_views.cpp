@@ -1,6 +1,7 @@
 // ops::lm_head_cross_entropy on views, on the CPU: the fused kernels of ops/lm_head_ce.h, on
 // the caller's workspace (sized by lm_head_workspace_bytes; each rank of a thread ShardGroup
 // passes its own, as MPI ranks have). The soft-cap is CUDA-only so far.
+#include <algorithm>
 #include <string>
 
 #include "ops/cpu/cpu_ops.h"
@@ -46,10 +47,13 @@ size_t lm_head_workspace_bytes(const LmHeadShape& s) {
     case DType::kF64:
       return lm_head_kernel_workspace_bytes<double>(T, C, V, s.shard);
     case DType::kBF16:
-      // Full logits: the bf16 values widened to fp32 (x, then w), then the float kernel's.
+      // Full logits: the bf16 values widened to fp32 (x, then w), then the float kernel's. A
+      // model sized for logits also runs the fused bf16 kernel (a step without them), whose
+      // widened plan may need more: the larger of the two.
       if (s.logits && !s.shard)
-        return Workspace::bytes_for<float>(T * C) + Workspace::bytes_for<float>(V * C) +
-               lm_head_kernel_workspace_bytes<float>(T, C, V, false);
+        return std::max(Workspace::bytes_for<float>(T * C) + Workspace::bytes_for<float>(V * C) +
+                            lm_head_kernel_workspace_bytes<float>(T, C, V, false),
+                        lm_head_kernel_workspace_bytes<uint16_t>(T, C, V, false));
       return lm_head_kernel_workspace_bytes<uint16_t>(T, C, V, s.shard);
     default:
       return lm_head_kernel_workspace_bytes<float>(T, C, V, s.shard);
