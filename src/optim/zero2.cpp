@@ -38,9 +38,33 @@ void Zero2Grads::layer_done(std::span<float> grads, int64_t layer) {
     reduce(grads, layers_[static_cast<size_t>(layer)]);
 }
 
+void Zero2Grads::reduce_early(std::span<float> grads, ShardRange range) {
+  check(grads);
+  if (range.size() == 0) return;
+  if (range.end > num_params_ ||
+      std::any_of(early_.begin(), early_.end(),
+                  [&](const ShardRange& e) { return e.begin < range.end && range.begin < e.end; }))
+    fail("optim", "ZeRO-2: gradient range [" + std::to_string(range.begin) + ", " +
+                      std::to_string(range.end) + ") reduced twice or past the end");
+  reduce(grads, range);
+  early_.push_back(range);
+  std::sort(early_.begin(), early_.end(),
+            [](const ShardRange& a, const ShardRange& b) { return a.begin < b.begin; });
+}
+
 void Zero2Grads::finish_micro_batch(std::span<float> grads) {
   check(grads);
-  for (const ShardRange& r : rest_) reduce(grads, r);
+  // The sums are element by element, so reducing a range in pieces gives the same bits.
+  for (const ShardRange& r : rest_) {
+    size_t at = r.begin;
+    for (const ShardRange& e : early_) {
+      if (e.end <= at || e.begin >= r.end) continue;
+      if (e.begin > at) reduce(grads, {at, e.begin});
+      at = std::max(at, e.end);
+    }
+    if (at < r.end) reduce(grads, {at, r.end});
+  }
+  early_.clear();
 }
 
 void Zero2Grads::zero_own(std::span<float> grads) {

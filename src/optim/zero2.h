@@ -38,7 +38,11 @@ class Zero2Grads {
 
   // Layer l's backward is done (every rank calls it for the same layers).
   void layer_done(std::span<float> grads, int64_t layer);
-  // After a micro-batch's backward: reduces what the layers did not cover.
+  // A range outside the layers whose gradient is complete before the backward ends (an untied
+  // LM head's, reduced a vocabulary block at a time as the fused head finishes it:
+  // optim/zero3_head.h): reduced now, and left out of this micro-batch's finish.
+  void reduce_early(std::span<float> grads, ShardRange range);
+  // After a micro-batch's backward: reduces what the layers and reduce_early did not cover.
   void finish_micro_batch(std::span<float> grads);
   // Before the next step's first micro-batch: the own shard zeroed (the rest already is).
   void zero_own(std::span<float> grads);
@@ -54,7 +58,8 @@ class Zero2Grads {
   size_t num_params_;
   ShardRange shard_;
   std::vector<ShardRange> layers_;
-  std::vector<ShardRange> rest_;  // the gaps between the layers' runs
+  std::vector<ShardRange> rest_;   // the gaps between the layers' runs
+  std::vector<ShardRange> early_;  // reduced early this micro-batch, ascending
 };
 
 // The runs of the flat arena that hold each decoder layer's parameters, from every
