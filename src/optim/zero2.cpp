@@ -41,15 +41,19 @@ void Zero2Grads::layer_done(std::span<float> grads, int64_t layer) {
 void Zero2Grads::reduce_early(std::span<float> grads, ShardRange range) {
   check(grads);
   if (range.size() == 0) return;
+  // In ascending order (the head's blocks come so), or the range overlaps none reduced so far.
+  const bool ascending = early_.empty() || range.begin >= early_.back().end;
   if (range.end > num_params_ ||
-      std::any_of(early_.begin(), early_.end(),
-                  [&](const ShardRange& e) { return e.begin < range.end && range.begin < e.end; }))
+      (!ascending &&
+       std::any_of(early_.begin(), early_.end(),
+                   [&](const ShardRange& e) { return e.begin < range.end && range.begin < e.end; })))
     fail("optim", "ZeRO-2: gradient range [" + std::to_string(range.begin) + ", " +
                       std::to_string(range.end) + ") reduced twice or past the end");
   reduce(grads, range);
   early_.push_back(range);
-  std::sort(early_.begin(), early_.end(),
-            [](const ShardRange& a, const ShardRange& b) { return a.begin < b.begin; });
+  if (!ascending)
+    std::sort(early_.begin(), early_.end(),
+              [](const ShardRange& a, const ShardRange& b) { return a.begin < b.begin; });
 }
 
 void Zero2Grads::finish_micro_batch(std::span<float> grads) {

@@ -48,6 +48,9 @@ void Zero3TableRows::fetch(std::span<float> values, std::span<const int64_t> ids
   for (size_t c : want) total += c;
   std::vector<int64_t> wanted(total);
   dp_.all_to_all(send_ids.data(), send_counts, wanted.data(), want, sizeof(int64_t));
+  any_ids_ = wanted;
+  std::sort(any_ids_.begin(), any_ids_.end());
+  any_ids_.erase(std::unique(any_ids_.begin(), any_ids_.end()), any_ids_.end());
   // 3. To each rank, the own part of each row it wants, in its order.
   const ShardRange own = dp_.my_shard(n);
   std::vector<float> send;
@@ -91,6 +94,27 @@ void Zero3TableRows::release(std::span<float> values) {
     zero_and_release(values.data() + keep.end, (row.end - keep.end) * sizeof(float));
   }
   ids_.clear();
+}
+
+}  // namespace sft
+
+namespace sft {
+
+std::vector<ShardRange> Zero3TableRows::outside_any_fetched(ShardRange r) const {
+  std::vector<ShardRange> out;
+  size_t at = r.begin;
+  // The fetched rows that meet r, in order (the first whose row ends after r.begin on).
+  auto it = std::lower_bound(any_ids_.begin(), any_ids_.end(), r.begin, [&](int64_t id, size_t b) {
+    return run_.begin + (static_cast<size_t>(id) + 1) * width_ <= b;
+  });
+  for (; it != any_ids_.end(); ++it) {
+    const size_t row = run_.begin + static_cast<size_t>(*it) * width_;
+    if (row >= r.end) break;
+    if (row > at) out.push_back({at, row});
+    at = std::max(at, row + width_);
+  }
+  if (at < r.end) out.push_back({at, r.end});
+  return out;
 }
 
 }  // namespace sft

@@ -30,6 +30,9 @@ class Zero3TableRows {
   void fetch(std::span<float> values, std::span<const int64_t> ids);
   // The fetched rows' non-own parts zero again (their pages handed back where whole).
   void release(std::span<float> values);
+  // The pieces of arena range r outside every row any rank fetched in the last fetch (a tied
+  // table's gradient rows there hold only the head's part: optim/zero3_head.h), in order.
+  std::vector<ShardRange> outside_any_fetched(ShardRange r) const;
 
  private:
   // The part of table row `id` inside `shard`, as a range of the arena (empty: none).
@@ -38,7 +41,8 @@ class Zero3TableRows {
   Comm& dp_;
   ShardRange run_;
   size_t width_;
-  std::vector<int64_t> ids_;  // this rank's distinct ids of the last fetch, ascending
+  std::vector<int64_t> ids_;      // this rank's distinct ids of the last fetch, ascending
+  std::vector<int64_t> any_ids_;  // every rank's, ascending, distinct
 };
 
 }  // namespace sft

@@ -157,11 +157,17 @@ void Trainer::init_zero3_tables(model::Transformer::LayerHooks& hooks,
     hooks.after_head = [this, h] { zero3_->release_run({}, bf16_span(), h); };
     return model_.set_layer_hooks(std::move(hooks));
   }
-  // An untied head's gradient is complete block by block: reduced at once. A tied table's
-  // waits for the lookup's gradient (zero3_head.h).
+  // The head's gradient block by block, reduced at once: an untied head's whole block, a tied
+  // table's rows that no rank's lookup adds to (the rest wait for the lookup's gradient, so
+  // that each rank sums head + lookup before the reduction, as ZeRO-1 does: zero3_head.h).
   std::function<void(ShardRange)> grad_done;
   if (&embed != &head)
     grad_done = [this](ShardRange r) { zero2_->reduce_early(model_.trainable().grads(), r); };
+  else
+    grad_done = [this](ShardRange r) {
+      for (const ShardRange& piece : zero3_rows_->outside_any_fetched(r))
+        zero2_->reduce_early(model_.trainable().grads(), piece);
+    };
   zero3_head_ = std::make_unique<Zero3HeadBlocks>(*comm_, h, width, std::move(grad_done));
   hooks.head_blocks = zero3_head_.get();
   hooks.before_head = [this] {
