@@ -38,7 +38,8 @@ void Zero2Grads::layer_done(std::span<float> grads, int64_t layer) {
     reduce(grads, layers_[static_cast<size_t>(layer)]);
 }
 
-void Zero2Grads::reduce_early(std::span<float> grads, ShardRange range) {
+void Zero2Grads::reduce_early(std::span<float> grads, ShardRange range,
+                              std::span<const ShardRange> later) {
   check(grads);
   if (range.size() == 0) return;
   // In ascending order (the head's blocks come so), or the range overlaps none reduced so far.
@@ -49,11 +50,49 @@ void Zero2Grads::reduce_early(std::span<float> grads, ShardRange range) {
                    [&](const ShardRange& e) { return e.begin < range.end && range.begin < e.end; })))
     fail("optim", "ZeRO-2: gradient range [" + std::to_string(range.begin) + ", " +
                       std::to_string(range.end) + ") reduced twice or past the end");
+  size_t kept = 0;
+  for (const ShardRange& p : later) {
+    if (p.begin < range.begin || p.end > range.end || p.begin > p.end)
+      fail("optim", "ZeRO-2: a piece left for later lies outside its range");
+    kept += p.size();
+  }
+  scratch_.resize(kept);
+  float* at = scratch_.data();
+  for (const ShardRange& p : later) at = std::copy_n(grads.data() + p.begin, p.size(), at);
   reduce(grads, range);
+  at = scratch_.data();
+  for (const ShardRange& p : later) {
+    std::copy_n(at, p.size(), grads.data() + p.begin);
+    at += p.size();
+  }
   early_.push_back(range);
+  later_.insert(later_.end(), later.begin(), later.end());
   if (!ascending)
     std::sort(early_.begin(), early_.end(),
               [](const ShardRange& a, const ShardRange& b) { return a.begin < b.begin; });
+}
+
+// The pieces left for later, packed: the all-reduce sums element by element in rank order, as
+// the reduce-scatter does, so each own element gets the same bits.
+void Zero2Grads::reduce_later(std::span<float> grads) {
+  size_t total = 0;
+  for (const ShardRange& p : later_) total += p.size();
+  scratch_.resize(total);
+  float* at = scratch_.data();
+  for (const ShardRange& p : later_) at = std::copy_n(grads.data() + p.begin, p.size(), at);
+  dp_.all_reduce_sum(std::span<float>(scratch_));
+  at = scratch_.data();
+  for (const ShardRange& p : later_) {
+    const size_t lo = std::clamp(shard_.begin, p.begin, p.end);
+    const size_t hi = std::clamp(shard_.end, p.begin, p.end);
+    std::copy_n(at + (lo - p.begin), hi - lo, grads.data() + lo);
+    if (dp_.size() > 1) {
+      zero_and_release(grads.data() + p.begin, (lo - p.begin) * sizeof(float));
+      zero_and_release(grads.data() + hi, (p.end - hi) * sizeof(float));
+    }
+    at += p.size();
+  }
+  later_.clear();
 }
 
 void Zero2Grads::finish_micro_batch(std::span<float> grads) {
@@ -69,6 +108,7 @@ void Zero2Grads::finish_micro_batch(std::span<float> grads) {
     if (at < r.end) reduce(grads, {at, r.end});
   }
   early_.clear();
+  if (!later_.empty()) reduce_later(grads);
 }
 
 void Zero2Grads::zero_own(std::span<float> grads) {

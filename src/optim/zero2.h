@@ -38,10 +38,15 @@ class Zero2Grads {
 
   // Layer l's backward is done (every rank calls it for the same layers).
   void layer_done(std::span<float> grads, int64_t layer);
-  // A range outside the layers whose gradient is complete before the backward ends (an untied
-  // LM head's, reduced a vocabulary block at a time as the fused head finishes it:
-  // optim/zero3_head.h): reduced now, and left out of this micro-batch's finish.
-  void reduce_early(std::span<float> grads, ShardRange range);
+  // A range outside the layers whose gradient is complete before the backward ends (the LM
+  // head's, a vocabulary block at a time as the fused head finishes it: optim/zero3_head.h):
+  // reduced now, in one collective, and left out of this micro-batch's finish. Except the
+  // pieces `later` (inside range, ascending; a tied table's rows the lookup's gradient is
+  // still to be added to): they keep their local values (saved and put back around the
+  // reduction), and the finish reduces them all in one packed collective. Every rank calls it
+  // with the same ranges and pieces, in ascending order or at least not overlapping.
+  void reduce_early(std::span<float> grads, ShardRange range,
+                    std::span<const ShardRange> later = {});
   // After a micro-batch's backward: reduces what the layers and reduce_early did not cover.
   void finish_micro_batch(std::span<float> grads);
   // Before the next step's first micro-batch: the own shard zeroed (the rest already is).
@@ -52,6 +57,7 @@ class Zero2Grads {
 
  private:
   void reduce(std::span<float> grads, ShardRange range);
+  void reduce_later(std::span<float> grads);
   void check(std::span<float> grads) const;
 
   Comm& dp_;
@@ -60,6 +66,8 @@ class Zero2Grads {
   std::vector<ShardRange> layers_;
   std::vector<ShardRange> rest_;   // the gaps between the layers' runs
   std::vector<ShardRange> early_;  // reduced early this micro-batch, ascending
+  std::vector<ShardRange> later_;  // their pieces left to the finish
+  std::vector<float> scratch_;     // those pieces' values, saved or packed
 };
 
 // The runs of the flat arena that hold each decoder layer's parameters, from every

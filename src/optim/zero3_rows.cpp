@@ -100,20 +100,17 @@ void Zero3TableRows::release(std::span<float> values) {
 
 namespace sft {
 
-std::vector<ShardRange> Zero3TableRows::outside_any_fetched(ShardRange r) const {
+std::vector<ShardRange> Zero3TableRows::any_fetched_in(ShardRange r) const {
   std::vector<ShardRange> out;
-  size_t at = r.begin;
-  // The fetched rows that meet r, in order (the first whose row ends after r.begin on).
+  // From the first fetched row that ends after r.begin.
   auto it = std::lower_bound(any_ids_.begin(), any_ids_.end(), r.begin, [&](int64_t id, size_t b) {
     return run_.begin + (static_cast<size_t>(id) + 1) * width_ <= b;
   });
   for (; it != any_ids_.end(); ++it) {
     const size_t row = run_.begin + static_cast<size_t>(*it) * width_;
     if (row >= r.end) break;
-    if (row > at) out.push_back({at, row});
-    at = std::max(at, row + width_);
+    out.push_back({std::max(row, r.begin), std::min(row + width_, r.end)});
   }
-  if (at < r.end) out.push_back({at, r.end});
   return out;
 }
 

@@ -30,9 +30,10 @@ class Zero3TableRows {
   void fetch(std::span<float> values, std::span<const int64_t> ids);
   // The fetched rows' non-own parts zero again (their pages handed back where whole).
   void release(std::span<float> values);
-  // The pieces of arena range r outside every row any rank fetched in the last fetch (a tied
-  // table's gradient rows there hold only the head's part: optim/zero3_head.h), in order.
-  std::vector<ShardRange> outside_any_fetched(ShardRange r) const;
+  // The rows any rank fetched in the last fetch that meet arena range r, cut to r, in order
+  // (a tied table's gradient rows that the lookup's gradient is still to be added to:
+  // optim/zero3_head.h). The same on every rank.
+  std::vector<ShardRange> any_fetched_in(ShardRange r) const;
 
  private:
   // The part of table row `id` inside `shard`, as a range of the arena (empty: none).

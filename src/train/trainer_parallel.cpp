@@ -165,8 +165,7 @@ void Trainer::init_zero3_tables(model::Transformer::LayerHooks& hooks,
     grad_done = [this](ShardRange r) { zero2_->reduce_early(model_.trainable().grads(), r); };
   else
     grad_done = [this](ShardRange r) {
-      for (const ShardRange& piece : zero3_rows_->outside_any_fetched(r))
-        zero2_->reduce_early(model_.trainable().grads(), piece);
+      zero2_->reduce_early(model_.trainable().grads(), r, zero3_rows_->any_fetched_in(r));
     };
   zero3_head_ = std::make_unique<Zero3HeadBlocks>(*comm_, h, width, std::move(grad_done));
   hooks.head_blocks = zero3_head_.get();
