@@ -85,7 +85,7 @@ void Comm::reduce_shards(std::span<T> values, bool gather, const char* what, siz
   // An all-reduce splits every bucket evenly over the ranks (all of them work on each
   // bucket). A reduce-scatter must leave the whole-array shards (ZeRO-1's layout), so each
   // bucket carries the parts of those shards that fall inside it.
-  std::vector<T> recv;
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
   for (size_t b0 = begin; b0 < end; b0 += kBucketElements) {
     const size_t len = std::min(kBucketElements, end - b0);
     T* data = values.data() + b0;
@@ -99,7 +99,9 @@ void Comm::reduce_shards(std::span<T> values, bool gather, const char* what, siz
       from.counts.push_back(mine.size());
       from.displs.push_back(static_cast<size_t>(r) * mine.size());
     }
-    recv.resize(static_cast<size_t>(n_ranks) * mine.size());
+    const size_t recv_elems = static_cast<size_t>(n_ranks) * mine.size();
+    if (reduce_scratch_.size() < recv_elems * sizeof(T)) reduce_scratch_.resize(recv_elems * sizeof(T));
+    const std::span<T> recv(reinterpret_cast<T*>(reduce_scratch_.data()), recv_elems);
     exchange(data, send.counts, send.displs, recv.data(), from.counts, from.displs, sizeof(T));
     for (size_t i = 0; i < mine.size(); ++i) {
       if constexpr (kMax) {

@@ -21,6 +21,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace sft {
 
@@ -146,6 +147,10 @@ class Comm {
 
   std::unique_ptr<CollectiveWatchdog> watchdog_;
   double collective_s_ = 0;
+  // reduce_shards' receive buffer (a bucket's worth at most), kept between calls: allocated
+  // afresh, its pages were faulted in and zeroed again by every call (ZeRO-2 reduces per layer
+  // and per LM head block, several calls a step).
+  std::vector<std::byte> reduce_scratch_;
   friend class CollectiveScope;
 };
 
