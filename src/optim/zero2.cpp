@@ -45,9 +45,9 @@ void Zero2Grads::reduce_early(std::span<float> grads, ShardRange range,
   // In ascending order (the head's blocks come so), or the range overlaps none reduced so far.
   const bool ascending = early_.empty() || range.begin >= early_.back().end;
   if (range.end > num_params_ ||
-      (!ascending &&
-       std::any_of(early_.begin(), early_.end(),
-                   [&](const ShardRange& e) { return e.begin < range.end && range.begin < e.end; })))
+      (!ascending && std::any_of(early_.begin(), early_.end(), [&](const ShardRange& e) {
+        return e.begin < range.end && range.begin < e.end;
+      })))
     fail("optim", "ZeRO-2: gradient range [" + std::to_string(range.begin) + ", " +
                       std::to_string(range.end) + ") reduced twice or past the end");
   size_t kept = 0;

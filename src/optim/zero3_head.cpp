@@ -35,8 +35,8 @@ void Zero3HeadBlocks::end() {
 ShardRange Zero3HeadBlocks::arena_range(int64_t v0, int64_t v1) const {
   const size_t rows = run_.size() / width_;
   if (v0 < 0 || v1 < v0 || static_cast<size_t>(v1) > rows)
-    fail("optim", "ZeRO-3 head: rows [" + std::to_string(v0) + ", " + std::to_string(v1) +
-                      ") of " + std::to_string(rows));
+    fail("optim", "ZeRO-3 head: rows [" + std::to_string(v0) + ", " + std::to_string(v1) + ") of " +
+                      std::to_string(rows));
   return {run_.begin + static_cast<size_t>(v0) * width_,
           run_.begin + static_cast<size_t>(v1) * width_};
 }

@@ -100,7 +100,8 @@ void Comm::reduce_shards(std::span<T> values, bool gather, const char* what, siz
       from.displs.push_back(static_cast<size_t>(r) * mine.size());
     }
     const size_t recv_elems = static_cast<size_t>(n_ranks) * mine.size();
-    if (reduce_scratch_.size() < recv_elems * sizeof(T)) reduce_scratch_.resize(recv_elems * sizeof(T));
+    if (reduce_scratch_.size() < recv_elems * sizeof(T))
+      reduce_scratch_.resize(recv_elems * sizeof(T));
     const std::span<T> recv(reinterpret_cast<T*>(reduce_scratch_.data()), recv_elems);
     exchange(data, send.counts, send.displs, recv.data(), from.counts, from.displs, sizeof(T));
     for (size_t i = 0; i < mine.size(); ++i) {

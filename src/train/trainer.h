@@ -263,10 +263,10 @@ class Trainer {
   StepPlanInput plan_input_;
   StepPlan plan_;
   std::unique_ptr<data::Loader> loader_;
-  std::unique_ptr<AdamW> optimizer_;       // null under ZeRO-1
-  std::unique_ptr<Zero1> zero1_;           // --zero_stage >= 1: moments sharded over the DP ranks
-  std::unique_ptr<Zero2Grads> zero2_;      // --zero_stage >= 2: gradients reduced per layer
-  std::unique_ptr<Zero3Params> zero3_;     // --zero_stage 3: the layers' weights gathered per use
+  std::unique_ptr<AdamW> optimizer_;    // null under ZeRO-1
+  std::unique_ptr<Zero1> zero1_;        // --zero_stage >= 1: moments sharded over the DP ranks
+  std::unique_ptr<Zero2Grads> zero2_;   // --zero_stage >= 2: gradients reduced per layer
+  std::unique_ptr<Zero3Params> zero3_;  // --zero_stage 3: the layers' weights gathered per use
   // ZeRO-3 without tensor parallelism: the lookup's rows fetched, an fp32 head's weight
   // gathered a vocabulary block at a time (null otherwise: the tables gathered whole per use).
   std::unique_ptr<Zero3TableRows> zero3_rows_;

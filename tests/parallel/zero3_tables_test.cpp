@@ -32,7 +32,7 @@ Comm& world() {
 // An arena of 3 before the table, a table of 40 rows of width 7 (rows straddle the shards),
 // 5 after.
 constexpr size_t kWidth = 7, kRows = 40, kN = 3 + kRows * kWidth + 5;
-constexpr ShardRange kTable = {3, 3 + kRows * kWidth};
+constexpr ShardRange kTable = {3, 3 + kRows* kWidth};
 
 float value_of(size_t i) {
   return float(i % 31) * 0.25f - 3.0f;
@@ -172,10 +172,9 @@ TEST(LmHeadBlocks, BlocksGiveTheWholeWeightsBits) {
   const ops::LmHeadStats a = ops::lm_head_cross_entropy<float>(
       dx1.data(), dw1.data(), nullptr, x.data(), w.data(), targets.data(), 0.2f, T, C, V, ws);
   WholeBlocks blocks(w.data(), C, 1);
-  const ops::LmHeadStats b =
-      ops::lm_head_cross_entropy<float>(dx2.data(), dw2.data(), nullptr, x.data(), nullptr,
-                                        targets.data(), 0.2f, T, C, V, ws, 0, nullptr, 0, 0.0f,
-                                        &blocks);
+  const ops::LmHeadStats b = ops::lm_head_cross_entropy<float>(
+      dx2.data(), dw2.data(), nullptr, x.data(), nullptr, targets.data(), 0.2f, T, C, V, ws, 0,
+      nullptr, 0, 0.0f, &blocks);
   EXPECT_EQ(a.loss_sum, b.loss_sum);
   EXPECT_EQ(a.correct, b.correct);
   EXPECT_EQ(dx1, dx2);

@@ -192,8 +192,7 @@ template size_t lm_head_kernel_workspace_bytes<double>(int64_t, int64_t, int64_t
 template LmHeadStats lm_head_cross_entropy<float>(float*, float*, float*, const float*,
                                                   const float*, const int64_t*, float, int64_t,
                                                   int64_t, int64_t, LmHeadWorkspace&, int64_t,
-                                                  ShardGroup*, int64_t, float,
-                                                  LmHeadWeightBlocks*);
+                                                  ShardGroup*, int64_t, float, LmHeadWeightBlocks*);
 template LmHeadStats lm_head_cross_entropy<double>(double*, double*, double*, const double*,
                                                    const double*, const int64_t*, double, int64_t,
                                                    int64_t, int64_t, LmHeadWorkspace&, int64_t,
