@@ -2,8 +2,9 @@
 // moments (optim/zero1.h), each rank keeps only its own shard of the gradients. A decoder
 // layer's gradients are reduce-scattered as soon as its backward is done (the model's layer
 // hook) and the rest of the arena (embedding, final norm, LM head: the parameters outside the
-// layers) after the whole backward; each micro-batch is reduced this way, so no full-size
-// gradient survives a micro-batch.
+// layers) after the whole backward, except what reduce_early took sooner (ZeRO-3's LM head, a
+// vocabulary block at a time); each micro-batch is reduced this way, so no full-size gradient
+// survives a micro-batch.
 //
 // The shard accumulates in place, in the own range of the model's gradient arena: before a
 // micro-batch's backward the arena holds the global sum so far in the own shard and zeros
