@@ -25,6 +25,9 @@ class LmHeadWeightBlocks {
   virtual int64_t chunks(int64_t mine) = 0;
   // Rows [v0, v1) of the (V, C) weight, row-major, valid until the next call.
   virtual const float* rows(int64_t v0, int64_t v1) = 0;
+  // Where this call adds the gradient of rows [v0, v1) (a buffer holding dw's rows as they
+  // were), or null: in dw itself. Asked before each gradient product of the block.
+  virtual float* grad_rows(int64_t v0, int64_t v1) = 0;
   virtual void grad_done(int64_t v0, int64_t v1) = 0;
 };
 

@@ -39,7 +39,7 @@ void Zero2Grads::layer_done(std::span<float> grads, int64_t layer) {
 }
 
 void Zero2Grads::reduce_early(std::span<float> grads, ShardRange range,
-                              std::span<const ShardRange> later) {
+                              std::span<const ShardRange> later, std::span<float> from) {
   check(grads);
   if (range.size() == 0) return;
   // In ascending order (the head's blocks come so), or the range overlaps none reduced so far.
@@ -56,10 +56,24 @@ void Zero2Grads::reduce_early(std::span<float> grads, ShardRange range,
       fail("optim", "ZeRO-2: a piece left for later lies outside its range");
     kept += p.size();
   }
+  if (!from.empty() && from.size() != range.size())
+    fail("optim", "ZeRO-2: a buffer of " + std::to_string(from.size()) + " for a range of " +
+                      std::to_string(range.size()));
+  // Where the range's values are: the arena, or the buffer (element range.begin at from[0]).
+  float* values = from.empty() ? grads.data() : from.data() - range.begin;
   scratch_.resize(kept);
   float* at = scratch_.data();
-  for (const ShardRange& p : later) at = std::copy_n(grads.data() + p.begin, p.size(), at);
-  reduce(grads, range);
+  for (const ShardRange& p : later) at = std::copy_n(values + p.begin, p.size(), at);
+  if (from.empty()) {
+    reduce(grads, range);
+  } else {
+    dp_.reduce_scatter_part(from, num_params_, range.begin);
+    const size_t lo = std::clamp(shard_.begin, range.begin, range.end);
+    const size_t hi = std::clamp(shard_.end, range.begin, range.end);
+    std::copy(from.begin() + static_cast<std::ptrdiff_t>(lo - range.begin),
+              from.begin() + static_cast<std::ptrdiff_t>(hi - range.begin),
+              grads.begin() + static_cast<std::ptrdiff_t>(lo));
+  }
   at = scratch_.data();
   for (const ShardRange& p : later) {
     std::copy_n(at, p.size(), grads.data() + p.begin);

@@ -46,8 +46,11 @@ class Zero2Grads {
   // still to be added to): they keep their local values (saved and put back around the
   // reduction), and the finish reduces them all in one packed collective. Every rank calls it
   // with the same ranges and pieces, in ascending order or at least not overlapping.
+  // from (range.size() elements, or empty: the arena itself) holds the range's values in a
+  // buffer instead, the arena's range untouched so far: reduced there, and only the own part
+  // (and the pieces left for later) written into the arena, whose other parts stay released.
   void reduce_early(std::span<float> grads, ShardRange range,
-                    std::span<const ShardRange> later = {});
+                    std::span<const ShardRange> later = {}, std::span<float> from = {});
   // After a micro-batch's backward: reduces what the layers and reduce_early did not cover.
   void finish_micro_batch(std::span<float> grads);
   // Before the next step's first micro-batch: the own shard zeroed (the rest already is).

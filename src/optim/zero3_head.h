@@ -35,15 +35,23 @@ namespace sft {
 class Zero3HeadBlocks final : public ops::LmHeadWeightBlocks {
  public:
   // run: the head weight's run of the trainable arena, rows of `width` elements.
-  Zero3HeadBlocks(Comm& dp, ShardRange run, size_t width,
-                  std::function<void(ShardRange)> grad_done);
+  // grad_done(range, block): the gradient of that arena range is complete, in `block` (a
+  // kept buffer: the arena's own part as it was plus this rank's head gradient; the arena's
+  // range untouched) or, when block is empty, in the arena itself.
+  using GradDone = std::function<void(ShardRange range, std::span<float> block)>;
+  Zero3HeadBlocks(Comm& dp, ShardRange run, size_t width, GradDone grad_done);
 
-  // Around each head call: the fp32 values it reads, and whether they are sharded now.
-  void begin(std::span<const float> values, bool sharded);
+  // Around each head call: the fp32 values it reads and the gradients it adds to (empty: none),
+  // and whether they are sharded now.
+  void begin(std::span<const float> values, std::span<const float> grads, bool sharded);
   void end();
 
   int64_t chunks(int64_t mine) override;
   const float* rows(int64_t v0, int64_t v1) override;
+  // A call of one row chunk on every rank adds each block's gradient into a kept buffer (so no
+  // arena page is faulted in for it); with more chunks a block's gradient builds up over the
+  // chunks, in the arena.
+  float* grad_rows(int64_t v0, int64_t v1) override;
   void grad_done(int64_t v0, int64_t v1) override;
 
   // The bytes of the kept block buffer.
@@ -55,11 +63,16 @@ class Zero3HeadBlocks final : public ops::LmHeadWeightBlocks {
   Comm& dp_;
   ShardRange run_;
   size_t width_;
-  std::function<void(ShardRange)> grad_done_;
-  std::span<const float> values_;
+  // The gradient block buffer for rows [v0, v1), filled from the arena as it is now.
+  std::span<float> grad_block(int64_t v0, int64_t v1);
+
+  GradDone grad_done_;
+  std::span<const float> values_, grads_;
   bool sharded_ = false;
-  std::vector<float> buffer_;
+  int64_t chunks_ = 0;  // agreed this call
+  std::vector<float> buffer_, grad_buffer_;
   int64_t held_v0_ = -1, held_v1_ = -1;  // the rows in buffer_ this call (-1: none)
+  int64_t grad_v0_ = -1, grad_v1_ = -1;  // the rows in grad_buffer_ this call
 };
 
 }  // namespace sft

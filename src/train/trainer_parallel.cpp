@@ -160,17 +160,21 @@ void Trainer::init_zero3_tables(model::Transformer::LayerHooks& hooks,
   // The head's gradient block by block, reduced at once: an untied head's whole block, a tied
   // table's rows that no rank's lookup adds to (the rest wait for the lookup's gradient, so
   // that each rank sums head + lookup before the reduction, as ZeRO-1 does: zero3_head.h).
-  std::function<void(ShardRange)> grad_done;
+  Zero3HeadBlocks::GradDone grad_done;
   if (&embed != &head)
-    grad_done = [this](ShardRange r) { zero2_->reduce_early(model_.trainable().grads(), r); };
+    grad_done = [this](ShardRange r, std::span<float> block) {
+      zero2_->reduce_early(model_.trainable().grads(), r, {}, block);
+    };
   else
-    grad_done = [this](ShardRange r) {
-      zero2_->reduce_early(model_.trainable().grads(), r, zero3_rows_->any_fetched_in(r));
+    grad_done = [this](ShardRange r, std::span<float> block) {
+      zero2_->reduce_early(model_.trainable().grads(), r, zero3_rows_->any_fetched_in(r), block);
     };
   zero3_head_ = std::make_unique<Zero3HeadBlocks>(*comm_, h, width, std::move(grad_done));
   hooks.head_blocks = zero3_head_.get();
   hooks.before_head = [this] {
-    zero3_head_->begin(model_.trainable().values(), zero3_->sharded());
+    model::ParameterSet& t = model_.trainable();
+    zero3_head_->begin(t.values(), t.has_grads() ? t.grads() : std::span<float>(),
+                       zero3_->sharded());
   };
   hooks.after_head = [this] { zero3_head_->end(); };
   model_.set_layer_hooks(std::move(hooks));

@@ -82,8 +82,9 @@ TEST(Zero3HeadBlocks, BlocksAreTheWholeRowsAndChunksTheMostOfAnyRank) {
   Comm& c = world();
   std::vector<float> v = sharded_values(c);
   std::vector<ShardRange> done;
-  Zero3HeadBlocks blocks(c, kTable, kWidth, [&](ShardRange r) { done.push_back(r); });
-  blocks.begin(v, true);
+  Zero3HeadBlocks blocks(c, kTable, kWidth,
+                         [&](ShardRange r, std::span<float>) { done.push_back(r); });
+  blocks.begin(v, {}, true);
   EXPECT_EQ(blocks.chunks(c.rank() + 1), c.size());
   for (const auto& [v0, v1] : {std::pair<int64_t, int64_t>{0, 16}, {16, 32}, {32, 40}, {32, 40}}) {
     const float* rows = blocks.rows(v0, v1);
@@ -100,7 +101,7 @@ TEST(Zero3HeadBlocks, BlocksAreTheWholeRowsAndChunksTheMostOfAnyRank) {
   // Not sharded (evaluation): rows in place, no collective.
   std::vector<float> whole(kN);
   for (size_t i = 0; i < kN; ++i) whole[i] = value_of(i);
-  blocks.begin(whole, false);
+  blocks.begin(whole, {}, false);
   EXPECT_EQ(blocks.rows(2, 3), whole.data() + kTable.begin + 2 * kWidth);
   EXPECT_EQ(blocks.chunks(c.rank()), c.rank());
   blocks.end();
@@ -118,24 +119,37 @@ TEST(Zero2Grads, EarlyBlocksWithRowsLeftForLaterAreTheFinishsBits) {
   const std::vector<ShardRange> no_layers;
   const std::vector<ShardRange> later = {{kTable.begin + 14, kTable.begin + 21},
                                          {kTable.begin + 70, kTable.begin + 77}};
-  auto run = [&](bool early) {
+  // early 0: all at the finish; 1: blocks reduced in the arena; 2: from a block buffer (the
+  // head's gradient added there, the arena's block untouched until its reduction).
+  auto run = [&](int early) {
     std::vector<float> g(kN, 0.0f);
     Zero2Grads z(kN, no_layers, c);
     z.release_others(g);
-    for (size_t i = 0; i < kN; ++i) g[i] += grad_of(c.rank(), i);  // the head
-    if (early) {
-      z.reduce_early(g, {kTable.begin, kTable.begin + 56}, std::span(later).first(1));
-      z.reduce_early(g, {kTable.begin + 56, kTable.end}, std::span(later).subspan(1));
+    const std::vector<ShardRange> blocks = {{kTable.begin, kTable.begin + 56},
+                                            {kTable.begin + 56, kTable.end}};
+    for (size_t i = 0; i < kN; ++i)  // the head
+      if (early < 2 || i < kTable.begin || i >= kTable.end) g[i] += grad_of(c.rank(), i);
+    for (size_t b = 0; b < blocks.size() && early > 0; ++b) {
+      const ShardRange r = blocks[b];
+      std::vector<float> block;
+      if (early == 2) {
+        block.assign(g.begin() + long(r.begin), g.begin() + long(r.end));
+        for (size_t i = r.begin; i < r.end; ++i) block[i - r.begin] += grad_of(c.rank(), i);
+      }
+      z.reduce_early(g, r, std::span(later).subspan(b, 1), block);
     }
     for (const ShardRange& p : later)  // the lookup's gradient, after the head's reduction
       for (size_t i = p.begin; i < p.end; ++i) g[i] += float(c.rank() + 1) / 3.0f;
     z.finish_micro_batch(g);
     return g;
   };
-  const std::vector<float> plain = run(false), early = run(true);
-  size_t differ = 0;
-  for (size_t i = 0; i < kN; ++i) differ += std::memcmp(&plain[i], &early[i], sizeof(float)) != 0;
-  EXPECT_EQ(differ, 0u);
+  const std::vector<float> plain = run(0);
+  for (int early : {1, 2}) {
+    const std::vector<float> g = run(early);
+    size_t differ = 0;
+    for (size_t i = 0; i < kN; ++i) differ += std::memcmp(&plain[i], &g[i], sizeof(float)) != 0;
+    EXPECT_EQ(differ, 0u) << "early " << early;
+  }
 }
 
 // A provider over a whole weight, as ZeRO-3's hands out gathered blocks, asking for more
@@ -149,6 +163,7 @@ class WholeBlocks final : public ops::LmHeadWeightBlocks {
     ++asked;
     return w_ + v0 * C_;
   }
+  float* grad_rows(int64_t, int64_t) override { return nullptr; }
   void grad_done(int64_t v0, int64_t v1) override { done.push_back({v0, v1}); }
   int asked = 0;
   std::vector<std::pair<int64_t, int64_t>> done;

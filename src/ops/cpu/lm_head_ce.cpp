@@ -136,6 +136,12 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
       if (blocks) return blocks->rows(v0, v0 + nb);
     return w + v0 * C;
   };
+  auto dw_rows = [&](int64_t v0, int64_t nb) -> T* {
+    if constexpr (std::is_same_v<T, float>)
+      if (blocks)
+        if (float* g = blocks->grad_rows(v0, v0 + nb)) return g;
+    return dw + v0 * C;
+  };
   const int64_t own_chunks = (n + step - 1) / step;
   const int64_t chunks = blocks ? blocks->chunks(own_chunks) : own_chunks;
   for (int64_t ci = 0; ci < chunks; ++ci) {
@@ -173,7 +179,7 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
       const int64_t nb = std::min(VB, V - v0);
       const T* wb = w_rows(v0, nb);
       if (dx) matmul(dxs, z + v0, wb, m, C, nb, false, false, v0 > 0, V, C, C);
-      if (dw) matmul(dw + v0 * C, z + v0, xs, nb, C, m, true, false, true, V, C, C);
+      if (dw) matmul(dw_rows(v0, nb), z + v0, xs, nb, C, m, true, false, true, V, C, C);
       if (blocks && ci + 1 == chunks) blocks->grad_done(v0, v0 + nb);
     }
     if (dx)
