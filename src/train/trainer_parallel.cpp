@@ -107,7 +107,11 @@ void Trainer::init_zero23() {
       zero3_->release_layer(model_.trainable().values(), bf16_span(), l);
     };
   }
-  if (zero3_ && embed && !tp_comm_) return init_zero3_tables(hooks, *embed, *head);
+  // SFT_ZERO3_WHOLE_TABLES=1 keeps the whole-table gathers below (the same bits): an A/B
+  // switch for measuring the two in one build (docs/benchmarks.md).
+  const char* whole_tables = std::getenv("SFT_ZERO3_WHOLE_TABLES");
+  if (zero3_ && embed && !tp_comm_ && !(whole_tables && std::string(whole_tables) == "1"))
+    return init_zero3_tables(hooks, *embed, *head);
   if (zero3_ && embed) {
     // The lookup reads the fp32 table; the LM head reads its fp32 values, or under bf16 compute
     // only its bf16 copy. A tied fp32 table stays whole from the lookup to the head (one gather
