@@ -18,7 +18,7 @@
 // layers whose gradients are being written and the parameters outside the layers (whose
 // gradients the LM head writes in the forward). The first zero-fill of the arena touches all
 // of it once (a peak before the first step). Reduce-scatters are not overlapped with compute
-// (Comm has no asynchronous collectives).
+// (Comm has no asynchronous reduction).
 #pragma once
 
 #include <cstddef>
