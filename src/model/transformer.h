@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -195,7 +196,12 @@ class Transformer {
   // functions are not called.
   struct LayerHooks {
     std::function<void(int64_t)> before_forward, after_forward, before_backward, after_backward;
-    std::function<void()> before_embedding, after_embedding, before_head, after_head;
+    // before_embedding gets the ids the lookup reads (ZeRO-3 fetches only those rows).
+    std::function<void(std::span<const int64_t> ids)> before_embedding;
+    std::function<void()> after_embedding, before_head, after_head;
+    // The LM head's weight a vocabulary block at a time from here, when set (ZeRO-3's head:
+    // ops/lm_head_blocks.h).
+    ops::LmHeadWeightBlocks* head_blocks = nullptr;
   };
   void set_layer_hooks(LayerHooks hooks) { hooks_ = std::move(hooks); }
   // Mixture of experts: the load-balancing loss of the last forward (transformers'

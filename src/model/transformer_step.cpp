@@ -239,7 +239,8 @@ LossStats Transformer::forward(const Batch& batch, float* logits,
   const int64_t T = T_, L = config_.num_hidden_layers;
   if (loss_scale && !trainable().has_grads()) trainable().allocate_grads();
   if (lora_) lora_->set_training(loss_scale.has_value());
-  if (hooks_.before_embedding) hooks_.before_embedding();
+  if (hooks_.before_embedding)
+    hooks_.before_embedding(std::span<const int64_t>(device_tokens_, static_cast<size_t>(T)));
   ops::embedding_forward(resid_.row_range(0, T), device_tokens_, embedding_table(), vocab_shard_);
   if (hooks_.after_embedding) hooks_.after_embedding();
   // Granite: the embeddings (NEFTune's noise included, as its hook sits on embed_tokens) times
@@ -313,9 +314,11 @@ LossStats Transformer::head(float* logits, double scale, bool train) {
   if (logits && tp_.on())
     fail("model", "full logits of a tensor-parallel model (each rank holds a vocabulary slice)");
   if (hooks_.before_head) hooks_.before_head();
-  const LossStats s = lm_head_.cross_entropy(
-      dlnf_.row_range(0, Tr), logits_view, lnf_.row_range(0, Tr), device_targets_, scale, train,
-      head_ws_, vocab_shard_, config_.final_logit_softcapping);
+  ops::VocabShard shard = vocab_shard_;
+  shard.weight_blocks = hooks_.head_blocks;
+  const LossStats s = lm_head_.cross_entropy(dlnf_.row_range(0, Tr), logits_view,
+                                             lnf_.row_range(0, Tr), device_targets_, scale, train,
+                                             head_ws_, shard, config_.final_logit_softcapping);
   if (hooks_.after_head) hooks_.after_head();
   if (logits && logits_view.data != logits)
     copy_bytes(logits, Device::kCpu, logits_view.data, logits_view.device,

@@ -176,6 +176,9 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, Workspace workspace,
                                   VocabShard shard, double softcap) {
   const ScopedOp op("lm_head_cross_entropy");
+  if (shard.weight_blocks && x.device != Device::kCpu)
+    fail("ops", "lm_head_cross_entropy: weight blocks on " + std::string(device_name(x.device)) +
+                    " (hint: ZeRO-3 gathers the head a block at a time on the CPU only)");
   return kernel(&KernelTable::lm_head_cross_entropy, "lm_head_cross_entropy",
                 {dx, dw, logits, x, w})(dx, dw, logits, x, w, targets, scale, workspace, shard,
                                         softcap);

@@ -5,7 +5,9 @@
 // computed once (6·T·C·V FLOPs with both gradients, not the 8 of forward + recomputing backward),
 // and the (T × V) logits are never materialised: the scored rows go through in chunks of m rows.
 //
-// Per chunk: Z (m × V) = X_c Wᵀ (one product, W streams once); per row, in one L2-resident pass
+// Per chunk: Z (m × V) = X_c Wᵀ (W streams once, over the vocabulary blocks of the gradient
+// products below, so that a caller can hand W over a block at a time: ops/lm_head_blocks.h,
+// ZeRO-3's head, which never holds the whole table); per row, in one L2-resident pass
 // set (the row is V·4 bytes = 594 KiB for Qwen), max, exp once, double sums, then Z becomes
 // dZ = scale·(softmax − onehot) in place; then dX_c = dZ W and dW += dZᵀ X_c. W is read twice
 // and dW read+written once per chunk, so the chunk height m sets how often the 151936 × C weight
@@ -42,6 +44,7 @@
 #include <cstdint>
 
 #include "core/shard_group.h"
+#include "ops/lm_head_blocks.h"
 #include "ops/workspace.h"
 
 namespace sft::ops {
@@ -88,7 +91,8 @@ template <typename T>  // float, double
 LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* w,
                                   const int64_t* targets, T scale, int64_t Tn, int64_t C, int64_t V,
                                   LmHeadWorkspace& ws, int64_t vocab_begin = 0,
-                                  ShardGroup* group = nullptr, int64_t vocab = 0, T softcap = 0);
+                                  ShardGroup* group = nullptr, int64_t vocab = 0, T softcap = 0,
+                                  LmHeadWeightBlocks* blocks = nullptr);
 
 // bf16 mixed precision (torch autocast semantics): x and w are bf16 bits; logits with fp32
 // accumulation (ops::matmul_bf16) rounded to bf16 (autocast's lm_head output), softmax statistics

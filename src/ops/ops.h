@@ -24,6 +24,7 @@
 
 #include "core/shard_group.h"
 #include "ops/attention.h"
+#include "ops/lm_head_blocks.h"
 #include "ops/lm_head_ce.h"
 #include "ops/moe.h"
 #include "ops/quant4.h"
@@ -123,6 +124,9 @@ struct VocabShard {
   int64_t begin = 0;
   ShardGroup* group = nullptr;
   int64_t vocab = 0;
+  // The LM head only, without a group: w's rows are read from here a vocabulary block at a
+  // time, not from w's data (w still gives the shape; ops/lm_head_blocks.h). CPU fp32.
+  LmHeadWeightBlocks* weight_blocks = nullptr;
 };
 
 // out (T, C) = table[ids]; backward dtable (V, C) += scatter of dout in token order.
@@ -167,7 +171,7 @@ void attention_sinks_backward(View dsinks, View dout, View out, View lse, View s
 // workspace: at least lm_head_workspace_bytes of this call's shape (ops/workspace.h).
 // softcap > 0 (Gemma 2's final_logit_softcapping): every logit z becomes softcap·tanh(z /
 // softcap) before the cross-entropy and in the returned logits, and the gradient through it
-// is multiplied by 1 − tanh²; 0 = none.
+// is multiplied by 1 − tanh²; 0 = none. shard.weight_blocks: see VocabShard.
 LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
                                   const int64_t* targets, double scale, Workspace workspace,
                                   VocabShard shard = {}, double softcap = 0);

@@ -38,9 +38,91 @@ void Zero2Grads::layer_done(std::span<float> grads, int64_t layer) {
     reduce(grads, layers_[static_cast<size_t>(layer)]);
 }
 
+void Zero2Grads::reduce_early(std::span<float> grads, ShardRange range,
+                              std::span<const ShardRange> later, std::span<float> from) {
+  check(grads);
+  if (range.size() == 0) return;
+  // In ascending order (the head's blocks come so), or the range overlaps none reduced so far.
+  const bool ascending = early_.empty() || range.begin >= early_.back().end;
+  if (range.end > num_params_ ||
+      (!ascending && std::any_of(early_.begin(), early_.end(), [&](const ShardRange& e) {
+        return e.begin < range.end && range.begin < e.end;
+      })))
+    fail("optim", "ZeRO-2: gradient range [" + std::to_string(range.begin) + ", " +
+                      std::to_string(range.end) + ") reduced twice or past the end");
+  size_t kept = 0;
+  for (const ShardRange& p : later) {
+    if (p.begin < range.begin || p.end > range.end || p.begin > p.end)
+      fail("optim", "ZeRO-2: a piece left for later lies outside its range");
+    kept += p.size();
+  }
+  if (!from.empty() && from.size() != range.size())
+    fail("optim", "ZeRO-2: a buffer of " + std::to_string(from.size()) + " for a range of " +
+                      std::to_string(range.size()));
+  // Where the range's values are: the arena, or the buffer (element range.begin at from[0]).
+  float* values = from.empty() ? grads.data() : from.data() - range.begin;
+  scratch_.resize(kept);
+  float* at = scratch_.data();
+  for (const ShardRange& p : later) at = std::copy_n(values + p.begin, p.size(), at);
+  if (from.empty()) {
+    reduce(grads, range);
+  } else {
+    dp_.reduce_scatter_part(from, num_params_, range.begin);
+    const size_t lo = std::clamp(shard_.begin, range.begin, range.end);
+    const size_t hi = std::clamp(shard_.end, range.begin, range.end);
+    std::copy(from.begin() + static_cast<std::ptrdiff_t>(lo - range.begin),
+              from.begin() + static_cast<std::ptrdiff_t>(hi - range.begin),
+              grads.begin() + static_cast<std::ptrdiff_t>(lo));
+  }
+  at = scratch_.data();
+  for (const ShardRange& p : later) {
+    std::copy_n(at, p.size(), grads.data() + p.begin);
+    at += p.size();
+  }
+  early_.push_back(range);
+  later_.insert(later_.end(), later.begin(), later.end());
+  if (!ascending)
+    std::sort(early_.begin(), early_.end(),
+              [](const ShardRange& a, const ShardRange& b) { return a.begin < b.begin; });
+}
+
+// The pieces left for later, packed: the all-reduce sums element by element in rank order, as
+// the reduce-scatter does, so each own element gets the same bits.
+void Zero2Grads::reduce_later(std::span<float> grads) {
+  size_t total = 0;
+  for (const ShardRange& p : later_) total += p.size();
+  scratch_.resize(total);
+  float* at = scratch_.data();
+  for (const ShardRange& p : later_) at = std::copy_n(grads.data() + p.begin, p.size(), at);
+  dp_.all_reduce_sum(std::span<float>(scratch_));
+  at = scratch_.data();
+  for (const ShardRange& p : later_) {
+    const size_t lo = std::clamp(shard_.begin, p.begin, p.end);
+    const size_t hi = std::clamp(shard_.end, p.begin, p.end);
+    std::copy_n(at + (lo - p.begin), hi - lo, grads.data() + lo);
+    if (dp_.size() > 1) {
+      zero_and_release(grads.data() + p.begin, (lo - p.begin) * sizeof(float));
+      zero_and_release(grads.data() + hi, (p.end - hi) * sizeof(float));
+    }
+    at += p.size();
+  }
+  later_.clear();
+}
+
 void Zero2Grads::finish_micro_batch(std::span<float> grads) {
   check(grads);
-  for (const ShardRange& r : rest_) reduce(grads, r);
+  // The sums are element by element, so reducing a range in pieces gives the same bits.
+  for (const ShardRange& r : rest_) {
+    size_t at = r.begin;
+    for (const ShardRange& e : early_) {
+      if (e.end <= at || e.begin >= r.end) continue;
+      if (e.begin > at) reduce(grads, {at, e.begin});
+      at = std::max(at, e.end);
+    }
+    if (at < r.end) reduce(grads, {at, r.end});
+  }
+  early_.clear();
+  if (!later_.empty()) reduce_later(grads);
 }
 
 void Zero2Grads::zero_own(std::span<float> grads) {

@@ -5,7 +5,10 @@
 // non-own parts zeroed, their pages handed back: optim/zero_memory.h). The runs outside the
 // layers that a pass uses at one point each, the embedding and the LM head ("per-use runs"),
 // are sharded too: gathered just before the lookup and before the fused LM head + loss, freed
-// after (a tied table is one run, gathered for each use). The optimizer updates the own shard
+// after (a tied table is one run, gathered for each use). Without tensor parallelism the trainer
+// gathers neither whole: the lookup fetches only its rows (optim/zero3_rows.h) and an fp32 head
+// reads its weight a vocabulary block at a time (optim/zero3_head.h); gather_run then serves a
+// bf16 head's copy only. The optimizer updates the own shard
 // only; after the step only the runs kept whole (what is neither a layer nor a per-use run:
 // the final norm) are all-gathered again. The values a pass reads are the owners' either way,
 // so the results are the same bits as with those runs kept whole.

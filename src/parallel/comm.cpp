@@ -77,7 +77,7 @@ Layout bucket_of_shards(size_t n, size_t b0, size_t len, int size) {
 
 template <typename T, typename Acc, bool kMax>
 void Comm::reduce_shards(std::span<T> values, bool gather, const char* what, size_t begin,
-                         size_t end) {
+                         size_t end, size_t layout_n, size_t offset) {
   const int n_ranks = size();
   end = std::min(end, values.size());
   if (n_ranks == 1 || begin >= end) return;
@@ -85,12 +85,13 @@ void Comm::reduce_shards(std::span<T> values, bool gather, const char* what, siz
   // An all-reduce splits every bucket evenly over the ranks (all of them work on each
   // bucket). A reduce-scatter must leave the whole-array shards (ZeRO-1's layout), so each
   // bucket carries the parts of those shards that fall inside it.
-  std::vector<T> recv;
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
   for (size_t b0 = begin; b0 < end; b0 += kBucketElements) {
     const size_t len = std::min(kBucketElements, end - b0);
     T* data = values.data() + b0;
+    const size_t n_layout = layout_n == static_cast<size_t>(-1) ? values.size() : layout_n;
     const Layout send =
-        gather ? shard_layout(len, n_ranks) : bucket_of_shards(values.size(), b0, len, n_ranks);
+        gather ? shard_layout(len, n_ranks) : bucket_of_shards(n_layout, offset + b0, len, n_ranks);
     const ShardRange mine = {send.displs[size_t(rank())],
                              send.displs[size_t(rank())] + send.counts[size_t(rank())]};
     // From every rank, its copy of my shard, rank-major.
@@ -99,7 +100,10 @@ void Comm::reduce_shards(std::span<T> values, bool gather, const char* what, siz
       from.counts.push_back(mine.size());
       from.displs.push_back(static_cast<size_t>(r) * mine.size());
     }
-    recv.resize(static_cast<size_t>(n_ranks) * mine.size());
+    const size_t recv_elems = static_cast<size_t>(n_ranks) * mine.size();
+    if (reduce_scratch_.size() < recv_elems * sizeof(T))
+      reduce_scratch_.resize(recv_elems * sizeof(T));
+    const std::span<T> recv(reinterpret_cast<T*>(reduce_scratch_.data()), recv_elems);
     exchange(data, send.counts, send.displs, recv.data(), from.counts, from.displs, sizeof(T));
     for (size_t i = 0; i < mine.size(); ++i) {
       if constexpr (kMax) {
@@ -212,6 +216,14 @@ void Comm::all_gather_part(std::span<float> part, size_t n, size_t begin) {
   CollectiveScope scope(watchdog_.get(), &collective_s_, "all_gather(f32, part)", part.size());
   const Layout l = bucket_of_shards(n, begin, part.size(), size());
   gather_all(part.data(), l.counts, l.displs, sizeof(float));
+}
+void Comm::reduce_scatter_part(std::span<float> part, size_t n, size_t begin) {
+  if (begin > n || part.size() > n - begin)
+    fail("parallel", "reduce_scatter_part: [" + std::to_string(begin) + ", +" +
+                         std::to_string(part.size()) + ") is outside an array of " +
+                         std::to_string(n));
+  reduce_shards<float, double>(part, false, "reduce_scatter_sum(f32, part)", 0, part.size(), n,
+                               begin);
 }
 void Comm::all_gather(std::span<float> v) {
   gather_shards(v, "all_gather(f32)");

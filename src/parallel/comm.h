@@ -21,6 +21,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace sft {
 
@@ -72,6 +73,11 @@ class Comm {
   // rank has put the elements it owns of that range at their place in `part`, afterwards all
   // of `part` holds them (a checkpoint gathers the moments a tensor at a time this way).
   void all_gather_part(std::span<float> part, size_t n, size_t begin);
+  // Its reduce-scatter: each rank's `part` holds its values of [begin, begin + part.size());
+  // afterwards the elements of part this rank owns (in the n-element layout) hold the sums
+  // over ranks, the same bits as reduce_scatter_sum(values, begin, end) there; the rest of
+  // part is left as it was (ZeRO-3's head gradient, reduced from a block buffer).
+  void reduce_scatter_part(std::span<float> part, size_t n, size_t begin);
   // A collective started and not yet complete (the non-blocking all_gather_start): the
   // array's range must not be touched until Comm::wait. Destroyed unfinished it is waited for
   // (but not while an exception unwinds: that rank is going down, its peers with it).
@@ -134,8 +140,11 @@ class Comm {
  private:
   // Over [begin, end) of `values` (end = npos: its size).
   template <typename T, typename Acc, bool kMax = false>
+  // layout_n: `values` is the part from element `offset` on of a layout_n-element array,
+  // whose whole-array shards the reduce-scatter leaves (npos: values is the whole array).
   void reduce_shards(std::span<T> values, bool gather, const char* what, size_t begin = 0,
-                     size_t end = static_cast<size_t>(-1));
+                     size_t end = static_cast<size_t>(-1),
+                     size_t layout_n = static_cast<size_t>(-1), size_t offset = 0);
   template <typename T>
   void gather_shards(std::span<T> values, const char* what);
   template <typename T>
@@ -146,6 +155,10 @@ class Comm {
 
   std::unique_ptr<CollectiveWatchdog> watchdog_;
   double collective_s_ = 0;
+  // reduce_shards' receive buffer (a bucket's worth at most), kept between calls: allocated
+  // afresh, its pages were faulted in and zeroed again by every call (ZeRO-2 reduces per layer
+  // and per LM head block, several calls a step).
+  std::vector<std::byte> reduce_scratch_;
   friend class CollectiveScope;
 };
 

@@ -83,6 +83,8 @@
 #include "optim/zero1.h"
 #include "optim/zero2.h"
 #include "optim/zero3.h"
+#include "optim/zero3_head.h"
+#include "optim/zero3_rows.h"
 #include "parallel/comm.h"
 #include "parallel/device_comm.h"
 #include "train/args.h"
@@ -186,6 +188,8 @@ class Trainer {
   int64_t optimizer_state_bytes() const;  // trainer_parallel.cpp
   // trainer_parallel.cpp: zero2_ (and zero3_) and the model's layer hooks.
   void init_zero23();
+  void init_zero3_tables(model::Transformer::LayerHooks& hooks, const model::Parameter& embed,
+                         const model::Parameter& head);
   // save(), under ZeRO-3 with the whole model gathered for it and freed after.
   std::string save_whole();
   Json evaluate_whole();  // evaluate(), the same way
@@ -259,10 +263,14 @@ class Trainer {
   StepPlanInput plan_input_;
   StepPlan plan_;
   std::unique_ptr<data::Loader> loader_;
-  std::unique_ptr<AdamW> optimizer_;       // null under ZeRO-1
-  std::unique_ptr<Zero1> zero1_;           // --zero_stage >= 1: moments sharded over the DP ranks
-  std::unique_ptr<Zero2Grads> zero2_;      // --zero_stage >= 2: gradients reduced per layer
-  std::unique_ptr<Zero3Params> zero3_;     // --zero_stage 3: the layers' weights gathered per use
+  std::unique_ptr<AdamW> optimizer_;    // null under ZeRO-1
+  std::unique_ptr<Zero1> zero1_;        // --zero_stage >= 1: moments sharded over the DP ranks
+  std::unique_ptr<Zero2Grads> zero2_;   // --zero_stage >= 2: gradients reduced per layer
+  std::unique_ptr<Zero3Params> zero3_;  // --zero_stage 3: the layers' weights gathered per use
+  // ZeRO-3 without tensor parallelism: the lookup's rows fetched, an fp32 head's weight
+  // gathered a vocabulary block at a time (null otherwise: the tables gathered whole per use).
+  std::unique_ptr<Zero3TableRows> zero3_rows_;
+  std::unique_ptr<Zero3HeadBlocks> zero3_head_;
   std::unique_ptr<ExpertShards> experts_;  // --ep_size > 1: the expert stacks' own blocks
   size_t arena_bytes_ = 0, most_resident_arena_bytes_ = 0;  // measure_resident_arenas
   std::vector<ParamSlice> slices_;

@@ -107,6 +107,11 @@ void Trainer::init_zero23() {
       zero3_->release_layer(model_.trainable().values(), bf16_span(), l);
     };
   }
+  // SFT_ZERO3_WHOLE_TABLES=1 keeps the whole-table gathers below (the same bits): an A/B
+  // switch for measuring the two in one build (docs/benchmarks.md).
+  const char* whole_tables = std::getenv("SFT_ZERO3_WHOLE_TABLES");
+  if (zero3_ && embed && !tp_comm_ && !(whole_tables && std::string(whole_tables) == "1"))
+    return init_zero3_tables(hooks, *embed, *head);
   if (zero3_ && embed) {
     // The lookup reads the fp32 table; the LM head reads its fp32 values, or under bf16 compute
     // only its bf16 copy. A tied fp32 table stays whole from the lookup to the head (one gather
@@ -120,7 +125,9 @@ void Trainer::init_zero23() {
     auto head_bf16 = [this] {
       return model_.compute_dtype() == DType::kF32 ? std::span<uint16_t>() : bf16_span();
     };
-    hooks.before_embedding = [this, e] { zero3_->gather_run(model_.trainable().values(), {}, e); };
+    hooks.before_embedding = [this, e](std::span<const int64_t>) {
+      zero3_->gather_run(model_.trainable().values(), {}, e);
+    };
     hooks.after_embedding = [this, e, keep] {
       if (!keep) zero3_->release_run(model_.trainable().values(), {}, e);
     };
@@ -131,6 +138,49 @@ void Trainer::init_zero23() {
       zero3_->release_run(head_f32(), head_bf16(), h);
     };
   }
+  model_.set_layer_hooks(std::move(hooks));
+}
+
+// ZeRO-3's tables without tensor parallelism: the lookup fetches only its rows
+// (optim/zero3_rows.h); an fp32 head reads its weight a vocabulary block at a time
+// (optim/zero3_head.h), a bf16 head its whole bf16 copy gathered per use as before. Outside the
+// sharded steps (evaluation, saves) everything is whole and these move nothing.
+void Trainer::init_zero3_tables(model::Transformer::LayerHooks& hooks,
+                                const model::Parameter& embed, const model::Parameter& head) {
+  const ShardRange e = run_of(embed), h = run_of(head);
+  const auto width = static_cast<size_t>(embed.value.cols);
+  zero3_rows_ = std::make_unique<Zero3TableRows>(*comm_, e, width);
+  hooks.before_embedding = [this](std::span<const int64_t> ids) {
+    if (zero3_->sharded()) zero3_rows_->fetch(model_.trainable().values(), ids);
+  };
+  hooks.after_embedding = [this] {
+    if (zero3_->sharded()) zero3_rows_->release(model_.trainable().values());
+  };
+  if (model_.compute_dtype() != DType::kF32) {
+    hooks.before_head = [this, h] { zero3_->gather_run({}, bf16_span(), h); };
+    hooks.after_head = [this, h] { zero3_->release_run({}, bf16_span(), h); };
+    return model_.set_layer_hooks(std::move(hooks));
+  }
+  // The head's gradient block by block, reduced at once: an untied head's whole block, a tied
+  // table's rows that no rank's lookup adds to (the rest wait for the lookup's gradient, so
+  // that each rank sums head + lookup before the reduction, as ZeRO-1 does: zero3_head.h).
+  Zero3HeadBlocks::GradDone grad_done;
+  if (&embed != &head)
+    grad_done = [this](ShardRange r, std::span<float> block) {
+      zero2_->reduce_early(model_.trainable().grads(), r, {}, block);
+    };
+  else
+    grad_done = [this](ShardRange r, std::span<float> block) {
+      zero2_->reduce_early(model_.trainable().grads(), r, zero3_rows_->any_fetched_in(r), block);
+    };
+  zero3_head_ = std::make_unique<Zero3HeadBlocks>(*comm_, h, width, std::move(grad_done));
+  hooks.head_blocks = zero3_head_.get();
+  hooks.before_head = [this] {
+    model::ParameterSet& t = model_.trainable();
+    zero3_head_->begin(t.values(), t.has_grads() ? t.grads() : std::span<float>(),
+                       zero3_->sharded());
+  };
+  hooks.after_head = [this] { zero3_head_->end(); };
   model_.set_layer_hooks(std::move(hooks));
 }
 

@@ -14,7 +14,7 @@
 #   zero3    --zero_stage 3 (and --accelerate_config zero3, --fsdp "full_shard auto_wrap") on
 #            np 2, np 4, np 2 × 2 micro-batches vs one process within 1e-5 over 10 steps; the
 #            same bits as ZeRO-1 (np 2 and np 4, loaded or drawn with --init_from_config: each
-#            ZeRO-3 rank reads or draws only its shard); bf16 + gradient checkpointing +
+#            ZeRO-3 rank reads or draws only its shard; an untied LM head too); bf16 + gradient checkpointing +
 #            evaluation the same bits as DP; LoRA; tp 2 × dp 2
 #   zero3_resume a ZeRO-3 checkpoint resumed under ZeRO-3 (bit for bit) and without ZeRO; a
 #            killed rank
@@ -272,6 +272,21 @@ elseif(CASE STREQUAL "zero3")
   run(4 0 ${COMMON} ${STEPS} --per_device_train_batch_size 1 --output_dir "${WORK}/z1np4"
       --zero_stage 1)
   same_weights("${WORK}/z1np4" "${WORK}/z3np4" 0)
+  # An untied LM head (the fixture's config with tie_word_embeddings false, drawn): its gradient
+  # reduce-scattered block by block as the fused head finishes it, the same bits as ZeRO-1.
+  file(COPY "${MODEL}/" DESTINATION "${WORK}/untied")
+  file(READ "${MODEL}/config.json" config)
+  string(REGEX REPLACE "\"tie_word_embeddings\": *true" "\"tie_word_embeddings\": false"
+         config "${config}")
+  if(NOT config MATCHES "\"tie_word_embeddings\": false")
+    message(FATAL_ERROR "the fixture's config does not tie its embeddings: update this case")
+  endif()
+  file(WRITE "${WORK}/untied/config.json" "${config}")
+  string(REPLACE "${MODEL}" "${WORK}/untied" U "${COMMON}")
+  run(2 0 ${U} ${I} --output_dir "${WORK}/untied_z1" --zero_stage 1)
+  run(2 0 ${U} ${I} --output_dir "${WORK}/untied_z3" --zero_stage 3)
+  same_weights("${WORK}/untied_z1" "${WORK}/untied_z3" 0)
+  same_metrics("${WORK}/untied_z1" "${WORK}/untied_z3" 0)
   # LoRA (the adapters sharded) and tp 2 × dp 2.
   set(L ${STEPS} --use_peft true --lora_r 4 --lora_alpha 8 --lora_dropout 0 --learning_rate 1e-3)
   run(0 0 ${COMMON} ${L} --per_device_train_batch_size 4 --output_dir "${WORK}/lora_np1")

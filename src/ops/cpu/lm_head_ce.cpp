@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "ops/cpu/lm_head_rows.h"
@@ -99,15 +100,18 @@ template <typename T>
 LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* w,
                                   const int64_t* targets, T scale, int64_t Tn, int64_t C, int64_t V,
                                   LmHeadWorkspace& ws, int64_t vocab_begin, ShardGroup* group,
-                                  int64_t vocab, T softcap) {
+                                  int64_t vocab, T softcap, LmHeadWeightBlocks* blocks) {
   LmHeadStats total;
   if (group && logits)
     fail("lm_head", "no logits from a vocabulary shard (hint: gather them from whole weights)");
+  if (blocks && (!std::is_same_v<T, float> || group || logits || w))
+    fail("lm_head",
+         "weight blocks are for an fp32 head without a vocabulary shard, full logits or a whole w");
   if (dx) std::memset(dx, 0, static_cast<size_t>(Tn * C) * sizeof(T));
   const bool grad = dx || dw;
   const int64_t n = count_rows(targets, Tn, shard_vocab(vocab, V, group), logits != nullptr);
   const int64_t real = shard_real_rows(vocab, V, vocab_begin, group);
-  if (n == 0 || V <= 0) return total;
+  if (!blocks && (n == 0 || V <= 0)) return total;
   const int64_t R = chunk_rows(ws.tuning, n, V, static_cast<int64_t>(sizeof(T)));
   const int64_t VB = vocab_block(ws.tuning, V);
   Workspace mem = ws.memory;
@@ -125,11 +129,40 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
   std::vector<T> one_row;
   if (keep_tanh && R == 1) one_row.resize(static_cast<size_t>(V));
   T* tz = !keep_tanh ? nullptr : R > 1 ? z + step * V : one_row.data();
-  for (int64_t c0 = 0; c0 < n; c0 += step) {
-    const int64_t m = std::min(step, n - c0);
+  // Rows [v0, v0 + nb) of w: in place, or from the caller's blocks (then for every rank's same
+  // sequence of blocks, even in a chunk without rows: lm_head_blocks.h).
+  auto w_rows = [&](int64_t v0, int64_t nb) -> const T* {
+    if constexpr (std::is_same_v<T, float>)
+      if (blocks) return blocks->rows(v0, v0 + nb);
+    return w + v0 * C;
+  };
+  auto dw_rows = [&](int64_t v0, int64_t nb) -> T* {
+    if constexpr (std::is_same_v<T, float>)
+      if (blocks)
+        if (float* g = blocks->grad_rows(v0, v0 + nb)) return g;
+    return dw + v0 * C;
+  };
+  const int64_t own_chunks = (n + step - 1) / step;
+  const int64_t chunks = blocks ? blocks->chunks(own_chunks) : own_chunks;
+  for (int64_t ci = 0; ci < chunks; ++ci) {
+    const int64_t c0 = ci * step;
+    const int64_t m = std::clamp<int64_t>(n - c0, 0, step);
     for (int64_t i = 0; i < m; ++i)
       std::memcpy(xs + i * C, x + rs.rows[c0 + i] * C, static_cast<size_t>(C) * sizeof(T));
-    matmul(z, xs, w, m, V, C, false, true, false);
+    // Z_c = X_c Wᵀ over the same vocabulary blocks as the gradient products below.
+    for (int64_t v0 = 0; v0 < V; v0 += VB) {
+      const int64_t nb = std::min(VB, V - v0);
+      const T* wb = w_rows(v0, nb);
+      if (m > 0) matmul(z + v0, xs, wb, m, nb, C, false, true, false, C, C, V);
+    }
+    if (m == 0) {  // an empty chunk: the blocks asked for, nothing computed
+      for (int64_t v0 = 0; grad && v0 < V; v0 += VB) {
+        const int64_t nb = std::min(VB, V - v0);
+        w_rows(v0, nb);
+        if (blocks && ci + 1 == chunks) blocks->grad_done(v0, v0 + nb);
+      }
+      continue;
+    }
     if (softcap > 0) soft_cap(z, tz, m * V, softcap);
     if (logits)
       for (int64_t i = 0; i < m; ++i)
@@ -144,8 +177,10 @@ LmHeadStats lm_head_cross_entropy(T* dx, T* dw, T* logits, const T* x, const T* 
     // so dX_c's sum over blocks is deterministic).
     for (int64_t v0 = 0; v0 < V; v0 += VB) {
       const int64_t nb = std::min(VB, V - v0);
-      if (dx) matmul(dxs, z + v0, w + v0 * C, m, C, nb, false, false, v0 > 0, V, C, C);
-      if (dw) matmul(dw + v0 * C, z + v0, xs, nb, C, m, true, false, true, V, C, C);
+      const T* wb = w_rows(v0, nb);
+      if (dx) matmul(dxs, z + v0, wb, m, C, nb, false, false, v0 > 0, V, C, C);
+      if (dw) matmul(dw_rows(v0, nb), z + v0, xs, nb, C, m, true, false, true, V, C, C);
+      if (blocks && ci + 1 == chunks) blocks->grad_done(v0, v0 + nb);
     }
     if (dx)
       for (int64_t i = 0; i < m; ++i)
@@ -163,10 +198,11 @@ template size_t lm_head_kernel_workspace_bytes<double>(int64_t, int64_t, int64_t
 template LmHeadStats lm_head_cross_entropy<float>(float*, float*, float*, const float*,
                                                   const float*, const int64_t*, float, int64_t,
                                                   int64_t, int64_t, LmHeadWorkspace&, int64_t,
-                                                  ShardGroup*, int64_t, float);
+                                                  ShardGroup*, int64_t, float, LmHeadWeightBlocks*);
 template LmHeadStats lm_head_cross_entropy<double>(double*, double*, double*, const double*,
                                                    const double*, const int64_t*, double, int64_t,
                                                    int64_t, int64_t, LmHeadWorkspace&, int64_t,
-                                                   ShardGroup*, int64_t, double);
+                                                   ShardGroup*, int64_t, double,
+                                                   LmHeadWeightBlocks*);
 
 }  // namespace sft::ops

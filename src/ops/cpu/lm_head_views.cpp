@@ -73,6 +73,16 @@ LmHeadStats lm_head_cross_entropy(View dx, View dw, View logits, View x, View w,
   LmHeadWorkspace ws{{}, memory};
   check(dx, dw, logits, x, w);
   const int64_t T = x.rows, C = x.cols, V = w.rows;
+  if (shard.weight_blocks) {
+    if (shard.group || x.dtype != DType::kF32 || !logits.empty())
+      fail("ops",
+           "lm_head_cross_entropy: weight blocks are for an fp32 head without a vocabulary "
+           "shard or full logits (hint: gather the whole weight instead)");
+    return ops::lm_head_cross_entropy(
+        data_or_null<float>(dx), data_or_null<float>(dw), static_cast<float*>(nullptr),
+        x.as<float>(), static_cast<const float*>(nullptr), targets, static_cast<float>(scale), T, C,
+        V, ws, 0, nullptr, 0, static_cast<float>(softcap), shard.weight_blocks);
+  }
   if (shard.group) {
     // Every rank checks the same things (shapes agree over the group), so they all fail or none.
     if (!logits.empty())
