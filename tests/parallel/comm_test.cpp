@@ -15,19 +15,13 @@
 #include "core/half.h"
 #include "core/rng.h"
 #include "parallel/comm.h"
+#include "parallel/test_world.h"
 #include "parallel/watchdog.h"
 
 namespace sft {
 namespace {
 
-Comm& world() {
-  static std::unique_ptr<Comm> w = [] {
-    std::unique_ptr<Comm> c = make_comm_from_environment();
-    c->set_timeout(60);
-    return c;
-  }();
-  return *w;
-}
+using test::world;
 
 double rank_sum(int size) {  // Σ (r + 1) over ranks
   return size * (size + 1) / 2.0;

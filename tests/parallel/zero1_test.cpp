@@ -12,18 +12,12 @@
 #include "optim/clip.h"
 #include "optim/zero1.h"
 #include "parallel/comm.h"
+#include "parallel/test_world.h"
 
 namespace sft {
 namespace {
 
-Comm& world() {
-  static std::unique_ptr<Comm> w = [] {
-    std::unique_ptr<Comm> c = make_comm_from_environment();
-    c->set_timeout(60);
-    return c;
-  }();
-  return *w;
-}
+using test::world;
 
 TEST(SlicesInShard, CutsAndRebases) {
   const std::vector<ParamSlice> s = {{0, 10, true}, {10, 5, false}, {15, 20, true}};

@@ -15,18 +15,12 @@
 #include "optim/zero3.h"
 #include "optim/zero_memory.h"
 #include "parallel/comm.h"
+#include "parallel/test_world.h"
 
 namespace sft {
 namespace {
 
-Comm& world() {
-  static std::unique_ptr<Comm> w = [] {
-    std::unique_ptr<Comm> c = make_comm_from_environment();
-    c->set_timeout(60);
-    return c;
-  }();
-  return *w;
-}
+using test::world;
 
 // A 3-layer arena: 5 outside, layer runs of 301, 0 and 4099 (past a page), 7 outside.
 const std::vector<ShardRange> kRuns = {{5, 306}, {306, 306}, {306, 4405}};

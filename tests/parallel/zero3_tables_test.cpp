@@ -16,18 +16,12 @@
 #include "optim/zero3_rows.h"
 #include "optim/zero_memory.h"
 #include "parallel/comm.h"
+#include "parallel/test_world.h"
 
 namespace sft {
 namespace {
 
-Comm& world() {
-  static std::unique_ptr<Comm> w = [] {
-    std::unique_ptr<Comm> c = make_comm_from_environment();
-    c->set_timeout(60);
-    return c;
-  }();
-  return *w;
-}
+using test::world;
 
 // An arena of 3 before the table, a table of 40 rows of width 7 (rows straddle the shards),
 // 5 after.

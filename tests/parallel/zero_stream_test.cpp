@@ -18,18 +18,12 @@
 #include "optim/zero3.h"
 #include "optim/zero_stream.h"
 #include "parallel/comm.h"
+#include "parallel/test_world.h"
 
 namespace sft {
 namespace {
 
-Comm& world() {
-  static std::unique_ptr<Comm> w = [] {
-    std::unique_ptr<Comm> c = make_comm_from_environment();
-    c->set_timeout(60);
-    return c;
-  }();
-  return *w;
-}
+using test::world;
 
 // A 3-layer arena (as zero23_test's): 5 outside, layer runs of 301, 0 and 4099, 7 outside;
 // its tensors, asked for out of order, one across a layer's end pages.
