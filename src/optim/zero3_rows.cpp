@@ -96,10 +96,6 @@ void Zero3TableRows::release(std::span<float> values) {
   ids_.clear();
 }
 
-}  // namespace sft
-
-namespace sft {
-
 std::vector<ShardRange> Zero3TableRows::any_fetched_in(ShardRange r) const {
   std::vector<ShardRange> out;
   // From the first fetched row that ends after r.begin.

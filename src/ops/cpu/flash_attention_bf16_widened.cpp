@@ -19,23 +19,13 @@
 #include <vector>
 
 #include "ops/cpu/attention_microkernel.h"
+#include "ops/cpu/elementwise.h"
 #include "ops/cpu/flash_attention_bf16.h"
 #include "ops/cpu/fma_register_block.h"
 
 namespace sft::ops::flash_bf16 {
 
 namespace {
-
-// dst (rows, cols) fp32 = src (rows, cols) bf16, ld elements per source row; cols a multiple
-// of 16.
-[[SFT_AVX512_TARGET]] void widen_rows(float* dst, const bf16* src, int64_t ld, int64_t rows,
-                                      int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t x = 0; x < cols; x += 16) {
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + r * ld + x));
-      _mm512_storeu_si512(dst + r * cols + x, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    }
-}
 
 // dst (2 · pairs, n) fp32 row-major = the VNNI pairs (pairs rows of n pairs, ld bf16 per pair
 // row): a pair's low half is row 2r, its high half row 2r + 1. n a multiple of 16.
@@ -60,7 +50,7 @@ void gemm_widened_avx512(float* c, int64_t ldc, const bf16* a, int64_t lda, cons
   thread_local std::vector<float> aw, bw;
   if (aw.size() < static_cast<size_t>(M * K)) aw.resize(static_cast<size_t>(M * K));
   if (bw.size() < static_cast<size_t>(K * N)) bw.resize(static_cast<size_t>(K * N));
-  widen_rows(aw.data(), a, lda, M, K);
+  for (int64_t r = 0; r < M; ++r) cpu::widen_row_from_bf16(aw.data() + r * K, a + r * lda, K);
   widen_pairs(bw.data(), b, ldb, K / 2, N);
   cpu::attention_microkernel::gemm({.c = c,
                                     .ldc = ldc,

@@ -81,17 +81,6 @@ View scratch(int slot, DType dtype, int64_t rows, int64_t cols) {
   return View{b.data(), dtype, rows, cols};
 }
 
-// dst's first src.rows rows = src, the rest zero (dst.rows ≥ src.rows, same cols and dtype).
-void copy_rows_zero_rest(View dst, const View& src) {
-  const size_t bytes = row_bytes(src);
-  char* d = static_cast<char*>(dst.data);
-  const char* s = static_cast<const char*>(src.data);
-  const size_t dld = static_cast<size_t>(dst.ld()) * dtype_size(dst.dtype);
-  const size_t sld = static_cast<size_t>(src.ld()) * dtype_size(src.dtype);
-  for (int64_t i = 0; i < src.rows; ++i) std::memcpy(d + i * dld, s + i * sld, bytes);
-  for (int64_t i = src.rows; i < dst.rows; ++i) std::memset(d + i * dld, 0, bytes);
-}
-
 // dst's rows = src's first dst.rows rows.
 void copy_rows(View dst, const View& src) {
   const size_t bytes = row_bytes(dst);
@@ -100,6 +89,15 @@ void copy_rows(View dst, const View& src) {
   const size_t dld = static_cast<size_t>(dst.ld()) * dtype_size(dst.dtype);
   const size_t sld = static_cast<size_t>(src.ld()) * dtype_size(src.dtype);
   for (int64_t i = 0; i < dst.rows; ++i) std::memcpy(d + i * dld, s + i * sld, bytes);
+}
+
+// dst's first src.rows rows = src, the rest zero (dst.rows ≥ src.rows, same cols and dtype).
+void copy_rows_zero_rest(View dst, const View& src) {
+  copy_rows(dst.row_range(0, src.rows), src);
+  const size_t bytes = row_bytes(src);
+  char* d = static_cast<char*>(dst.data);
+  const size_t dld = static_cast<size_t>(dst.ld()) * dtype_size(dst.dtype);
+  for (int64_t i = src.rows; i < dst.rows; ++i) std::memset(d + i * dld, 0, bytes);
 }
 
 // c's rows [row, row + n) (=, or += with accumulate) a's same rows times op(wb), with M padded:
