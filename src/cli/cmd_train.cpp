@@ -431,9 +431,12 @@ LoadedModel load_model(const TrainingArgs& args, const Ranks& ranks) {
       model.keep_frozen_base_in_bf16(form);
     else
       model.set_compute_dtype(DType::kBF16);
-    if (launcher_world_rank() == 0)
-      log_info("[device] bf16 matmuls: ",
-               model.device() == Device::kCpu ? ops::matmul_bf16_path() : "cuBLASLt");
+    if (launcher_world_rank() == 0 && model.device() == Device::kCpu) {
+      log_info("[device] bf16 matmuls: ", ops::matmul_bf16_path());
+      log_info("[device] bf16 attention: ", ops::attention_bf16_path());
+    } else if (launcher_world_rank() == 0) {
+      log_info("[device] bf16 matmuls: cuBLASLt");
+    }
   }
   // Tokenizer files: the adapter folder's when it has them (TRL saves them there), else the
   // base model's.

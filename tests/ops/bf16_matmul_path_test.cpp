@@ -8,7 +8,9 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "core/rng.h"
+#include "ops/cpu/amx.h"
 #include "ops/cpu/bf16_matmul_path.h"
+#include "ops/cpu/cpu_features.h"
 #include "ops/matmul_path.h"
 #include "ops/ops.h"
 
@@ -49,6 +51,18 @@ TEST(Bf16MatmulPath, TheVariableOverridesAndBadValuesAreRefused) {
 TEST(Bf16MatmulPath, ThisProcessSaysWhatRunsAndWhy) {
   const std::string line = matmul_bf16_path();
   EXPECT_NE(line.find(" ("), std::string::npos) << line;
+  EXPECT_EQ(line.back(), ')') << line;
+}
+
+// The attention's line names the tile product this CPU got: AMX, the widened register blocks
+// under ONEDNN_MAX_CPU_ISA (ctest ops.bf16_no_amx) or without AMX, the portable loop under
+// SFT_CPU_ISA=generic.
+TEST(Bf16MatmulPath, TheAttentionLineNamesItsTileProduct) {
+  const std::string line = attention_bf16_path();
+  const char* expected = use_amx()      ? "AMX tiles"
+                         : use_avx512() ? "fp32 register blocks"
+                                        : "portable loop";
+  EXPECT_EQ(line.rfind(expected, 0), 0u) << line;
   EXPECT_EQ(line.back(), ')') << line;
 }
 

@@ -7,6 +7,7 @@
 #include "ops/cpu/amx.h"
 #include "ops/cpu/cpu_features.h"
 #include "ops/cpu/flash_attention_bf16.h"
+#include "ops/matmul_path.h"
 
 namespace sft::ops::flash_bf16 {
 
@@ -48,3 +49,16 @@ const TileGemm& tile_gemm() {
 }
 
 }  // namespace sft::ops::flash_bf16
+
+namespace sft::ops {
+
+std::string attention_bf16_path() {
+  const std::string_view name = flash_bf16::tile_gemm().name;
+  if (name == "amx") return "AMX tiles (tdpbf16ps, fp32 sums)";
+  if (name == "avx512 widened")
+    return "fp32 register blocks on widened bf16 tiles (no AMX here, or capped by "
+           "ONEDNN_MAX_CPU_ISA: exact products, fp32 sums)";
+  return "portable loop on widened bf16 values (no AVX-512 here, or SFT_CPU_ISA=generic)";
+}
+
+}  // namespace sft::ops
