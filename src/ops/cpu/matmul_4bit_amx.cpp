@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "ops/cpu/amx.h"
 #include "ops/cpu/amx_pack.h"
+#include "ops/cpu/amx_panels.h"
 #include "ops/cpu/dequant4.h"
 #include "ops/cpu/tile_buffer.h"
 
@@ -14,34 +14,14 @@ namespace sft::ops::cpu {
 
 namespace {
 
-// A panel is output columns × a range of k: kPanelK of K (64 k tiles) at most, and ~kPanelValues
-// of W, 1 MiB of bf16 tiles (256 columns at 2048 k), which with a 32-row strip of A over the
-// same k (128 KiB) stays within a core's 2 MiB L2. K beyond kPanelK goes in more panels summed
-// into C: a strip of A then covers the panel's k range only, so at K = 6144 the panel keeps 256
-// columns (not 64 over the whole of K, which read all of A from L3 four times as often; one
-// thread, 1024 × 6144 × 2048: ~1.1 → ~1.5 TFLOP/s).
-constexpr int64_t kPanelValues = int64_t{1} << 19;
-constexpr int64_t kPanelK = 2048;
 // W's rows for a · Wᵀ are dequantized 16 × kKChunk values at a time (8 KiB, a multiple of the
 // tile's 32): at K = 6144 whole rows (192 KiB) made the dequantize-and-transpose 3.5× slower.
 constexpr int64_t kKChunk = 256;
 
-int64_t panel_columns(int64_t N, int64_t K, int64_t threads) {
-  const int64_t fit = std::max<int64_t>(32, kPanelValues / std::min(K, kPanelK) / 32 * 32);
-  // Every thread gets a panel where N allows it.
-  const int64_t share = (N + threads - 1) / threads;
-  return std::max<int64_t>(32, std::min(fit, (share + 31) / 32 * 32));
-}
-
-// Output columns [n0, n0 + nb) and W's k tiles [j0, j1).
-struct Panel {
-  int64_t n0, nb, j0, j1;
-};
-
 // The panel's part of op(W) into k tiles 0 .. j1 - j0 of B's tiles (amx_pack.h; KT k tiles per
 // column tile), through a scratch of plain bf16 rows that stays in cache (16 of W's rows ×
 // kKChunk, or 32 rows of nb columns).
-void dequantize_panel(const Packed4& w, int64_t cols, int64_t K, bool trans_w, const Panel& p,
+void dequantize_panel(const Packed4& w, int64_t cols, int64_t K, bool trans_w, const TilePanel& p,
                       int64_t KT, CacheLineVector<uint16_t>& scratch, uint16_t* b_tiles) {
   const int64_t k_begin = p.j0 * kTileK, k_end = std::min(K, p.j1 * kTileK);
   if (trans_w) {  // B's column n is W's row n0 + n, K long and contiguous.
@@ -107,37 +87,18 @@ void matmul_4bit_amx(View c, View a, const Weight4Bit& w, bool trans_w, bool acc
   thread_local CacheLineVector<uint16_t> a_buffer;
   a_buffer.resize(static_cast<size_t>(MT * KT * kTileValues));
   uint16_t* a_tiles = a_buffer.data();
-  parallel_for_rows(MT, 4, [&](int64_t b, int64_t e) {
-    pack_a_tiles(a.as<uint16_t>(), a.ld(), M, K, b, e, KT, 0, a_tiles);
-    if (!extra.empty())
-      pack_a_tiles(extra.a.as<uint16_t>(), extra.a.ld(), M, extra.a.cols, b, e, KT, KW, a_tiles);
-  });
+  pack_a_tiles_parallel(a.as<uint16_t>(), a.ld(), M, K, KT, 0, a_tiles);
+  if (!extra.empty())
+    pack_a_tiles_parallel(extra.a.as<uint16_t>(), extra.a.ld(), M, extra.a.cols, KT, KW, a_tiles);
 
   const Packed4 packed = packed4_of(w);
-  const int64_t width = panel_columns(N, K, static_cast<int64_t>(default_thread_pool().size()));
-  const int64_t column_panels = (N + width - 1) / width, k_tiles = kPanelK / kTileK;
-  float* out = c.as<float>();
-  const int64_t ldc = c.ld();
-  parallel_for_rows(column_panels, 1, [&](int64_t b, int64_t e) {
-    // Per thread, reused across calls: no allocation per step once sized.
-    thread_local CacheLineVector<uint16_t> b_tiles, scratch;
-    b_tiles.resize(
-        static_cast<size_t>(tiles_of(width, 16) * (std::min(KW, k_tiles) + KR) * kTileValues));
-    amx_begin();
-    for (int64_t q = b; q < e; ++q)
-      // Ascending k ranges, each summed into C: one ascending sum per output element.
-      for (int64_t j0 = 0; j0 < KW; j0 += k_tiles) {
-        const Panel p{q * width, std::min(width, N - q * width), j0, std::min(KW, j0 + k_tiles)};
-        const bool last = p.j1 == KW;
-        const int64_t panel_kt = p.j1 - p.j0 + (last ? KR : 0);
-        dequantize_panel(packed, w.cols, K, trans_w, p, panel_kt, scratch, b_tiles.data());
-        if (last && KR > 0)
-          pack_term_panel(extra.b, trans_w, p.n0, p.nb, panel_kt, p.j1 - p.j0, b_tiles.data());
-        gemm_bf16_amx_packed(out + p.n0, ldc, a_tiles + p.j0 * kTileValues, KT, b_tiles.data(), M,
-                             p.nb, panel_kt, accumulate || j0 > 0);
-      }
-    amx_end();
-  });
+  amx_panel_product(c.as<float>(), c.ld(), a_tiles, KT, M, N, KW, KR, accumulate,
+                    [&](const TilePanel& p, int64_t kt, uint16_t* b_tiles) {
+                      thread_local CacheLineVector<uint16_t> scratch;  // per worker thread
+                      dequantize_panel(packed, w.cols, K, trans_w, p, kt, scratch, b_tiles);
+                      if (p.last && KR > 0)
+                        pack_term_panel(extra.b, trans_w, p.n0, p.nb, kt, p.j1 - p.j0, b_tiles);
+                    });
 }
 
 }  // namespace sft::ops::cpu
