@@ -65,8 +65,9 @@ const Inputs& bf16_inputs(int64_t C) {
   return in;
 }
 
-void report(benchmark::State& state, int64_t C) {
-  const double flops = 6.0 * kTokens * static_cast<double>(C) * kVocab;
+// products: 6 with dW (logits, dX, dW), 4 for a frozen head (no dW).
+void report(benchmark::State& state, int64_t C, double products = 6.0) {
+  const double flops = products * kTokens * static_cast<double>(C) * kVocab;
   state.counters["GFLOP/s"] = benchmark::Counter(
       flops * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
@@ -190,5 +191,31 @@ BENCHMARK(BM_FusedBf16)
     ->ArgsProduct({{1024}, {0}, {1024, 2048, 4096, 16384}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// A frozen head (QLoRA, LoRA without the head in modules_to_save): logits + CE + dX, no dW.
+// C 2048 is Qwen3-1.7B's. One thread CPU time: SFT_NUM_THREADS=1 and --benchmark_filter.
+void BM_FrozenBf16(benchmark::State& state) {
+  const int64_t C = state.range(0);
+  const Inputs& in = bf16_inputs(C);
+  sft::ops::LmHeadWorkspace ws;
+  sft::ops::WorkspaceArena arena;
+  ws.memory = arena.get(
+      sft::ops::lm_head_kernel_workspace_bytes<uint16_t>(kTokens, C, kVocab, false, ws.tuning));
+  std::vector<float> dx(static_cast<size_t>(kTokens * C));
+  const float scale = 1.0f / kTokens;
+  for (auto _ : state) {
+    const sft::ops::LmHeadStats s = sft::ops::lm_head_cross_entropy_bf16(
+        dx.data(), nullptr, in.xb.data(), in.wb.data(), in.y.data(), scale, kTokens, C, kVocab, ws);
+    benchmark::DoNotOptimize(s);
+  }
+  report(state, C, 4.0);
+}
+BENCHMARK(BM_FrozenBf16)
+    ->ArgName("C")
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Iterations(2)
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
 
 }  // namespace

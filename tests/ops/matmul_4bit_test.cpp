@@ -124,55 +124,58 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Matmul4Bit,
 // the f64 sum of both products. r 16 (one tile of K, half of it padding) and 40 (a second,
 // partial tile); b2 a column block of a wider matrix (its row stride is not r or N), as an
 // adapter's rows of a fused B are; bf16 (the AMX path where present) and f32 (the library's).
+// K 1000 and 2100: the AMX path sums K in ranges of 2048, the term's tiles after the last one.
 TEST(Matmul4Bit, AddsTheLowRankTermAsMoreStepsOfK) {
   for (const bool bf16 : {true, false})
     for (const bool trans_w : {true, false})
-      for (const int64_t r : {16, 40}) {
-        const int64_t M = 37, rows = 200, cols = 1000, K = trans_w ? cols : rows,
-                      N = trans_w ? rows : cols;
-        const Quantized q = quantize(random_values(rows * cols, 4, 0.05f), Quant4Type::kNf4);
-        std::vector<float> a = random_values(M * K, 5, 1.0f), a2 = random_values(M * r, 6, 1.0f);
-        // b2 is op()'s layout: (N, r) with trans_w, (r, N) without; stored 3 columns wider.
-        const int64_t b2_rows = trans_w ? N : r, b2_cols = trans_w ? r : N, ld = b2_cols + 3;
-        std::vector<float> b2 = random_values(b2_rows * ld, 7, 0.1f);
-        std::vector<float> w_used = q.dequantized;
-        std::vector<uint16_t> a16(a.size()), a216(a2.size()), b216(b2.size());
-        auto round = [&](std::vector<float>& v, std::vector<uint16_t>& bits) {
-          for (size_t i = 0; i < v.size(); ++i) {
-            bits[i] = f32_to_bf16(v[i]);
-            if (bf16) v[i] = bf16_to_f32(bits[i]);
-          }
-        };
-        round(a, a16);
-        round(a2, a216);
-        round(b2, b216);
-        if (bf16)
-          for (float& x : w_used) x = bf16_to_f32(f32_to_bf16(x));
-        const View av = bf16 ? view_of(a16.data(), M, K) : view_of(a.data(), M, K);
-        const View a2v = bf16 ? view_of(a216.data(), M, r) : view_of(a2.data(), M, r);
-        View b2v = bf16 ? view_of(b216.data(), b2_rows, ld) : view_of(b2.data(), b2_rows, ld);
-        b2v = b2v.columns(0, b2_cols);
-        std::vector<float> c(static_cast<size_t>(M * N), 0.25f);
-        matmul_4bit(view_of(c.data(), M, N), av, q.weight(rows, cols, Quant4Type::kNf4), trans_w,
-                    true, LowRankTerm{a2v, b2v});
-        double worst = 0;
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = 0; n < N; ++n) {
-            double ref = 0.25, scale = 0.25;
-            for (int64_t k = 0; k < K; ++k) {
-              const double w = trans_w ? w_used[n * cols + k] : w_used[k * cols + n];
-              ref += a[m * K + k] * w;
-              scale += std::fabs(a[m * K + k] * w);
+      for (const int64_t r : {16, 40})
+        for (const int64_t long_side : {1000, 2100}) {
+          const int64_t M = 37, rows = trans_w ? 200 : long_side, cols = trans_w ? long_side : 200,
+                        K = trans_w ? cols : rows, N = trans_w ? rows : cols;
+          const Quantized q = quantize(random_values(rows * cols, 4, 0.05f), Quant4Type::kNf4);
+          std::vector<float> a = random_values(M * K, 5, 1.0f), a2 = random_values(M * r, 6, 1.0f);
+          // b2 is op()'s layout: (N, r) with trans_w, (r, N) without; stored 3 columns wider.
+          const int64_t b2_rows = trans_w ? N : r, b2_cols = trans_w ? r : N, ld = b2_cols + 3;
+          std::vector<float> b2 = random_values(b2_rows * ld, 7, 0.1f);
+          std::vector<float> w_used = q.dequantized;
+          std::vector<uint16_t> a16(a.size()), a216(a2.size()), b216(b2.size());
+          auto round = [&](std::vector<float>& v, std::vector<uint16_t>& bits) {
+            for (size_t i = 0; i < v.size(); ++i) {
+              bits[i] = f32_to_bf16(v[i]);
+              if (bf16) v[i] = bf16_to_f32(bits[i]);
             }
-            for (int64_t j = 0; j < r; ++j) {
-              const double b = trans_w ? b2[n * ld + j] : b2[j * ld + n];
-              ref += a2[m * r + j] * b;
-              scale += std::fabs(a2[m * r + j] * b);
+          };
+          round(a, a16);
+          round(a2, a216);
+          round(b2, b216);
+          if (bf16)
+            for (float& x : w_used) x = bf16_to_f32(f32_to_bf16(x));
+          const View av = bf16 ? view_of(a16.data(), M, K) : view_of(a.data(), M, K);
+          const View a2v = bf16 ? view_of(a216.data(), M, r) : view_of(a2.data(), M, r);
+          View b2v = bf16 ? view_of(b216.data(), b2_rows, ld) : view_of(b2.data(), b2_rows, ld);
+          b2v = b2v.columns(0, b2_cols);
+          std::vector<float> c(static_cast<size_t>(M * N), 0.25f);
+          matmul_4bit(view_of(c.data(), M, N), av, q.weight(rows, cols, Quant4Type::kNf4), trans_w,
+                      true, LowRankTerm{a2v, b2v});
+          double worst = 0;
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+              double ref = 0.25, scale = 0.25;
+              for (int64_t k = 0; k < K; ++k) {
+                const double w = trans_w ? w_used[n * cols + k] : w_used[k * cols + n];
+                ref += a[m * K + k] * w;
+                scale += std::fabs(a[m * K + k] * w);
+              }
+              for (int64_t j = 0; j < r; ++j) {
+                const double b = trans_w ? b2[n * ld + j] : b2[j * ld + n];
+                ref += a2[m * r + j] * b;
+                scale += std::fabs(a2[m * r + j] * b);
+              }
+              worst = std::max(worst, std::fabs(c[m * N + n] - ref) / scale);
             }
-            worst = std::max(worst, std::fabs(c[m * N + n] - ref) / scale);
-          }
-        EXPECT_LT(worst, 1e-5) << "bf16 " << bf16 << " trans_w " << trans_w << " r " << r;
-      }
+          EXPECT_LT(worst, 1e-5) << "bf16 " << bf16 << " trans_w " << trans_w << " r " << r << " K "
+                                 << K;
+        }
 }
 
 using test::error_of;

@@ -90,15 +90,15 @@ struct CTile {
   int64_t ld;  // floats per row
 };
 
-// One block of MT × NT output tiles on packed operands over all KT k tiles: A tiles a0 (rows
-// 0–15) and a0 + KT·512 (rows 16–31), B tiles b0 and b0 + KT·512. Tiles are not renamed, so a
+// One block of MT × NT output tiles on packed operands over KT k tiles: A tiles a0 (rows 0–15)
+// and a0 + a_next (rows 16–31), B tiles b0 and b0 + KT·512. Tiles are not renamed, so a
 // load into a tile waits for the products still reading it: each product is issued right after
 // the loads it needs, and the tiles two k steps ahead are prefetched into L1 (from L2, where
 // the panel and the A strip live) so that the loads hit L1.
 template <int MT, int NT>
 SFT_AMX [[gnu::always_inline]] inline void packed_block(const CTile (&c)[2][2], const uint16_t* a0,
-                                                        const uint16_t* b0, int64_t KT,
-                                                        bool accumulate) {
+                                                        int64_t a_next, const uint16_t* b0,
+                                                        int64_t KT, bool accumulate) {
   constexpr int64_t kStride = 64;  // bytes per tile row
   constexpr int64_t kAhead = 2;    // k steps
   const int64_t next = KT * 512;
@@ -123,7 +123,7 @@ SFT_AMX [[gnu::always_inline]] inline void packed_block(const CTile (&c)[2][2], 
         _mm_prefetch(pa + l, _MM_HINT_T0);
         _mm_prefetch(pb + l, _MM_HINT_T0);
         if constexpr (NT == 2) _mm_prefetch(pb + 2 * next + l, _MM_HINT_T0);
-        if constexpr (MT == 2) _mm_prefetch(pa + 2 * next + l, _MM_HINT_T0);
+        if constexpr (MT == 2) _mm_prefetch(pa + 2 * a_next + l, _MM_HINT_T0);
       }
     }
     _tile_loadd(4, a, kStride);
@@ -134,7 +134,7 @@ SFT_AMX [[gnu::always_inline]] inline void packed_block(const CTile (&c)[2][2], 
       _tile_dpbf16ps(1, 4, 7);
     }
     if constexpr (MT == 2) {
-      _tile_loadd(5, a + next, kStride);
+      _tile_loadd(5, a + a_next, kStride);
       _tile_dpbf16ps(2, 5, 6);
     }
     if constexpr (MT == 2 && NT == 2) _tile_dpbf16ps(3, 5, 7);
@@ -199,8 +199,8 @@ SFT_AMX void gemm_bf16_amx(float* c, int64_t ldc, const uint16_t* a, int64_t lda
 
 // Rows of A outer: a 32-row strip of A stays in cache while the panel's columns pass it.
 SFT_AMX void gemm_bf16_amx_packed(float* c, int64_t ldc, const uint16_t* a_tiles,
-                                  const uint16_t* b_tiles, int64_t M, int64_t N, int64_t KT,
-                                  bool accumulate) {
+                                  int64_t a_row_tiles, const uint16_t* b_tiles, int64_t M,
+                                  int64_t N, int64_t KT, bool accumulate) {
   const int64_t MT = (M + 15) / 16, NT = (N + 15) / 16;
   alignas(64) float bounce[2][2][256];
   for (int64_t i = 0; i < MT; i += 2) {
@@ -226,16 +226,17 @@ SFT_AMX void gemm_bf16_amx_packed(float* c, int64_t ldc, const uint16_t* a_tiles
               std::copy(at + r * ldc, at + r * ldc + cols, b + r * 16);
           tiles[u][v] = {b, 16};
         }
-      const uint16_t* a0 = a_tiles + i * KT * 512;
+      const uint16_t* a0 = a_tiles + i * a_row_tiles * 512;
       const uint16_t* b0 = b_tiles + t * KT * 512;
+      const int64_t a_next = a_row_tiles * 512;
       if (mt == 2 && nt == 2)
-        packed_block<2, 2>(tiles, a0, b0, KT, accumulate);
+        packed_block<2, 2>(tiles, a0, a_next, b0, KT, accumulate);
       else if (mt == 2)
-        packed_block<2, 1>(tiles, a0, b0, KT, accumulate);
+        packed_block<2, 1>(tiles, a0, a_next, b0, KT, accumulate);
       else if (nt == 2)
-        packed_block<1, 2>(tiles, a0, b0, KT, accumulate);
+        packed_block<1, 2>(tiles, a0, a_next, b0, KT, accumulate);
       else
-        packed_block<1, 1>(tiles, a0, b0, KT, accumulate);
+        packed_block<1, 1>(tiles, a0, a_next, b0, KT, accumulate);
       if (!edge) continue;
       for (int u = 0; u < mt; ++u)
         for (int v = 0; v < nt; ++v) {

@@ -30,13 +30,17 @@ void gemm_bf16_amx(float* c, int64_t ldc, const uint16_t* a, int64_t lda, const 
 
 // The same product on operands already packed as tiles (amx_pack.h), between amx_begin/end:
 // every tile load reads 1 KiB contiguous, so no operand's row stride can alias in L1 (rows of
-// 4 KiB or 12 KiB, Qwen3's K = 2048 / 6144 in bf16, would all fall in one L1 set).
-// A: tiles of 16 rows × 32 k, tile (i, j) at a_tiles + (i·KT + j)·512; B: VNNI tiles of
-// 16 pair rows × 16 columns, tile (i, j) at b_tiles + (i·KT + j)·512 (column tile i, k tile j).
-// C (M, N) fp32, any M and N (edge tiles go through a bounce tile); KT = K / 32 rounded up.
-// Each output element sums its k tiles in ascending order: the same bits for any blocking of
-// M and N, so for any thread count or panel width.
-void gemm_bf16_amx_packed(float* c, int64_t ldc, const uint16_t* a_tiles, const uint16_t* b_tiles,
-                          int64_t M, int64_t N, int64_t KT, bool accumulate);
+// 4 KiB or 12 KiB, Qwen3's K = 2048 / 6144 in bf16, would all fall in one L1 set); tiles should
+// start on a 64-byte line (tile_buffer.h), else each of their rows straddles two.
+// A: tiles of 16 rows × 32 k, tile (i, j) at a_tiles + (i·a_row_tiles + j)·512, so a k range of
+// a wider packing is a_tiles advanced by its first k tile; B: VNNI tiles of 16 pair rows × 16
+// columns, tile (i, j) at b_tiles + (i·KT + j)·512 (column tile i, k tile j).
+// C (M, N) fp32, any M and N (edge tiles go through a bounce tile); KT k tiles are summed.
+// Each output element sums its k tiles in ascending order, and C's fp32 tiles round-trip
+// through memory exactly: the same bits for any blocking of M and N, for any thread count or
+// panel width, and for K split into consecutive ranges summed with accumulate.
+void gemm_bf16_amx_packed(float* c, int64_t ldc, const uint16_t* a_tiles, int64_t a_row_tiles,
+                          const uint16_t* b_tiles, int64_t M, int64_t N, int64_t KT,
+                          bool accumulate);
 
 }  // namespace sft::ops::cpu

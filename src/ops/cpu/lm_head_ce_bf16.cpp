@@ -23,6 +23,12 @@
 // C = 512 0.90 → 0.50 s. The logits block (4096) measured within noise of 2048 and 1024 and
 // 12% faster than 8192 or 16384.
 //
+// On an AMX CPU the logits and dX products run on our own tiles (lm_head_amx.h: W's block
+// packed into tiles a panel at a time, X's rows once per chunk) with dZ blocks of kLogitBlock
+// rows (the tiles of a block of dZ, Rp × 4096 bf16, are the one extra buffer); dW, where the head
+// trains, stays oneDNN's. bench_lm_head BM_FrozenBf16 (C = 2048, T = 1024, the QLoRA head):
+// see docs/benchmarks.md.
+//
 // On the widened bf16 path (bf16_matmul_path.h: a CPU without AMX), the operands of each product
 // are widened here, once per use, into fp32 scratch and multiplied by the fp32 GEMM, instead of
 // matmul_bf16 widening both operands per call: the chunk's X once per chunk (not once per
@@ -46,8 +52,10 @@
 
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "ops/cpu/amx.h"
 #include "ops/cpu/bf16_matmul_path.h"
 #include "ops/cpu/elementwise.h"
+#include "ops/cpu/lm_head_amx.h"
 #include "ops/cpu/lm_head_rows.h"
 #include "ops/lm_head_ce.h"
 #include "ops/ops.h"
@@ -84,10 +92,11 @@ void widen_rows(float* dst, const uint16_t* src, int64_t ld, int64_t rows, int64
 }
 
 // The whole-vocabulary plan: R rows per chunk, padded to Rp; logits blocks of VB columns,
-// gradient blocks of GB rows; widened: the products run as fp32 GEMMs on operands widened here.
+// gradient blocks of GB rows; widened: the products run as fp32 GEMMs on operands widened here;
+// tiles: the logits and dX products on our AMX tiles (lm_head_amx.h).
 struct WholePlan {
   int64_t R, Rp, VB, GB;
-  bool widened;
+  bool widened, tiles;
 };
 WholePlan whole_plan(const LmHeadTuning& t, int64_t n, int64_t V) {
   WholePlan p;
@@ -98,10 +107,12 @@ WholePlan whole_plan(const LmHeadTuning& t, int64_t n, int64_t V) {
   p.Rp = round_up(p.R, kRowQuantum);
   p.VB = std::min(t.vocab_block > 0 ? t.vocab_block : kLogitBlock, V);
   p.widened = cpu::bf16_matmul_choice().path == cpu::Bf16MatmulPath::kWidened;
+  p.tiles = !p.widened && cpu::use_amx();
   // Widened, the gradient blocks are the logits blocks' 4096 rows: within noise of 16384 on
   // bench_lm_head (BM_FusedBf16/C:1024/m:0/vb:*, one thread), for a quarter of the fp32 copies
-  // of W's and dZ's block (2 × 16 MiB instead of 2 × 64 MiB at C = 1024).
-  const int64_t gradient_block = p.widened ? kLogitBlock : kGradientBlock;
+  // of W's and dZ's block (2 × 16 MiB instead of 2 × 64 MiB at C = 1024). On the tiles too: a
+  // quarter of the tiles of dZ's block.
+  const int64_t gradient_block = p.widened || p.tiles ? kLogitBlock : kGradientBlock;
   p.GB = std::min(t.vocab_block > 0 ? t.vocab_block : gradient_block, V);
   return p;
 }
@@ -256,11 +267,15 @@ LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint
     const int64_t m = std::min(R, n - c0), mp = round_up(m, kRowQuantum);
     gather_rows(xs, x, rs, c0, m, mp, C);
     if (p.widened) widen_rows(sc.xs32, xs, C, mp, C);
+    const cpu::LmHeadRowTiles x_tiles =
+        p.tiles ? cpu::pack_lm_head_rows(xs, mp, C) : cpu::LmHeadRowTiles{};
     for (int64_t v0 = 0; v0 < V; v0 += VB) {
       const int64_t nb = std::min(VB, V - v0);
       if (p.widened) {
         widen_rows(sc.w32, w + v0 * C, C, nb, C);
         matmul(block, sc.xs32, sc.w32, mp, nb, C, false, true, false, C, C, nb);
+      } else if (p.tiles) {
+        cpu::lm_head_logits_amx(block, nb, x_tiles, w + v0 * C, nb, C);
       } else {
         matmul_bf16(block, xs, w + v0 * C, mp, nb, C, false, true, false, C, C, nb);
       }
@@ -280,7 +295,10 @@ LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint
         if (dw) matmul(dw + v0 * C, sc.dz32, sc.xs32, nb, C, mp, true, false, true, nb, C, C);
         continue;
       }
-      if (dx) matmul_bf16(dxs, z + v0, w + v0 * C, mp, C, nb, false, false, v0 > 0, V, C, C);
+      if (dx && p.tiles)
+        cpu::lm_head_dx_amx(dxs, z + v0, V, mp, nb, w + v0 * C, C, v0 > 0);
+      else if (dx)
+        matmul_bf16(dxs, z + v0, w + v0 * C, mp, C, nb, false, false, v0 > 0, V, C, C);
       if (dw) matmul_bf16(dw + v0 * C, z + v0, xs, nb, C, mp, true, false, true, V, C, C);
     }
     if (dx) scatter_rows(dx, dxs, rs, c0, m, C);

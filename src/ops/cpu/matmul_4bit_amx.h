@@ -4,10 +4,10 @@
 // repacks into its own layout on every call.
 //
 // Shapes and blocking: A (M × K, the activations) is packed into tiles once per call and
-// streams; each thread takes a contiguous run of panels (output columns with the whole of K,
-// ~kPanelValues of W, sized to stay in L2 beside an A strip) and, per panel, dequantizes W into
-// B tiles, then runs every row of A against them. Each output element is one ascending sum
-// over all of K on the tiles, so the bits do not depend on the thread count or the panel width.
+// streams; W is dequantized into B's tiles a panel at a time (columns × a range of K, ~1 MiB)
+// by amx_panels.h's driver, which runs every row of A against each panel. Each output element
+// is one ascending sum over all of K on the tiles, so the bits do not depend on the thread
+// count or the panel width.
 // Numerics: tdpbf16ps (bf16 pairs multiplied and summed in fp32, denormal inputs as zero), so
 // results differ from oneDNN's in the last bits, as two fp32 summation orders do.
 #pragma once

@@ -1,0 +1,36 @@
+// The bf16 LM head's two large products on our own AMX tiles (amx_panels.h), for
+// lm_head_ce_bf16.cpp on an AMX CPU: the logits of a vocabulary block, Z_b = X W_bᵀ, and the
+// input gradient's share of a block, dX += dZ_b W_b. W's bf16 rows are packed into tiles a
+// panel at a time (1 MiB, in L2), X's rows once per chunk, dZ's block once per block.
+//
+// Why not oneDNN's matmul as before: it repacks W's block into its own layout on every call and
+// ran the frozen head (forward + dX, the QLoRA step) at ~0.6 TFLOP/s on 2 threads of the
+// loaded machine; the tile product from L2 runs at ~1.5 a thread (docs/benchmarks.md).
+// Numerics: tdpbf16ps, fp32 accumulation in ascending k per output element, independent of
+// the thread count; oneDNN's sums differ in the last bits, as two fp32 summation orders do.
+// The caller holds use_amx().
+#pragma once
+
+#include <cstdint>
+
+namespace sft::ops::cpu {
+
+// X's rows (M × C bf16, dense) as A tiles, packed once for all of a chunk's logits blocks.
+struct LmHeadRowTiles {
+  const uint16_t* tiles;
+  int64_t M, KT;
+};
+
+// Packs x into this thread's buffer: valid until the next call on the same thread.
+LmHeadRowTiles pack_lm_head_rows(const uint16_t* x, int64_t M, int64_t C);
+
+// z (M × nb fp32, ldz floats per row) = X · W_bᵀ for W_b's nb rows (nb × C bf16, dense).
+void lm_head_logits_amx(float* z, int64_t ldz, const LmHeadRowTiles& x, const uint16_t* w_rows,
+                        int64_t nb, int64_t C);
+
+// dx (M × C fp32, dense) =, or += with accumulate, dZ_b · W_b: dZ_b (M × nb bf16, ld_dz
+// elements per row), W_b's nb rows (nb × C bf16, dense).
+void lm_head_dx_amx(float* dx, const uint16_t* dz, int64_t ld_dz, int64_t M, int64_t nb,
+                    const uint16_t* w_rows, int64_t C, bool accumulate);
+
+}  // namespace sft::ops::cpu

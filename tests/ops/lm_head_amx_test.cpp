@@ -1,0 +1,73 @@
+// The bf16 LM head's products on AMX tiles (ops/cpu/lm_head_amx.h) against f64 products of the
+// same bf16 values: logits X W_bᵀ and dX (=, +=) dZ_b W_b, at sizes that leave partial tiles in
+// every dimension and K beyond one 2048-wide range of the panel driver (C 2100 for the logits,
+// a block of 2100 vocabulary rows for dX). Skipped without AMX (the caller never runs them).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "ops/cpu/amx.h"
+#include "ops/cpu/lm_head_amx.h"
+
+namespace sft::ops {
+namespace {
+
+std::vector<uint16_t> random_bf16(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<uint16_t> v(n);
+  for (uint16_t& x : v) x = f32_to_bf16(d(rng));
+  return v;
+}
+
+double at(const std::vector<uint16_t>& v, int64_t i) {
+  return bf16_to_f32(v[static_cast<size_t>(i)]);
+}
+
+TEST(LmHeadAmx, LogitsEqualTheProductWithTheBlocksRows) {
+  if (!cpu::use_amx()) GTEST_SKIP() << "no AMX";
+  const int64_t M = 37, C = 2100, nb = 70, ldz = nb + 5;
+  const std::vector<uint16_t> x = random_bf16(M * C, 1), w = random_bf16(nb * C, 2);
+  std::vector<float> z(static_cast<size_t>(M * ldz), -7.0f);
+  cpu::lm_head_logits_amx(z.data(), ldz, cpu::pack_lm_head_rows(x.data(), M, C), w.data(), nb, C);
+  double worst = 0;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < nb; ++n) {
+      double ref = 0, scale = 0;
+      for (int64_t k = 0; k < C; ++k) {
+        ref += at(x, m * C + k) * at(w, n * C + k);
+        scale += std::fabs(at(x, m * C + k) * at(w, n * C + k));
+      }
+      worst = std::max(worst, std::fabs(z[static_cast<size_t>(m * ldz + n)] - ref) / scale);
+    }
+  EXPECT_LT(worst, 1e-5);
+  for (int64_t m = 0; m < M; ++m)  // columns past nb untouched
+    EXPECT_EQ(z[static_cast<size_t>(m * ldz + nb)], -7.0f);
+}
+
+TEST(LmHeadAmx, InputGradientSumsTheBlocksProduct) {
+  if (!cpu::use_amx()) GTEST_SKIP() << "no AMX";
+  const int64_t M = 37, C = 90, nb = 2100, ld_dz = nb + 3;
+  const std::vector<uint16_t> dz = random_bf16(M * ld_dz, 3), w = random_bf16(nb * C, 4);
+  for (const bool accumulate : {false, true}) {
+    std::vector<float> dx(static_cast<size_t>(M * C), 0.5f);
+    cpu::lm_head_dx_amx(dx.data(), dz.data(), ld_dz, M, nb, w.data(), C, accumulate);
+    double worst = 0;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t c = 0; c < C; ++c) {
+        double ref = accumulate ? 0.5 : 0.0, scale = 0.5;
+        for (int64_t v = 0; v < nb; ++v) {
+          ref += at(dz, m * ld_dz + v) * at(w, v * C + c);
+          scale += std::fabs(at(dz, m * ld_dz + v) * at(w, v * C + c));
+        }
+        worst = std::max(worst, std::fabs(dx[static_cast<size_t>(m * C + c)] - ref) / scale);
+      }
+    EXPECT_LT(worst, 1e-5) << "accumulate " << accumulate;
+  }
+}
+
+}  // namespace
+}  // namespace sft::ops
