@@ -16,12 +16,11 @@
 // count.
 #include <immintrin.h>
 
-#include <vector>
-
 #include "ops/cpu/attention_microkernel.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/flash_attention_bf16.h"
 #include "ops/cpu/fma_register_block.h"
+#include "ops/cpu/tile_buffer.h"
 
 namespace sft::ops::flash_bf16 {
 
@@ -47,7 +46,7 @@ void gemm_widened_avx512(float* c, int64_t ldc, const bf16* a, int64_t lda, cons
                          Causal causal) {
   // Per thread (the pool's workers run the tiles), grown to the largest tile: no allocation
   // after the first call of a shape.
-  thread_local std::vector<float> aw, bw;
+  thread_local cpu::CacheLineVector<float> aw, bw;
   if (aw.size() < static_cast<size_t>(M * K)) aw.resize(static_cast<size_t>(M * K));
   if (bw.size() < static_cast<size_t>(K * N)) bw.resize(static_cast<size_t>(K * N));
   for (int64_t r = 0; r < M; ++r) cpu::widen_row_from_bf16(aw.data() + r * K, a + r * lda, K);
