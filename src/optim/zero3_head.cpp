@@ -55,19 +55,20 @@ int64_t Zero3HeadBlocks::chunks(int64_t mine) {
 std::span<float> Zero3HeadBlocks::grad_block(int64_t v0, int64_t v1) {
   const ShardRange r = arena_range(v0, v1);
   if (v0 != grad_v0_ || v1 != grad_v1_) {
-    if (grad_buffer_.size() < r.size()) grad_buffer_.resize(r.size());
+    const std::span<float> block = grad_buffer_.as<float>(r.size());
     // What the arena holds there: the own part's sum so far, zeros elsewhere (optim/zero2.h).
     const ShardRange own = dp_.my_shard(grads_.size());
     const size_t lo = std::clamp(own.begin, r.begin, r.end);
     const size_t hi = std::clamp(own.end, r.begin, r.end);
-    std::fill_n(grad_buffer_.begin(), r.size(), 0.0f);
+    std::fill(block.begin(), block.begin() + static_cast<std::ptrdiff_t>(lo - r.begin), 0.0f);
     std::copy(grads_.begin() + static_cast<std::ptrdiff_t>(lo),
               grads_.begin() + static_cast<std::ptrdiff_t>(hi),
-              grad_buffer_.begin() + static_cast<std::ptrdiff_t>(lo - r.begin));
+              block.begin() + static_cast<std::ptrdiff_t>(lo - r.begin));
+    std::fill(block.begin() + static_cast<std::ptrdiff_t>(hi - r.begin), block.end(), 0.0f);
     grad_v0_ = v0;
     grad_v1_ = v1;
   }
-  return {grad_buffer_.data(), r.size()};
+  return grad_buffer_.as<float>(r.size());
 }
 
 float* Zero3HeadBlocks::grad_rows(int64_t v0, int64_t v1) {
@@ -79,17 +80,17 @@ const float* Zero3HeadBlocks::rows(int64_t v0, int64_t v1) {
   if (values_.empty()) fail("optim", "ZeRO-3 head: rows asked for outside begin() / end()");
   const ShardRange r = arena_range(v0, v1);
   if (!sharded_) return values_.data() + r.begin;
-  if (v0 == held_v0_ && v1 == held_v1_) return buffer_.data();
-  if (buffer_.size() < r.size()) buffer_.resize(r.size());
+  if (v0 == held_v0_ && v1 == held_v1_) return buffer_.as<float>(r.size()).data();
+  const std::span<float> block = buffer_.as<float>(r.size());
   // The own part copied in at its place, the rest from its owners (the whole arena's layout).
   const ShardRange own = dp_.my_shard(values_.size());
   const size_t lo = std::clamp(own.begin, r.begin, r.end), hi = std::clamp(own.end, r.begin, r.end);
   if (hi > lo)
-    std::memcpy(buffer_.data() + (lo - r.begin), values_.data() + lo, (hi - lo) * sizeof(float));
-  dp_.all_gather_part(std::span<float>(buffer_.data(), r.size()), values_.size(), r.begin);
+    std::memcpy(block.data() + (lo - r.begin), values_.data() + lo, (hi - lo) * sizeof(float));
+  dp_.all_gather_part(block, values_.size(), r.begin);
   held_v0_ = v0;
   held_v1_ = v1;
-  return buffer_.data();
+  return block.data();
 }
 
 void Zero3HeadBlocks::grad_done(int64_t v0, int64_t v1) {

@@ -27,6 +27,7 @@
 #include <span>
 #include <vector>
 
+#include "core/huge_buffer.h"
 #include "ops/lm_head_blocks.h"
 #include "parallel/comm.h"
 
@@ -55,7 +56,7 @@ class Zero3HeadBlocks final : public ops::LmHeadWeightBlocks {
   void grad_done(int64_t v0, int64_t v1) override;
 
   // The bytes of the kept block buffer.
-  size_t buffer_bytes() const { return buffer_.size() * sizeof(float); }
+  size_t buffer_bytes() const { return buffer_.capacity(); }
 
  private:
   ShardRange arena_range(int64_t v0, int64_t v1) const;
@@ -70,7 +71,8 @@ class Zero3HeadBlocks final : public ops::LmHeadWeightBlocks {
   std::span<const float> values_, grads_;
   bool sharded_ = false;
   int64_t chunks_ = 0;  // agreed this call
-  std::vector<float> buffer_, grad_buffer_;
+  // On huge pages: the gathers copy into and out of them (core/huge_buffer.h).
+  HugeBuffer buffer_, grad_buffer_;
   int64_t held_v0_ = -1, held_v1_ = -1;  // the rows in buffer_ this call (-1: none)
   int64_t grad_v0_ = -1, grad_v1_ = -1;  // the rows in grad_buffer_ this call
 };

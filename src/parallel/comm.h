@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "core/huge_buffer.h"
+
 namespace sft {
 
 class CollectiveWatchdog;
@@ -157,8 +159,9 @@ class Comm {
   double collective_s_ = 0;
   // reduce_shards' receive buffer (a bucket's worth at most), kept between calls: allocated
   // afresh, its pages were faulted in and zeroed again by every call (ZeRO-2 reduces per layer
-  // and per LM head block, several calls a step).
-  std::vector<std::byte> reduce_scratch_;
+  // and per LM head block, several calls a step). On huge pages: the exchange copies into it
+  // through the kernel, page by page (core/huge_buffer.h).
+  HugeBuffer reduce_scratch_;
   friend class CollectiveScope;
 };
 
