@@ -80,7 +80,22 @@ const float* Zero3HeadBlocks::rows(int64_t v0, int64_t v1) {
   if (values_.empty()) fail("optim", "ZeRO-3 head: rows asked for outside begin() / end()");
   const ShardRange r = arena_range(v0, v1);
   if (!sharded_) return values_.data() + r.begin;
-  if (v0 == held_v0_ && v1 == held_v1_) return buffer_.as<float>(r.size()).data();
+  if (v0 == held_v0_ && v1 == held_v1_) return held_;
+  held_v0_ = v0;
+  held_v1_ = v1;
+  if (const int owner = sole_owner(r); owner >= 0) {
+    // One rank holds the whole block: it sends straight from the arena (MPI_Bcast only reads
+    // the root's buffer) and reads it there; the others receive into the buffer. Nobody copies
+    // an own part first, which an all-gather would put on the critical path.
+    if (owner == dp_.rank()) {
+      dp_.broadcast(std::span<float>(const_cast<float*>(values_.data()) + r.begin, r.size()),
+                    owner);
+      return held_ = values_.data() + r.begin;
+    }
+    const std::span<float> block = buffer_.as<float>(r.size());
+    dp_.broadcast(block, owner);
+    return held_ = block.data();
+  }
   const std::span<float> block = buffer_.as<float>(r.size());
   // The own part copied in at its place, the rest from its owners (the whole arena's layout).
   const ShardRange own = dp_.my_shard(values_.size());
@@ -88,9 +103,15 @@ const float* Zero3HeadBlocks::rows(int64_t v0, int64_t v1) {
   if (hi > lo)
     std::memcpy(block.data() + (lo - r.begin), values_.data() + lo, (hi - lo) * sizeof(float));
   dp_.all_gather_part(block, values_.size(), r.begin);
-  held_v0_ = v0;
-  held_v1_ = v1;
-  return block.data();
+  return held_ = block.data();
+}
+
+int Zero3HeadBlocks::sole_owner(ShardRange r) const {
+  for (int k = 0; k < dp_.size(); ++k) {
+    const ShardRange s = shard_of(values_.size(), k, dp_.size());
+    if (s.begin <= r.begin && r.end <= s.end) return k;
+  }
+  return -1;
 }
 
 void Zero3HeadBlocks::grad_done(int64_t v0, int64_t v1) {

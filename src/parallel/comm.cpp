@@ -116,7 +116,7 @@ void combine_ranks(const T* recv, size_t count, int n_ranks, T* out) {
 
 template <typename T, typename Acc, bool kMax>
 void Comm::reduce_shards(std::span<T> values, bool gather, const char* what, size_t begin,
-                         size_t end, size_t layout_n, size_t offset) {
+                         size_t end, size_t layout_n, size_t offset, T* sums_to) {
   const int n_ranks = size();
   end = std::min(end, values.size());
   if (n_ranks == 1 || begin >= end) return;
@@ -142,7 +142,8 @@ void Comm::reduce_shards(std::span<T> values, bool gather, const char* what, siz
     const size_t recv_elems = static_cast<size_t>(n_ranks) * mine.size();
     const std::span<T> recv = reduce_scratch_.as<T>(recv_elems);
     exchange(data, send.counts, send.displs, recv.data(), from.counts, from.displs, sizeof(T));
-    combine_ranks<T, Acc, kMax>(recv.data(), mine.size(), n_ranks, data + mine.begin);
+    T* sums = sums_to ? sums_to + offset + b0 : data;
+    combine_ranks<T, Acc, kMax>(recv.data(), mine.size(), n_ranks, sums + mine.begin);
     if (gather) gather_all(data, send.counts, send.displs, sizeof(T));
   }
 }
@@ -237,13 +238,19 @@ void Comm::all_gather_part(std::span<float> part, size_t n, size_t begin) {
   const Layout l = bucket_of_shards(n, begin, part.size(), size());
   gather_all(part.data(), l.counts, l.displs, sizeof(float));
 }
-void Comm::reduce_scatter_part(std::span<float> part, size_t n, size_t begin) {
+void Comm::reduce_scatter_part(std::span<float> part, size_t n, size_t begin,
+                               std::span<float> whole) {
   if (begin > n || part.size() > n - begin)
     fail("parallel", "reduce_scatter_part: [" + std::to_string(begin) + ", +" +
                          std::to_string(part.size()) + ") is outside an array of " +
                          std::to_string(n));
+  if (!whole.empty() && whole.size() != n)
+    fail("parallel", "reduce_scatter_part: sums for an array of " + std::to_string(n) +
+                         " elements into one of " + std::to_string(whole.size()));
+  if (size() == 1 && !whole.empty())  // the sums over one rank: its own values
+    std::copy(part.begin(), part.end(), whole.begin() + static_cast<std::ptrdiff_t>(begin));
   reduce_shards<float, double>(part, false, "reduce_scatter_sum(f32, part)", 0, part.size(), n,
-                               begin);
+                               begin, whole.empty() ? nullptr : whole.data());
 }
 void Comm::all_gather(std::span<float> v) {
   gather_shards(v, "all_gather(f32)");
