@@ -5,9 +5,9 @@
 // Why: the collectives between ranks on one host copy through the kernel (OpenMPI's vader BTL
 // with CMA: process_vm_readv pins and walks the peer's pages one by one). On 4 KiB pages that
 // walk dominates; on 2 MiB pages a 32 MiB all-gather between two ranks took about half the
-// time (tools: the ZeRO-3 head's blocks and the reductions' receive buffer,
-// docs/benchmarks.md "ZeRO-3 step time"). Contents are not preserved when it grows; new bytes
-// are zero (fresh anonymous pages). Host memory only.
+// time (docs/benchmarks.md, "ZeRO-3 step time"). Used for ZeRO-3's head block buffers
+// (optim/zero3_head.h) and the collectives' receive buffer (parallel/comm.h). Contents are
+// not preserved when it grows; new bytes are zero (fresh anonymous pages). Host memory only.
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -71,9 +72,16 @@ std::span<float> Zero3HeadBlocks::grad_block(int64_t v0, int64_t v1) {
   return grad_buffer_.as<float>(r.size());
 }
 
+// The block buffer spares the arena's non-own pages. A rank that owns the block whole has none
+// there: it adds to the arena's rows in place (its own sums so far), and the reduction then
+// runs in place too; the same values and sums, without seeding a buffer from the arena.
+bool Zero3HeadBlocks::grad_in_buffer(int64_t v0, int64_t v1) const {
+  return sharded_ && chunks_ == 1 && !grads_.empty() &&
+         sole_owner(arena_range(v0, v1)) != dp_.rank();
+}
+
 float* Zero3HeadBlocks::grad_rows(int64_t v0, int64_t v1) {
-  if (!sharded_ || chunks_ != 1 || grads_.empty()) return nullptr;
-  return grad_block(v0, v1).data();
+  return grad_in_buffer(v0, v1) ? grad_block(v0, v1).data() : nullptr;
 }
 
 const float* Zero3HeadBlocks::rows(int64_t v0, int64_t v1) {
@@ -117,8 +125,7 @@ int Zero3HeadBlocks::sole_owner(ShardRange r) const {
 void Zero3HeadBlocks::grad_done(int64_t v0, int64_t v1) {
   if (!grad_done_) return;
   // A rank without rows never asked for the block: its buffer is the arena's rows as they are.
-  if (sharded_ && chunks_ == 1 && !grads_.empty())
-    return grad_done_(arena_range(v0, v1), grad_block(v0, v1));
+  if (grad_in_buffer(v0, v1)) return grad_done_(arena_range(v0, v1), grad_block(v0, v1));
   grad_done_(arena_range(v0, v1), {});
 }
 

@@ -27,7 +27,6 @@
 #include <cstdint>
 #include <functional>
 #include <span>
-#include <vector>
 
 #include "core/huge_buffer.h"
 #include "ops/lm_head_blocks.h"
@@ -52,7 +51,8 @@ class Zero3HeadBlocks final : public ops::LmHeadWeightBlocks {
   int64_t chunks(int64_t mine) override;
   const float* rows(int64_t v0, int64_t v1) override;
   // A call of one row chunk on every rank adds each block's gradient into a kept buffer (so no
-  // arena page is faulted in for it); with more chunks a block's gradient builds up over the
+  // arena page is faulted in for it), except on the rank that owns the block whole (it adds in
+  // place: all those pages are its own); with more chunks a block's gradient builds up over the
   // chunks, in the arena.
   float* grad_rows(int64_t v0, int64_t v1) override;
   void grad_done(int64_t v0, int64_t v1) override;
@@ -64,6 +64,8 @@ class Zero3HeadBlocks final : public ops::LmHeadWeightBlocks {
   ShardRange arena_range(int64_t v0, int64_t v1) const;
   // The rank whose shard holds all of arena range r, or -1 (it spans two shards).
   int sole_owner(ShardRange r) const;
+  // Whether this call adds the gradient of rows [v0, v1) into grad_buffer_ (else the arena).
+  bool grad_in_buffer(int64_t v0, int64_t v1) const;
 
   Comm& dp_;
   ShardRange run_;

@@ -148,7 +148,8 @@ class Comm {
   template <typename T, typename Acc, bool kMax = false>
   // layout_n: `values` is the part from element `offset` on of a layout_n-element array,
   // whose whole-array shards the reduce-scatter leaves (npos: values is the whole array).
-  // sums_to: that whole array, where the sums go instead of into values (null: values).
+  // sums_to (a reduce-scatter's only): that whole array, where the sums go instead of into
+  // values (null: values).
   void reduce_shards(std::span<T> values, bool gather, const char* what, size_t begin = 0,
                      size_t end = static_cast<size_t>(-1),
                      size_t layout_n = static_cast<size_t>(-1), size_t offset = 0,
