@@ -7,7 +7,8 @@ checkpoint is written or read) and pre-tokenized random rows (bench_e2e_lib.writ
 for each stage of --stages, `mpirun --oversubscribe -np N sft train ... --zero_stage S` with each rank under
 `/usr/bin/time -f %M`: every rank's own peak RSS (VmHWM, KiB), whatever it held at its worst moment (load,
 steps, the final export on rank 0). Step time is rank 0's median `step_time_s` over the steps after the
-first (metrics.jsonl); the optimizer state per rank is sft's start line.
+first (metrics.jsonl), and beside it rank 0's median seconds inside collectives (comm_time_s: waiting for
+the other ranks included); the optimizer state per rank is sft's start line.
 
 Memory figures hold on a busy machine; step times do not (interleave stages and say so). Stdlib only.
 
@@ -95,13 +96,24 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"shape {a.shape}, np {a.np}, {a.seq} tokens per rank and step, {'bf16' if a.bf16 else 'fp32'}, "
           f"{a.steps} steps; load average {load:.1f} (step times are only meaningful on an idle machine)")
-    print("| stage | optimizer state per rank | peak RSS per rank (rank 0 … n-1) | max | step time (median) |")
-    print("|---|---|---|---|---|")
+    print("| stage | optimizer state per rank | peak RSS per rank (rank 0 … n-1) | max | step time (median) "
+          "| rank 0 in collectives (median) |")
+    print("|---|---|---|---|---|---|")
+    step_s = {}
     for i, stage in enumerate(int(s) for s in a.stages.split(",")):
         r = run(a, stage, i, model, data)
+        step_s.setdefault(stage, []).append(r["step_s"])
         ranks = ", ".join(f"{r['rss'][k] / 2**30:.3f}" for k in sorted(r["rss"]))
         print(f"| ZeRO-{stage} | {r['state']:,} B | {ranks} GiB | {max(r['rss'].values()) / 2**30:.3f} GiB | "
-              f"{r['step_s']:.3f} s |", flush=True)
+              f"{r['step_s']:.3f} s | {statistics.median(r['comm']) if r['comm'] else float('nan'):.3f} s |",
+              flush=True)
+    # The stages' step times against the first stage's, each a median over its runs in this invocation.
+    first = next(iter(step_s))
+    for stage, times in step_s.items():
+        if stage != first:
+            ratio = statistics.median(times) / statistics.median(step_s[first])
+            print(f"ZeRO-{stage} / ZeRO-{first} step time: {ratio:.3f}x (medians of {len(times)} and "
+                  f"{len(step_s[first])} runs)")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 

@@ -67,12 +67,7 @@ void Zero2Grads::reduce_early(std::span<float> grads, ShardRange range,
   if (from.empty()) {
     reduce(grads, range);
   } else {
-    dp_.reduce_scatter_part(from, num_params_, range.begin);
-    const size_t lo = std::clamp(shard_.begin, range.begin, range.end);
-    const size_t hi = std::clamp(shard_.end, range.begin, range.end);
-    std::copy(from.begin() + static_cast<std::ptrdiff_t>(lo - range.begin),
-              from.begin() + static_cast<std::ptrdiff_t>(hi - range.begin),
-              grads.begin() + static_cast<std::ptrdiff_t>(lo));
+    dp_.reduce_scatter_part(from, num_params_, range.begin, grads);  // the own sums: the arena
   }
   at = scratch_.data();
   for (const ShardRange& p : later) {

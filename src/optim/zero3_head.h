@@ -1,8 +1,10 @@
 // ZeRO-3's LM head weight a vocabulary block at a time (ops/lm_head_blocks.h): the fused head
 // asks for rows [v0, v1) of the weight just before a product reads them, and gets them
-// all-gathered from their owners into one block-sized buffer, allocated once and kept (so no
-// page is faulted in again per block or per step). The sharded head's weight is never whole
-// on a rank: at the peak, the LM head, a rank holds one block of it (16384 rows) instead of
+// all-gathered from their owners into one block-sized buffer, allocated once and kept on huge
+// pages (so no page is faulted in again per block or per step, and the copies between ranks
+// walk few pages). A block that one rank owns whole is broadcast from that rank's arena, which
+// that rank then reads in place (no copy of its own part first). The sharded head's weight is never
+// whole on a rank: at the peak, the LM head, a rank holds one block of it (16384 rows) instead of
 // the whole table (Qwen3-0.6B: 64 MB instead of 622 MB). The values are the owners' bits, so
 // the head computes exactly what it computes from a whole weight.
 //
@@ -25,8 +27,8 @@
 #include <cstdint>
 #include <functional>
 #include <span>
-#include <vector>
 
+#include "core/huge_buffer.h"
 #include "ops/lm_head_blocks.h"
 #include "parallel/comm.h"
 
@@ -49,16 +51,21 @@ class Zero3HeadBlocks final : public ops::LmHeadWeightBlocks {
   int64_t chunks(int64_t mine) override;
   const float* rows(int64_t v0, int64_t v1) override;
   // A call of one row chunk on every rank adds each block's gradient into a kept buffer (so no
-  // arena page is faulted in for it); with more chunks a block's gradient builds up over the
+  // arena page is faulted in for it), except on the rank that owns the block whole (it adds in
+  // place: all those pages are its own); with more chunks a block's gradient builds up over the
   // chunks, in the arena.
   float* grad_rows(int64_t v0, int64_t v1) override;
   void grad_done(int64_t v0, int64_t v1) override;
 
   // The bytes of the kept block buffer.
-  size_t buffer_bytes() const { return buffer_.size() * sizeof(float); }
+  size_t buffer_bytes() const { return buffer_.capacity(); }
 
  private:
   ShardRange arena_range(int64_t v0, int64_t v1) const;
+  // The rank whose shard holds all of arena range r, or -1 (it spans two shards).
+  int sole_owner(ShardRange r) const;
+  // Whether this call adds the gradient of rows [v0, v1) into grad_buffer_ (else the arena).
+  bool grad_in_buffer(int64_t v0, int64_t v1) const;
 
   Comm& dp_;
   ShardRange run_;
@@ -70,8 +77,10 @@ class Zero3HeadBlocks final : public ops::LmHeadWeightBlocks {
   std::span<const float> values_, grads_;
   bool sharded_ = false;
   int64_t chunks_ = 0;  // agreed this call
-  std::vector<float> buffer_, grad_buffer_;
-  int64_t held_v0_ = -1, held_v1_ = -1;  // the rows in buffer_ this call (-1: none)
+  // On huge pages: the gathers copy into and out of them (core/huge_buffer.h).
+  HugeBuffer buffer_, grad_buffer_;
+  int64_t held_v0_ = -1, held_v1_ = -1;  // the rows held_ points at this call (-1: none)
+  const float* held_ = nullptr;          // in buffer_, or the arena where this rank owns them
   int64_t grad_v0_ = -1, grad_v1_ = -1;  // the rows in grad_buffer_ this call
 };
 

@@ -73,11 +73,50 @@ Layout bucket_of_shards(size_t n, size_t b0, size_t len, int size) {
   return l;
 }
 
+// out[i] = the sum (or maximum) over ranks r of recv[r · count + i], in rank order. Sums run
+// a tile of elements at a time, rank by rank: per element the same additions in the same
+// order as one element at a time (0 + rank 0 + rank 1 + ...), in loops the compiler
+// vectorizes.
+template <typename T, typename Acc, bool kMax>
+void combine_ranks(const T* recv, size_t count, int n_ranks, T* out) {
+  if constexpr (kMax) {
+    for (size_t i = 0; i < count; ++i) {
+      T acc = recv[i];
+      for (int r = 1; r < n_ranks; ++r) {
+        const T v = recv[size_t(r) * count + i];
+        if (v > acc || v != v) acc = v;
+      }
+      out[i] = acc;
+    }
+  } else {
+    constexpr size_t kTile = 256;
+    for (size_t i0 = 0; i0 < count; i0 += kTile) {
+      const size_t len = std::min(kTile, count - i0);
+      Acc acc[kTile] = {};
+      for (int r = 0; r < n_ranks; ++r) {
+        const T* from = recv + size_t(r) * count + i0;
+        for (size_t k = 0; k < len; ++k) {
+          if constexpr (std::is_same_v<Acc, double>)
+            acc[k] += to_acc(from[k]);
+          else
+            acc[k] += from[k];
+        }
+      }
+      for (size_t k = 0; k < len; ++k) {
+        if constexpr (std::is_same_v<Acc, double>)
+          out[i0 + k] = from_acc<T>(acc[k]);
+        else
+          out[i0 + k] = static_cast<T>(acc[k]);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 template <typename T, typename Acc, bool kMax>
 void Comm::reduce_shards(std::span<T> values, bool gather, const char* what, size_t begin,
-                         size_t end, size_t layout_n, size_t offset) {
+                         size_t end, size_t layout_n, size_t offset, T* sums_to) {
   const int n_ranks = size();
   end = std::min(end, values.size());
   if (n_ranks == 1 || begin >= end) return;
@@ -101,28 +140,10 @@ void Comm::reduce_shards(std::span<T> values, bool gather, const char* what, siz
       from.displs.push_back(static_cast<size_t>(r) * mine.size());
     }
     const size_t recv_elems = static_cast<size_t>(n_ranks) * mine.size();
-    if (reduce_scratch_.size() < recv_elems * sizeof(T))
-      reduce_scratch_.resize(recv_elems * sizeof(T));
-    const std::span<T> recv(reinterpret_cast<T*>(reduce_scratch_.data()), recv_elems);
+    const std::span<T> recv = reduce_scratch_.as<T>(recv_elems);
     exchange(data, send.counts, send.displs, recv.data(), from.counts, from.displs, sizeof(T));
-    for (size_t i = 0; i < mine.size(); ++i) {
-      if constexpr (kMax) {
-        T acc = recv[i];
-        for (int r = 1; r < n_ranks; ++r) {
-          const T v = recv[size_t(r) * mine.size() + i];
-          if (v > acc || v != v) acc = v;
-        }
-        data[mine.begin + i] = acc;
-      } else if constexpr (std::is_same_v<Acc, double>) {
-        double acc = 0;
-        for (int r = 0; r < n_ranks; ++r) acc += to_acc(recv[size_t(r) * mine.size() + i]);
-        data[mine.begin + i] = from_acc<T>(acc);
-      } else {
-        Acc acc = 0;
-        for (int r = 0; r < n_ranks; ++r) acc += recv[size_t(r) * mine.size() + i];
-        data[mine.begin + i] = static_cast<T>(acc);
-      }
-    }
+    T* sums = sums_to ? sums_to + offset + b0 : data;
+    combine_ranks<T, Acc, kMax>(recv.data(), mine.size(), n_ranks, sums + mine.begin);
     if (gather) gather_all(data, send.counts, send.displs, sizeof(T));
   }
 }
@@ -217,13 +238,19 @@ void Comm::all_gather_part(std::span<float> part, size_t n, size_t begin) {
   const Layout l = bucket_of_shards(n, begin, part.size(), size());
   gather_all(part.data(), l.counts, l.displs, sizeof(float));
 }
-void Comm::reduce_scatter_part(std::span<float> part, size_t n, size_t begin) {
+void Comm::reduce_scatter_part(std::span<float> part, size_t n, size_t begin,
+                               std::span<float> whole) {
   if (begin > n || part.size() > n - begin)
     fail("parallel", "reduce_scatter_part: [" + std::to_string(begin) + ", +" +
                          std::to_string(part.size()) + ") is outside an array of " +
                          std::to_string(n));
+  if (!whole.empty() && whole.size() != n)
+    fail("parallel", "reduce_scatter_part: sums for an array of " + std::to_string(n) +
+                         " elements into one of " + std::to_string(whole.size()));
+  if (size() == 1 && !whole.empty())  // the sums over one rank: its own values
+    std::copy(part.begin(), part.end(), whole.begin() + static_cast<std::ptrdiff_t>(begin));
   reduce_shards<float, double>(part, false, "reduce_scatter_sum(f32, part)", 0, part.size(), n,
-                               begin);
+                               begin, whole.empty() ? nullptr : whole.data());
 }
 void Comm::all_gather(std::span<float> v) {
   gather_shards(v, "all_gather(f32)");

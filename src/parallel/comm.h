@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "core/huge_buffer.h"
+
 namespace sft {
 
 class CollectiveWatchdog;
@@ -77,7 +79,11 @@ class Comm {
   // afterwards the elements of part this rank owns (in the n-element layout) hold the sums
   // over ranks, the same bits as reduce_scatter_sum(values, begin, end) there; the rest of
   // part is left as it was (ZeRO-3's head gradient, reduced from a block buffer).
-  void reduce_scatter_part(std::span<float> part, size_t n, size_t begin);
+  // whole (n elements, or empty): the sums go to whole[j] for each owned element j instead,
+  // and part keeps its own values there (the head's block reduced straight into the arena,
+  // without a copy back).
+  void reduce_scatter_part(std::span<float> part, size_t n, size_t begin,
+                           std::span<float> whole = {});
   // A collective started and not yet complete (the non-blocking all_gather_start): the
   // array's range must not be touched until Comm::wait. Destroyed unfinished it is waited for
   // (but not while an exception unwinds: that rank is going down, its peers with it).
@@ -142,9 +148,12 @@ class Comm {
   template <typename T, typename Acc, bool kMax = false>
   // layout_n: `values` is the part from element `offset` on of a layout_n-element array,
   // whose whole-array shards the reduce-scatter leaves (npos: values is the whole array).
+  // sums_to (a reduce-scatter's only): that whole array, where the sums go instead of into
+  // values (null: values).
   void reduce_shards(std::span<T> values, bool gather, const char* what, size_t begin = 0,
                      size_t end = static_cast<size_t>(-1),
-                     size_t layout_n = static_cast<size_t>(-1), size_t offset = 0);
+                     size_t layout_n = static_cast<size_t>(-1), size_t offset = 0,
+                     T* sums_to = nullptr);
   template <typename T>
   void gather_shards(std::span<T> values, const char* what);
   template <typename T>
@@ -157,8 +166,9 @@ class Comm {
   double collective_s_ = 0;
   // reduce_shards' receive buffer (a bucket's worth at most), kept between calls: allocated
   // afresh, its pages were faulted in and zeroed again by every call (ZeRO-2 reduces per layer
-  // and per LM head block, several calls a step).
-  std::vector<std::byte> reduce_scratch_;
+  // and per LM head block, several calls a step). On huge pages: the exchange copies into it
+  // through the kernel, page by page (core/huge_buffer.h).
+  HugeBuffer reduce_scratch_;
   friend class CollectiveScope;
 };
 

@@ -101,6 +101,38 @@ TEST(Zero3HeadBlocks, BlocksAreTheWholeRowsAndChunksTheMostOfAnyRank) {
   blocks.end();
 }
 
+// With one row chunk on every rank a block's gradient goes into the kept buffer, seeded with
+// the arena's rows (the own part's sums so far, zeros elsewhere), except on a rank that owns the
+// block whole: it adds to the arena in place, and grad_done hands over no buffer.
+TEST(Zero3HeadBlocks, GradientBlocksInTheBufferExceptWhereOneRankOwnsThemWhole) {
+  Comm& c = world();
+  std::vector<float> v = sharded_values(c);
+  std::vector<float> g = sharded_values(c);  // the own part's sums so far, zeros elsewhere
+  std::vector<size_t> handed;                // the size of each buffer grad_done handed over
+  Zero3HeadBlocks blocks(c, kTable, kWidth,
+                         [&](ShardRange, std::span<float> b) { handed.push_back(b.size()); });
+  blocks.begin(v, g, true);
+  ASSERT_EQ(blocks.chunks(1), 1);
+  const ShardRange own = c.my_shard(kN);
+  for (const auto& [v0, v1] : {std::pair<int64_t, int64_t>{0, 16}, {16, 32}, {32, 40}}) {
+    const size_t b = kTable.begin + size_t(v0) * kWidth, e = kTable.begin + size_t(v1) * kWidth;
+    const bool owner = own.begin <= b && e <= own.end;
+    float* rows = blocks.grad_rows(v0, v1);
+    if (owner) {
+      EXPECT_EQ(rows, nullptr) << "rows " << v0 << "-" << v1;
+    } else {
+      ASSERT_NE(rows, nullptr) << "rows " << v0 << "-" << v1;
+      size_t bad = 0;
+      for (size_t i = b; i < e; ++i) bad += rows[i - b] != g[i];
+      EXPECT_EQ(bad, 0u) << "rows " << v0 << "-" << v1;
+    }
+    blocks.grad_done(v0, v1);
+    ASSERT_FALSE(handed.empty());
+    EXPECT_EQ(handed.back(), owner ? 0u : e - b) << "rows " << v0 << "-" << v1;
+  }
+  blocks.end();
+}
+
 // Values that round when summed in another order (thirds and sevenths, not dyadic).
 float grad_of(int rank, size_t i) {
   return float((i * 37) % 101 + 1) / 7.0f * (float(rank) + 1.3f);
