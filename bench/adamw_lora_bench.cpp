@@ -62,15 +62,17 @@ int main(int argc, char** argv) {
   }
   const bool per_tensor = argc > 2 && std::strcmp(argv[2], "per_tensor") == 0;
   sft::AdamW adamw(n, sft::AdamWOptions{});
-  std::vector<float> m(n), v(n);
+  // The per-tensor path updates the optimizer's own moments (fresh calloc pages, as AdamW's).
+  float* m = adamw.exp_avg().mutable_values<float>().data();
+  float* v = adamw.exp_avg_sq().mutable_values<float>().data();
   auto step = [&] {
     if (!per_tensor) return adamw.step(params, grads, slices, 1e-4, copies.data());
     const sft::ops::AdamWScalars k{-1e-4f, 1.0f, 1e-8f, 0.1f, 0.999f, 0.001f, 0.99f, true};
     for (const sft::ParamSlice& s : slices) {
       const auto len = static_cast<int64_t>(s.size);
       auto view = [&](auto* base) { return sft::ops::view_of(base + s.offset, 1, len); };
-      sft::ops::adamw_update(view(params.data()), view(grads.data()), view(m.data()),
-                             view(v.data()), k, view(copies.data()));
+      sft::ops::adamw_update(view(params.data()), view(grads.data()), view(m),
+                             view(v), k, view(copies.data()));
     }
   };
   // The first step writes the moments' pages for the first time (calloc maps them lazily).
