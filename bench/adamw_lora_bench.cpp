@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
     for (const sft::ParamSlice& s : slices) {
       const auto len = static_cast<int64_t>(s.size);
       auto view = [&](auto* base) { return sft::ops::view_of(base + s.offset, 1, len); };
-      sft::ops::adamw_update(view(params.data()), view(grads.data()), view(m),
-                             view(v), k, view(copies.data()));
+      sft::ops::adamw_update(view(params.data()), view(grads.data()), view(m), view(v), k,
+                             view(copies.data()));
     }
   };
   // The first step writes the moments' pages for the first time (calloc maps them lazily).

@@ -248,14 +248,8 @@ void zero(View x) {
   kernel(&KernelTable::zero, "zero", {x})(x);
 }
 
-struct CastCall { const View &d, &s; const char* file; int line; };
-std::string cast_detail(const void* p) {
-  const CastCall& c = *static_cast<const CastCall*>(p);
-  return std::string(dtype_name(c.s.dtype)) + "->" + std::string(dtype_name(c.d.dtype)) + " " + std::to_string(c.d.rows) + "x" + std::to_string(c.d.cols) + (c.d.dense() && c.s.dense() ? "" : " strided") + " @" + c.file + ":" + std::to_string(c.line);
-}
-void cast(View dst, View src, const char* file, int line) {
-  const CastCall call{dst, src, file, line};
-  const ScopedOp op("cast", cast_detail, &call);
+void cast(View dst, View src) {
+  const ScopedOp op("cast");
   kernel(&KernelTable::cast, "cast", {dst, src}, Strides::kRowStrides)(dst, src);
 }
 

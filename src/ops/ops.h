@@ -242,7 +242,7 @@ void zero(View x);
 // dst = src converted (f32 ↔ bf16 round-to-nearest-even, f32 ↔ f64). Dense views need only the
 // same element count; either may be a column block (View::columns), which needs the
 // same (rows, cols): this is how a block is copied out of, or into, a wider matrix.
-void cast(View dst, View src, const char* file = __builtin_FILE(), int line = __builtin_LINE());
+void cast(View dst, View src);
 
 // ---- mixture of experts (ops/moe.h: the routing, the permuted rows, the expert blocks) ----
 
