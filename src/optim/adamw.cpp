@@ -69,6 +69,7 @@ void AdamW::step(std::span<float> params, std::span<const float> grads,
                       std::to_string(grads.size()) + " grads");
   }
   ++steps_;
+  if (n == 0) return;  // a ZeRO rank whose shard is empty: nothing to view
   const double t = static_cast<double>(steps_);
   // Scalars are computed in double and rounded to float once, as torch passes Python floats to
   // float kernels.
