@@ -206,6 +206,15 @@ void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const Ad
       param, grad, exp_avg, exp_avg_sq, k, bf16_copy);
 }
 
+void adamw_update_slices(View param, View grad, View exp_avg, View exp_avg_sq,
+                         std::span<const ParamSlice> slices, const AdamWScalars& k,
+                         View bf16_copy) {
+  const ScopedOp op("adamw_update_slices");
+  kernel(&KernelTable::adamw_update_slices, "adamw_update_slices",
+         {param, grad, exp_avg, exp_avg_sq, bf16_copy})(param, grad, exp_avg, exp_avg_sq, slices, k,
+                                                        bf16_copy);
+}
+
 double sum_of_squares(View x) {
   const ScopedOp op("sum_of_squares");
   return kernel(&KernelTable::sum_of_squares, "sum_of_squares", {x})(x);

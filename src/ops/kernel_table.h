@@ -72,6 +72,9 @@ struct KernelTable {
 
   void (*adamw_update)(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
                        View bf16_copy) = nullptr;
+  void (*adamw_update_slices)(View param, View grad, View exp_avg, View exp_avg_sq,
+                              std::span<const ParamSlice> slices, const AdamWScalars& k,
+                              View bf16_copy) = nullptr;
   double (*sum_of_squares)(View x) = nullptr;
   void (*scale)(View x, float factor) = nullptr;
   void (*add_scalar)(View x, float c) = nullptr;

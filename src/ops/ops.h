@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/param_slice.h"
 #include "core/shard_group.h"
 #include "ops/attention.h"
 #include "ops/lm_head_blocks.h"
@@ -205,6 +206,14 @@ struct AdamWScalars {
 // With bf16_copy given, the updated p is also written there rounded to bf16 (the compute copy).
 void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
                   View bf16_copy = {});
+// adamw_update over many tensors of one arena in one call: slice s updates elements [offset,
+// offset + size) of the five views (dense, the same length), with weight decay where k.decay
+// and the slice's decay are both set. The same bits as one adamw_update per slice; the CPU
+// splits all slices' elements evenly across its threads at once, so the few hundred small
+// tensors of LoRA's adapters cost one thread hand-off a step instead of one each.
+void adamw_update_slices(View param, View grad, View exp_avg, View exp_avg_sq,
+                         std::span<const ParamSlice> slices, const AdamWScalars& k,
+                         View bf16_copy = {});
 // Σ x² in double over fixed-size blocks (the order never depends on the thread count).
 double sum_of_squares(View x);
 // x *= factor.

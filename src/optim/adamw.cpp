@@ -69,6 +69,7 @@ void AdamW::step(std::span<float> params, std::span<const float> grads,
                       std::to_string(grads.size()) + " grads");
   }
   ++steps_;
+  if (n == 0) return;  // a ZeRO rank whose shard is empty: nothing to view
   const double t = static_cast<double>(steps_);
   // Scalars are computed in double and rounded to float once, as torch passes Python floats to
   // float kernels.
@@ -83,19 +84,16 @@ void AdamW::step(std::span<float> params, std::span<const float> grads,
   const float decay_factor = static_cast<float>(1.0 - lr * options_.weight_decay);
   const bool use_decay = options_.weight_decay != 0.0;
 
-  float* m = moment_data(0);
-  float* v = moment_data(1);
-  ops::AdamWScalars k{neg_step_size,   bc2_sqrt,     eps,   lerp_weight, beta2,
-                      one_minus_beta2, decay_factor, false, grad_scale};
-  for (const ParamSlice& slice : slices) {
-    k.decay = use_decay && slice.decay;
-    const int64_t n = static_cast<int64_t>(slice.size);
-    // Views on the optimizer's device: the parameters, gradients and copies are that
-    // device's memory too (the ParameterSet's arenas), which the dispatcher checks.
-    auto view = [&](auto* base) { return ops::view_of(base + slice.offset, 1, n, device_); };
-    const ops::View copy = bf16_copies ? view(bf16_copies) : ops::View{};
-    ops::adamw_update(view(params.data()), view(grads.data()), view(m), view(v), k, copy);
-  }
+  ops::AdamWScalars k{neg_step_size,   bc2_sqrt,     eps,       lerp_weight, beta2,
+                      one_minus_beta2, decay_factor, use_decay, grad_scale};
+  // Views on the optimizer's device: the parameters, gradients and copies are that device's
+  // memory too (the ParameterSet's arenas), which the dispatcher checks. One call over every
+  // slice: a LoRA run has a few hundred small ones (ops.h).
+  const int64_t len = static_cast<int64_t>(n);
+  auto view = [&](auto* base) { return ops::view_of(base, 1, len, device_); };
+  const ops::View copy = bf16_copies ? view(bf16_copies) : ops::View{};
+  ops::adamw_update_slices(view(params.data()), view(grads.data()), view(moment_data(0)),
+                           view(moment_data(1)), slices, k, copy);
 }
 
 }  // namespace sft

@@ -1,7 +1,8 @@
 // The optimizer's CUDA kernels: adamw_update equals the CPU kernel bit for bit (the same fp32
 // operations in the same order, no fused multiply-adds), the bf16 copy included, for several
-// steps; sum_of_squares within 1e-12 of the f64 sum (f32 squares are exact in double), the CPU
-// kernel's bits (the same summation order) and identical bits run to run.
+// steps, and the multi-slice update the same; sum_of_squares within 1e-12 of the f64 sum (f32
+// squares are exact in double), the CPU kernel's bits (the same summation order) and identical bits
+// run to run.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -63,6 +64,31 @@ TEST(CudaOptimizer, AdamWEqualsTheCpuBitForBit) {
     EXPECT_TRUE(cuda_test::same_bits(outs[2], V.read())) << "exp_avg_sq";
     EXPECT_TRUE(cuda_test::same_bits(outs[3], copy.read())) << "bf16 copy";
   }
+}
+
+// The multi-slice update (what AdamW::step calls): the CPU's bits, with gaps between slices left
+// untouched and each slice's own decay.
+TEST(CudaOptimizer, AdamWSlicesEqualTheCpuBitForBit) {
+  SFT_SKIP_WITHOUT_CUDA();
+  const int64_t n = 40000;
+  const std::vector<ParamSlice> slices = {
+      {1, 17, true}, {20, 0, true}, {20, 20000, false}, {20003, 19990, true}};
+  const Values p0 = random_values(size_t(n), 1, 1.0), m0 = random_values(size_t(n), 2, 0.01);
+  Values v0 = random_values(size_t(n), 3, 0.001);
+  for (double& x : v0) x = std::abs(x);
+  const Values g0 = random_values(size_t(n), 4, 1.0);
+  DeviceTensor P(DType::kF32, 1, n, p0), M(DType::kF32, 1, n, m0), V(DType::kF32, 1, n, v0);
+  DeviceTensor G(DType::kF32, 1, n, g0), copy(DType::kBF16, 1, n, filled(size_t(n), 0));
+  ops::cuda::adamw_update_slices(P.view(), G.view(), M.view(), V.view(), slices, scalars(2, true),
+                                 copy.view());
+  HostTensor HP(DType::kF32, 1, n, p0), HM(DType::kF32, 1, n, m0), HV(DType::kF32, 1, n, v0);
+  HostTensor HG(DType::kF32, 1, n, g0), hcopy(DType::kBF16, 1, n, filled(size_t(n), 0));
+  ops::adamw_update_slices(HP.view(), HG.view(), HM.view(), HV.view(), slices, scalars(2, true),
+                           hcopy.view());
+  EXPECT_TRUE(cuda_test::same_bits(P.read(), HP.read())) << "param";
+  EXPECT_TRUE(cuda_test::same_bits(M.read(), HM.read())) << "exp_avg";
+  EXPECT_TRUE(cuda_test::same_bits(V.read(), HV.read())) << "exp_avg_sq";
+  EXPECT_TRUE(cuda_test::same_bits(copy.read(), hcopy.read())) << "bf16 copy";
 }
 
 TEST(CudaOptimizer, SumOfSquaresMatchesTheF64Sum) {

@@ -6,13 +6,16 @@
 // against torch.optim.AdamW itself.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "core/error.h"
 #include "core/half.h"
+#include "core/param_slice.h"
 #include "core/rng.h"
 #include "ops/ops.h"
 
@@ -49,8 +52,10 @@ State random_state(int64_t n, uint64_t seed) {
   return s;
 }
 
-void reference_update(State& s, const ops::AdamWScalars& k, bool with_copy) {
-  for (size_t i = 0; i < s.p.size(); ++i) {
+// The element update on [begin, end) (all of s by default).
+void reference_update(State& s, const ops::AdamWScalars& k, bool with_copy, size_t begin = 0,
+                      size_t end = SIZE_MAX) {
+  for (size_t i = begin; i < std::min(end, s.p.size()); ++i) {
     float pi = s.p[i];
     const float gi = s.g[i];
     if (k.decay) pi = pi * k.decay_factor;
@@ -98,6 +103,69 @@ TEST(AdamWKernel, MatchesTheElementUpdateBitForBit) {
       }
     }
   }
+}
+
+// Counts the elements where got and want differ in p, m, v or the bf16 copy (reports 3).
+int64_t mismatches(const State& got, const State& want) {
+  int64_t count = 0;
+  for (size_t i = 0; i < got.p.size(); ++i) {
+    const bool ok = same(got.p[i], want.p[i]) && same(got.m[i], want.m[i]) &&
+                    same(got.v[i], want.v[i]) && same_bf16(got.copy[i], want.copy[i]);
+    if (!ok && count++ < 3)
+      ADD_FAILURE() << "element " << i << ": p " << got.p[i] << " vs " << want.p[i] << ", m "
+                    << got.m[i] << " vs " << want.m[i] << ", v " << got.v[i] << " vs " << want.v[i];
+  }
+  return count;
+}
+
+// Many slices of one arena in one call: each slice gets the element update with its own decay,
+// the gaps between slices stay untouched, and sizes cross the 16-lane tails and the chunks the
+// call splits the slices' concatenation into (a chunk boundary inside a slice, slices smaller
+// than a chunk, empty ones).
+TEST(AdamWKernel, SlicesUpdateEachSliceAsItsOwnCall) {
+  const int64_t sizes[] = {1, 15, 0, 17, 1003, 16, 70001, 33, 20000, 5, 40000};
+  std::vector<ParamSlice> slices;
+  size_t offset = 3;  // a gap before the first slice too
+  for (size_t s = 0; s < std::size(sizes); ++s) {
+    slices.push_back({offset, static_cast<size_t>(sizes[s]), s % 3 != 1});
+    offset += static_cast<size_t>(sizes[s]) + s % 4;  // gaps of 0..3 elements
+  }
+  const int64_t n = static_cast<int64_t>(offset + 2);
+  for (const bool decay : {false, true}) {
+    for (const bool with_copy : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "decay " << decay << " copy " << with_copy);
+      const ops::AdamWScalars k{-1e-3f, 0.9995f, 1e-8f, 0.1f, 0.999f, 0.001f, 0.99f, decay};
+      State want = random_state(n, 11);
+      State got = want;
+      for (const ParamSlice& slice : slices) {
+        ops::AdamWScalars ks = k;
+        ks.decay = decay && slice.decay;
+        reference_update(want, ks, with_copy, slice.offset, slice.offset + slice.size);
+      }
+      ops::adamw_update_slices(ops::view_of(got.p.data(), 1, n), ops::view_of(got.g.data(), 1, n),
+                               ops::view_of(got.m.data(), 1, n), ops::view_of(got.v.data(), 1, n),
+                               slices, k,
+                               with_copy ? ops::view_of(got.copy.data(), 1, n) : ops::View{});
+      EXPECT_EQ(mismatches(got, want), 0);
+    }
+  }
+}
+
+TEST(AdamWKernel, SlicesPastTheViewsFailBeforeAnyUpdate) {
+  State s = random_state(100, 3);
+  const State before = s;
+  const std::vector<ParamSlice> slices = {{0, 50, true}, {60, 41, true}};
+  try {
+    ops::adamw_update_slices(ops::view_of(s.p.data(), 1, 100), ops::view_of(s.g.data(), 1, 100),
+                             ops::view_of(s.m.data(), 1, 100), ops::view_of(s.v.data(), 1, 100),
+                             slices, ops::AdamWScalars{}, ops::View{});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("slice 1 [60, +41) runs past the 100 elements"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(std::memcmp(s.p.data(), before.p.data(), 100 * sizeof(float)), 0);
 }
 
 }  // namespace

@@ -54,6 +54,8 @@ void bias_backward(View db, View dy);
 
 void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
                   View bf16_copy);
+void adamw_update_slices(View param, View grad, View exp_avg, View exp_avg_sq,
+                         std::span<const ParamSlice> slices, const AdamWScalars& k, View bf16_copy);
 double sum_of_squares(View x);
 void scale(View x, float factor);
 void add_scalar(View x, float c);

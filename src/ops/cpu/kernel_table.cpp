@@ -32,6 +32,7 @@ const KernelTable& cpu_kernels() {
       .add_bias = cpu::add_bias,
       .bias_backward = cpu::bias_backward,
       .adamw_update = cpu::adamw_update,
+      .adamw_update_slices = cpu::adamw_update_slices,
       .sum_of_squares = cpu::sum_of_squares,
       .scale = cpu::scale,
       .add_scalar = cpu::add_scalar,

@@ -3,6 +3,8 @@
 // The CPU slots of these ops in the kernel table (ops/cpu/cpu_ops.h).
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "core/half.h"
 #include "ops/cpu/bf16_simd.h"
@@ -101,6 +103,49 @@ void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const Ad
   parallel_for_rows(n, 1 << 14, [&](int64_t b, int64_t e) {
     if (avx512) return adamw_avx512(p, g, m, v, copy, b, e, k);
     adamw_scalar(p, g, m, v, copy, b, e, k);
+  });
+}
+
+void adamw_update_slices(View param, View grad, View exp_avg, View exp_avg_sq,
+                         std::span<const ParamSlice> slices, const AdamWScalars& k,
+                         View bf16_copy) {
+  const int64_t n = param.numel();
+  require_cpu_f32("adamw_update_slices", {param, grad, exp_avg, exp_avg_sq}, n);
+  if (!bf16_copy.empty() && (bf16_copy.dtype != DType::kBF16 || bf16_copy.numel() != n ||
+                             bf16_copy.device != Device::kCpu))
+    fail("ops", "adamw_update_slices: the bf16 copy must be a CPU bf16 view of " +
+                    std::to_string(n) + " elements");
+  // starts[s]: where slice s begins in the concatenation of all slices (the split's index).
+  std::vector<int64_t> starts(slices.size() + 1, 0);
+  for (size_t s = 0; s < slices.size(); ++s) {
+    const ParamSlice& slice = slices[s];
+    if (slice.offset > static_cast<size_t>(n) || slice.size > static_cast<size_t>(n) - slice.offset)
+      fail("ops", "adamw_update_slices: slice " + std::to_string(s) + " [" +
+                      std::to_string(slice.offset) + ", +" + std::to_string(slice.size) +
+                      ") runs past the " + std::to_string(n) + " elements of the views");
+    starts[s + 1] = starts[s] + static_cast<int64_t>(slice.size);
+  }
+  uint16_t* copy = bf16_copy.empty() ? nullptr : bf16_copy.as<uint16_t>();
+  float* p = param.as<float>();
+  const float* g = grad.as<float>();
+  float* m = exp_avg.as<float>();
+  float* v = exp_avg_sq.as<float>();
+  const bool avx512 = cpu::use_avx512();
+  // Each chunk of the concatenation updates the parts of the slices it covers, each part with
+  // the per-element code of adamw_update: the chunking changes no bit.
+  parallel_for_rows(starts.back(), 1 << 14, [&](int64_t b, int64_t e) {
+    size_t s =
+        static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), b) - starts.begin()) - 1;
+    for (; s < slices.size() && starts[s] < e; ++s) {
+      AdamWScalars ks = k;
+      ks.decay = k.decay && slices[s].decay;
+      const int64_t base = static_cast<int64_t>(slices[s].offset) - starts[s];
+      const int64_t lo = std::max(b, starts[s]) + base, hi = std::min(e, starts[s + 1]) + base;
+      if (avx512)
+        adamw_avx512(p, g, m, v, copy, lo, hi, ks);
+      else
+        adamw_scalar(p, g, m, v, copy, lo, hi, ks);
+    }
   });
 }
 

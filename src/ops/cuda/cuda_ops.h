@@ -63,6 +63,8 @@ void bias_backward(View db, View dy);
 // torch's operation order in fp32 without fused multiply-adds: bit-identical to the CPU kernel.
 void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
                   View bf16_copy = {});
+void adamw_update_slices(View param, View grad, View exp_avg, View exp_avg_sq,
+                         std::span<const ParamSlice> slices, const AdamWScalars& k, View bf16_copy);
 // Σ x² in double: fixed 16384-element blocks, then the block sums in a fixed order.
 double sum_of_squares(View x);
 void scale(View x, float factor);

@@ -38,6 +38,7 @@ const KernelTable& cuda_kernels() {
       .add_bias = cuda::add_bias,
       .bias_backward = cuda::bias_backward,
       .adamw_update = cuda::adamw_update,
+      .adamw_update_slices = cuda::adamw_update_slices,
       .sum_of_squares = cuda::sum_of_squares,
       .scale = cuda::scale,
       .add_scalar = cuda::add_scalar,

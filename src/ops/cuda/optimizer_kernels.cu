@@ -101,6 +101,34 @@ void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const Ad
   SFT_CUDA_CHECK(cudaGetLastError());
 }
 
+// One launch per slice (the device has no thread hand-off to save), on sub-views of the arena.
+void adamw_update_slices(View param, View grad, View exp_avg, View exp_avg_sq,
+                         std::span<const ParamSlice> slices, const AdamWScalars& k,
+                         View bf16_copy) {
+  const int64_t n = param.numel();
+  require_f32("adamw_update_slices", {param, grad, exp_avg, exp_avg_sq}, n);
+  if (!bf16_copy.empty() && (bf16_copy.dtype != DType::kBF16 || bf16_copy.numel() != n ||
+                             bf16_copy.device != Device::kCuda))
+    fail("ops", "adamw_update_slices: the bf16 copy must be a CUDA bf16 view of " +
+                    std::to_string(n) + " elements");
+  uint16_t* copy = bf16_copy.empty() ? nullptr : bf16_copy.as<uint16_t>();
+  for (size_t s = 0; s < slices.size(); ++s) {
+    const ParamSlice& slice = slices[s];
+    if (slice.offset > static_cast<size_t>(n) || slice.size > static_cast<size_t>(n) - slice.offset)
+      fail("ops", "adamw_update_slices: slice " + std::to_string(s) + " runs past the " +
+                      std::to_string(n) + " elements of the views");
+    if (slice.size == 0) continue;
+    AdamWScalars ks = k;
+    ks.decay = k.decay && slice.decay;
+    const size_t o = slice.offset;
+    const int64_t len = static_cast<int64_t>(slice.size);
+    adamw_kernel<<<blocks_for(len, kThreads), kThreads>>>(
+        param.as<float>() + o, grad.as<float>() + o, exp_avg.as<float>() + o,
+        exp_avg_sq.as<float>() + o, copy ? copy + o : nullptr, ks, len);
+    SFT_CUDA_CHECK(cudaGetLastError());
+  }
+}
+
 double sum_of_squares(View x) {
   const int64_t n = x.numel();
   require_f32("sum_of_squares", {x}, n);
