@@ -116,7 +116,12 @@ void adamw_update_slices(View param, View grad, View exp_avg, View exp_avg_sq,
     fail("ops", "adamw_update_slices: the bf16 copy must be a CPU bf16 view of " +
                     std::to_string(n) + " elements");
   // starts[s]: where slice s begins in the concatenation of all slices (the split's index).
-  std::vector<int64_t> starts(slices.size() + 1, 0);
+  // Kept per calling thread: a training step allocates nothing once its buffers have grown
+  // (tests/model/step_allocations_test.cpp). The workers below read the caller's copy through
+  // this reference (a worker's own `kept` would be another, empty vector).
+  thread_local std::vector<int64_t> kept;
+  std::vector<int64_t>& starts = kept;
+  starts.assign(slices.size() + 1, 0);
   for (size_t s = 0; s < slices.size(); ++s) {
     const ParamSlice& slice = slices[s];
     if (slice.offset > static_cast<size_t>(n) || slice.size > static_cast<size_t>(n) - slice.offset)
