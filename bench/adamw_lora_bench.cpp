@@ -4,9 +4,6 @@
 // process CPU seconds (getrusage, all threads) per step. With "per_tensor", one
 // ops::adamw_update per tensor instead (what AdamW::step did before adamw_update_slices): the A/B.
 // Run: SFT_NUM_THREADS=2 build/bench/bench_adamw_lora [steps=20] [per_tensor]
-#include <sys/resource.h>
-
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,19 +13,12 @@
 #include "core/thread_pool.h"
 #include "ops/ops.h"
 #include "optim/adamw.h"
+#include "process_clock.h"
 
 namespace {
 
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
-double wall_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using sft::bench::process_cpu_seconds;
+using sft::bench::wall_seconds;
 
 // Each block's (in, out) features of q, k, v, o, gate, up, down; LoRA's A is (r, in), B (out, r).
 std::vector<sft::ParamSlice> qwen3_1_7b_lora_slices(size_t r) {
@@ -76,13 +66,13 @@ int main(int argc, char** argv) {
     }
   };
   // The first step writes the moments' pages for the first time (calloc maps them lazily).
-  const double f0 = cpu_seconds(), fw0 = wall_seconds();
+  const double f0 = process_cpu_seconds(), fw0 = wall_seconds();
   step();
   std::printf("first step: %.2f ms wall, %.2f ms CPU\n", 1e3 * (wall_seconds() - fw0),
-              1e3 * (cpu_seconds() - f0));
-  const double c0 = cpu_seconds(), w0 = wall_seconds();
+              1e3 * (process_cpu_seconds() - f0));
+  const double c0 = process_cpu_seconds(), w0 = wall_seconds();
   for (int s = 0; s < steps; ++s) step();
-  const double cpu = (cpu_seconds() - c0) / steps, wall = (wall_seconds() - w0) / steps;
+  const double cpu = (process_cpu_seconds() - c0) / steps, wall = (wall_seconds() - w0) / steps;
   std::printf(
       "AdamW over %zu LoRA tensors, %zu parameters, %zu thread(s)%s: %.2f ms wall, %.2f ms CPU "
       "a step (%.1f GB/s of wall)\n",

@@ -3,8 +3,6 @@
 // transposed) against its transpose dBᵀ = uᵀ·g (M = r). Prints CPU milliseconds a call
 // (getrusage, all threads).
 // Run: SFT_NUM_THREADS=1 build/bench/bench_lora_products [reps=20]
-#include <sys/resource.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -13,15 +11,11 @@
 #include "core/half.h"
 #include "core/rng.h"
 #include "ops/ops.h"
+#include "process_clock.h"
 
 namespace {
 
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
+using sft::bench::process_cpu_seconds;
 
 std::vector<uint16_t> random_bf16(int64_t n, uint64_t seed) {
   sft::Rng rng(seed);
@@ -32,9 +26,9 @@ std::vector<uint16_t> random_bf16(int64_t n, uint64_t seed) {
 
 void time_it(const char* name, int reps, const std::function<void()>& f) {
   f();
-  const double c0 = cpu_seconds();
+  const double c0 = process_cpu_seconds();
   for (int i = 0; i < reps; ++i) f();
-  std::printf("%-44s %8.3f ms CPU a call\n", name, 1e3 * (cpu_seconds() - c0) / reps);
+  std::printf("%-44s %8.3f ms CPU a call\n", name, 1e3 * (process_cpu_seconds() - c0) / reps);
 }
 
 }  // namespace

@@ -14,10 +14,7 @@
 // last line before the table hashes the outputs (with --fixed: the same run to run).
 //
 // usage: bench_moe_grouped [--rounds N] [--tokens T] [--layers L] [--fixed] [--f32]
-#include <sys/resource.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,23 +26,16 @@
 #include "core/rng.h"
 #include "core/thread_pool.h"
 #include "ops/ops.h"
+#include "process_clock.h"
 
 using namespace sft;
 
 namespace {
 
+using sft::bench::process_cpu_seconds;
+using sft::bench::wall_seconds;
+
 constexpr int64_t C = 1024, I = 1536, E = 8, K = 2;
-
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
-double wall_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // An input matrix in bf16 (--bf16's operands) and the same values in f32 (fp32 training's).
 struct Operand {
@@ -157,7 +147,7 @@ int main(int argc, char** argv) {
     for (int l = 0; l < layers; ++l)
       routes.emplace_back(T, fixed ? 100 + l : 1000 * (round + 1) + l);
     for (int p = 0; p < 3; ++p) {
-      const double c0 = cpu_seconds(), w0 = wall_seconds();
+      const double c0 = process_cpu_seconds(), w0 = wall_seconds();
       for (int l = 0; l < layers; ++l) {
         const ops::ExpertRouting r = routes[static_cast<size_t>(l)].view();
         const ops::View wgu = bf(w_gu[l], E * 2 * I, C), wd = bf(w_down[l], E * C, I);
@@ -178,7 +168,7 @@ int main(int argc, char** argv) {
                                           r, up_rows);
         }
       }
-      const double cpu = cpu_seconds() - c0, wall = wall_seconds() - w0;
+      const double cpu = process_cpu_seconds() - c0, wall = wall_seconds() - w0;
       if (round > 0) {
         t[p].cpu.push_back(cpu / layers);
         t[p].wall.push_back(wall / layers);

@@ -84,37 +84,46 @@ void adamw_scalar(float* p, const float* g, float* m, float* v, uint16_t* copy, 
   adamw_scalar(p, g, m, v, copy, i, e, k);
 }
 
+// AdamW's five arrays, checked: four CPU f32 views of n elements and an optional bf16 copy.
+struct AdamWArrays {
+  float* p;
+  const float* g;
+  float* m;
+  float* v;
+  uint16_t* copy;  // null without a bf16 copy
+};
+AdamWArrays adamw_arrays(const char* op, View param, View grad, View exp_avg, View exp_avg_sq,
+                         View bf16_copy) {
+  const int64_t n = param.numel();
+  require_cpu_f32(op, {param, grad, exp_avg, exp_avg_sq}, n);
+  if (!bf16_copy.empty() && (bf16_copy.dtype != DType::kBF16 || bf16_copy.numel() != n ||
+                             bf16_copy.device != Device::kCpu))
+    fail("ops", std::string(op) + ": the bf16 copy must be a CPU bf16 view of " +
+                    std::to_string(n) + " elements");
+  return {param.as<float>(), grad.as<float>(), exp_avg.as<float>(), exp_avg_sq.as<float>(),
+          bf16_copy.empty() ? nullptr : bf16_copy.as<uint16_t>()};
+}
+
+// Elements [b, e) on the fastest path this CPU has (both give the same bits).
+void adamw_range(const AdamWArrays& a, int64_t b, int64_t e, const AdamWScalars& k) {
+  if (cpu::use_avx512()) return adamw_avx512(a.p, a.g, a.m, a.v, a.copy, b, e, k);
+  adamw_scalar(a.p, a.g, a.m, a.v, a.copy, b, e, k);
+}
+
 }  // namespace
 
 void adamw_update(View param, View grad, View exp_avg, View exp_avg_sq, const AdamWScalars& k,
                   View bf16_copy) {
-  const int64_t n = param.numel();
-  require_cpu_f32("adamw_update", {param, grad, exp_avg, exp_avg_sq}, n);
-  if (!bf16_copy.empty() && (bf16_copy.dtype != DType::kBF16 || bf16_copy.numel() != n ||
-                             bf16_copy.device != Device::kCpu))
-    fail("ops", "adamw_update: the bf16 copy must be a CPU bf16 view of " + std::to_string(n) +
-                    " elements");
-  uint16_t* copy = bf16_copy.empty() ? nullptr : bf16_copy.as<uint16_t>();
-  float* p = param.as<float>();
-  const float* g = grad.as<float>();
-  float* m = exp_avg.as<float>();
-  float* v = exp_avg_sq.as<float>();
-  const bool avx512 = cpu::use_avx512();
-  parallel_for_rows(n, 1 << 14, [&](int64_t b, int64_t e) {
-    if (avx512) return adamw_avx512(p, g, m, v, copy, b, e, k);
-    adamw_scalar(p, g, m, v, copy, b, e, k);
-  });
+  const AdamWArrays a = adamw_arrays("adamw_update", param, grad, exp_avg, exp_avg_sq, bf16_copy);
+  parallel_for_rows(param.numel(), 1 << 14, [&](int64_t b, int64_t e) { adamw_range(a, b, e, k); });
 }
 
 void adamw_update_slices(View param, View grad, View exp_avg, View exp_avg_sq,
                          std::span<const ParamSlice> slices, const AdamWScalars& k,
                          View bf16_copy) {
+  const AdamWArrays a =
+      adamw_arrays("adamw_update_slices", param, grad, exp_avg, exp_avg_sq, bf16_copy);
   const int64_t n = param.numel();
-  require_cpu_f32("adamw_update_slices", {param, grad, exp_avg, exp_avg_sq}, n);
-  if (!bf16_copy.empty() && (bf16_copy.dtype != DType::kBF16 || bf16_copy.numel() != n ||
-                             bf16_copy.device != Device::kCpu))
-    fail("ops", "adamw_update_slices: the bf16 copy must be a CPU bf16 view of " +
-                    std::to_string(n) + " elements");
   // starts[s]: where slice s begins in the concatenation of all slices (the split's index).
   // Kept per calling thread: a training step allocates nothing once its buffers have grown
   // (tests/model/step_allocations_test.cpp). The workers below read the caller's copy through
@@ -130,12 +139,6 @@ void adamw_update_slices(View param, View grad, View exp_avg, View exp_avg_sq,
                       ") runs past the " + std::to_string(n) + " elements of the views");
     starts[s + 1] = starts[s] + static_cast<int64_t>(slice.size);
   }
-  uint16_t* copy = bf16_copy.empty() ? nullptr : bf16_copy.as<uint16_t>();
-  float* p = param.as<float>();
-  const float* g = grad.as<float>();
-  float* m = exp_avg.as<float>();
-  float* v = exp_avg_sq.as<float>();
-  const bool avx512 = cpu::use_avx512();
   // Each chunk of the concatenation updates the parts of the slices it covers, each part with
   // the per-element code of adamw_update: the chunking changes no bit.
   parallel_for_rows(starts.back(), 1 << 14, [&](int64_t b, int64_t e) {
@@ -146,10 +149,7 @@ void adamw_update_slices(View param, View grad, View exp_avg, View exp_avg_sq,
       ks.decay = k.decay && slices[s].decay;
       const int64_t base = static_cast<int64_t>(slices[s].offset) - starts[s];
       const int64_t lo = std::max(b, starts[s]) + base, hi = std::min(e, starts[s + 1]) + base;
-      if (avx512)
-        adamw_avx512(p, g, m, v, copy, lo, hi, ks);
-      else
-        adamw_scalar(p, g, m, v, copy, lo, hi, ks);
+      adamw_range(a, lo, hi, ks);
     }
   });
 }
