@@ -148,10 +148,10 @@ void add_post_norm(const RmsNormBlock& norm, ops::View sum, ops::View z, ops::Vi
 }
 
 // d(layer input) += d through a pre norm (dln: the branch's input gradient; dtmp scratch).
-void pre_norm_backward(const RmsNormBlock& norm, ops::View dres, ops::View dtmp,
-                       const BlockGradScratch& g, ops::View dln, ops::View x, ops::View rstd) {
+void pre_norm_backward(const RmsNormBlock& norm, ops::View dres, ops::View dtmp, ops::View dln,
+                       ops::View x, ops::View rstd) {
   if (!norm.bound()) return ops::add(dres, dln);
-  norm.backward(dtmp, g, dln, x, rstd);
+  norm.backward(dtmp, dln, x, rstd);
   ops::add(dres, dtmp);
 }
 
@@ -189,14 +189,14 @@ void backward_pre_norms(LayerScratch& g, const LayerActivations& a, ops::View x,
   };
   // g.dres is d(out): the MLP's output gradient and, through the residual, x_mid's.
   mlp_backward(w, g, a, branch_grad());
-  w.mlp_norm.backward(g.dtmp, g.grad, g.dln, a.x_mid, a.rstd2);
+  w.mlp_norm.backward(g.dtmp, g.dln, a.x_mid, a.rstd2);
   // d x_mid; under bf16 the add also writes its rounding, o's bf16 output gradient (when the
   // branch reads the stream's gradient itself).
   const bool round = m == 1 && !g.grad.dy16.empty() && w.attention.o.takes_rounded_dy();
   const ops::View dres16 = round ? g.grad.rounded(g.dres) : ops::View{};
   ops::add(g.dres, g.dtmp, dres16);
   w.attention.backward(g.dln, g.attn, g.grad, a.attn, round ? dres16 : branch_grad(), a.ln1, attn);
-  w.attn_norm.backward(g.dtmp, g.grad, g.dln, x, a.rstd1);
+  w.attn_norm.backward(g.dtmp, g.dln, x, a.rstd1);
   ops::add(g.dres, g.dtmp);  // d(layer input)
 }
 
@@ -214,13 +214,13 @@ void forward_post_norms(ops::View out, LayerActivations& a, LayerScratch& s, ops
 void backward_post_norms(LayerScratch& g, const LayerActivations& a, ops::View x,
                          const AttentionInputs& attn, const DecoderLayer& w) {
   // g.dres is d(out): d(x_mid) through the residual, and the MLP's post norm's output gradient.
-  w.mlp_out_norm.backward(g.dtmp, g.grad, g.dres, a.mlp_out, a.mlp_out_rstd);
+  w.mlp_out_norm.backward(g.dtmp, g.dres, a.mlp_out, a.mlp_out_rstd);
   mlp_backward(w, g, a, g.dtmp);
-  pre_norm_backward(w.mlp_norm, g.dres, g.dtmp, g.grad, g.dln, a.x_mid, a.rstd2);
+  pre_norm_backward(w.mlp_norm, g.dres, g.dtmp, g.dln, a.x_mid, a.rstd2);
   // g.dres is d(x_mid): d(x) through the residual, and attention's post norm's output gradient.
-  w.attn_out_norm.backward(g.dtmp, g.grad, g.dres, a.attn_out, a.attn_out_rstd);
+  w.attn_out_norm.backward(g.dtmp, g.dres, a.attn_out, a.attn_out_rstd);
   w.attention.backward(g.dln, g.attn, g.grad, a.attn, g.dtmp, a.ln1, attn);
-  pre_norm_backward(w.attn_norm, g.dres, g.dtmp, g.grad, g.dln, x, a.rstd1);
+  pre_norm_backward(w.attn_norm, g.dres, g.dtmp, g.dln, x, a.rstd1);
 }
 
 }  // namespace

@@ -346,10 +346,12 @@ void Transformer::backward(double scale) {
   LayerScratch& g = scratch_;
   if (!g.moe_dprobs.empty()) add_router_aux_loss_grad(g);
   if (c.logits_scaling != 1) ops::scale(dlnf_, static_cast<float>(1.0 / c.logits_scaling));
-  final_norm().backward(g.dres, g.grad, dlnf_, resid_.row_range(L * T, T), rstdf_);
+  final_norm().backward(g.dres, dlnf_, resid_.row_range(L * T, T), rstdf_);
   for (int64_t l = L - 1; l >= 0; --l) {
     if (hooks_.before_backward) hooks_.before_backward(l);
-    if (gradient_checkpointing_)
+    // The last layer needs no recomputation: the shared set still holds its activations from
+    // the forward (only the final norm and the head ran since, and they write elsewhere).
+    if (gradient_checkpointing_ && l != L - 1)
       decoder_layer_recompute(resid_.row_range((l + 1) * T, T), la_[static_cast<size_t>(l)],
                               scratch_, resid_.row_range(l * T, T), attention_inputs(l),
                               layers_[static_cast<size_t>(l)]);

@@ -84,7 +84,8 @@ void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumul
 // y = w · x / sqrt(mean(x²) + eps) per row: out (N, C) =, rstd (N, 1) =; x (N, C); w (1, C).
 // With f32 x, rstd, w, out may be bf16: the f32 result rounded (f32_to_bf16) in the same pass.
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps);
-// dx (N, C) =; dw (1, C) +=; dout; x and rstd as saved.
+// dx (N, C) =; dw (1, C) +=, or empty for a frozen weight (LoRA: no pass over the rows for it);
+// dout; x and rstd as saved.
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w);
 // The residual add and the norm after it in one pass: sum (N, C) = a + b, then out and rstd as
 // rmsnorm_forward(out, rstd, sum, w, eps) computes them (the same bits as ops::add and that

@@ -49,6 +49,26 @@ TEST_P(ConformanceRmsNorm, ForwardAndBackward) {
         uniform_tolerance(1e-5));
 }
 
+// A frozen weight (LoRA's norms): an empty dw, no weight gradient, and dx the same bits as with
+// one.
+TEST_P(ConformanceRmsNorm, FrozenWeightLeavesDxUnchanged) {
+  const RmsNormCase c{33, 130, 1.0, 1e-6};
+  const size_t n = static_cast<size_t>(c.N * c.C);
+  const Backend& be = backend();
+  Buffer X(be, DType::kF32, c.N, c.C, random_values(n, 1, c.x_scale, DType::kF32));
+  Buffer W(be, DType::kF32, 1, c.C, random_values(static_cast<size_t>(c.C), 2, 1.0, DType::kF32));
+  Buffer DO(be, DType::kF32, c.N, c.C, random_values(n, 3, 1.0, DType::kF32));
+  Buffer O(be, DType::kF32, c.N, c.C, Values(n, kNaN)),
+      R(be, DType::kF32, c.N, 1, Values(c.N, kNaN));
+  Buffer DW(be, DType::kF32, 1, c.C, Values(static_cast<size_t>(c.C), 0.0));
+  Buffer trained(be, DType::kF32, c.N, c.C, Values(n, kNaN));
+  Buffer frozen(be, DType::kF32, c.N, c.C, Values(n, kNaN));
+  ops::rmsnorm_forward(O.view(), R.view(), X.view(), W.view(), c.eps);
+  ops::rmsnorm_backward(trained.view(), DW.view(), DO.view(), X.view(), R.view(), W.view());
+  ops::rmsnorm_backward(frozen.view(), ops::View{}, DO.view(), X.view(), R.view(), W.view());
+  EXPECT_EQ(frozen.read(), trained.read());
+}
+
 // The forward with a bf16 out (bf16 compute's ln1 / ln2): x, w and rstd f32 on the bf16 grid,
 // out rounded as it is stored. Tolerance: out one bf16 rounding (2⁻⁸ relative), rstd as f32.
 Outputs run_rmsnorm_bf16_out(const RmsNormCase& c, const Backend& be, Mode m) {

@@ -17,6 +17,7 @@
 #include "io/safetensors.h"
 #include "model/blocks/layer_plan.h"
 #include "model/transformer.h"
+#include "ops/profile.h"
 #include "test_paths.h"
 
 namespace sft::model {
@@ -201,6 +202,25 @@ TEST(GradientCheckpointingPlan, SkipsTheMlpOutputOfPreNormDenseLayersOnly) {
     const ModelConfig c = load_model_config(fixture(name) + "/config.json");
     EXPECT_EQ(!LayerPlan::of(c, 0, name).backward_reads_mlp_output(), skips) << name;
   }
+}
+
+// The last layer's activations survive the forward in the shared set, so backward recomputes
+// only the L − 1 layers before it: L + (L − 1) attention forwards a step, not 2 L. Counted by the
+// op profile, so it runs under SFT_PROFILE=1 (ctest model.checkpointing_recomputes_l_minus_1).
+TEST(GradientCheckpointing, RecomputesEveryLayerButTheLast) {
+  if (!ops::profiling()) GTEST_SKIP() << "needs SFT_PROFILE=1";
+  Transformer m = Transformer::load(fixture("qwen3_qknorm_linear"));
+  const int64_t L = m.config().num_hidden_layers;
+  ASSERT_GE(L, 2);
+  m.set_gradient_checkpointing(true);
+  const Batch b = fixture_batch(fixture("qwen3_qknorm_linear"));
+  ops::reset_op_profile();
+  m.forward(b);
+  m.backward(1.0f);
+  int64_t forwards = 0;
+  for (const ops::OpTime& row : ops::op_profile())
+    if (row.op == "attention_forward") forwards = row.calls;
+  EXPECT_EQ(forwards, 2 * L - 1);
 }
 
 TEST(Transformer, SavesWeightsInTheAskedDtypeAndLoadsThemBack) {

@@ -257,9 +257,9 @@ void AttentionBlock::backward(ops::View dln, const Scratch& s, const BlockGradSc
       round_in_place(s.dq, g.rounded(s.dq));
       round_in_place(s.dk, g.rounded(s.dk));
     }
-    q_norm.backward(norm_rows(s.dq2), g, norm_rows(s.dq), norm_rows(widened(a.q_raw, s.q_raw32)),
+    q_norm.backward(norm_rows(s.dq2), norm_rows(s.dq), norm_rows(widened(a.q_raw, s.q_raw32)),
                     norm_rstd(a.q_rstd, s.dq));
-    k_norm.backward(norm_rows(s.dk2), g, norm_rows(s.dk), norm_rows(widened(a.k_raw, s.k_raw32)),
+    k_norm.backward(norm_rows(s.dk2), norm_rows(s.dk), norm_rows(widened(a.k_raw, s.k_raw32)),
                     norm_rstd(a.k_rstd, s.dk));
     dq = s.dq2;
     dk = s.dk2;

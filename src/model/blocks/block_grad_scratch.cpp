@@ -11,7 +11,7 @@ BlockGradScratch BlockGradScratch::carve(Carver& cv, const LayerShape& s) {
     const int64_t widest = std::max({s.I, s.C, s.q_width() + 2 * s.kv_width(), s.E});
     g.dy16 = SharedScratch::take(cv, static_cast<size_t>(s.T * widest) * sizeof(uint16_t));
   }
-  g.norm_sink = take_f32(cv, 1, std::max({s.C, s.D, s.H}));
+  g.frozen_sink = take_f32(cv, 1, s.H);
   return g;
 }
 

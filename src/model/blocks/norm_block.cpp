@@ -23,9 +23,9 @@ void RmsNormBlock::add_forward(ops::View sum, ops::View out, ops::View rstd, ops
   ops::add_rmsnorm_forward(sum, out, rstd, a, b, applied_weight(), eps);
 }
 
-void RmsNormBlock::backward(ops::View dx, const BlockGradScratch& g, ops::View dout, ops::View x,
-                            ops::View rstd) const {
-  ops::rmsnorm_backward(dx, g.grad_or_sink(*weight), dout, x, rstd, applied_weight());
+void RmsNormBlock::backward(ops::View dx, ops::View dout, ops::View x, ops::View rstd) const {
+  // A frozen weight (LoRA) has no grad view: the kernel then skips its gradient.
+  ops::rmsnorm_backward(dx, weight->grad, dout, x, rstd, applied_weight());
 }
 
 }  // namespace sft::model

@@ -7,8 +7,8 @@
 // one norm-weight scratch ((1, max(C, D)) f32: norms run one at a time); the kernels see a
 // plain weight, and the gradient with respect to w is the one with respect to 1 + w.
 // Signature rule: outputs first, then saved activations, inputs, weights; the weight gradient
-// accumulates (+=), dx overwrites (=). A frozen weight (LoRA) sends its gradient to the shared
-// sink (BlockGradScratch::norm_sink).
+// accumulates (+=), dx overwrites (=). A frozen weight (LoRA) gets no gradient: the kernel skips
+// that pass over the rows.
 #pragma once
 
 #include "model/blocks/block_grad_scratch.h"
@@ -33,8 +33,7 @@ struct RmsNormBlock {
   // sum (T, C) = a + b, out and rstd as forward(out, rstd, sum) computes them.
   void add_forward(ops::View sum, ops::View out, ops::View rstd, ops::View a, ops::View b) const;
   // dx (T, C) f32 =; dout (T, C) f32; x and rstd as in forward.
-  void backward(ops::View dx, const BlockGradScratch& g, ops::View dout, ops::View x,
-                ops::View rstd) const;
+  void backward(ops::View dx, ops::View dout, ops::View x, ops::View rstd) const;
 };
 
 }  // namespace sft::model

@@ -277,6 +277,7 @@ void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, co
       for (int64_t j = 0; j < C; ++j) dxi[j] = r * (w[j] * gi[j] - xi[j] * c);
     }
   });
+  if (!dw) return;  // a frozen weight
   // dw summed over rows in a fixed order (serial over rows, parallel over features). Rows are
   // the outer loop so memory is read contiguously; each feature still sums its rows in order.
   // Each chunk of features sums in tiles of kDwTile on the stack (no scratch to own); a tile is

@@ -27,7 +27,8 @@ template <typename T, typename Out>
 void add_rmsnorm_forward(T* sum, Out* out, T* rstd, const T* a, const T* b, const T* w, int64_t N,
                          int64_t C, double eps);
 
-// dx (N, C) =; dw (C) +=; dout (N, C); x, rstd as saved by forward.
+// dx (N, C) =; dw (C) +=, or null (a frozen weight: not computed); dout (N, C); x, rstd as saved
+// by forward.
 template <typename T>
 void rmsnorm_backward(T* dx, T* dw, const T* dout, const T* x, const T* rstd, const T* w, int64_t N,
                       int64_t C);

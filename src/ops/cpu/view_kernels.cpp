@@ -128,13 +128,14 @@ void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, 
 }
 
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
-  require(dx.numel() == x.numel() && dout.numel() == x.numel() && dw.numel() == x.cols,
-          "rmsnorm_backward",
-          [&] { return "x " + shape(x) + ", dx " + shape(dx) + ", dw " + shape(dw); });
+  require(
+      dx.numel() == x.numel() && dout.numel() == x.numel() && (dw.empty() || dw.numel() == x.cols),
+      "rmsnorm_backward",
+      [&] { return "x " + shape(x) + ", dx " + shape(dx) + ", dw " + shape(dw); });
   on_float_type("rmsnorm_backward", x, {dx, dw, dout, rstd, w}, [&](auto t) {
     using T = decltype(t);
-    cpu::rmsnorm_backward(dx.as<T>(), dw.as<T>(), dout.as<T>(), x.as<T>(), rstd.as<T>(), w.as<T>(),
-                          x.rows, x.cols);
+    cpu::rmsnorm_backward(dx.as<T>(), dw.empty() ? nullptr : dw.as<T>(), dout.as<T>(), x.as<T>(),
+                          rstd.as<T>(), w.as<T>(), x.rows, x.cols);
   });
 }
 

@@ -89,15 +89,17 @@ void add_rmsnorm_forward(View sum, View out, View rstd, View a, View b, View w, 
 
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w) {
   require_cuda("rmsnorm_backward", {dx, dw, dout, x, rstd, w});
-  require(dx.numel() == x.numel() && dout.numel() == x.numel() && dw.numel() == x.cols &&
-              rstd.numel() == x.rows && w.numel() == x.cols,
+  require(dx.numel() == x.numel() && dout.numel() == x.numel() &&
+              (dw.empty() || dw.numel() == x.cols) && rstd.numel() == x.rows && w.numel() == x.cols,
           "rmsnorm_backward",
           [&] { return "x " + shape(x) + ", dx " + shape(dx) + ", dw " + shape(dw); });
-  require_dtype("rmsnorm_backward", DType::kF32, {dx, dw, dout, x, rstd, w});
+  require_dtype("rmsnorm_backward", DType::kF32, {dx, dout, x, rstd, w});
+  if (!dw.empty()) require_dtype("rmsnorm_backward", DType::kF32, {dw});
   if (x.rows == 0 || x.cols == 0) return;
   rmsnorm_backward_dx_kernel<<<static_cast<unsigned>(x.rows), kReduceThreads>>>(
       dx.as<float>(), dout.as<float>(), x.as<float>(), rstd.as<float>(), w.as<float>(), x.cols);
   SFT_CUDA_CHECK(cudaGetLastError());
+  if (dw.empty()) return;  // a frozen weight
   add_column_sums(dw.as<float>(),
                   RmsnormWeightGrad{dout.as<float>(), x.as<float>(), rstd.as<float>(), x.cols},
                   x.rows, x.cols);
