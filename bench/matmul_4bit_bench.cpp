@@ -13,6 +13,7 @@
 //
 // usage: bench_matmul_4bit [--shape 1.7b|4b|8b] [--tokens M] [--rounds N] [--dtype bf16|f32]
 //                          [--lora_rank r] [--only dequant]   (the dequantization rate alone)
+//                          [--only bf16_out]  (forwards into f32 c + cast vs into bf16 c)
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -105,12 +106,72 @@ void dequantization_rate(int64_t rounds) {
       1e-9 * double(n) / median(f32_cpu), 1e-9 * double(n) / median(bf16_cpu));
 }
 
+// The forward products the bf16 step keeps only rounded (q, k/v, gate/up: a · Wᵀ with LoRA's
+// term), two ways interleaved: an f32 c then ops::cast into bf16 (before), and matmul_4bit
+// writing the bf16 c itself (after; the same bits). Medians of CPU seconds (all threads).
+void bf16_output_rate(const std::string& shape, int64_t M, int64_t rank, int64_t rounds) {
+  std::printf(
+      "\nbf16 output, Qwen3-%s forwards, M %lld, LoRA rank %lld: f32 c + cast vs bf16 c\n\n"
+      "| W | f32 c + cast CPU ms | bf16 c CPU ms | after / before |\n|---|---|---|---|\n",
+      shape.c_str(), static_cast<long long>(M), static_cast<long long>(rank));
+  double before_total = 0, after_total = 0;
+  for (const Projection& p : projections(shape)) {
+    if (std::string(p.name) == "o" || std::string(p.name) == "down") continue;  // f32 outputs
+    const int64_t n = p.rows * p.cols, K = p.cols, N = p.rows;
+    std::vector<uint8_t> packed(static_cast<size_t>((n + 1) / 2));
+    std::vector<float> absmax(static_cast<size_t>(ops::cpu::quant_block_count(n, 64)));
+    ops::cpu::quantize_4bit(normal(static_cast<size_t>(n), 1, 0.02f), 64, ops::Quant4Type::kNf4,
+                            packed, absmax);
+    const ops::Weight4Bit q{ops::view_of(packed.data(), 1, static_cast<int64_t>(packed.size())),
+                            ops::view_of(absmax.data(), 1, static_cast<int64_t>(absmax.size())),
+                            p.rows,
+                            p.cols,
+                            64,
+                            ops::Quant4Type::kNf4};
+    auto bf16_of = [](const std::vector<float>& v) {
+      std::vector<uint16_t> out(v.size());
+      for (size_t i = 0; i < v.size(); ++i) out[i] = f32_to_bf16(v[i]);
+      return out;
+    };
+    const std::vector<uint16_t> a = bf16_of(normal(static_cast<size_t>(M * K), 2, 1.0f)),
+                                u = bf16_of(normal(static_cast<size_t>(M * rank), 3, 1.0f)),
+                                b = bf16_of(normal(static_cast<size_t>(N * rank), 4, 0.02f));
+    const ops::LowRankTerm term = rank > 0 ? ops::LowRankTerm{ops::view_of(u.data(), M, rank),
+                                                              ops::view_of(b.data(), N, rank)}
+                                           : ops::LowRankTerm{};
+    std::vector<float> c32(static_cast<size_t>(M * N));
+    std::vector<uint16_t> c16(c32.size());
+    const ops::View av = ops::view_of(a.data(), M, K), c32v = ops::view_of(c32.data(), M, N),
+                    c16v = ops::view_of(c16.data(), M, N);
+    std::vector<double> before, after;
+    for (int64_t r = 0; r < rounds; ++r) {
+      const Clock t0 = Clock::now();
+      ops::matmul_4bit(c32v, av, q, true, false, term);
+      ops::cast(c16v, c32v);
+      const Clock t1 = Clock::now();
+      ops::matmul_4bit(c16v, av, q, true, false, term);
+      const Clock t2 = Clock::now();
+      if (r == 0) continue;
+      before.push_back(t1.cpu - t0.cpu);
+      after.push_back(t2.cpu - t1.cpu);
+    }
+    before_total += median(before);
+    after_total += median(after);
+    std::printf("| %s %lld × %lld | %.1f | %.1f | %.3f |\n", p.name, static_cast<long long>(p.rows),
+                static_cast<long long>(p.cols), 1e3 * median(before), 1e3 * median(after),
+                median(after) / median(before));
+    std::fflush(stdout);
+  }
+  std::printf("\nsum of medians: f32 c + cast %.1f ms, bf16 c %.1f ms CPU (%.3f)\n",
+              1e3 * before_total, 1e3 * after_total, after_total / before_total);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string shape = "1.7b", dtype = "bf16";
   int64_t M = 1024, rounds = 4, rank = 0;
-  bool dequant_only = false;
+  bool dequant_only = false, bf16_out_only = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--shape")
@@ -125,17 +186,23 @@ int main(int argc, char** argv) {
       rank = std::atoll(argv[i + 1]);
     else if (flag == "--only" && std::string(argv[i + 1]) == "dequant")
       dequant_only = true;
+    else if (flag == "--only" && std::string(argv[i + 1]) == "bf16_out")
+      bf16_out_only = true;
     else {
-      std::fprintf(
-          stderr,
-          "[bench] unknown flag %s; usage: bench_matmul_4bit [--shape 1.7b|4b|8b]"
-          " [--tokens M] [--rounds N] [--dtype bf16|f32] [--lora_rank r] [--only dequant]\n",
-          argv[i]);
+      std::fprintf(stderr,
+                   "[bench] unknown flag %s; usage: bench_matmul_4bit [--shape 1.7b|4b|8b]"
+                   " [--tokens M] [--rounds N] [--dtype bf16|f32] [--lora_rank r]"
+                   " [--only dequant|bf16_out]\n",
+                   argv[i]);
       return 2;
     }
   }
   if (dequant_only) {
     dequantization_rate(rounds);
+    return 0;
+  }
+  if (bf16_out_only) {
+    bf16_output_rate(shape, M, rank, rounds);
     return 0;
   }
   const bool bf16 = dtype == "bf16";

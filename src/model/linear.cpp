@@ -22,7 +22,15 @@ bool Linear::folds_lora() const {
   return lora && weight->is_4bit() && !sum_output && !bias;
 }
 
+bool Linear::writes_rounded_output() const {
+  return weight->is_4bit() && !sum_output && !bias;
+}
+
 void Linear::forward(ops::View y, ops::View x) const {
+  if (y.dtype == DType::kBF16 && !writes_rounded_output())
+    fail("model", "'" + weight->spec.name +
+                      "' got a bf16 output, but only a 4-bit base without bias or output sum "
+                      "rounds its own product; hint: pass y in f32 and cast it");
   const bool fold = folds_lora();
   if (weight->is_4bit())
     ops::matmul_4bit(y, x, weight->quant4, true, false,

@@ -39,8 +39,13 @@ struct Linear {
   int64_t in_features() const { return weight->value.cols; }
   int64_t out_features() const { return weight->value.rows; }
 
-  // y (N, O) f32 =; x (N, I) f32 or bf16.
+  // y (N, O) f32 =; x (N, I) f32 or bf16. Where writes_rounded_output(), y may instead be
+  // bf16: the fp32 result rounded once (f32_to_bf16), as ops::cast of the f32 y would round it.
   void forward(ops::View y, ops::View x) const;
+  // Whether forward takes a bf16 y: a 4-bit base with nothing after its product (no bias, no
+  // output sum; LoRA folded in), so ops::matmul_4bit rounds its own output and no fp32 y is
+  // written only to be cast. The dense path keeps ops::matmul's fp32 c.
+  bool writes_rounded_output() const;
   // merged = W + scale · B A (O, I) f32: the weight merge_and_unload() leaves; W without LoRA.
   void merged_weight(ops::View merged) const;
   // dx (N, I) f32 = or +=, or empty; dW, db +=; dy (N, O) f32; x as in forward. With a bf16 x,

@@ -78,6 +78,9 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
 // output columns at a time (W's rows for a · Wᵀ, its columns for a · W; the whole of K) and
 // multiplies it with ops::matmul, so the whole matrix never exists unpacked. `extra`
 // (quant4.h): a rank-r term summed in as more steps of K (LoRA's product, folded in).
+// c may instead be bf16 (autocast's rounded projection output): the same fp32 sum over K, the
+// term included, rounded once (f32_to_bf16) — bit for bit ops::cast of the f32 c — without an
+// f32 C in memory; accumulate is refused then (the sum would be rounded twice).
 void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
                  const LowRankTerm& extra = {});
 

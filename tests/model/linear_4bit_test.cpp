@@ -1,6 +1,7 @@
 // Linear over a 4-bit base (Parameter::quant4, QLoRA): forward and the input gradient equal
 // the same Linear over the dequantized weight (f32, and bf16 inputs against its bf16 copy),
-// the base gets no gradient, and what cannot take a 4-bit weight refuses naming it.
+// the base gets no gradient, its bf16 output is the f32 one rounded, and what cannot take a
+// 4-bit weight (or a bf16 output) refuses naming it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,6 +84,41 @@ TEST(Linear4Bit, MatchesTheDequantizedWeightForwardAndBackward) {
                    ops::view_of(dy16.data(), N, O));
     EXPECT_LT(relative_error(dx4, dx), 1e-6);  // panels sum in another order
   }
+}
+
+// Under bf16 a 4-bit base with nothing after its product writes the rounded output itself:
+// bit for bit the f32 output cast; a dense Linear (ops::matmul's f32 c) or one with a bias
+// (added after the product) refuses a bf16 y, naming the weight.
+TEST(Linear4Bit, WritesItsRoundedOutputOnlyWhenNothingFollowsTheProduct) {
+  const Weights w;
+  const int64_t N = 37, O = Weights::O, I = Weights::I;
+  std::vector<uint16_t> x16(N * I);
+  const std::vector<float> x = random_floats(N * I, 4, 1.0f);
+  std::transform(x.begin(), x.end(), x16.begin(), f32_to_bf16);
+  const ops::View xv = ops::view_of(x16.data(), N, I);
+  const Linear quantized{&w.quantized}, plain{&w.plain};
+  ASSERT_TRUE(quantized.writes_rounded_output());
+  std::vector<float> y(N * O);
+  std::vector<uint16_t> expected(N * O), y16(N * O);
+  quantized.forward(ops::view_of(y.data(), N, O), xv);
+  std::transform(y.begin(), y.end(), expected.begin(), f32_to_bf16);
+  quantized.forward(ops::view_of(y16.data(), N, O), xv);
+  EXPECT_EQ(y16, expected);
+
+  EXPECT_FALSE(plain.writes_rounded_output());
+  EXPECT_NE(error_of([&] {
+              plain.forward(ops::view_of(y16.data(), N, O), xv);
+            }).find("[model] 'model.layers.0.mlp.up_proj.weight' got a bf16 output"),
+            std::string::npos);
+  std::vector<float> b(O);
+  Parameter bias;
+  bias.value = ops::view_of(b.data(), 1, O);
+  const Linear biased{&w.quantized, &bias};
+  EXPECT_FALSE(biased.writes_rounded_output());
+  EXPECT_NE(error_of([&] {
+              biased.forward(ops::view_of(y16.data(), N, O), xv);
+            }).find("only a 4-bit base without bias or output sum rounds its own product"),
+            std::string::npos);
 }
 
 TEST(Linear4Bit, WhatCannotTakeA4BitBaseRefusesNamingIt) {

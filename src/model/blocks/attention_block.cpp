@@ -199,6 +199,10 @@ void AttentionBlock::forward_bf16_qkv(Saved& a, const Scratch& s, ops::View ln,
   ops::View qf = s.q32.first(T, Q), kf = s.k32.first(T, KV), vf = s.v32.first(T, KV);
   ops::View q_proj = q_norm.bound() ? s.q_raw32.first(T, Q) : qf;
   ops::View k_proj = k_norm.bound() ? s.k_raw32.first(T, KV) : kf;
+  // Projections that write their saved bf16 copy themselves (4-bit bases: the product rounds
+  // its own output) where the rounded value is all that is read after them: v, and q_raw,
+  // k_raw before their norms. q and k without a norm go to RoPE in fp32, so they stay fp32.
+  bool q_rounded = false, k_rounded = false, v_rounded = false;
   if (const std::optional<StackedLinear> qkv = stacked_qkv(*this, a)) {
     const ops::View y = s.qkv32.first(T, Q + 2 * KV);
     qkv->forward(y, ln);
@@ -207,13 +211,20 @@ void AttentionBlock::forward_bf16_qkv(Saved& a, const Scratch& s, ops::View ln,
     vf = y.columns(Q + KV, KV);
     if (!q_norm.bound()) qf = q_proj, kf = k_proj;
   } else {
-    q.forward(q_proj, ln);
-    k.forward(k_proj, ln);
-    v.forward(vf, ln);
+    q_rounded = q_norm.bound() && q.writes_rounded_output();
+    k_rounded = k_norm.bound() && k.writes_rounded_output();
+    v_rounded = v.writes_rounded_output();
+    q.forward(q_rounded ? a.q_raw : q_proj, ln);
+    k.forward(k_rounded ? a.k_raw : k_proj, ln);
+    v.forward(v_rounded ? a.v : vf, ln);
   }
   if (q_norm.bound()) {
-    const ops::View q_raw = keep_rounded(a.q_raw, q_proj, s.q_raw32);
-    const ops::View k_raw = keep_rounded(a.k_raw, k_proj, s.k_raw32);
+    // The norms read the rounded values in fp32: widened from the saved copy the product
+    // wrote, or the fp32 product rounded into it and back.
+    const ops::View q_raw =
+        q_rounded ? widened(a.q_raw, s.q_raw32) : keep_rounded(a.q_raw, q_proj, s.q_raw32);
+    const ops::View k_raw =
+        k_rounded ? widened(a.k_raw, s.k_raw32) : keep_rounded(a.k_raw, k_proj, s.k_raw32);
     q_norm.forward(norm_rows(qf), norm_rstd(a.q_rstd, qf), norm_rows(q_raw));
     k_norm.forward(norm_rows(kf), norm_rstd(a.k_rstd, kf), norm_rows(k_raw));
     // RoPE turns the norms' bf16 outputs (a.q, a.k stage them; RoPE's result replaces them).
@@ -227,7 +238,7 @@ void AttentionBlock::forward_bf16_qkv(Saved& a, const Scratch& s, ops::View ln,
   scale_queries(qf, in);
   ops::cast(a.q, qf);
   ops::cast(a.k, kf);
-  ops::cast(a.v, vf);
+  if (!v_rounded) ops::cast(a.v, vf);
   // in.k_all, in.v_all are a.k, a.v (training owns its keys and values). Attention writes the
   // bf16 att_in itself, but with sinks an fp32 output they rescale, then rounded once.
   const ops::View att = sinks ? s.att32.first(T, Q) : a.att_in;

@@ -10,9 +10,11 @@
 //   its output is rounded into att_in, the o projection's bf16 input.
 // - bf16 q, k, v (bf16 training): the projections write fp32 scratch — one stacked q/k/v
 //   product where the three stack (StackedLinear) — which is rounded into the saved views as
-//   torch autocast rounds them, the norms and RoPE run on the rounded values, and attention
-//   reads the bf16 q, k, v and writes att_in itself. Where the plan says so the q/k norms'
-//   outputs are rounded too (Gemma 3, OLMo 2: their norms return the bf16 input's dtype).
+//   torch autocast rounds them (4-bit bases write v, and q_raw, k_raw before a qk-norm,
+//   rounded themselves: Linear::writes_rounded_output), the norms and RoPE run on the rounded
+//   values, and attention reads the bf16 q, k, v and writes att_in itself. Where the plan says so
+//   the q/k norms' outputs are rounded too (Gemma 3, OLMo 2: their norms return the bf16 input's
+//   dtype).
 // Saved (Saved): q_raw, k_raw and their rstd (qk-norm only), q, k, v after norm and RoPE, att
 // (fp32 variant), lse, att_in. Backward reads them and the layer's ln. With sinks, attention's
 // output passes through fp32 (att, or att32 under bf16) before att_in is rounded.

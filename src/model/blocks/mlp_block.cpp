@@ -28,10 +28,11 @@ void GatedMlpBlock::forward(ops::View y, Saved& a, const Scratch& s, ops::View l
 }
 
 void GatedMlpBlock::forward_saved(Saved& a, const Scratch& s, ops::View ln) const {
-  // Under bf16 gate and up go through the fp32 role of `projections` into their bf16 copies.
+  // Under bf16 gate and up go through the fp32 role of `projections` into their bf16 copies,
+  // or, on a 4-bit base, the product writes the rounded copy itself.
   s.projections.hand_over();
   auto project = [&](const Linear& lin, ops::View saved) {
-    if (saved.dtype != DType::kBF16) return lin.forward(saved, ln);
+    if (saved.dtype != DType::kBF16 || lin.writes_rounded_output()) return lin.forward(saved, ln);
     const ops::View y32 = s.projections.role(DType::kF32, saved.rows, saved.cols);
     lin.forward(y32, ln);
     ops::cast(saved, y32);

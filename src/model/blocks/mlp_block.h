@@ -2,7 +2,8 @@
 // (the residual add is the layer's): h = act(gate(ln)) · up(ln); y = down(h). The activation is
 // named by the layer plan (model/blocks/layer_plan.h): SwiGLU (silu) or GELU-tanh (Gemma).
 // Under bf16 compute gate and up write fp32 scratch that is rounded into their saved bf16
-// views (torch autocast's rounding), and SwiGLU reads the rounded values and writes a bf16 h.
+// views (torch autocast's rounding) — a 4-bit base (QLoRA) writes them rounded itself
+// (Linear::writes_rounded_output) — and SwiGLU reads the rounded values and writes a bf16 h.
 // Saved (Saved): gate, up, h. Backward reads them and the layer's ln.
 // Scratch: one region serves the fp32 gate / up outputs in the forward and the bf16 rounded
 // dgate, dup in the backward (SharedScratch: the two are never live together).

@@ -6,6 +6,7 @@
 #include "core/thread_pool.h"
 #include "ops/cpu/amx.h"
 #include "ops/cpu/amx_pack.h"
+#include "ops/cpu/elementwise.h"
 #include "ops/cpu/tile_buffer.h"
 #include "ops/ops.h"
 
@@ -15,6 +16,10 @@ namespace {
 
 constexpr int64_t kPanelValues = int64_t{1} << 19;
 constexpr int64_t kPanelK = 2048;
+constexpr int64_t kRangeTiles = kPanelK / kTileK;
+// Rows of A per call of the tile product when C is rounded to bf16: the product's own block of
+// two row tiles, so a strip's fp32 sums (32 KiB at 256 columns) are rounded from L1.
+constexpr int64_t kStripRows = 32;
 
 int64_t panel_columns(int64_t N, int64_t K, int64_t threads) {
   const int64_t fit = std::max<int64_t>(32, kPanelValues / std::min(K, kPanelK) / 32 * 32);
@@ -23,13 +28,12 @@ int64_t panel_columns(int64_t N, int64_t K, int64_t threads) {
   return std::max<int64_t>(32, std::min(fit, (share + 31) / 32 * 32));
 }
 
-}  // namespace
-
-void amx_panel_product(float* c, int64_t ldc, const uint16_t* a_tiles, int64_t a_row_tiles,
-                       int64_t M, int64_t N, int64_t KW, int64_t extra_kt, bool accumulate,
-                       const PanelFill& fill) {
+// Every thread's run of column panels, each k range filled (fill) and then handed to `product`
+// with its k tile count and B's tiles, in ascending k order per panel.
+template <typename Product>
+void for_each_panel(int64_t M, int64_t N, int64_t KW, int64_t extra_kt, const PanelFill& fill,
+                    const Product& product) {
   if (M == 0 || N == 0) return;
-  const int64_t range_tiles = kPanelK / kTileK;
   const int64_t width = panel_columns(N, std::max<int64_t>(KW, 1) * kTileK,
                                       static_cast<int64_t>(default_thread_pool().size()));
   const int64_t column_panels = (N + width - 1) / width;
@@ -37,21 +41,61 @@ void amx_panel_product(float* c, int64_t ldc, const uint16_t* a_tiles, int64_t a
     // Per thread, reused across calls: no allocation per step once sized.
     thread_local CacheLineVector<uint16_t> b_tiles;
     b_tiles.resize(static_cast<size_t>(tiles_of(width, 16) *
-                                       (std::min(KW, range_tiles) + extra_kt) * kTileValues));
+                                       (std::min(KW, kRangeTiles) + extra_kt) * kTileValues));
     amx_begin();
     for (int64_t q = b; q < e; ++q)
       // Ascending k ranges, each summed into C: one ascending sum per output element. K of
       // zero tiles (only the extra term) is one range.
-      for (int64_t j0 = 0; j0 == 0 || j0 < KW; j0 += range_tiles) {
-        const int64_t j1 = std::min(KW, j0 + range_tiles);
+      for (int64_t j0 = 0; j0 == 0 || j0 < KW; j0 += kRangeTiles) {
+        const int64_t j1 = std::min(KW, j0 + kRangeTiles);
         const TilePanel p{q * width, std::min(width, N - q * width), j0, j1, j1 == KW};
         const int64_t kt = j1 - j0 + (p.last ? extra_kt : 0);
         fill(p, kt, b_tiles.data());
-        gemm_bf16_amx_packed(c + p.n0, ldc, a_tiles + j0 * kTileValues, a_row_tiles, b_tiles.data(),
-                             M, p.nb, kt, accumulate || j0 > 0);
+        product(p, kt, b_tiles.data(), width);
       }
     amx_end();
   });
+}
+
+}  // namespace
+
+void amx_panel_product(float* c, int64_t ldc, const uint16_t* a_tiles, int64_t a_row_tiles,
+                       int64_t M, int64_t N, int64_t KW, int64_t extra_kt, bool accumulate,
+                       const PanelFill& fill) {
+  for_each_panel(M, N, KW, extra_kt, fill,
+                 [&](const TilePanel& p, int64_t kt, const uint16_t* b_tiles, int64_t) {
+                   gemm_bf16_amx_packed(c + p.n0, ldc, a_tiles + p.j0 * kTileValues, a_row_tiles,
+                                        b_tiles, M, p.nb, kt, accumulate || p.j0 > 0);
+                 });
+}
+
+void amx_panel_product_bf16(uint16_t* c, int64_t ldc, const uint16_t* a_tiles, int64_t a_row_tiles,
+                            int64_t M, int64_t N, int64_t KW, int64_t extra_kt,
+                            const PanelFill& fill) {
+  const bool one_range = KW <= kRangeTiles;
+  for_each_panel(M, N, KW, extra_kt, fill,
+                 [&](const TilePanel& p, int64_t kt, const uint16_t* b_tiles, int64_t width) {
+                   // Per worker thread (this body runs there), reused across calls.
+                   thread_local CacheLineVector<float> sums;   // the panel's partial sums
+                   thread_local CacheLineVector<float> strip;  // one range: a strip's sums
+                   const uint16_t* a = a_tiles + p.j0 * kTileValues;
+                   if (p.j0 == 0 && !one_range) sums.resize(static_cast<size_t>(M * width));
+                   if (!p.last) {  // an earlier range: its sums stay fp32, in the panel's buffer
+                     gemm_bf16_amx_packed(sums.data(), p.nb, a, a_row_tiles, b_tiles, M, p.nb, kt,
+                                          p.j0 > 0);
+                     return;
+                   }
+                   if (one_range) strip.resize(static_cast<size_t>(kStripRows * width));
+                   // The last range strip by strip, each rounded while it is still in cache.
+                   for (int64_t m0 = 0; m0 < M; m0 += kStripRows) {
+                     const int64_t rows = std::min(kStripRows, M - m0);
+                     float* acc = one_range ? strip.data() : sums.data() + m0 * p.nb;
+                     gemm_bf16_amx_packed(acc, p.nb, a + m0 / 16 * a_row_tiles * kTileValues,
+                                          a_row_tiles, b_tiles, rows, p.nb, kt, p.j0 > 0);
+                     for (int64_t r = 0; r < rows; ++r)
+                       round_row_to_bf16(c + (m0 + r) * ldc + p.n0, acc + r * p.nb, p.nb);
+                   }
+                 });
 }
 
 void pack_a_tiles_parallel(const uint16_t* a, int64_t lda, int64_t M, int64_t K, int64_t KT,

@@ -38,6 +38,15 @@ void amx_panel_product(float* c, int64_t ldc, const uint16_t* a_tiles, int64_t a
                        int64_t M, int64_t N, int64_t KW, int64_t extra_kt, bool accumulate,
                        const PanelFill& fill);
 
+// The same product rounded once into a bf16 c (M × N, ldc elements per row): each element's
+// fp32 sum over all of K and the extra tiles, then f32_to_bf16 — the bits amx_panel_product's
+// fp32 C has when cast afterwards. The last k range runs 32 rows of A at a time, each strip's
+// sums rounded from L1; earlier ranges (K beyond kPanelK) keep their sums in an fp32 buffer of
+// the panel (M × its columns, per thread). No accumulate: a bf16 C would be rounded twice.
+void amx_panel_product_bf16(uint16_t* c, int64_t ldc, const uint16_t* a_tiles, int64_t a_row_tiles,
+                            int64_t M, int64_t N, int64_t KW, int64_t extra_kt,
+                            const PanelFill& fill);
+
 // A's tiles of a (M × K bf16, lda) into a_tiles with KT tiles per row, from k tile j0 on, on
 // the pool's threads (pack_a_tiles split by rows of tiles).
 void pack_a_tiles_parallel(const uint16_t* a, int64_t lda, int64_t M, int64_t K, int64_t KT,

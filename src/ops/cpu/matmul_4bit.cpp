@@ -10,7 +10,8 @@
 // well. The panel holds ~kPanelElements values, cache-sized, whatever W's shape.
 // Dequantization and the product alternate, each on all threads (the pool, then oneDNN's team).
 // With bf16 activations on a CPU with AMX, matmul_4bit_amx.cpp serves the call instead
-// (VNNI tiles and our own tile product, no repacking by the library).
+// (VNNI tiles and our own tile product, no repacking by the library). A bf16 c gets the fp32
+// result rounded once: here through an fp32 scratch, on the AMX path as the tiles are stored.
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -20,6 +21,7 @@
 #include "ops/cpu/bnb_quant.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/cpu/dequant4.h"
+#include "ops/cpu/elementwise.h"
 #include "ops/cpu/matmul_4bit_amx.h"
 #include "ops/ops.h"
 
@@ -110,7 +112,11 @@ void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumul
   check(a.cols == K && c.rows == a.rows && c.cols == N,
         "shapes " + shape(c) + " = " + shape(a) + " · W" + (trans_w ? "ᵀ" : "") + " (W " +
             std::to_string(w.rows) + " × " + std::to_string(w.cols) + ") do not fit");
-  check(c.dtype == DType::kF32, "c must be f32, got " + std::string(dtype_name(c.dtype)));
+  check(c.dtype == DType::kF32 || c.dtype == DType::kBF16,
+        "c must be f32 or bf16, got " + std::string(dtype_name(c.dtype)));
+  check(c.dtype == DType::kF32 || !accumulate,
+        "a bf16 c cannot be accumulated into (its sum would be rounded twice); hint: accumulate "
+        "into an f32 c");
   check(a.dtype == DType::kF32 || a.dtype == DType::kBF16,
         "a must be f32 or bf16, got " + std::string(dtype_name(a.dtype)));
   if (!extra.empty()) {
@@ -128,6 +134,14 @@ void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumul
 
 void matmul_4bit_library(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
                          const LowRankTerm& extra) {
+  if (c.dtype == DType::kBF16) {  // the fp32 product, then rounded once (what ops::cast does)
+    thread_local std::vector<float> sums;
+    sums.resize(static_cast<size_t>(c.rows * c.cols));
+    const View c32 = view_of(sums.data(), c.rows, c.cols);
+    matmul_4bit_library(c32, a, w, trans_w, false, extra);
+    cast_rows(c.as<uint16_t>(), c.ld(), sums.data(), c.cols, c.rows, c.cols);
+    return;
+  }
   if (a.dtype == DType::kF32)
     panels<float>(c, a, w, trans_w, accumulate);
   else

@@ -92,13 +92,15 @@ void matmul_4bit_amx(View c, View a, const Weight4Bit& w, bool trans_w, bool acc
     pack_a_tiles_parallel(extra.a.as<uint16_t>(), extra.a.ld(), M, extra.a.cols, KT, KW, a_tiles);
 
   const Packed4 packed = packed4_of(w);
-  amx_panel_product(c.as<float>(), c.ld(), a_tiles, KT, M, N, KW, KR, accumulate,
-                    [&](const TilePanel& p, int64_t kt, uint16_t* b_tiles) {
-                      thread_local CacheLineVector<uint16_t> scratch;  // per worker thread
-                      dequantize_panel(packed, w.cols, K, trans_w, p, kt, scratch, b_tiles);
-                      if (p.last && KR > 0)
-                        pack_term_panel(extra.b, trans_w, p.n0, p.nb, kt, p.j1 - p.j0, b_tiles);
-                    });
+  const PanelFill fill = [&](const TilePanel& p, int64_t kt, uint16_t* b_tiles) {
+    thread_local CacheLineVector<uint16_t> scratch;  // per worker thread
+    dequantize_panel(packed, w.cols, K, trans_w, p, kt, scratch, b_tiles);
+    if (p.last && KR > 0) pack_term_panel(extra.b, trans_w, p.n0, p.nb, kt, p.j1 - p.j0, b_tiles);
+  };
+  if (c.dtype == DType::kBF16)
+    amx_panel_product_bf16(c.as<uint16_t>(), c.ld(), a_tiles, KT, M, N, KW, KR, fill);
+  else
+    amx_panel_product(c.as<float>(), c.ld(), a_tiles, KT, M, N, KW, KR, accumulate, fill);
 }
 
 }  // namespace sft::ops::cpu

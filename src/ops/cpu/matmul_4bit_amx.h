@@ -21,13 +21,15 @@ bool matmul_4bit_amx_applies(const View& a);
 
 // c (M, N) =, or += with accumulate, a · op(W); shapes and dtypes checked by the caller.
 // extra's r columns are packed as k tiles after K's (zero-padded to the tile's 32), so each
-// output element sums W's k tiles, then the term's, in one accumulation.
+// output element sums W's k tiles, then the term's, in one accumulation. A bf16 c (not with
+// accumulate) receives that fp32 sum rounded once, as it leaves the tiles (amx_panels.h).
 void matmul_4bit_amx(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
                      const LowRankTerm& extra = {});
 
 // The library path (matmul_4bit.cpp: plain panels into ops::matmul / matmul_bf16), which
 // matmul_4bit takes for f32 activations and without AMX; by name for the tests and the bench.
-// extra: a second library product added to c.
+// extra: a second library product added to c. A bf16 c: the fp32 result in a scratch of the
+// calling thread, then rounded into c.
 void matmul_4bit_library(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
                          const LowRankTerm& extra = {});
 
