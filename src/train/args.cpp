@@ -273,6 +273,9 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_bool("skip_nonfinite_steps", &a.skip_nonfinite_steps, ours,
              "skip updates with a non-finite loss or grad norm");
   o.add_optional_int("num_threads", &a.num_threads, ours, "CPU threads (default: all cores)");
+  o.add_bool("gradient_checkpointing_keep_mlp", &a.gradient_checkpointing_keep_mlp, ours,
+             "with --gradient_checkpointing, keep every layer's MLP gate and up products too "
+             "(2 x tokens x intermediate_size values a layer): backward recomputes neither");
   o.add_bool("skip_invalid_rows", &a.skip_invalid_rows, ours,
              "skip (and count) malformed dataset rows");
 
