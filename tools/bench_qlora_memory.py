@@ -109,7 +109,8 @@ def run_sft(a, binary: str, tag: str, shape: str, folder: Path, data: Path, env:
     out = Path(a.workdir) / "runs" / f"{tag}-{shape}"
     if a.profile:
         env = dict(env, SFT_PROFILE="1")
-    child = lib.run_child(sft_command(a, binary, folder, data, out), env, out.parent / f"{tag}-{shape}.log")
+    command = sft_command(a, binary, folder, data, out) + (a.sft_args.split() if tag == "sft" else [])
+    child = lib.run_child(command, env, out.parent / f"{tag}-{shape}.log")
     if child["rc"] != 0:
         raise RuntimeError(f"sft {shape} failed ({child['rc']}):\n{child['stderr'][-3000:]}")
     start = child["stderr"].find("op time (SFT_PROFILE)")
@@ -195,6 +196,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"],
                     help="the dtype both sides load the weights in (TRL's --dtype)")
+    ap.add_argument("--sft_args", default="",
+                    help="more sft flags for --sft (not --sft_before), e.g. '--gradient_checkpointing_keep_mlp true'")
     ap.add_argument("--workdir", default="/tmp/sft_bench_qlora")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     a = ap.parse_args()

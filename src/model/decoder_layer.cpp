@@ -232,10 +232,13 @@ void decoder_layer_forward(ops::View out, LayerActivations& a, LayerScratch& s, 
 }
 
 void decoder_layer_recompute(ops::View out, LayerActivations& a, LayerScratch& s, ops::View x,
-                             const AttentionInputs& attn, const DecoderLayer& w) {
+                             const AttentionInputs& attn, const DecoderLayer& w, bool mlp_kept) {
   if (w.plan.backward_reads_mlp_output()) return decoder_layer_forward(out, a, s, x, attn, w);
   attention_half_pre_norms(a, s, x, attn, w);
-  w.mlp.forward_saved(a.mlp, s.mlp, a.ln2);
+  if (mlp_kept)
+    w.mlp.activate(a.mlp);
+  else
+    w.mlp.forward_saved(a.mlp, s.mlp, a.ln2);
 }
 
 void decoder_layer_backward(LayerScratch& g, const LayerActivations& a, ops::View x,

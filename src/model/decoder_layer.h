@@ -104,8 +104,11 @@ void decoder_layer_forward(ops::View out, LayerActivations& acts, LayerScratch& 
 // values) only where the backward reads the MLP's output (LayerPlan::backward_reads_mlp_output);
 // a pre-norm dense layer skips its down projection and the residual add, out being the next
 // layer's input, kept since the forward.
+// With mlp_kept (the forward kept this layer's gate and up products: a pre-norm dense layer
+// under Transformer::set_checkpoint_keeps_mlp) only h = act(gate) · up is formed again.
 void decoder_layer_recompute(ops::View out, LayerActivations& acts, LayerScratch& scratch,
-                             ops::View x, const AttentionInputs& attn, const DecoderLayer& w);
+                             ops::View x, const AttentionInputs& attn, const DecoderLayer& w,
+                             bool mlp_kept = false);
 
 // scratch.dres holds d(out) on entry and d(x) on return; weight grads +=.
 void decoder_layer_backward(LayerScratch& scratch, const LayerActivations& acts, ops::View x,

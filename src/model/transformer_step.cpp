@@ -97,6 +97,27 @@ void Transformer::prepare(const Batch& b, bool logits) {
     // With gradient checkpointing every layer shares one set of views: backward recomputes a
     // layer's activations from its saved input (resid_) just before using them.
     for (size_t l = layer_sets; l < la_.size(); ++l) la_[l] = la_[0];
+    // Kept MLP products (pre-norm dense layers): gate and up views of each layer's own. The
+    // first such layer keeps the shared set's when no other layer writes them (every dense
+    // layer keeps its own; expert layers write other views).
+    mlp_kept_.assign(static_cast<size_t>(L), 0);
+    if (gradient_checkpointing_ && checkpoint_keeps_mlp_) {
+      auto kept = [&](size_t l) { return !layers_[l].plan.backward_reads_mlp_output(); };
+      bool shared_free = true;
+      for (size_t l = 0; l < la_.size(); ++l)
+        shared_free = shared_free && (kept(l) || layers_[l].plan.experts);
+      for (size_t l = 0; l < la_.size(); ++l) {
+        if (!kept(l)) continue;
+        mlp_kept_[l] = 1;
+        if (shared_free) {  // the first kept layer: the shared set's views
+          shared_free = false;
+          continue;
+        }
+        const int64_t I = shape.for_layer(c, static_cast<int64_t>(l)).I;
+        la_[l].mlp.gate = take_view(cv, shape.compute, T, I);
+        la_[l].mlp.up = take_view(cv, shape.compute, T, I);
+      }
+    }
     lnf_ = compute_ == DType::kBF16 ? take<uint16_t>(cv, T, C) : take<float>(cv, T, C);
     rstdf_ = take<float>(cv, T, 1);
     dlnf_ = take<float>(cv, T, C);
@@ -354,7 +375,7 @@ void Transformer::backward(double scale) {
     if (gradient_checkpointing_ && l != L - 1)
       decoder_layer_recompute(resid_.row_range((l + 1) * T, T), la_[static_cast<size_t>(l)],
                               scratch_, resid_.row_range(l * T, T), attention_inputs(l),
-                              layers_[static_cast<size_t>(l)]);
+                              layers_[static_cast<size_t>(l)], mlp_kept_[static_cast<size_t>(l)]);
     decoder_layer_backward(g, la_[static_cast<size_t>(l)], resid_.row_range(l * T, T),
                            attention_inputs(l), layers_[static_cast<size_t>(l)]);
     if (hooks_.after_backward) hooks_.after_backward(l);

@@ -273,6 +273,9 @@ OptionSet training_options(TrainingArgs& a) {
   o.add_bool("skip_nonfinite_steps", &a.skip_nonfinite_steps, ours,
              "skip updates with a non-finite loss or grad norm");
   o.add_optional_int("num_threads", &a.num_threads, ours, "CPU threads (default: all cores)");
+  o.add_bool("gradient_checkpointing_keep_mlp", &a.gradient_checkpointing_keep_mlp, ours,
+             "with --gradient_checkpointing, keep every layer's MLP gate and up products too "
+             "(2 x tokens x intermediate_size values a layer): backward recomputes neither");
   o.add_bool("skip_invalid_rows", &a.skip_invalid_rows, ours,
              "skip (and count) malformed dataset rows");
 
@@ -338,6 +341,10 @@ void validate_training_args(TrainingArgs& a, const OptionSet* given) {
     fail_usage(kComponent,
                "--output_dir cannot be empty (hint: leave it out for TRL's default, "
                "trainer_output)");
+  if (a.gradient_checkpointing_keep_mlp && !a.gradient_checkpointing)
+    a.notices.push_back(
+        "--gradient_checkpointing_keep_mlp has no effect without --gradient_checkpointing: "
+        "every activation is kept already");
   if (!a.bf16) a.bf16 = !a.fp16;  // SFTConfig: bf16 unless fp16 was asked for
   if (*a.bf16 && a.fp16) fail_usage(kComponent, "--bf16 and --fp16 are mutually exclusive");
   require_one_of("packing_strategy", a.packing_strategy, {"bfd", "bfd_split", "wrapped"});

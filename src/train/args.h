@@ -83,6 +83,9 @@ struct TrainingArgs {
   int64_t per_device_eval_batch_size = 8;
   int64_t gradient_accumulation_steps = 1;
   bool gradient_checkpointing = true;
+  // sft's own: with checkpointing, also keep each layer's MLP gate and up products (more memory,
+  // a third less recomputation; Transformer::set_checkpoint_keeps_mlp).
+  bool gradient_checkpointing_keep_mlp = false;
   int64_t seed = 42;
   std::optional<int64_t> data_seed;
   std::string train_sampling_strategy = "random";  // or "sequential" (transformers 5.x)

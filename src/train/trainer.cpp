@@ -62,6 +62,7 @@ void Trainer::init_model_and_optimizer() {
   init_device_comms();
   model_.zero_grad();
   model_.set_gradient_checkpointing(args_.gradient_checkpointing);
+  model_.set_checkpoint_keeps_mlp(args_.gradient_checkpointing_keep_mlp);
   // HF's get_decay_parameter_names: no weight decay for biases and norm weights.
   slices_ = model_.trainable().decay_slices();
   if (setup_.ep_comm) {  // the other ranks' experts are never stepped here

@@ -167,16 +167,21 @@ TEST_P(GradientCheckpointing, GivesTheSameGradients) {
   }
   if (c.bf16) m.set_compute_dtype(DType::kBF16);
   const Batch b = fixture_batch(fixture(c.fixture));
-  std::vector<float> g[2];
-  for (int ckpt = 0; ckpt < 2; ++ckpt) {
-    m.set_gradient_checkpointing(ckpt == 1);
+  // None, checkpointing, checkpointing that keeps the MLP products: the same bits.
+  std::vector<float> g[3];
+  for (int mode = 0; mode < 3; ++mode) {
+    m.set_gradient_checkpointing(mode > 0);
+    m.set_checkpoint_keeps_mlp(mode == 2);
     m.zero_grad();
     m.forward(b);
     m.backward(1.0f);
-    g[ckpt] = flat_grads(m);
+    g[mode] = flat_grads(m);
   }
-  ASSERT_EQ(g[0].size(), g[1].size());
-  EXPECT_EQ(std::memcmp(g[0].data(), g[1].data(), g[0].size() * sizeof(float)), 0);
+  for (int mode = 1; mode < 3; ++mode) {
+    ASSERT_EQ(g[0].size(), g[mode].size());
+    EXPECT_EQ(std::memcmp(g[0].data(), g[mode].data(), g[0].size() * sizeof(float)), 0)
+        << "mode " << mode;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GradientCheckpointing,
@@ -204,9 +209,21 @@ TEST(GradientCheckpointingPlan, SkipsTheMlpOutputOfPreNormDenseLayersOnly) {
   }
 }
 
+// Calls of the op profile's rows whose name starts with `prefix` in one forward + backward.
+int64_t calls_in_a_step(Transformer& m, const Batch& b, const std::string& prefix) {
+  ops::reset_op_profile();
+  m.forward(b);
+  m.backward(1.0f);
+  int64_t calls = 0;
+  for (const ops::OpTime& row : ops::op_profile())
+    if (row.op.starts_with(prefix)) calls += row.calls;
+  return calls;
+}
+
 // The last layer's activations survive the forward in the shared set, so backward recomputes
-// only the L − 1 layers before it: L + (L − 1) attention forwards a step, not 2 L. Counted by the
-// op profile, so it runs under SFT_PROFILE=1 (ctest model.checkpointing_recomputes_l_minus_1).
+// only the L − 1 layers before it: L + (L − 1) attention forwards a step, not 2 L; keeping the
+// MLP products leaves out gate and up (2 products) of each of those L − 1. Counted by the op
+// profile, so it runs under SFT_PROFILE=1 (ctest model.checkpointing_recomputes_l_minus_1).
 TEST(GradientCheckpointing, RecomputesEveryLayerButTheLast) {
   if (!ops::profiling()) GTEST_SKIP() << "needs SFT_PROFILE=1";
   Transformer m = Transformer::load(fixture("qwen3_qknorm_linear"));
@@ -214,13 +231,11 @@ TEST(GradientCheckpointing, RecomputesEveryLayerButTheLast) {
   ASSERT_GE(L, 2);
   m.set_gradient_checkpointing(true);
   const Batch b = fixture_batch(fixture("qwen3_qknorm_linear"));
-  ops::reset_op_profile();
-  m.forward(b);
-  m.backward(1.0f);
-  int64_t forwards = 0;
-  for (const ops::OpTime& row : ops::op_profile())
-    if (row.op == "attention_forward") forwards = row.calls;
-  EXPECT_EQ(forwards, 2 * L - 1);
+  EXPECT_EQ(calls_in_a_step(m, b, "attention_forward"), 2 * L - 1);
+  const int64_t matmuls = calls_in_a_step(m, b, "matmul");
+  m.set_checkpoint_keeps_mlp(true);
+  EXPECT_EQ(calls_in_a_step(m, b, "attention_forward"), 2 * L - 1);
+  EXPECT_EQ(calls_in_a_step(m, b, "matmul"), matmuls - 2 * (L - 1));
 }
 
 TEST(Transformer, SavesWeightsInTheAskedDtypeAndLoadsThemBack) {

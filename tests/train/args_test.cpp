@@ -90,6 +90,20 @@ TEST(TrainingArgs, UseCpuIsTheDeviceChoice) {
   EXPECT_THROW(parse_training_args(split(base + "--use_cpu maybe")), UsageError);
 }
 
+TEST(TrainingArgs, KeepingTheMlpProductsNeedsCheckpointing) {
+  const std::string base = "--model_name_or_path m --dataset_name d --output_dir o ";
+  EXPECT_FALSE(parse_training_args(split(base)).gradient_checkpointing_keep_mlp);
+  const TrainingArgs kept = parse_training_args(split(base + "--gradient_checkpointing_keep_mlp"));
+  EXPECT_TRUE(kept.gradient_checkpointing_keep_mlp);
+  EXPECT_TRUE(kept.notices.empty());
+  const TrainingArgs alone = parse_training_args(
+      split(base + "--gradient_checkpointing false --gradient_checkpointing_keep_mlp true"));
+  ASSERT_EQ(alone.notices.size(), 1u);
+  EXPECT_EQ(alone.notices[0],
+            "--gradient_checkpointing_keep_mlp has no effect without --gradient_checkpointing: "
+            "every activation is kept already");
+}
+
 TEST(TrainingArgs, RelationsAreChecked) {
   auto error_of = [](const std::string& line) {
     try {

@@ -39,6 +39,10 @@ void GatedMlpBlock::forward_saved(Saved& a, const Scratch& s, ops::View ln) cons
   };
   project(gate, a.gate);
   project(up, a.up);
+  activate(a);
+}
+
+void GatedMlpBlock::activate(Saved& a) const {
   // bf16 h: rounded by the gated activation itself
   if (activation == MlpActivation::kGeluTanh)
     ops::gelu_tanh_gated_forward(a.h, a.gate, a.up);

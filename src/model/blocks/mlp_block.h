@@ -48,6 +48,10 @@ struct GatedMlpBlock {
   // The saved activations alone (gate, up, h: forward's, bit for bit), without the down
   // projection: gradient checkpointing's recomputation where nothing reads y.
   void forward_saved(Saved& a, const Scratch& s, ops::View ln) const;
+  // h = act(gate) · up from the saved gate and up (forward_saved's last step): the
+  // recomputation when gradient checkpointing kept the products (Transformer::
+  // set_checkpoint_keeps_mlp).
+  void activate(Saved& a) const;
   // dln (T, C) f32 = (summed over tp_group); dy (T, C) f32 = d(y); ln as in forward.
   void backward(ops::View dln, const Scratch& s, const BlockGradScratch& g, const Saved& a,
                 ops::View dy, ops::View ln) const;
