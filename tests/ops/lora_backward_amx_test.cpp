@@ -92,6 +92,7 @@ TEST(LoraBackwardAmx, MatchesF64SumsOverOddShapesAndRanks) {
       {65, 530, 64, 5, true},    // four rank passes, three tasks
       {100, 257, 1, 0, false},   // rank 1, a one-column last task
       {17, 1030, 13, 2, false},  // odd rank, odd N, five tasks
+      {301, 600, 16, 0, false},  // rows enough for du's final sum to run on every thread
   };
   for (const Shape& s : shapes) check(s);
 }

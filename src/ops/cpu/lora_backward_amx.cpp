@@ -162,6 +162,8 @@ void lora_backward_amx(float* db, int64_t lddb, float* du, int64_t lddu, const u
   thread_local CacheLineVector<float> partials;
   const int64_t tasks = (O + kTaskCols - 1) / kTaskCols, n_pad = blocks_of(N) * kBlock;
   partials.resize(static_cast<size_t>(tasks * n_pad * kRankSlab));
+  // By pointer: a thread_local named inside a lambda would be the worker's own (empty) one.
+  const float* part = partials.data();
   for (int64_t j0 = 0; j0 < r; j0 += kRankSlab) {
     const int64_t rs = std::min(kRankSlab, r - j0);
     pack_ut(ut, u + j0, ldu, N, rs);
@@ -171,9 +173,9 @@ void lora_backward_amx(float* db, int64_t lddb, float* du, int64_t lddu, const u
     parallel_for_rows(N, 64, [&](int64_t n_begin, int64_t n_end) {
       for (int64_t n = n_begin; n < n_end; ++n)
         for (int64_t j = 0; j < rs; ++j) {
-          float sum = partials[static_cast<size_t>(n * kRankSlab + j)];
+          float sum = part[n * kRankSlab + j];
           for (int64_t task = 1; task < tasks; ++task)
-            sum += partials[static_cast<size_t>((task * n_pad + n) * kRankSlab + j)];
+            sum += part[(task * n_pad + n) * kRankSlab + j];
           du[n * lddu + j0 + j] = sum;
         }
     });
