@@ -3,11 +3,11 @@
 // du = g·B, as two ops::matmul calls (oneDNN) against the one-pass AMX kernel
 // (ops/cpu/lora_backward_amx.h) that model/lora.cpp runs, for O = 1024 (k, v), 2048 (q, o,
 // down's input side) and 6144 (gate, up); then the other two skinny products at the input widths
-// I = 2048 and 6144: dA += duᵀ·x through ops::matmul against lora_a_grad_amx, and u = x·Aᵀ
-// (ops::matmul only: oneDNN reads x near memory speed there already). A and B are timed in
-// alternating rounds (the best round counts), so a shared machine's load hits both alike. Prints
-// CPU and wall milliseconds a call (getrusage over all threads; wall from steady_clock). Run:
-// SFT_NUM_THREADS=1 build/bench/bench_lora_products [reps=20]   (and with 2 threads)
+// I = 2048 and 6144, dA += duᵀ·x and u = x·Aᵀ, through ops::matmul (what the step runs). A and B
+// are timed in alternating rounds (the best round counts), so a shared machine's load hits both
+// alike. Prints CPU and wall milliseconds a call (getrusage over all threads; wall from
+// steady_clock). Run: SFT_NUM_THREADS=1 build/bench/bench_lora_products [reps=20]   (and with 2
+// threads)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -106,11 +106,6 @@ int main(int argc, char** argv) {
         {"  dA += du^T x           (matmul)",
          [&] { sft::ops::matmul(view_of(da.data(), r, I), duv, xv, true, false, true); }},
     };
-    if (amx)
-      calls.push_back({"  dA += du^T x           (lora_a_grad_amx)", [&] {
-                         sft::ops::cpu::lora_a_grad_amx(da.data(), I, du.data(), r, x.data(), I, T,
-                                                        I, r);
-                       }});
     compare(reps, calls);
   }
   return 0;

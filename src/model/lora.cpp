@@ -556,9 +556,7 @@ ops::LowRankTerm LoraAdapter::backward_params(ops::View dy, ops::View dy16, ops:
   ops::View du = grown(scratch_.du, DType::kF32, N, r);
   const ops::View db = b_part(b->grad), bw = b_part(bf16 ? b->bf16 : b->value);
   const ops::View u = u_view_.first(N, r);
-  // On an AMX CPU our tile kernels run the skinny products (ops/cpu/lora_backward_amx.h).
-  const bool amx = bf16 && g.device == Device::kCpu && ops::cpu::lora_backward_amx_serves();
-  if (amx) {
+  if (bf16 && g.device == Device::kCpu && ops::cpu::lora_backward_amx_serves()) {
     // Both products over g in one pass (the step's largest operand read once).
     ops::cpu::lora_backward_amx(db.as<float>(), db.ld(), du.as<float>(), du.ld(), g.as<uint16_t>(),
                                 g.ld(), u.as<uint16_t>(), u.ld(), bw.as<uint16_t>(), bw.ld(), N,
@@ -574,11 +572,7 @@ ops::LowRankTerm LoraAdapter::backward_params(ops::View dy, ops::View dy16, ops:
     du = du16;
   }
   const ops::View xd = dropped_input(x);  // the forward's mask, drawn again
-  if (amx)
-    ops::cpu::lora_a_grad_amx(a->grad.as<float>(), a->grad.ld(), du.as<uint16_t>(), du.ld(),
-                              xd.as<uint16_t>(), xd.ld(), N, xd.cols, r);
-  else
-    ops::matmul(a->grad, du, xd, true, false, true);
+  ops::matmul(a->grad, du, xd, true, false, true);
   return {du, bf16 ? a->bf16 : a->value};
 }
 

@@ -40,12 +40,12 @@ int64_t blocks_of(int64_t n) {
 
 // One 16-column slab of the rank and everything the tasks share.
 struct Slab {
-  float* db;  // dB's element (o, j) at db[o·db_o + j·db_j]
-  int64_t db_o, db_j;
+  float* db;
+  int64_t lddb;
   const uint16_t* g;
   int64_t ldg;
   const uint16_t* ut;  // uᵀ tiles, one a row block: 16 rows (u's columns) × 32 values (g's rows)
-  const uint16_t* b;   // null: no du (lora_a_grad_amx)
+  const uint16_t* b;
   int64_t ldb;
   float* partials;  // du's partial sums, a task's (n_pad, 16) after another
   int64_t N, n_pad, O, rs;
@@ -77,8 +77,7 @@ struct TaskScratch {
 SFT_AMX void run_task(const Slab& s, int64_t task, TaskScratch& t) {
   const int64_t o0 = task * kTaskCols, cols = std::min(kTaskCols, s.O - o0);
   const int64_t kts = blocks_of(cols);
-  const bool du_too = s.b != nullptr;
-  if (du_too) pack_b(t.bp, s, o0, cols);
+  pack_b(t.bp, s, o0, cols);
   t.acc.assign(static_cast<size_t>(kts * 2 * kTileF32), 0.0f);
   t.block.resize(static_cast<size_t>(4 * kTile));
   uint16_t* vnni_lo = t.block.data();
@@ -100,10 +99,8 @@ SFT_AMX void run_task(const Slab& s, int64_t task, TaskScratch& t) {
             2 * p < rows ? _mm512_maskz_loadu_epi16(mask, gb + 2 * p * s.ldg) : zero;
         const __m512i odd =
             2 * p + 1 < rows ? _mm512_maskz_loadu_epi16(mask, gb + (2 * p + 1) * s.ldg) : zero;
-        if (du_too) {
-          _mm512_store_si512(plain + 2 * p * kBlock, even);
-          _mm512_store_si512(plain + (2 * p + 1) * kBlock, odd);
-        }
+        _mm512_store_si512(plain + 2 * p * kBlock, even);
+        _mm512_store_si512(plain + (2 * p + 1) * kBlock, odd);
         _mm512_store_si512(vnni_lo + p * kBlock, _mm512_unpacklo_epi16(even, odd));
         _mm512_store_si512(vnni_hi + p * kBlock, _mm512_unpackhi_epi16(even, odd));
       }
@@ -117,7 +114,6 @@ SFT_AMX void run_task(const Slab& s, int64_t task, TaskScratch& t) {
       _tile_loadd(4, vnni_hi, 64);
       _tile_dpbf16ps(3, 2, 4);
       _tile_stored(3, acc + kTileF32, 64);
-      if (!du_too) continue;
       // du's two row tiles += g · B over the k tile.
       _tile_loadd(5, t.bp.data() + kt * kTile, 64);
       _tile_loadd(6, plain, 64);
@@ -125,7 +121,6 @@ SFT_AMX void run_task(const Slab& s, int64_t task, TaskScratch& t) {
       _tile_loadd(7, plain + 16 * kBlock, 64);
       _tile_dpbf16ps(1, 7, 5);
     }
-    if (!du_too) continue;
     _tile_stored(0, part + n0 * kRankSlab, 64);
     _tile_stored(1, part + (n0 + 16) * kRankSlab, 64);
   }
@@ -136,8 +131,8 @@ SFT_AMX void run_task(const Slab& s, int64_t task, TaskScratch& t) {
         const int64_t o = kt * kBlock + 8 * (c / 4) + 4 * h + c % 4;
         if (o >= cols) continue;
         const float* a = t.acc.data() + (kt * 2 + h) * kTileF32 + c;
-        float* d = s.db + (o0 + o) * s.db_o;
-        for (int64_t j = 0; j < s.rs; ++j) d[j * s.db_j] += a[j * 16];
+        float* d = s.db + (o0 + o) * s.lddb;
+        for (int64_t j = 0; j < s.rs; ++j) d[j] += a[j * 16];
       }
 }
 
@@ -172,8 +167,7 @@ void lora_backward_amx(float* db, int64_t lddb, float* du, int64_t lddu, const u
   for (int64_t j0 = 0; j0 < r; j0 += kRankSlab) {
     const int64_t rs = std::min(kRankSlab, r - j0);
     pack_ut(ut, u + j0, ldu, N, rs);
-    const Slab s{db + j0,         lddb, 1,     g, ldg, ut.data(), b + j0, ldb,
-                 partials.data(), N,    n_pad, O, rs};
+    const Slab s{db + j0, lddb, g, ldg, ut.data(), b + j0, ldb, partials.data(), N, n_pad, O, rs};
     run_slab(s);
     // du = the tasks' partial sums, added in task order.
     parallel_for_rows(N, 64, [&](int64_t n_begin, int64_t n_end) {
@@ -185,21 +179,6 @@ void lora_backward_amx(float* db, int64_t lddb, float* du, int64_t lddu, const u
           du[n * lddu + j0 + j] = sum;
         }
     });
-  }
-}
-
-void lora_a_grad_amx(float* da, int64_t ldda, const uint16_t* du, int64_t lddu, const uint16_t* x,
-                     int64_t ldx, int64_t N, int64_t I, int64_t r) {
-  const ScopedOp op("lora_a_grad_amx");
-  if (N <= 0 || I <= 0 || r <= 0) return;
-  thread_local CacheLineVector<uint16_t> dut;
-  // dAᵀ = xᵀ · du: dB's product with x for g and du for u, written transposed.
-  for (int64_t j0 = 0; j0 < r; j0 += kRankSlab) {
-    const int64_t rs = std::min(kRankSlab, r - j0);
-    pack_ut(dut, du + j0, lddu, N, rs);
-    const int64_t n_pad = blocks_of(N) * kBlock;
-    const Slab s{da + j0 * ldda, 1, ldda, x, ldx, dut.data(), nullptr, 0, nullptr, N, n_pad, I, rs};
-    run_slab(s);
   }
 }
 

@@ -35,11 +35,4 @@ void lora_backward_amx(float* db, int64_t lddb, float* du, int64_t lddu, const u
                        int64_t ldg, const uint16_t* u, int64_t ldu, const uint16_t* b, int64_t ldb,
                        int64_t N, int64_t O, int64_t r);
 
-// da (r, I) f32, row stride ldda: += duᵀ · x, the A side's weight gradient: du (N, r) bf16, row
-// stride lddu; x (N, I) bf16 (the adapter's dropped input), row stride ldx. dB's half of the
-// kernel above with x for g (one pass over x, the sums over N in ascending 32-row tiles, split
-// over I across tasks: deterministic for any thread count).
-void lora_a_grad_amx(float* da, int64_t ldda, const uint16_t* du, int64_t lddu, const uint16_t* x,
-                     int64_t ldx, int64_t N, int64_t I, int64_t r);
-
 }  // namespace sft::ops::cpu
