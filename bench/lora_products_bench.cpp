@@ -1,13 +1,12 @@
 // LoRA's rank-16 products at the Qwen3-1.7B shape (T 1024 tokens, r 16, bf16 operands, fp32
 // accumulation). The backward's two products over the output gradient g (T, O), dB += gᵀ·u and
 // du = g·B, as two ops::matmul calls (oneDNN) against the one-pass AMX kernel
-// (ops/cpu/lora_backward_amx.h) that model/lora.cpp runs, for O = 1024 (k, v), 2048 (q, o,
-// down's input side) and 6144 (gate, up); then the other two skinny products at the input widths
-// I = 2048 and 6144, dA += duᵀ·x and u = x·Aᵀ, through ops::matmul (what the step runs). A and B
-// are timed in alternating rounds (the best round counts), so a shared machine's load hits both
-// alike. Prints CPU and wall milliseconds a call (getrusage over all threads; wall from
-// steady_clock). Run: SFT_NUM_THREADS=1 build/bench/bench_lora_products [reps=20]   (and with 2
-// threads)
+// (ops/cpu/lora_backward_amx.h) that model/lora.cpp runs, for O = 1024 (k, v), 2048 (q, o, down)
+// and 6144 (gate, up); then the other two skinny products at the input widths I = 2048 and 6144,
+// dA += duᵀ·x and u = x·Aᵀ, through ops::matmul (what the step runs). The calls of one shape are
+// timed in alternating rounds (the best round counts), so a shared machine's load hits them
+// alike. Prints CPU and wall milliseconds a call (getrusage over all threads; steady_clock).
+// Run: SFT_NUM_THREADS=1 build/bench/bench_lora_products [reps=20], and with 2 threads.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
