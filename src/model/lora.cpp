@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/torch_generator.h"
 #include "model/torch_init.h"
+#include "ops/cpu/lora_backward_amx.h"
 #include "ops/ops.h"
 
 namespace sft::model {
@@ -551,11 +552,19 @@ ops::LowRankTerm LoraAdapter::backward_params(ops::View dy, ops::View dy16, ops:
   const int64_t N = x.rows, r = a->value.rows;
   const bool bf16 = x.dtype == DType::kBF16;
   const ops::View g = bf16 ? dy16 : dy;
-  // dB += gᵀ (scale · u).
-  ops::matmul(b_part(b->grad), g, u_view_.first(N, r), true, false, true);
-  // du = scale · g B; dA += duᵀ drop(x); d drop(x) = du A.
+  // dB += gᵀ (scale · u); du = scale · g B; dA += duᵀ drop(x); d drop(x) = du A.
   ops::View du = grown(scratch_.du, DType::kF32, N, r);
-  ops::matmul(du, g, b_part(bf16 ? b->bf16 : b->value), false, false, false);
+  const ops::View db = b_part(b->grad), bw = b_part(bf16 ? b->bf16 : b->value);
+  const ops::View u = u_view_.first(N, r);
+  if (bf16 && g.device == Device::kCpu && ops::cpu::lora_backward_amx_serves()) {
+    // Both products over g in one pass (the step's largest operand read once).
+    ops::cpu::lora_backward_amx(db.as<float>(), db.ld(), du.as<float>(), du.ld(), g.as<uint16_t>(),
+                                g.ld(), u.as<uint16_t>(), u.ld(), bw.as<uint16_t>(), bw.ld(), N,
+                                bw.rows, r);
+  } else {
+    ops::matmul(db, g, u, true, false, true);
+    ops::matmul(du, g, bw, false, false, false);
+  }
   ops::scale(du, scale);
   if (bf16) {
     const ops::View du16 = grown(scratch_.du16, DType::kBF16, N, r);
