@@ -119,7 +119,8 @@ WholePlan whole_plan(const LmHeadTuning& t, int64_t n, int64_t V) {
 
 struct WholeScratch {
   uint16_t *xs, *z;    // (Rp × C) the chunk's rows of x; (Rp × V) logits, then dlogits
-  float *block, *dxs;  // (Rp × VB) one logits block's fp32 product; (Rp × C) the chunk's dX
+  float *block, *dxs;  // (Rp × VB) one logits block's fp32 product (not on the tiles); (Rp × C)
+                       // the chunk's dX
   float* rows32;       // (workers × V) each row-pass worker's fp32 row
   // Widened plans only (else null): xs, a block of W (max(VB, GB) × C), a block of dZ (Rp × GB)
   // in fp32.
@@ -133,7 +134,7 @@ WholeScratch take_whole(Workspace& mem, RowScratch& rs, int64_t n, const WholePl
   WholeScratch w;
   w.xs = mem.take<uint16_t>(p.Rp * C, kOp);
   w.z = mem.take<uint16_t>(p.Rp * V, kOp);
-  w.block = mem.take<float>(p.Rp * p.VB, kOp);
+  w.block = p.tiles ? nullptr : mem.take<float>(p.Rp * p.VB, kOp);  // tiles: rounded per strip
   w.dxs = mem.take<float>(p.Rp * C, kOp);
   w.rows32 = mem.take<float>(workspace_workers() * V, kOp);
   w.xs32 = w.w32 = w.dz32 = nullptr;
@@ -267,19 +268,19 @@ LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint
     const int64_t m = std::min(R, n - c0), mp = round_up(m, kRowQuantum);
     gather_rows(xs, x, rs, c0, m, mp, C);
     if (p.widened) widen_rows(sc.xs32, xs, C, mp, C);
-    const cpu::LmHeadRowTiles x_tiles =
-        p.tiles ? cpu::pack_lm_head_rows(xs, mp, C) : cpu::LmHeadRowTiles{};
-    for (int64_t v0 = 0; v0 < V; v0 += VB) {
-      const int64_t nb = std::min(VB, V - v0);
-      if (p.widened) {
-        widen_rows(sc.w32, w + v0 * C, C, nb, C);
-        matmul(block, sc.xs32, sc.w32, mp, nb, C, false, true, false, C, C, nb);
-      } else if (p.tiles) {
-        cpu::lm_head_logits_amx(block, nb, x_tiles, w + v0 * C, nb, C);
-      } else {
-        matmul_bf16(block, xs, w + v0 * C, mp, nb, C, false, true, false, C, C, nb);
+    if (p.tiles) {
+      cpu::lm_head_logits_bf16_amx(z, V, cpu::pack_lm_head_rows(xs, mp, C), m, w, V, C);
+    } else {
+      for (int64_t v0 = 0; v0 < V; v0 += VB) {
+        const int64_t nb = std::min(VB, V - v0);
+        if (p.widened) {
+          widen_rows(sc.w32, w + v0 * C, C, nb, C);
+          matmul(block, sc.xs32, sc.w32, mp, nb, C, false, true, false, C, C, nb);
+        } else {
+          matmul_bf16(block, xs, w + v0 * C, mp, nb, C, false, true, false, C, C, nb);
+        }
+        round_block(z, V, block, m, v0, nb);
       }
-      round_block(z, V, block, m, v0, nb);
     }
     row_pass(total, rs, sc.rows32, z, targets, c0, m, V, grad, scale, softcap);
     if (!grad) continue;
