@@ -1,11 +1,16 @@
 // The LM head's products on AMX tiles (see lm_head_amx.h).
 #include "ops/cpu/lm_head_amx.h"
 
-#include <algorithm>
+#include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
+
+#include "core/half.h"
 #include "ops/cpu/amx.h"
 #include "ops/cpu/amx_pack.h"
 #include "ops/cpu/amx_panels.h"
+#include "ops/cpu/bf16_simd.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/tile_buffer.h"
 #include "ops/ops.h"
@@ -35,6 +40,29 @@ void pack_w_panel(uint16_t* b_tiles, const uint16_t* w, int64_t n0, int64_t nb, 
                               b_tiles + t * KT * kTileValues);
 }
 
+// Rows of a strip's fp32 products (ld nb) rounded into z (ldz). The logits go to memory and are
+// read back only by the row pass, after the whole vocabulary: whole 64-byte lines are written
+// with streaming stores, which skip reading each line into the cache first (the rounding as a
+// plain store cost about as much as the panel packing, for a write of the logits' 311 MB at T
+// 1024). The caller fences before the logits are read. Values as cpu::round_row_to_bf16.
+[[gnu::target(SFT_AVX512_TARGET)]] void round_strip(uint16_t* z, int64_t ldz, const float* strip,
+                                                    int64_t rows, int64_t nb) {
+  for (int64_t i = 0; i < rows; ++i) {
+    uint16_t* dst = z + i * ldz;
+    const float* src = strip + i * nb;
+    int64_t j = 0;
+    for (; j < nb && reinterpret_cast<uintptr_t>(dst + j) % 64 != 0; ++j)
+      dst[j] = f32_to_bf16(src[j]);
+    for (; j + 32 <= nb; j += 32) {
+      const __m512i both =
+          _mm512_inserti64x4(_mm512_castsi256_si512(bf16_round16(_mm512_loadu_ps(src + j))),
+                             bf16_round16(_mm512_loadu_ps(src + j + 16)), 1);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + j), both);
+    }
+    round_row_to_bf16(dst + j, src + j, nb - j);
+  }
+}
+
 }  // namespace
 
 void lm_head_logits_bf16_amx(uint16_t* z, int64_t ldz, const LmHeadRowTiles& x, int64_t rows,
@@ -57,10 +85,10 @@ void lm_head_logits_bf16_amx(uint16_t* z, int64_t ldz, const LmHeadRowTiles& x, 
         const int64_t mr = std::min(kStripRows, rows - r0);
         gemm_bf16_amx_packed(strip.data(), nb, x.tiles + (r0 / 16) * KT * kTileValues, KT,
                              b_tiles.data(), mr, nb, KT, false);
-        for (int64_t i = 0; i < mr; ++i)
-          round_row_to_bf16(z + (r0 + i) * ldz + n0, strip.data() + i * nb, nb);
+        round_strip(z + r0 * ldz + n0, ldz, strip.data(), mr, nb);
       }
     }
+    _mm_sfence();  // the streaming stores reach memory before the row pass reads them
     amx_end();
   });
 }
