@@ -201,13 +201,16 @@ void row_pass(LmHeadStats& total, const RowScratch& rs, float* rows32, uint16_t*
           static_cast<size_t>(m), static_cast<size_t>(slots), static_cast<size_t>(slot));
       for (int64_t i = static_cast<int64_t>(b); i < static_cast<int64_t>(e); ++i) {
         uint16_t* zi = z + i * V;
-        cpu::widen_row_from_bf16(row, zi, V);
-        if (softcap > 0) soft_cap_row(row, zi, V, softcap);  // zi now holds the tanh
-        const RowStats r = row_stats_f32(row, V, targets[rs.rows[c0 + i]], grad, scale);
-        if (grad && softcap > 0)
-          soft_cap_backward_row(zi, row, V, softcap);
-        else if (grad)
-          cpu::round_row_to_bf16(zi, row, V);
+        const int64_t target = targets[rs.rows[c0 + i]];
+        RowStats r;
+        if (softcap > 0) {
+          cpu::widen_row_from_bf16(row, zi, V);
+          soft_cap_row(row, zi, V, softcap);  // zi now holds the tanh
+          r = row_stats_f32(row, V, target, grad, scale);
+          if (grad) soft_cap_backward_row(zi, row, V, softcap);
+        } else {
+          r = row_stats_bf16(zi, row, V, target, grad, scale);
+        }
         rs.loss[i] = r.loss;
         rs.entropy[i] = r.entropy;
         rs.correct[i] = r.correct ? 1 : 0;
