@@ -109,7 +109,12 @@ constexpr int kMaxLanes = 16, kSumLanes = 8;
                                                       int64_t target, bool grad, float scale,
                                                       float* k) {
   float mx = widen_lane_max(row, z, V);
-  int64_t arg = 0;
+  int64_t arg = 0;  // the first index of the max: 16 lanes to the block holding it, then one
+  for (; arg + kMaxLanes <= V; arg += kMaxLanes) {
+    bool hit = false;
+    for (int l = 0; l < kMaxLanes; ++l) hit |= row[arg + l] == mx;
+    if (hit) break;
+  }
   while (arg < V && !(row[arg] == mx)) ++arg;
   if (arg == V) arg = 0, mx = row[0];  // all-NaN rows: as row_max
   const float zt = row[target];
