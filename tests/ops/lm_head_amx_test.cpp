@@ -1,7 +1,8 @@
 // The bf16 LM head's products on AMX tiles (ops/cpu/lm_head_amx.h) against f64 products of the
-// same bf16 values: the bf16 logits X Wᵀ and dX (=, +=) dZ_b W_b, at sizes that leave partial tiles
-// in every dimension and K beyond one 2048-wide range of the panel driver (C 2100 for the logits,
-// a block of 2100 vocabulary rows for dX). Skipped without AMX (the caller never runs them).
+// same bf16 values: the bf16 logits X Wᵀ (within half a bf16 ulp of the exact product) and dX
+// (=, +=) dZ_b W_b, at sizes that leave partial tiles in every dimension, several column panels
+// and K beyond 2048 (C 2100 for the logits, a block of 2100 vocabulary rows for dX). Skipped
+// without AMX (the caller never runs them).
 #include <gtest/gtest.h>
 
 #include <cmath>

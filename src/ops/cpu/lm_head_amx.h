@@ -1,7 +1,8 @@
 // The bf16 LM head's two large products on our own AMX tiles (amx_panels.h), for
-// lm_head_ce_bf16.cpp on an AMX CPU: the logits of a vocabulary block, Z_b = X W_bᵀ, and the
-// input gradient's share of a block, dX += dZ_b W_b. W's bf16 rows are packed into tiles a
-// panel at a time (1 MiB, in L2), X's rows once per chunk, dZ's block once per block.
+// lm_head_ce_bf16.cpp on an AMX CPU: the bf16 logits of the whole vocabulary, Z = X Wᵀ, and
+// the input gradient's share of a vocabulary block, dX += dZ_b W_b. W's bf16 rows are packed
+// into tiles a panel at a time (1 MiB, in L2), X's rows once per chunk, dZ's block once per
+// block.
 //
 // Why not oneDNN's matmul as before: it repacks W's block into its own layout on every call and
 // ran the frozen head (forward + dX, the QLoRA step) at ~0.6 TFLOP/s on 2 threads of the
@@ -15,7 +16,7 @@
 
 namespace sft::ops::cpu {
 
-// X's rows (M × C bf16, dense) as A tiles, packed once for all of a chunk's logits blocks.
+// X's rows (M × C bf16, dense) as A tiles, packed once per chunk for all of its logits.
 struct LmHeadRowTiles {
   const uint16_t* tiles;
   int64_t M, KT;

@@ -23,11 +23,14 @@
 // C = 512 0.90 → 0.50 s. The logits block (4096) measured within noise of 2048 and 1024 and
 // 12% faster than 8192 or 16384.
 //
-// On an AMX CPU the logits and dX products run on our own tiles (lm_head_amx.h: W's block
-// packed into tiles a panel at a time, X's rows once per chunk) with dZ blocks of kLogitBlock
-// rows (the tiles of a block of dZ, Rp × 4096 bf16, are the one extra buffer); dW, where the head
-// trains, stays oneDNN's. bench_lm_head BM_FrozenBf16 (C = 2048, T = 1024, the QLoRA head):
-// see docs/benchmarks.md.
+// On an AMX CPU the logits and dX products run on our own tiles (lm_head_amx.h: W packed into
+// tiles a panel at a time, X's rows once per chunk) with dZ blocks of kLogitBlock rows (the
+// tiles of a block of dZ, Rp × 4096 bf16, are the one extra buffer); dW, where the head trains,
+// stays oneDNN's. The logits are one pass over the whole vocabulary that rounds each strip of
+// fp32 products into Z while it is in cache (no fp32 logits block, 16 MiB at Rp 1024, through
+// memory). The row pass without a soft-cap is row_stats_bf16 (lm_head_rows.h: the widening,
+// the statistics and the rounding of the dlogits in three passes over the row instead of six).
+// bench_lm_head BM_FrozenBf16 (C = 2048, T = 1024, the QLoRA head): see docs/benchmarks.md.
 //
 // On the widened bf16 path (bf16_matmul_path.h: a CPU without AMX), the operands of each product
 // are widened here, once per use, into fp32 scratch and multiplied by the fp32 GEMM, instead of
