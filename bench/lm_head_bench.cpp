@@ -192,6 +192,7 @@ BENCHMARK(BM_FusedBf16)
     ->ArgNames({"C", "m", "vb"})
     ->ArgsProduct({{512, 1024}, {0, 512, 1024}, {0}})
     ->ArgsProduct({{1024}, {0}, {1024, 2048, 4096, 16384}})
+    ->Args({2048, 0, 0})  // Qwen3-1.7B's head, trained (modules_to_save)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
