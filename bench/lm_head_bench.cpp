@@ -13,7 +13,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "core/half.h"
@@ -189,11 +192,13 @@ BENCHMARK(BM_FusedBf16)
     ->ArgNames({"C", "m", "vb"})
     ->ArgsProduct({{512, 1024}, {0, 512, 1024}, {0}})
     ->ArgsProduct({{1024}, {0}, {1024, 2048, 4096, 16384}})
+    ->Args({2048, 0, 0})  // Qwen3-1.7B's head, trained (modules_to_save)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
 // A frozen head (QLoRA, LoRA without the head in modules_to_save): logits + CE + dX, no dW.
 // C 2048 is Qwen3-1.7B's. One thread CPU time: SFT_NUM_THREADS=1 and --benchmark_filter.
+// Before/after bits: SFT_LM_HEAD_DUMP=/tmp/a (one build), =/tmp/b (the other), cmp the files.
 void BM_FrozenBf16(benchmark::State& state) {
   const int64_t C = state.range(0);
   const Inputs& in = bf16_inputs(C);
@@ -203,6 +208,19 @@ void BM_FrozenBf16(benchmark::State& state) {
       sft::ops::lm_head_kernel_workspace_bytes<uint16_t>(kTokens, C, kVocab, false, ws.tuning));
   std::vector<float> dx(static_cast<size_t>(kTokens * C));
   const float scale = 1.0f / kTokens;
+  // Warm-up: the first call touches the workspace's pages (311 MB of bf16 logits at T 1024;
+  // first-touch page faults are not the kernel's cost, and a training step reuses its arena).
+  const sft::ops::LmHeadStats first = sft::ops::lm_head_cross_entropy_bf16(
+      dx.data(), nullptr, in.xb.data(), in.wb.data(), in.y.data(), scale, kTokens, C, kVocab, ws);
+  // SFT_LM_HEAD_DUMP=prefix writes the loss and entropy sums and dX as raw bytes to
+  // prefix.C<C>, so that two builds' bits can be compared with cmp.
+  if (const char* prefix = std::getenv("SFT_LM_HEAD_DUMP")) {
+    std::ofstream out(std::string(prefix) + ".C" + std::to_string(C), std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&first.loss_sum), sizeof(first.loss_sum));
+    out.write(reinterpret_cast<const char*>(&first.entropy_sum), sizeof(first.entropy_sum));
+    out.write(reinterpret_cast<const char*>(dx.data()),
+              static_cast<std::streamsize>(dx.size() * sizeof(float)));
+  }
   for (auto _ : state) {
     const sft::ops::LmHeadStats s = sft::ops::lm_head_cross_entropy_bf16(
         dx.data(), nullptr, in.xb.data(), in.wb.data(), in.y.data(), scale, kTokens, C, kVocab, ws);

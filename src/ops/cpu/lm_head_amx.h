@@ -1,7 +1,8 @@
 // The bf16 LM head's two large products on our own AMX tiles (amx_panels.h), for
-// lm_head_ce_bf16.cpp on an AMX CPU: the logits of a vocabulary block, Z_b = X W_bᵀ, and the
-// input gradient's share of a block, dX += dZ_b W_b. W's bf16 rows are packed into tiles a
-// panel at a time (1 MiB, in L2), X's rows once per chunk, dZ's block once per block.
+// lm_head_ce_bf16.cpp on an AMX CPU: the bf16 logits of the whole vocabulary, Z = X Wᵀ, and
+// the input gradient's share of a vocabulary block, dX += dZ_b W_b. W's bf16 rows are packed
+// into tiles a panel at a time (1 MiB, in L2), X's rows once per chunk, dZ's block once per
+// block.
 //
 // Why not oneDNN's matmul as before: it repacks W's block into its own layout on every call and
 // ran the frozen head (forward + dX, the QLoRA step) at ~0.6 TFLOP/s on 2 threads of the
@@ -15,7 +16,7 @@
 
 namespace sft::ops::cpu {
 
-// X's rows (M × C bf16, dense) as A tiles, packed once for all of a chunk's logits blocks.
+// X's rows (M × C bf16, dense) as A tiles, packed once per chunk for all of its logits.
 struct LmHeadRowTiles {
   const uint16_t* tiles;
   int64_t M, KT;
@@ -24,9 +25,15 @@ struct LmHeadRowTiles {
 // Packs x into this thread's buffer: valid until the next call on the same thread.
 LmHeadRowTiles pack_lm_head_rows(const uint16_t* x, int64_t M, int64_t C);
 
-// z (M × nb fp32, ldz floats per row) = X · W_bᵀ for W_b's nb rows (nb × C bf16, dense).
-void lm_head_logits_amx(float* z, int64_t ldz, const LmHeadRowTiles& x, const uint16_t* w_rows,
-                        int64_t nb, int64_t C);
+// z (rows × V bf16, ldz elements per row) = X · Wᵀ rounded to bf16 for all of W's V rows
+// (V × C bf16, dense), the first `rows` of X's M (the rest, zero padding, are not stored). Each
+// thread takes a run of column panels of the whole vocabulary: it packs a panel of W's rows
+// into tiles once (L2-sized), runs X's 32-row strips against it into an fp32 strip buffer (L1)
+// and rounds the strip into z while it is in cache, so no fp32 block of logits goes through
+// memory. Bits: each fp32 logit is the one ascending sum over C of gemm_bf16_amx_packed, rounded
+// to nearest even (cpu::round_row_to_bf16), as a product of the whole block then a rounding.
+void lm_head_logits_bf16_amx(uint16_t* z, int64_t ldz, const LmHeadRowTiles& x, int64_t rows,
+                             const uint16_t* w, int64_t V, int64_t C);
 
 // dx (M × C fp32, dense) =, or += with accumulate, dZ_b · W_b: dZ_b (M × nb bf16, ld_dz
 // elements per row), W_b's nb rows (nb × C bf16, dense).

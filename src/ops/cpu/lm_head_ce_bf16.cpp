@@ -23,11 +23,14 @@
 // C = 512 0.90 → 0.50 s. The logits block (4096) measured within noise of 2048 and 1024 and
 // 12% faster than 8192 or 16384.
 //
-// On an AMX CPU the logits and dX products run on our own tiles (lm_head_amx.h: W's block
-// packed into tiles a panel at a time, X's rows once per chunk) with dZ blocks of kLogitBlock
-// rows (the tiles of a block of dZ, Rp × 4096 bf16, are the one extra buffer); dW, where the head
-// trains, stays oneDNN's. bench_lm_head BM_FrozenBf16 (C = 2048, T = 1024, the QLoRA head):
-// see docs/benchmarks.md.
+// On an AMX CPU the logits and dX products run on our own tiles (lm_head_amx.h: W packed into
+// tiles a panel at a time, X's rows once per chunk) with dZ blocks of kLogitBlock rows (the
+// tiles of a block of dZ, Rp × 4096 bf16, are the one extra buffer); dW, where the head trains,
+// stays oneDNN's. The logits are one pass over the whole vocabulary that rounds each strip of
+// fp32 products into Z while it is in cache (no fp32 logits block, 16 MiB at Rp 1024, through
+// memory). The row pass without a soft-cap is row_stats_bf16 (lm_head_rows.h: the widening,
+// the statistics and the rounding of the dlogits in three passes over the row instead of six).
+// bench_lm_head BM_FrozenBf16 (C = 2048, T = 1024, the QLoRA head): see docs/benchmarks.md.
 //
 // On the widened bf16 path (bf16_matmul_path.h: a CPU without AMX), the operands of each product
 // are widened here, once per use, into fp32 scratch and multiplied by the fp32 GEMM, instead of
@@ -119,7 +122,8 @@ WholePlan whole_plan(const LmHeadTuning& t, int64_t n, int64_t V) {
 
 struct WholeScratch {
   uint16_t *xs, *z;    // (Rp × C) the chunk's rows of x; (Rp × V) logits, then dlogits
-  float *block, *dxs;  // (Rp × VB) one logits block's fp32 product; (Rp × C) the chunk's dX
+  float *block, *dxs;  // (Rp × VB) one logits block's fp32 product (not on the tiles); (Rp × C)
+                       // the chunk's dX
   float* rows32;       // (workers × V) each row-pass worker's fp32 row
   // Widened plans only (else null): xs, a block of W (max(VB, GB) × C), a block of dZ (Rp × GB)
   // in fp32.
@@ -133,7 +137,7 @@ WholeScratch take_whole(Workspace& mem, RowScratch& rs, int64_t n, const WholePl
   WholeScratch w;
   w.xs = mem.take<uint16_t>(p.Rp * C, kOp);
   w.z = mem.take<uint16_t>(p.Rp * V, kOp);
-  w.block = mem.take<float>(p.Rp * p.VB, kOp);
+  w.block = p.tiles ? nullptr : mem.take<float>(p.Rp * p.VB, kOp);  // tiles: rounded per strip
   w.dxs = mem.take<float>(p.Rp * C, kOp);
   w.rows32 = mem.take<float>(workspace_workers() * V, kOp);
   w.xs32 = w.w32 = w.dz32 = nullptr;
@@ -200,13 +204,16 @@ void row_pass(LmHeadStats& total, const RowScratch& rs, float* rows32, uint16_t*
           static_cast<size_t>(m), static_cast<size_t>(slots), static_cast<size_t>(slot));
       for (int64_t i = static_cast<int64_t>(b); i < static_cast<int64_t>(e); ++i) {
         uint16_t* zi = z + i * V;
-        cpu::widen_row_from_bf16(row, zi, V);
-        if (softcap > 0) soft_cap_row(row, zi, V, softcap);  // zi now holds the tanh
-        const RowStats r = row_stats_f32(row, V, targets[rs.rows[c0 + i]], grad, scale);
-        if (grad && softcap > 0)
-          soft_cap_backward_row(zi, row, V, softcap);
-        else if (grad)
-          cpu::round_row_to_bf16(zi, row, V);
+        const int64_t target = targets[rs.rows[c0 + i]];
+        RowStats r;
+        if (softcap > 0) {
+          cpu::widen_row_from_bf16(row, zi, V);
+          soft_cap_row(row, zi, V, softcap);  // zi now holds the tanh
+          r = row_stats_f32(row, V, target, grad, scale);
+          if (grad) soft_cap_backward_row(zi, row, V, softcap);
+        } else {
+          r = row_stats_bf16(zi, row, V, target, grad, scale);
+        }
         rs.loss[i] = r.loss;
         rs.entropy[i] = r.entropy;
         rs.correct[i] = r.correct ? 1 : 0;
@@ -267,19 +274,19 @@ LmHeadStats whole_vocabulary(float* dx, float* dw, const uint16_t* x, const uint
     const int64_t m = std::min(R, n - c0), mp = round_up(m, kRowQuantum);
     gather_rows(xs, x, rs, c0, m, mp, C);
     if (p.widened) widen_rows(sc.xs32, xs, C, mp, C);
-    const cpu::LmHeadRowTiles x_tiles =
-        p.tiles ? cpu::pack_lm_head_rows(xs, mp, C) : cpu::LmHeadRowTiles{};
-    for (int64_t v0 = 0; v0 < V; v0 += VB) {
-      const int64_t nb = std::min(VB, V - v0);
-      if (p.widened) {
-        widen_rows(sc.w32, w + v0 * C, C, nb, C);
-        matmul(block, sc.xs32, sc.w32, mp, nb, C, false, true, false, C, C, nb);
-      } else if (p.tiles) {
-        cpu::lm_head_logits_amx(block, nb, x_tiles, w + v0 * C, nb, C);
-      } else {
-        matmul_bf16(block, xs, w + v0 * C, mp, nb, C, false, true, false, C, C, nb);
+    if (p.tiles) {
+      cpu::lm_head_logits_bf16_amx(z, V, cpu::pack_lm_head_rows(xs, mp, C), m, w, V, C);
+    } else {
+      for (int64_t v0 = 0; v0 < V; v0 += VB) {
+        const int64_t nb = std::min(VB, V - v0);
+        if (p.widened) {
+          widen_rows(sc.w32, w + v0 * C, C, nb, C);
+          matmul(block, sc.xs32, sc.w32, mp, nb, C, false, true, false, C, C, nb);
+        } else {
+          matmul_bf16(block, xs, w + v0 * C, mp, nb, C, false, true, false, C, C, nb);
+        }
+        round_block(z, V, block, m, v0, nb);
       }
-      round_block(z, V, block, m, v0, nb);
     }
     row_pass(total, rs, sc.rows32, z, targets, c0, m, V, grad, scale, softcap);
     if (!grad) continue;

@@ -95,6 +95,12 @@ inline RowStats row_stats<float>(float* z, int64_t V, int64_t target, bool grad,
   return row_stats_f32(z, V, target, grad, scale);
 }
 
+// row_stats_f32 of a row of bf16 logits z (the bf16 head's, without a soft-cap), widened into
+// the fp32 scratch row (V floats); with grad, z becomes the bf16 dlogits (the float row's,
+// rounded by f32_to_bf16). The same values as widening, row_stats_f32 and rounding in turn, in
+// three passes over the row instead of six.
+RowStats row_stats_bf16(uint16_t* z, float* row, int64_t V, int64_t target, bool grad, float scale);
+
 // The pieces of a float row on a vocabulary shard, vectorised as row_stats_f32: the slice's
 // largest element (NaNs passed over, −inf if none); Σ exp(z − mx) and Σ exp(z − mx)·(z − mx),
 // z becoming exp(z − mx) with store; z *= k.
