@@ -12,7 +12,6 @@
 #include "core/error.h"
 #include "core/torch_generator.h"
 #include "model/torch_init.h"
-#include "ops/cpu/lora_backward_amx.h"
 #include "ops/ops.h"
 
 namespace sft::model {
@@ -556,15 +555,7 @@ ops::LowRankTerm LoraAdapter::backward_params(ops::View dy, ops::View dy16, ops:
   ops::View du = grown(scratch_.du, DType::kF32, N, r);
   const ops::View db = b_part(b->grad), bw = b_part(bf16 ? b->bf16 : b->value);
   const ops::View u = u_view_.first(N, r);
-  if (bf16 && g.device == Device::kCpu && ops::cpu::lora_backward_amx_serves()) {
-    // Both products over g in one pass (the step's largest operand read once).
-    ops::cpu::lora_backward_amx(db.as<float>(), db.ld(), du.as<float>(), du.ld(), g.as<uint16_t>(),
-                                g.ld(), u.as<uint16_t>(), u.ld(), bw.as<uint16_t>(), bw.ld(), N,
-                                bw.rows, r);
-  } else {
-    ops::matmul(db, g, u, true, false, true);
-    ops::matmul(du, g, bw, false, false, false);
-  }
+  ops::lora_backward_products(db, du, g, u, bw);
   ops::scale(du, scale);
   if (bf16) {
     const ops::View du16 = grown(scratch_.du16, DType::kBF16, N, r);

@@ -66,6 +66,12 @@ void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumul
          Strides::kRowStrides)(c, a, w, trans_w, accumulate, extra);
 }
 
+void lora_backward_products(View db, View du, View g, View u, View b) {
+  const ScopedOp op("lora_backward_products");
+  kernel(&KernelTable::lora_backward_products, "lora_backward_products", {db, du, g, u, b},
+         Strides::kRowStrides)(db, du, g, u, b);
+}
+
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
   const ScopedOp op("rmsnorm_forward");
   kernel(&KernelTable::rmsnorm_forward, "rmsnorm_forward", {out, rstd, x, w})(out, rstd, x, w, eps);

@@ -31,6 +31,7 @@ struct KernelTable {
   void (*matmul)(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate) = nullptr;
   void (*matmul_4bit)(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
                       const LowRankTerm& extra) = nullptr;
+  void (*lora_backward_products)(View db, View du, View g, View u, View b) = nullptr;
 
   void (*rmsnorm_forward)(View out, View rstd, View x, View w, double eps) = nullptr;
   void (*rmsnorm_backward)(View dx, View dw, View dout, View x, View rstd, View w) = nullptr;

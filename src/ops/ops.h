@@ -84,6 +84,13 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
 void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
                  const LowRankTerm& extra = {});
 
+// LoRA's two backward products over its output gradient g (N, O): db (O, r) += gᵀ · u and
+// du (N, r) = g · b, for u (N, r) and b (O, r). g, u, b all f32, all bf16 (fp32 accumulation)
+// or all f64 (the reference); db and du f32 (f64). Any view may be a column block. The sums are
+// matmul's, possibly in another order: on an AMX CPU under bf16 both come from one pass over g
+// (cpu/lora_backward_amx.h), deterministic for any thread count; elsewhere two matmuls.
+void lora_backward_products(View db, View du, View g, View u, View b);
+
 // y = w · x / sqrt(mean(x²) + eps) per row: out (N, C) =, rstd (N, 1) =; x (N, C); w (1, C).
 // With f32 x, rstd, w, out may be bf16: the f32 result rounded (f32_to_bf16) in the same pass.
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps);

@@ -14,6 +14,7 @@
 namespace sft::ops::cpu {
 
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate);
+void lora_backward_products(View db, View du, View g, View u, View b);
 void matmul_4bit(View c, View a, const Weight4Bit& w, bool trans_w, bool accumulate,
                  const LowRankTerm& extra);
 

@@ -10,6 +10,7 @@ const KernelTable& cpu_kernels() {
       .device = "CPU",
       .matmul = cpu::matmul,
       .matmul_4bit = cpu::matmul_4bit,
+      .lora_backward_products = cpu::lora_backward_products,
       .rmsnorm_forward = cpu::rmsnorm_forward,
       .rmsnorm_backward = cpu::rmsnorm_backward,
       .add_rmsnorm_forward = cpu::add_rmsnorm_forward,

@@ -17,7 +17,6 @@
 #include "ops/cpu/amx.h"
 #include "ops/cpu/tile_buffer.h"
 #include "ops/ops.h"
-#include "ops/profile.h"
 
 namespace sft::ops::cpu {
 
@@ -155,7 +154,6 @@ bool lora_backward_amx_serves() {
 void lora_backward_amx(float* db, int64_t lddb, float* du, int64_t lddu, const uint16_t* g,
                        int64_t ldg, const uint16_t* u, int64_t ldu, const uint16_t* b, int64_t ldb,
                        int64_t N, int64_t O, int64_t r) {
-  const ScopedOp op("lora_backward_amx");
   if (N <= 0 || O <= 0 || r <= 0) return;
   // The calling thread's: grown to the largest adapter, then reused.
   thread_local CacheLineVector<uint16_t> ut;

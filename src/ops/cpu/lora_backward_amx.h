@@ -7,10 +7,9 @@
 // 32 × 32 block of g is loaded once, re-laid in L1 as the two tile operands it is (plain rows
 // for g · B, row pairs interleaved for uᵀ · g), and both products take it from there.
 //
-// Why a CPU entry beside ops::matmul rather than an op of ops.h: the fusion pays only where
-// the skinny products run below memory speed, which is oneDNN on the CPU; cuBLAS runs the two
-// products near the bandwidth already, so a device op would be a composite of the same two
-// calls. model/lora.cpp asks lora_backward_amx_serves() and falls back to ops::matmul.
+// It serves ops::lora_backward_products on the CPU (lora_backward_products.cpp) for bf16 where
+// AMX is usable: the fusion pays where the skinny products run below memory speed, which is
+// oneDNN here; the CUDA slot is the two cuBLASLt products, which run near the bandwidth already.
 //
 // Numerics (deterministic for any thread count): dB's sums over N run in ascending 32-row
 // tiles inside one task; du's sums over O are split into fixed 256-column tasks (a constant,

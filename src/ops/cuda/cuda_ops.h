@@ -22,6 +22,9 @@ namespace sft::ops::cuda {
 // cuBLASLt: c (M, N) = or += op(a) · op(b); f32 × f32 → f32 (fp32 compute, no TF32) or
 // bf16 × bf16 → f32 (fp32 accumulation). One cached handle, workspace and algorithm per shape.
 void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate);
+// The two cuBLASLt products (cuBLAS runs these skinny shapes near the memory bandwidth, so a
+// fused pass over g would save little here, unlike the CPU's).
+void lora_backward_products(View db, View du, View g, View u, View b);
 
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps);
 void rmsnorm_backward(View dx, View dw, View dout, View x, View rstd, View w);

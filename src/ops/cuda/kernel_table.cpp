@@ -10,6 +10,7 @@ const KernelTable& cuda_kernels() {
   static const KernelTable table{
       .device = "CUDA",
       .matmul = cuda::matmul,
+      .lora_backward_products = cuda::lora_backward_products,
       .rmsnorm_forward = cuda::rmsnorm_forward,
       .rmsnorm_backward = cuda::rmsnorm_backward,
       .add_rmsnorm_forward = cuda::add_rmsnorm_forward,
