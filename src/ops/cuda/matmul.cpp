@@ -176,8 +176,8 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
 }
 
 void lora_backward_products(View db, View du, View g, View u, View b) {
-  matmul(db, g, u, true, false, true);
-  matmul(du, g, b, false, false, false);
+  cuda::matmul(db, g, u, true, false, true);
+  cuda::matmul(du, g, b, false, false, false);
 }
 
 }  // namespace sft::ops::cuda
