@@ -76,6 +76,28 @@ std::vector<float> normal(size_t n, uint32_t seed, float scale) {
   return v;
 }
 
+// A projection's weight drawn (normal, 0.02) and quantized to NF4 in blocks of 64, as a
+// Weight4Bit over its own bytes.
+struct Nf4Weight {
+  std::vector<float> drawn;
+  std::vector<uint8_t> packed;
+  std::vector<float> absmax;
+  ops::Weight4Bit weight;
+
+  explicit Nf4Weight(const Projection& p)
+      : drawn(normal(static_cast<size_t>(p.rows * p.cols), 1, 0.02f)),
+        packed(static_cast<size_t>((p.rows * p.cols + 1) / 2)),
+        absmax(static_cast<size_t>(ops::cpu::quant_block_count(p.rows * p.cols, 64))) {
+    ops::cpu::quantize_4bit(drawn, 64, ops::Quant4Type::kNf4, packed, absmax);
+    weight = {ops::view_of(packed.data(), 1, static_cast<int64_t>(packed.size())),
+              ops::view_of(absmax.data(), 1, static_cast<int64_t>(absmax.size())),
+              p.rows,
+              p.cols,
+              64,
+              ops::Quant4Type::kNf4};
+  }
+};
+
 // ops/cpu/dequant4.h alone, on this thread: a 6144 × 2048 NF4 weight into a 2^21-value buffer
 // a panel at a time, as matmul_4bit does; billions of elements per CPU second, f32 and bf16.
 void dequantization_rate(int64_t rounds) {
@@ -117,17 +139,9 @@ void bf16_output_rate(const std::string& shape, int64_t M, int64_t rank, int64_t
   double before_total = 0, after_total = 0;
   for (const Projection& p : projections(shape)) {
     if (std::string(p.name) == "o" || std::string(p.name) == "down") continue;  // f32 outputs
-    const int64_t n = p.rows * p.cols, K = p.cols, N = p.rows;
-    std::vector<uint8_t> packed(static_cast<size_t>((n + 1) / 2));
-    std::vector<float> absmax(static_cast<size_t>(ops::cpu::quant_block_count(n, 64)));
-    ops::cpu::quantize_4bit(normal(static_cast<size_t>(n), 1, 0.02f), 64, ops::Quant4Type::kNf4,
-                            packed, absmax);
-    const ops::Weight4Bit q{ops::view_of(packed.data(), 1, static_cast<int64_t>(packed.size())),
-                            ops::view_of(absmax.data(), 1, static_cast<int64_t>(absmax.size())),
-                            p.rows,
-                            p.cols,
-                            64,
-                            ops::Quant4Type::kNf4};
+    const int64_t K = p.cols, N = p.rows;
+    const Nf4Weight nf4(p);
+    const ops::Weight4Bit& q = nf4.weight;
     auto bf16_of = [](const std::vector<float>& v) {
       std::vector<uint16_t> out(v.size());
       for (size_t i = 0; i < v.size(); ++i) out[i] = f32_to_bf16(v[i]);
@@ -217,21 +231,12 @@ int main(int argc, char** argv) {
   double total4 = 0, total_library = 0, total_dense = 0, cpu4_total = 0, cpu_library_total = 0,
          cpu_dense_total = 0;
   for (const Projection& p : projections(shape)) {
-    const int64_t n = p.rows * p.cols;
-    const std::vector<float> w = normal(static_cast<size_t>(n), 1, 0.02f);
-    std::vector<uint8_t> packed(static_cast<size_t>((n + 1) / 2));
-    std::vector<float> absmax(static_cast<size_t>(ops::cpu::quant_block_count(n, 64)));
-    ops::cpu::quantize_4bit(w, 64, ops::Quant4Type::kNf4, packed, absmax);
-    std::vector<float> dense(static_cast<size_t>(n));
-    ops::cpu::dequantize_4bit(packed, absmax, 64, ops::Quant4Type::kNf4, dense);
+    const Nf4Weight nf4(p);
+    const ops::Weight4Bit& q = nf4.weight;
+    std::vector<float> dense(nf4.drawn.size());
+    ops::cpu::dequantize_4bit(nf4.packed, nf4.absmax, 64, ops::Quant4Type::kNf4, dense);
     std::vector<uint16_t> dense_bf16(dense.size());
     for (size_t i = 0; i < dense.size(); ++i) dense_bf16[i] = f32_to_bf16(dense[i]);
-    const ops::Weight4Bit q{ops::view_of(packed.data(), 1, static_cast<int64_t>(packed.size())),
-                            ops::view_of(absmax.data(), 1, static_cast<int64_t>(absmax.size())),
-                            p.rows,
-                            p.cols,
-                            64,
-                            ops::Quant4Type::kNf4};
     for (bool trans_w : {true, false}) {
       const int64_t K = trans_w ? p.cols : p.rows, N = trans_w ? p.rows : p.cols;
       std::vector<float> a = normal(static_cast<size_t>(M * K), 2, 1.0f), c(size_t(M * N));

@@ -292,7 +292,12 @@ class Transformer {
   void add_embedding_noise(int64_t T);
   bool gradient_checkpointing_ = false;
   bool checkpoint_keeps_mlp_ = false;
-  std::vector<uint8_t> mlp_kept_;  // per layer: the forward kept its gate and up (checkpointing)
+  // Whether the forward keeps layer l's gate and up products (checkpointing that keeps them; a
+  // pre-norm dense layer).
+  bool mlp_kept(size_t l) const {
+    return gradient_checkpointing_ && checkpoint_keeps_mlp_ &&
+           !layers_[l].plan.backward_reads_mlp_output();
+  }
 
   // State of the last forward (views into acts_; host vectors reuse their capacity).
   int64_t T_ = 0, T_real_ = 0;  // tokens in the arenas (padded under bf16), tokens of the batch

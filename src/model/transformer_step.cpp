@@ -100,15 +100,12 @@ void Transformer::prepare(const Batch& b, bool logits) {
     // Kept MLP products (pre-norm dense layers): gate and up views of each layer's own. The
     // first such layer keeps the shared set's when no other layer writes them (every dense
     // layer keeps its own; expert layers write other views).
-    mlp_kept_.assign(static_cast<size_t>(L), 0);
     if (gradient_checkpointing_ && checkpoint_keeps_mlp_) {
-      auto kept = [&](size_t l) { return !layers_[l].plan.backward_reads_mlp_output(); };
       bool shared_free = true;
       for (size_t l = 0; l < la_.size(); ++l)
-        shared_free = shared_free && (kept(l) || layers_[l].plan.experts);
+        shared_free = shared_free && (mlp_kept(l) || layers_[l].plan.experts);
       for (size_t l = 0; l < la_.size(); ++l) {
-        if (!kept(l)) continue;
-        mlp_kept_[l] = 1;
+        if (!mlp_kept(l)) continue;
         if (shared_free) {  // the first kept layer: the shared set's views
           shared_free = false;
           continue;
@@ -375,7 +372,7 @@ void Transformer::backward(double scale) {
     if (gradient_checkpointing_ && l != L - 1)
       decoder_layer_recompute(resid_.row_range((l + 1) * T, T), la_[static_cast<size_t>(l)],
                               scratch_, resid_.row_range(l * T, T), attention_inputs(l),
-                              layers_[static_cast<size_t>(l)], mlp_kept_[static_cast<size_t>(l)]);
+                              layers_[static_cast<size_t>(l)], mlp_kept(static_cast<size_t>(l)));
     decoder_layer_backward(g, la_[static_cast<size_t>(l)], resid_.row_range(l * T, T),
                            attention_inputs(l), layers_[static_cast<size_t>(l)]);
     if (hooks_.after_backward) hooks_.after_backward(l);

@@ -6,23 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "core/half.h"
 #include "ops/cpu/amx.h"
 #include "ops/cpu/lm_head_amx.h"
+#include "ops/random_bf16.h"
 
 namespace sft::ops {
 namespace {
-
-std::vector<uint16_t> random_bf16(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<uint16_t> v(n);
-  for (uint16_t& x : v) x = f32_to_bf16(d(rng));
-  return v;
-}
 
 double at(const std::vector<uint16_t>& v, int64_t i) {
   return bf16_to_f32(v[static_cast<size_t>(i)]);

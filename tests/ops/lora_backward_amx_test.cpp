@@ -11,17 +11,10 @@
 
 #include "core/half.h"
 #include "ops/cpu/lora_backward_amx.h"
+#include "ops/random_bf16.h"
 
 namespace sft::ops {
 namespace {
-
-std::vector<uint16_t> random_bf16(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<uint16_t> v(n);
-  for (uint16_t& x : v) x = f32_to_bf16(d(rng));
-  return v;
-}
 
 struct Shape {
   int64_t N, O, r;

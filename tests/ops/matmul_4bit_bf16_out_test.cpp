@@ -17,17 +17,10 @@
 #include "ops/cpu/bnb_quant.h"
 #include "ops/cpu/matmul_4bit_amx.h"
 #include "ops/ops.h"
+#include "ops/random_bf16.h"
 
 namespace sft::ops {
 namespace {
-
-std::vector<uint16_t> random_bf16(int64_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<uint16_t> v(static_cast<size_t>(n));
-  for (uint16_t& x : v) x = f32_to_bf16(d(rng));
-  return v;
-}
 
 struct Weight {
   std::vector<uint8_t> packed;

@@ -1,11 +1,16 @@
 // The panel driver of AMX tile products (see amx_panels.h).
 #include "ops/cpu/amx_panels.h"
 
-#include <algorithm>
+#include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
+
+#include "core/half.h"
 #include "core/thread_pool.h"
 #include "ops/cpu/amx.h"
 #include "ops/cpu/amx_pack.h"
+#include "ops/cpu/bf16_simd.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/tile_buffer.h"
 #include "ops/ops.h"
@@ -57,6 +62,27 @@ void for_each_panel(int64_t M, int64_t N, int64_t KW, int64_t extra_kt, const Pa
   });
 }
 
+// Rows of a strip's fp32 sums (ld nb) rounded into c (ldc), as cpu::round_row_to_bf16; each
+// row's whole 64-byte lines of c with streaming stores.
+[[gnu::target(SFT_AVX512_TARGET)]] void round_strip_streaming(uint16_t* c, int64_t ldc,
+                                                              const float* strip, int64_t rows,
+                                                              int64_t nb) {
+  for (int64_t i = 0; i < rows; ++i) {
+    uint16_t* dst = c + i * ldc;
+    const float* src = strip + i * nb;
+    int64_t j = 0;
+    for (; j < nb && reinterpret_cast<uintptr_t>(dst + j) % 64 != 0; ++j)
+      dst[j] = f32_to_bf16(src[j]);
+    for (; j + 32 <= nb; j += 32) {
+      const __m512i both =
+          _mm512_inserti64x4(_mm512_castsi256_si512(bf16_round16(_mm512_loadu_ps(src + j))),
+                             bf16_round16(_mm512_loadu_ps(src + j + 16)), 1);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + j), both);
+    }
+    round_row_to_bf16(dst + j, src + j, nb - j);
+  }
+}
+
 }  // namespace
 
 void amx_panel_product(float* c, int64_t ldc, const uint16_t* a_tiles, int64_t a_row_tiles,
@@ -71,7 +97,7 @@ void amx_panel_product(float* c, int64_t ldc, const uint16_t* a_tiles, int64_t a
 
 void amx_panel_product_bf16(uint16_t* c, int64_t ldc, const uint16_t* a_tiles, int64_t a_row_tiles,
                             int64_t M, int64_t N, int64_t KW, int64_t extra_kt,
-                            const PanelFill& fill) {
+                            const PanelFill& fill, bool streaming) {
   const bool one_range = KW <= kRangeTiles;
   for_each_panel(M, N, KW, extra_kt, fill,
                  [&](const TilePanel& p, int64_t kt, const uint16_t* b_tiles, int64_t width) {
@@ -92,9 +118,13 @@ void amx_panel_product_bf16(uint16_t* c, int64_t ldc, const uint16_t* a_tiles, i
                      float* acc = one_range ? strip.data() : sums.data() + m0 * p.nb;
                      gemm_bf16_amx_packed(acc, p.nb, a + m0 / 16 * a_row_tiles * kTileValues,
                                           a_row_tiles, b_tiles, rows, p.nb, kt, p.j0 > 0);
-                     for (int64_t r = 0; r < rows; ++r)
-                       round_row_to_bf16(c + (m0 + r) * ldc + p.n0, acc + r * p.nb, p.nb);
+                     if (streaming)
+                       round_strip_streaming(c + m0 * ldc + p.n0, ldc, acc, rows, p.nb);
+                     else
+                       for (int64_t r = 0; r < rows; ++r)
+                         round_row_to_bf16(c + (m0 + r) * ldc + p.n0, acc + r * p.nb, p.nb);
                    }
+                   if (streaming) _mm_sfence();  // the lines reach memory before C is read
                  });
 }
 

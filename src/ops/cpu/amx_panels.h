@@ -43,9 +43,12 @@ void amx_panel_product(float* c, int64_t ldc, const uint16_t* a_tiles, int64_t a
 // fp32 C has when cast afterwards. The last k range runs 32 rows of A at a time, each strip's
 // sums rounded from L1; earlier ranges (K beyond kPanelK) keep their sums in an fp32 buffer of
 // the panel (M × its columns, per thread). No accumulate: a bf16 C would be rounded twice.
+// `streaming`: whole 64-byte lines of C are written with streaming stores, which skip reading
+// each line into the cache first — for an output far larger than the caches that is read only
+// much later (the LM head's logits); fenced before the call returns. The same values.
 void amx_panel_product_bf16(uint16_t* c, int64_t ldc, const uint16_t* a_tiles, int64_t a_row_tiles,
                             int64_t M, int64_t N, int64_t KW, int64_t extra_kt,
-                            const PanelFill& fill);
+                            const PanelFill& fill, bool streaming = false);
 
 // A's tiles of a (M × K bf16, lda) into a_tiles with KT tiles per row, from k tile j0 on, on
 // the pool's threads (pack_a_tiles split by rows of tiles).

@@ -26,12 +26,11 @@ struct LmHeadRowTiles {
 LmHeadRowTiles pack_lm_head_rows(const uint16_t* x, int64_t M, int64_t C);
 
 // z (rows × V bf16, ldz elements per row) = X · Wᵀ rounded to bf16 for all of W's V rows
-// (V × C bf16, dense), the first `rows` of X's M (the rest, zero padding, are not stored). Each
-// thread takes a run of column panels of the whole vocabulary: it packs a panel of W's rows
-// into tiles once (L2-sized), runs X's 32-row strips against it into an fp32 strip buffer (L1)
-// and rounds the strip into z while it is in cache, so no fp32 block of logits goes through
-// memory. Bits: each fp32 logit is the one ascending sum over C of gemm_bf16_amx_packed, rounded
-// to nearest even (cpu::round_row_to_bf16), as a product of the whole block then a rounding.
+// (V × C bf16, dense), the first `rows` of X's M (the rest, zero padding, are not stored): one
+// amx_panel_product_bf16 over the whole vocabulary, W's rows packed into tiles a panel at a
+// time, each 32-row strip rounded into z while in cache (streaming stores), so no fp32 block of
+// logits goes through memory. Bits: each logit is the one ascending sum over C, rounded to
+// nearest even, as a product of the whole block then a rounding.
 void lm_head_logits_bf16_amx(uint16_t* z, int64_t ldz, const LmHeadRowTiles& x, int64_t rows,
                              const uint16_t* w, int64_t V, int64_t C);
 

@@ -7,7 +7,7 @@
 // 32 × 32 block of g is loaded once, re-laid in L1 as the two tile operands it is (plain rows
 // for g · B, row pairs interleaved for uᵀ · g), and both products take it from there.
 //
-// It serves ops::lora_backward_products on the CPU (lora_backward_products.cpp) for bf16 where
+// It serves ops::lora_backward_products on the CPU (view_kernels.cpp) for bf16 where
 // AMX is usable: the fusion pays where the skinny products run below memory speed, which is
 // oneDNN here; the CUDA slot is the two cuBLASLt products, which run near the bandwidth already.
 //

@@ -9,6 +9,7 @@
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/embedding.h"
 #include "ops/cpu/gelu_tanh_gated.h"
+#include "ops/cpu/lora_backward_amx.h"
 #include "ops/cpu/rmsnorm.h"
 #include "ops/cpu/rope.h"
 #include "ops/cpu/swiglu.h"
@@ -85,6 +86,30 @@ void matmul(View c, View a, View b, bool trans_a, bool trans_b, bool accumulate)
     ops::matmul(c.as<T>(), a.as<T>(), b.as<T>(), M, N, K, trans_a, trans_b, accumulate, a.ld(),
                 b.ld(), c.ld());
   });
+}
+
+// bf16 on an AMX CPU: both products in one pass over g (lora_backward_amx.h); everything else
+// (f32, f64, bf16 without AMX) as the two matmuls.
+void lora_backward_products(View db, View du, View g, View u, View b) {
+  const int64_t N = g.rows, O = g.cols, r = u.cols;
+  require(u.rows == N && b.rows == O && b.cols == r && db.rows == O && db.cols == r &&
+              du.rows == N && du.cols == r,
+          "lora_backward_products", [&] {
+            return "shapes db " + shape(db) + " += gᵀ · u, du " + shape(du) +
+                   " = g · b do not fit g " + shape(g) + ", u " + shape(u) + ", b " + shape(b);
+          });
+  require(u.dtype == g.dtype && b.dtype == g.dtype, "lora_backward_products", [&] {
+    return "g, u and b must share a dtype, got " + std::string(dtype_name(g.dtype)) + ", " +
+           std::string(dtype_name(u.dtype)) + ", " + std::string(dtype_name(b.dtype));
+  });
+  if (g.dtype == DType::kBF16 && lora_backward_amx_serves()) {
+    require_dtype_of("lora_backward_products", "db and du (with bf16 operands)", DType::kF32,
+                     {db, du});
+    return lora_backward_amx(db.as<float>(), db.ld(), du.as<float>(), du.ld(), g.as<uint16_t>(),
+                             g.ld(), u.as<uint16_t>(), u.ld(), b.as<uint16_t>(), b.ld(), N, O, r);
+  }
+  cpu::matmul(db, g, u, true, false, true);
+  cpu::matmul(du, g, b, false, false, false);
 }
 
 void rmsnorm_forward(View out, View rstd, View x, View w, double eps) {
